@@ -1,0 +1,113 @@
+# lfs: thin wrappers over the `lfs` subcommands. Everything builds in one cargo profile
+# (release), so tests, the default job and benchmarks share one compilation.
+#
+#   make deps    system packages (apt-get: FFmpeg libraries, clang, Mesa EGL, python3-venv)
+#   make         set up, build, and run the default job on the embedded sample
+#   make test    the whole test suite
+#   make bench   every benchmark (slow; results go to BENCHMARKS.md by hand)
+.DEFAULT_GOAL := all
+.PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
+.PHONY: collect bench-env
+
+CARGO ?= cargo
+LFS := target/release/lfs
+
+# Python used by the dm_control worker (eval/dmc_worker.py); `lfs` finds it at .venv/bin/python
+# unless LFS_PYTHON says otherwise.
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+# Headless MuJoCo rendering: Mesa's software EGL works without a GPU.
+export MUJOCO_GL ?= egl
+
+# Debian 12 packages: FFmpeg's libraries and headers (ffmpeg-next), clang/libclang (bindgen),
+# the ffmpeg CLI (test fixtures, reference decoder), Mesa's EGL (headless MuJoCo), venv.
+APT_PACKAGES := build-essential pkg-config clang libclang-dev ffmpeg libavcodec-dev \
+	libavformat-dev libavutil-dev libswscale-dev libavfilter-dev libavdevice-dev \
+	libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglfw3 python3-venv python3-pip curl
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+all: setup build sample
+
+deps:
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
+	@command -v cargo >/dev/null || { echo "installing Rust with rustup"; \
+		curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal; \
+		echo 'open a new shell (or run: . "$$HOME/.cargo/env") so cargo is on PATH'; }
+
+build:
+	$(CARGO) build --release --locked
+
+# Creates .venv with the pinned worker requirements and the dataset readers the tests use.
+# The stamp file makes a second run instant; it is refreshed when a requirements file changes.
+setup: $(VENV)/.stamp
+$(VENV)/.stamp: eval/requirements.txt eval/requirements-data.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements.txt -r eval/requirements-data.txt
+	touch $@
+
+# The default job on the embedded sample (datasets/tiny, made by `lfs collect`): ingest it
+# and show what went in.
+SAMPLE_VIDEOS := datasets/tiny/videos
+SAMPLE_OUT := runs/sample
+sample: build
+	$(LFS) ingest $(SAMPLE_VIDEOS) --out $(SAMPLE_OUT)/dataset
+	$(LFS) inspect $(SAMPLE_OUT)/dataset --contact-sheet $(SAMPLE_OUT)/contact-sheet.png
+
+test: setup
+	$(CARGO) test --release --locked
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+
+bench: bench-ingest
+
+# lfs ingest vs the ffmpeg CLI vs PyAV+pyarrow on the same files, interleaved, medians.
+bench-ingest: setup build
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements-bench.txt
+	$(PYTHON) eval/bench/bench_ingest.py --lfs $(LFS)
+
+# ---- Pre-training (issue 4) -----------------------------------------------------------------
+# make pretrain [VIDEOS=<dir>] [PRETRAIN_CONFIG=pipelines/mini.toml] [SET='--set k=v ...']
+#   = lfs ingest (incremental) + lfs pretrain (resumes a killed run) + lfs export, all into
+#   runs/<name>/: dataset/, checkpoint.safetensors, metrics.jsonl, config.resolved.toml,
+#   datasets.json, encoder.safetensors, encoder.example.safetensors.
+# Without VIDEOS: the embedded sample (datasets/tiny/videos) and pipelines/tiny.toml, name `tiny`.
+PRETRAIN_CONFIG ?= pipelines/tiny.toml
+ifdef VIDEOS
+PRETRAIN_NAME ?= $(notdir $(abspath $(VIDEOS)))-$(basename $(notdir $(PRETRAIN_CONFIG)))
+else
+VIDEOS := datasets/tiny/videos
+PRETRAIN_NAME ?= $(basename $(notdir $(PRETRAIN_CONFIG)))
+endif
+RUN_DIR ?= runs/$(PRETRAIN_NAME)
+SET ?=
+pretrain: build
+	$(LFS) ingest $(VIDEOS) --out $(RUN_DIR)/dataset
+	$(LFS) pretrain --config $(PRETRAIN_CONFIG) --set 'data.datasets=["$(RUN_DIR)/dataset"]' --out-dir $(RUN_DIR) $(SET)
+	$(LFS) export $(RUN_DIR)/checkpoint.safetensors --out $(RUN_DIR)/encoder.safetensors
+
+# make export [RUN_DIR=runs/<name>]: re-export a run's latest checkpoint.
+export: build
+	$(LFS) export $(RUN_DIR)/checkpoint.safetensors --out $(RUN_DIR)/encoder.safetensors
+
+# One LFS update at B = 32, 128, 512: candle vs PyTorch CPU, interleaved, medians. PyTorch comes
+# from .venv-bench (python3 -m venv .venv-bench && .venv-bench/bin/pip install torch numpy);
+# without it only candle is timed. Slow: a B=512 candle update takes about a minute (stock conv).
+BENCH_TORCH_PYTHON ?= .venv-bench/bin/python
+BENCH_PRETRAIN_PLAN ?= 32:3,128:2,512:1
+bench-pretrain:
+	$(CARGO) build --release --example bench_pretrain
+	python3 eval/bench/pretrain_compare.py --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_PRETRAIN_PLAN) --repeats 2
+
+# Agent steps/s through the worker pool vs dm_control in-process (same run, interleaved), and
+# with 2 workers; both render qualities. Results go in BENCHMARKS.md.
+bench-env: setup
+	$(CARGO) test --release --locked --test integration -- --ignored --nocapture --test-threads 1 env::bench_env
+	LFS_BENCH_QUALITY=fast LFS_BENCH_STEPS=300 $(CARGO) test --release --locked --test integration -- --ignored --nocapture --test-threads 1 env::bench_env
+
+# The paper's video set (SPEC §8): 320 random-policy episodes of up to 250 frames per seen task,
+# action repeat 2, dm_control's default rendering. Resumable: run it again after an interruption.
+collect: setup build
+	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --frames 250 --out videos/

@@ -1,0 +1,43 @@
+//! The `lfs` command line: one subcommand per stage of the pipeline, each a thin wrapper over
+//! the library (`src/cli/<stage>.rs` parses arguments and calls into `lfs::…`).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+#[derive(Parser)]
+#[command(
+    name = "lfs",
+    version,
+    about = "Pre-train visual encoders for RL on action-free videos (LFS)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decode a folder of videos into Parquet frame shards (LeRobot v3 layout).
+    Ingest(cli::ingest::Args),
+    /// Summarise an ingested dataset; optionally write a contact sheet of sampled frames.
+    Inspect(cli::inspect::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Ingest(args) => cli::ingest::run(args),
+        Command::Inspect(args) => cli::inspect::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            // `{:#}` prints the whole context chain on one line (ripgrep's convention).
+            eprintln!("lfs: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,532 @@
+//! Appending episodes to a dataset, crash-safely.
+//!
+//! Commit protocol. Frames go to a data file under a hidden temporary name; a *commit* closes
+//! it, renames it into place, then rewrites this run's episodes file (atomically): that
+//! rename is the commit point. `tasks.parquet`, `stats.json`, `lfs.json` and `info.json` are
+//! derived from the episodes tables and rewritten after it. A crash therefore leaves either
+//! temporary files (ignored by every reader: hidden names) or a data file that no episodes
+//! table references (an *orphan*, which sorts after every committed file); the next
+//! [`DatasetWriter::open`] deletes both, and the sources they held are ingested again.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::{
+    ArrayRef, BinaryArray, FixedSizeBinaryArray, Float32Array, Int64Array, RecordBatch, StringArray, StructArray,
+};
+use arrow_buffer::Buffer;
+use arrow_schema::{DataType, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use serde_json::json;
+
+use super::episodes::{read_episodes, write_episodes, EpisodeRecord, SourceInfo};
+use super::layout::*;
+use super::schema::{data_schema, image_columns, lerobot_features};
+use super::stats::FeatureStats;
+use super::{tasks, writer_props};
+use crate::fsutil;
+use crate::video::Crop;
+use crate::{Error, Result};
+
+/// Encoded frames of one episode.
+#[derive(Debug, Clone)]
+pub enum EncodedFrames {
+    /// One PNG per frame.
+    Png(Vec<Vec<u8>>),
+    /// (n, h, w, 3) uint8, contiguous.
+    Raw(Vec<u8>),
+}
+
+impl EncodedFrames {
+    pub fn len(&self, frame_len: usize) -> usize {
+        match self {
+            Self::Png(v) => v.len(),
+            Self::Raw(v) => v.len() / frame_len.max(1),
+        }
+    }
+}
+
+/// An episode ready to be appended.
+#[derive(Debug, Clone)]
+pub struct NewEpisode {
+    pub task: String,
+    pub source: SourceInfo,
+    pub render_quality: Option<String>,
+    pub sidecar: Option<String>,
+    pub timestamps: Vec<f32>,
+    pub frames: EncodedFrames,
+    /// Per-channel statistics of the frames, computed where they were decoded.
+    pub image_stats: FeatureStats,
+}
+
+/// The settings a dataset is created with; an existing dataset must match them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterSettings {
+    pub frame_codec: FrameCodec,
+    pub width: u32,
+    pub height: u32,
+    pub crop: Crop,
+}
+
+struct OpenDataFile {
+    id: FileId,
+    tmp: PathBuf,
+    path: PathBuf,
+    writer: ArrowWriter<File>,
+}
+
+/// A lock file held for the writer's lifetime: two ingests into one dataset would clobber
+/// each other's files.
+struct Lock(PathBuf);
+
+impl Lock {
+    fn acquire(root: &Path) -> Result<Self> {
+        let path = root.join(".lfs-ingest.lock");
+        for _ in 0..2 {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut f) => {
+                    writeln!(f, "{}", std::process::id())?;
+                    return Ok(Self(path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let pid = fs::read_to_string(&path).unwrap_or_default();
+                    let pid = pid.trim();
+                    let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
+                    if alive {
+                        return Err(Error::Shard {
+                            path: root.to_path_buf(),
+                            reason: format!(
+                                "another ingest (pid {pid}) is writing this dataset; wait for it or remove {}",
+                                path.display()
+                            ),
+                        });
+                    }
+                    // Left by a process that died: take it over.
+                    fs::remove_file(&path)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(Error::Shard {
+            path: root.to_path_buf(),
+            reason: "cannot take the ingest lock".into(),
+        })
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// Appends episodes to a new or existing dataset.
+pub struct DatasetWriter {
+    root: PathBuf,
+    settings: WriterSettings,
+    schema: SchemaRef,
+    render_quality: Option<String>,
+    /// Episodes committed by earlier runs.
+    earlier: Vec<EpisodeRecord>,
+    /// This run's episodes, committed or in the open data file.
+    run: Vec<EpisodeRecord>,
+    run_meta_file: FileId,
+    tasks: Vec<String>,
+    open: Option<OpenDataFile>,
+    next_data_file: FileId,
+    next_episode: i64,
+    next_index: i64,
+    last_commit: Instant,
+    /// Commit at least this often, so a crash loses little work.
+    pub commit_every: Duration,
+    _lock: Lock,
+}
+
+/// Every `*.parquet` file under `dir/chunk-*/`.
+fn chunked_files(dir: &Path) -> Result<Vec<(FileId, PathBuf)>> {
+    let mut out = Vec::new();
+    let Ok(chunks) = fs::read_dir(dir) else { return Ok(out) };
+    for chunk in chunks.flatten() {
+        let Ok(files) = fs::read_dir(chunk.path()) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let p = f.path();
+            if let Some(id) = FileId::parse(&p) {
+                out.push((id, p));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Delete the hidden `.…tmp` files an interrupted run left under `dir`.
+fn remove_temp_files(dir: &Path) -> Result<usize> {
+    let mut removed = 0;
+    let Ok(entries) = fs::read_dir(dir) else { return Ok(0) };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().to_string();
+        if p.is_dir() {
+            removed += remove_temp_files(&p)?;
+        } else if name.starts_with('.') && name.ends_with(".tmp") {
+            fs::remove_file(&p)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// Read `meta/lfs.json`.
+pub(crate) fn read_lfs_meta(root: &Path) -> Result<Option<LfsMeta>> {
+    let path = root.join(LFS_META_PATH);
+    match fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| Error::Shard {
+            path,
+            reason: format!("invalid JSON: {e}"),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::Shard {
+            path,
+            reason: format!("cannot read: {e}"),
+        }),
+    }
+}
+
+/// Every committed episode of the dataset at `root`, in episode order.
+pub(crate) fn read_all_episodes(root: &Path) -> Result<Vec<EpisodeRecord>> {
+    let mut all = Vec::new();
+    for (_, path) in chunked_files(&root.join(EPISODES_DIR))? {
+        all.extend(read_episodes(&path)?);
+    }
+    all.sort_by_key(|r| r.episode_index);
+    Ok(all)
+}
+
+impl DatasetWriter {
+    /// Open the dataset at `root` for appending, creating it if needed. Cleans up what an
+    /// interrupted run left behind.
+    pub fn open(root: &Path, settings: WriterSettings) -> Result<Self> {
+        fs::create_dir_all(root)?;
+        let existing = read_lfs_meta(root)?;
+        if existing.is_none() {
+            // Refuse to scatter files into a folder that holds something else.
+            let foreign: Vec<String> = fs::read_dir(root)?
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| !matches!(n.as_str(), "data" | "meta" | ".lfs-ingest.lock"))
+                .collect();
+            if !foreign.is_empty() {
+                return Err(Error::Shard {
+                    path: root.to_path_buf(),
+                    reason: format!(
+                        "exists and is not an lfs dataset (no {LFS_META_PATH}; holds {}); choose a new or empty folder",
+                        foreign.join(", ")
+                    ),
+                });
+            }
+        }
+        let lock = Lock::acquire(root)?;
+        if let Some(meta) = &existing {
+            let have = (meta.frame_codec, meta.width, meta.height, meta.crop);
+            let want = (settings.frame_codec, settings.width, settings.height, settings.crop);
+            if have != want {
+                return Err(Error::Config(format!(
+                    "{} holds {}x{} {:?} frames (crop {:?}); this run asks for {}x{} {:?} (crop {:?}): ingest into another --out",
+                    root.display(), meta.width, meta.height, meta.frame_codec, meta.crop,
+                    settings.width, settings.height, settings.frame_codec, settings.crop
+                )));
+            }
+        }
+
+        remove_temp_files(root)?;
+        let earlier = read_all_episodes(root)?;
+        // Orphans: data files no committed episode points at (a run died before committing).
+        let referenced: std::collections::HashSet<FileId> = earlier.iter().map(|r| r.data_file).collect();
+        let data_files = chunked_files(&root.join(DATA_DIR))?;
+        for (id, path) in &data_files {
+            if !referenced.contains(id) {
+                fs::remove_file(path)?;
+            }
+        }
+        let next_data_file = earlier
+            .iter()
+            .map(|r| r.data_file)
+            .max()
+            .map_or(FileId { chunk: 0, file: 0 }, FileId::next);
+        let run_meta_file = chunked_files(&root.join(EPISODES_DIR))?
+            .last()
+            .map_or(FileId { chunk: 0, file: 0 }, |(id, _)| id.next());
+        let mut tasks = Vec::new();
+        for r in &earlier {
+            if !tasks.contains(&r.task) {
+                tasks.push(r.task.clone());
+            }
+        }
+        // Keep the task_index already on disk when there is one.
+        if let Ok(on_disk) = tasks::read_tasks(&root.join(TASKS_PATH)) {
+            if tasks.iter().all(|t| on_disk.contains(t)) {
+                tasks = on_disk;
+            }
+        }
+        let frame_len = (settings.width * settings.height * 3) as usize;
+        let w = Self {
+            root: root.to_path_buf(),
+            settings,
+            schema: data_schema(settings.frame_codec, frame_len),
+            render_quality: existing.and_then(|m| m.render_quality),
+            next_episode: earlier.last().map_or(0, |r| r.episode_index + 1),
+            next_index: earlier.iter().map(|r| r.dataset_to_index).max().unwrap_or(0),
+            earlier,
+            run: Vec::new(),
+            run_meta_file,
+            tasks,
+            open: None,
+            next_data_file,
+            last_commit: Instant::now(),
+            commit_every: Duration::from_secs(60),
+            _lock: lock,
+        };
+        if !w.earlier.is_empty() {
+            // A crash between the commit point and the derived files leaves them stale.
+            w.write_derived()?;
+        }
+        Ok(w)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Episodes committed before this run.
+    pub fn earlier(&self) -> &[EpisodeRecord] {
+        &self.earlier
+    }
+
+    /// Episodes appended by this run so far.
+    pub fn appended(&self) -> &[EpisodeRecord] {
+        &self.run
+    }
+
+    /// Why an episode of render quality `quality` cannot join this dataset, if it cannot.
+    pub fn render_quality_conflict(&self, quality: Option<&str>) -> Option<String> {
+        match (self.render_quality.as_deref(), quality) {
+            (Some(have), Some(new)) if have != new => Some(format!(
+                "render quality {new:?} differs from this dataset's {have:?}; ingest it into another dataset (pre-training refuses to mix them)"
+            )),
+            _ => None,
+        }
+    }
+
+    fn frame_len(&self) -> usize {
+        (self.settings.width * self.settings.height * 3) as usize
+    }
+
+    /// Append one episode (its frames become rows `next_index..`). Returns its episode index.
+    pub fn append(&mut self, ep: NewEpisode) -> Result<i64> {
+        let n = ep.frames.len(self.frame_len());
+        if n == 0 || n != ep.timestamps.len() {
+            return Err(Error::Shard {
+                path: PathBuf::from(&ep.source.path),
+                reason: format!("{} frames but {} timestamps", n, ep.timestamps.len()),
+            });
+        }
+        if let Some(reason) = self.render_quality_conflict(ep.render_quality.as_deref()) {
+            return Err(Error::Shard {
+                path: PathBuf::from(&ep.source.path),
+                reason,
+            });
+        }
+        if self.render_quality.is_none() {
+            self.render_quality.clone_from(&ep.render_quality);
+        }
+        let task_index = match self.tasks.iter().position(|t| *t == ep.task) {
+            Some(i) => i,
+            None => {
+                self.tasks.push(ep.task.clone());
+                self.tasks.len() - 1
+            }
+        } as i64;
+        let episode_index = self.next_episode;
+        let from = self.next_index;
+        let frame_index: Vec<i64> = (0..n as i64).collect();
+        let index: Vec<i64> = (from..from + n as i64).collect();
+
+        let image: ArrayRef = match &ep.frames {
+            EncodedFrames::Png(pngs) => {
+                let bytes = BinaryArray::from_iter_values(pngs.iter());
+                let paths = StringArray::new_null(n);
+                let DataType::Struct(fields) = self.schema.field(0).data_type().clone() else {
+                    unreachable!("the PNG image column is a struct")
+                };
+                Arc::new(StructArray::new(fields, vec![Arc::new(bytes), Arc::new(paths)], None))
+            }
+            EncodedFrames::Raw(raw) => Arc::new(FixedSizeBinaryArray::try_new(
+                self.frame_len() as i32,
+                Buffer::from_vec(raw.clone()),
+                None,
+            )?),
+        };
+        let batch = RecordBatch::try_new(
+            self.schema.clone(),
+            vec![
+                image,
+                Arc::new(Float32Array::from(ep.timestamps.clone())),
+                Arc::new(Int64Array::from(frame_index.clone())),
+                Arc::new(Int64Array::from(vec![episode_index; n])),
+                Arc::new(Int64Array::from(index.clone())),
+                Arc::new(Int64Array::from(vec![task_index; n])),
+            ],
+        )?;
+
+        let data_file = self.ensure_open()?;
+        let open = self.open.as_mut().expect("opened just above");
+        open.writer.write(&batch)?;
+        // One episode per row group: a reader can fetch an episode with one row-group read.
+        open.writer.flush()?;
+
+        let as_f64 = |v: &[i64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+        let stats = vec![
+            (IMAGE_KEY.to_string(), ep.image_stats),
+            (
+                "timestamp".into(),
+                FeatureStats::of_scalars(ep.timestamps.iter().map(|&t| f64::from(t))),
+            ),
+            ("frame_index".into(), FeatureStats::of_scalars(as_f64(&frame_index))),
+            (
+                "episode_index".into(),
+                FeatureStats::of_scalars(vec![episode_index as f64; n]),
+            ),
+            ("index".into(), FeatureStats::of_scalars(as_f64(&index))),
+            (
+                "task_index".into(),
+                FeatureStats::of_scalars(vec![task_index as f64; n]),
+            ),
+        ];
+        self.run.push(EpisodeRecord {
+            episode_index,
+            task: ep.task,
+            length: n as i64,
+            data_file,
+            dataset_from_index: from,
+            dataset_to_index: from + n as i64,
+            meta_file: self.run_meta_file,
+            source: ep.source,
+            render_quality: ep.render_quality,
+            sidecar: ep.sidecar,
+            stats,
+        });
+        self.next_episode += 1;
+        self.next_index += n as i64;
+
+        let full = self
+            .open
+            .as_ref()
+            .is_some_and(|o| o.writer.bytes_written() as u64 >= DATA_FILE_SIZE_MB << 20);
+        if full || self.last_commit.elapsed() >= self.commit_every {
+            self.commit()?;
+        }
+        Ok(episode_index)
+    }
+
+    fn ensure_open(&mut self) -> Result<FileId> {
+        if let Some(open) = &self.open {
+            return Ok(open.id);
+        }
+        let id = self.next_data_file;
+        self.next_data_file = id.next();
+        let path = id.data_path(&self.root);
+        fsutil::ensure_parent(&path)?;
+        let tmp = fsutil::temp_path(&path);
+        let file = File::create(&tmp)?;
+        let props = writer_props(&image_columns(self.settings.frame_codec));
+        let writer = ArrowWriter::try_new(file, self.schema.clone(), Some(props))?;
+        self.open = Some(OpenDataFile { id, tmp, path, writer });
+        Ok(id)
+    }
+
+    /// Make everything appended so far durable and visible.
+    pub fn commit(&mut self) -> Result<()> {
+        if let Some(open) = self.open.take() {
+            open.writer.close()?;
+            fsutil::commit_temp(&open.tmp, &open.path)?;
+        }
+        if !self.run.is_empty() {
+            // lfs.json first: a reader needs it to decode the frames the episodes point at.
+            self.write_lfs_meta()?;
+            write_episodes(&self.run_meta_file.episodes_path(&self.root), &self.run)?;
+            self.write_derived()?;
+        }
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+
+    /// Commit and release the dataset.
+    pub fn finish(mut self) -> Result<()> {
+        self.commit()
+    }
+
+    fn write_lfs_meta(&self) -> Result<()> {
+        let meta = LfsMeta {
+            lfs_dataset_version: LFS_DATASET_VERSION,
+            frame_codec: self.settings.frame_codec,
+            width: self.settings.width,
+            height: self.settings.height,
+            crop: self.settings.crop,
+            render_quality: self.render_quality.clone(),
+        };
+        fsutil::write_bytes_atomic(&self.root.join(LFS_META_PATH), &serde_json::to_vec_pretty(&meta)?)?;
+        Ok(())
+    }
+
+    /// tasks.parquet, stats.json and info.json, from the committed episodes.
+    fn write_derived(&self) -> Result<()> {
+        let committed: Vec<&EpisodeRecord> = self.earlier.iter().chain(self.run.iter()).collect();
+        tasks::write_tasks(&self.root.join(TASKS_PATH), &self.tasks)?;
+
+        let mut stats = serde_json::Map::new();
+        if let Some(first) = committed.first() {
+            for (i, (key, _)) in first.stats.iter().enumerate() {
+                let parts: Vec<&FeatureStats> = committed.iter().filter_map(|r| r.stats.get(i).map(|s| &s.1)).collect();
+                if let Some(merged) = FeatureStats::merge(&parts) {
+                    stats.insert(key.clone(), merged.to_json(key == IMAGE_KEY));
+                }
+            }
+        }
+        fsutil::write_bytes_atomic(&self.root.join(STATS_PATH), &serde_json::to_vec_pretty(&stats)?)?;
+
+        // LeRobot wants one integer fps: the most common rounded source rate.
+        let mut fps_counts: HashMap<i64, usize> = HashMap::new();
+        for r in &committed {
+            *fps_counts.entry(r.source.fps.round() as i64).or_default() += 1;
+        }
+        let fps = fps_counts
+            .into_iter()
+            .max_by_key(|&(f, c)| (c, -f))
+            .map_or(30, |(f, _)| f)
+            .max(1);
+        let total_frames: i64 = committed.iter().map(|r| r.length).sum();
+        let info = json!({
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": null,
+            "total_episodes": committed.len(),
+            "total_frames": total_frames,
+            "total_tasks": self.tasks.len(),
+            "chunks_size": CHUNKS_SIZE,
+            "data_files_size_in_mb": DATA_FILE_SIZE_MB,
+            "video_files_size_in_mb": 500,
+            "fps": fps,
+            "splits": {"train": format!("0:{}", committed.len())},
+            "data_path": DATA_PATH_TEMPLATE,
+            "video_path": null,
+            "features": lerobot_features(self.settings.frame_codec, self.settings.width, self.settings.height),
+        });
+        fsutil::write_bytes_atomic(&self.root.join(INFO_PATH), &serde_json::to_vec_pretty(&info)?)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,116 @@
+//! Helpers shared by the integration tests: running the `lfs` binary and FFmpeg.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Run the `lfs` binary built for these tests.
+pub fn lfs(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lfs"))
+        .args(args)
+        .output()
+        .expect("run lfs")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Run the `ffmpeg` command line (the independent reference decoder and fixture maker).
+pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-nostdin", "-y"])
+        .args(args)
+        .output()
+        .expect("ffmpeg is installed (apt-get install ffmpeg)");
+    assert!(out.status.success(), "ffmpeg {args:?} failed: {}", text(&out.stderr));
+    out.stdout
+}
+
+/// `ffprobe -v error -select_streams v:0 <args> -of csv=p=0 <path>`, one value per line.
+fn ffprobe(args: &[&str], path: &Path) -> Vec<String> {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-select_streams", "v:0"])
+        .args(args)
+        .args(["-of", "csv=p=0"])
+        .arg(path)
+        .output()
+        .expect("ffprobe is installed");
+    text(&out.stdout)
+        .lines()
+        .map(|l| l.trim().trim_end_matches(',').to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Frames FFmpeg's own decoder counts in the first video stream (`ffprobe -count_frames`).
+pub fn ffprobe_frame_count(path: &Path) -> usize {
+    let lines = ffprobe(&["-count_frames", "-show_entries", "stream=nb_read_frames"], path);
+    lines
+        .first()
+        .and_then(|l| l.parse().ok())
+        .unwrap_or_else(|| panic!("ffprobe count for {path:?}: {lines:?}"))
+}
+
+/// Presentation times (s) of every decoded frame, per ffprobe.
+pub fn ffprobe_frame_times(path: &Path) -> Vec<f64> {
+    ffprobe(&["-show_entries", "frame=best_effort_timestamp_time"], path)
+        .iter()
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
+/// Decode `path` to raw RGB24 frames at `w`x`h` with the FFmpeg CLI (`scale` with bilinear
+/// filtering, no crop): the reference for pixel checks.
+pub fn ffmpeg_rgb(path: &Path, w: u32, h: u32) -> Vec<u8> {
+    let vf = format!("scale={w}:{h}:flags=bilinear");
+    ffmpeg(&[
+        "-i",
+        path.to_str().unwrap(),
+        "-vf",
+        &vf,
+        "-vsync",
+        "passthrough",
+        "-pix_fmt",
+        "rgb24",
+        "-f",
+        "rawvideo",
+        "-",
+    ])
+}
+
+/// A fresh temporary folder that lives for the whole test run.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("lfs-{name}-"))
+        .tempdir()
+        .unwrap()
+        .keep();
+    dir
+}
+
+/// Mean and max absolute difference of two equally long byte slices.
+pub fn abs_diff(a: &[u8], b: &[u8]) -> (f64, u8) {
+    assert_eq!(a.len(), b.len(), "different lengths");
+    let mut sum = 0u64;
+    let mut max = 0u8;
+    for (x, y) in a.iter().zip(b) {
+        let d = x.abs_diff(*y);
+        sum += u64::from(d);
+        max = max.max(d);
+    }
+    (sum as f64 / a.len().max(1) as f64, max)
+}
+
+/// (n, 3, h, w) -> (n, h, w, 3).
+pub fn chw_to_hwc(chw: &[u8], w: usize, h: usize) -> Vec<u8> {
+    let plane = w * h;
+    let mut out = vec![0u8; chw.len()];
+    for (f, frame) in chw.chunks_exact(3 * plane).enumerate() {
+        for p in 0..plane {
+            for c in 0..3 {
+                out[f * 3 * plane + p * 3 + c] = frame[c * plane + p];
+            }
+        }
+    }
+    out
+}

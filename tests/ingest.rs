@@ -1,0 +1,701 @@
+//! `lfs ingest` and `lfs inspect` end to end, on fixture videos made here by the FFmpeg
+//! command line, which is also the independent decoder the pixels are checked against.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use lfs::shards::Dataset;
+
+use crate::common::{
+    abs_diff, chw_to_hwc, ffmpeg, ffmpeg_rgb, ffprobe_frame_count, ffprobe_frame_times, lfs, temp_dir, text,
+};
+
+/// One fixture per container/codec family (folder = task).
+const CODEC_FIXTURES: [&str; 6] = [
+    "mp4/clip_h264.mp4",
+    "webm/clip_vp9.webm",
+    "mkv/clip_10bit.mkv",
+    "avi/clip_mjpeg.avi",
+    "mov/clip_mpeg4.mov",
+    "gif/anim.gif",
+];
+
+/// The fixture videos, one folder level per task.
+struct Fixtures {
+    videos: PathBuf,
+}
+
+impl Fixtures {
+    fn path(&self, rel: &str) -> PathBuf {
+        self.videos.join(rel)
+    }
+}
+
+fn lavfi(src: &str, frames: u32, extra: &[&str], out: &Path) {
+    fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let n = frames.to_string();
+    let mut args = vec!["-f", "lavfi", "-i", src, "-frames:v", &n];
+    args.extend_from_slice(extra);
+    args.push(out.to_str().unwrap());
+    ffmpeg(&args);
+}
+
+fn fixtures() -> &'static Fixtures {
+    static F: OnceLock<Fixtures> = OnceLock::new();
+    F.get_or_init(|| {
+        let videos = temp_dir("fixtures").join("videos");
+        let v = |rel: &str| videos.join(rel);
+        lavfi(
+            "testsrc2=size=320x240:rate=30",
+            15,
+            &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
+            &v("mp4/clip_h264.mp4"),
+        );
+        lavfi(
+            "testsrc2=size=160x120:rate=25",
+            12,
+            &["-c:v", "libvpx-vp9", "-b:v", "200k"],
+            &v("webm/clip_vp9.webm"),
+        );
+        lavfi(
+            "mandelbrot=size=96x96:rate=10",
+            10,
+            &["-c:v", "ffv1", "-pix_fmt", "yuv420p10le"],
+            &v("mkv/clip_10bit.mkv"),
+        );
+        lavfi(
+            "testsrc2=size=128x96:rate=10",
+            8,
+            &["-c:v", "mjpeg", "-q:v", "3"],
+            &v("avi/clip_mjpeg.avi"),
+        );
+        lavfi(
+            "testsrc2=size=112x84:rate=10",
+            8,
+            &["-c:v", "mpeg4", "-q:v", "2"],
+            &v("mov/clip_mpeg4.mov"),
+        );
+        lavfi("testsrc2=size=64x64:rate=10", 6, &[], &v("gif/anim.gif"));
+        // Variable frame rate: keep frames 0,3,4,5,6,9,12,… of a 30 fps source.
+        lavfi(
+            "testsrc2=size=64x48:rate=30",
+            30,
+            &[
+                "-vf",
+                "select='not(mod(n\\,3))+eq(n\\,4)+eq(n\\,5)'",
+                "-vsync",
+                "vfr",
+                "-c:v",
+                "ffv1",
+            ],
+            &v("vfr/clip_vfr.mkv"),
+        );
+        // An image sequence whose numbering is not lexical (frame_2 before frame_10).
+        let seq = v("images/ep0");
+        fs::create_dir_all(&seq).unwrap();
+        ffmpeg(&[
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=84x84:rate=10",
+            "-frames:v",
+            "11",
+            "-start_number",
+            "0",
+            seq.join("frame_%d.png").to_str().unwrap(),
+        ]);
+        Fixtures { videos }
+    })
+}
+
+fn ingest_ok(videos: &Path, out: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["ingest", videos.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = lfs(&args);
+    assert!(
+        o.status.success(),
+        "lfs ingest failed: {}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
+/// The fixture set ingested once at the default settings.
+fn default_dataset() -> &'static Path {
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| {
+        let out = temp_dir("default").join("ds");
+        ingest_ok(&fixtures().videos, &out, &[]);
+        out
+    })
+}
+
+fn episode_of<'a>(ds: &'a Dataset, source: &Path) -> &'a lfs::shards::EpisodeRecord {
+    let canon = fs::canonicalize(source).unwrap();
+    ds.episodes
+        .iter()
+        .find(|r| Path::new(&r.source.path) == canon)
+        .unwrap_or_else(|| panic!("{source:?} not in the dataset"))
+}
+
+#[test]
+fn every_container_gives_exactly_the_frames_ffmpeg_decodes() {
+    let f = fixtures();
+    let ds = Dataset::open(default_dataset()).unwrap();
+    assert_eq!(ds.episodes.len(), 8);
+    for rel in CODEC_FIXTURES.iter().chain(&["vfr/clip_vfr.mkv"]) {
+        let path = f.path(rel);
+        let record = episode_of(&ds, &path);
+        assert_eq!(record.length as usize, ffprobe_frame_count(&path), "{rel}");
+        // Task label = first folder level.
+        assert_eq!(record.task, rel.split('/').next().unwrap());
+    }
+    let seq = episode_of(&ds, &f.path("images/ep0"));
+    assert_eq!((seq.length, seq.task.as_str()), (11, "images"));
+    // Every episode loads at 84x84 with its declared length.
+    for ep in ds.load_episodes().unwrap() {
+        assert_eq!((ep.width, ep.height), (84, 84));
+        assert_eq!(ep.frames.len(), ep.num_frames * 3 * 84 * 84);
+    }
+}
+
+#[test]
+fn pixels_match_the_ffmpeg_command_line() {
+    // Same resampler settings as the CLI reference (bilinear, no crop), so any difference is
+    // in decoding or colour conversion. Measured: bit-exact for all six (both sides use the
+    // same libavcodec and libswscale), so the check is exact.
+    let f = fixtures();
+    let out = temp_dir("pixels").join("ds");
+    ingest_ok(&f.videos, &out, &["--crop", "none"]);
+    let ds = Dataset::open(&out).unwrap();
+    for rel in CODEC_FIXTURES {
+        let path = f.path(rel);
+        let ep = ds.load_episode(episode_of(&ds, &path)).unwrap();
+        let ours = chw_to_hwc(&ep.frames, 84, 84);
+        let reference = ffmpeg_rgb(&path, 84, 84);
+        let (mean, max) = abs_diff(&ours, &reference);
+        assert_eq!(max, 0, "{rel}: mean abs diff {mean:.3}, max {max}");
+    }
+}
+
+#[test]
+fn image_sequences_keep_exact_pixels_in_numeric_order() {
+    let f = fixtures();
+    let ds = Dataset::open(default_dataset()).unwrap();
+    let ep = ds.load_episode(episode_of(&ds, &f.path("images/ep0"))).unwrap();
+    let ours = chw_to_hwc(&ep.frames, 84, 84);
+    for i in 0..11 {
+        // 84x84 sources are not resampled: bit-exact.
+        let png = image::open(f.path(&format!("images/ep0/frame_{i}.png")))
+            .unwrap()
+            .into_rgb8();
+        assert_eq!(
+            &ours[i * 84 * 84 * 3..(i + 1) * 84 * 84 * 3],
+            png.as_raw().as_slice(),
+            "frame {i}"
+        );
+    }
+}
+
+#[test]
+fn rotation_metadata_is_honoured_like_players() {
+    // Red left half, blue right half, tagged to be shown turned 90 degrees.
+    let dir = temp_dir("rotation");
+    let base = dir.join("base.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "color=red:size=32x32:rate=10",
+        "-f",
+        "lavfi",
+        "-i",
+        "color=blue:size=32x32:rate=10",
+        "-filter_complex",
+        "hstack",
+        "-frames:v",
+        "3",
+        "-c:v",
+        "libx264",
+        "-pix_fmt",
+        "yuv444p",
+        base.to_str().unwrap(),
+    ]);
+    let videos = dir.join("videos/rot");
+    fs::create_dir_all(&videos).unwrap();
+    let rotated = videos.join("rot90.mp4");
+    ffmpeg(&[
+        "-i",
+        base.to_str().unwrap(),
+        "-c",
+        "copy",
+        "-metadata:s:v:0",
+        "rotate=90",
+        rotated.to_str().unwrap(),
+    ]);
+
+    let out = dir.join("ds");
+    ingest_ok(&dir.join("videos"), &out, &["--size", "32x64", "--crop", "none"]);
+    let ds = Dataset::open(&out).unwrap();
+    // ffprobe reports this display matrix as `rotation=90` (counter-clockwise); players, and
+    // the FFmpeg CLI's autorotate (transpose=cclock), turn the picture a quarter
+    // counter-clockwise, which we record as 270 degrees clockwise.
+    assert_eq!(ds.episodes[0].source.rotation, 270);
+    assert_eq!((ds.episodes[0].source.width, ds.episodes[0].source.height), (32, 64));
+    let ep = ds.load_episode(&ds.episodes[0]).unwrap();
+    let ours = chw_to_hwc(&ep.frames, 32, 64);
+    // The CLI rotates by default (autorotate) before our scale.
+    let reference = ffmpeg_rgb(&rotated, 32, 64);
+    let (mean, max) = abs_diff(&ours, &reference);
+    assert_eq!(max, 0, "mean {mean:.3} max {max}");
+    // Turned a quarter counter-clockwise: the blue (right) half is now on top.
+    let px = |x: usize, y: usize| &ours[(y * 32 + x) * 3..(y * 32 + x) * 3 + 3];
+    assert!(px(16, 8)[2] > 200 && px(16, 8)[0] < 60, "top is blue: {:?}", px(16, 8));
+    assert!(
+        px(16, 56)[0] > 200 && px(16, 56)[2] < 60,
+        "bottom is red: {:?}",
+        px(16, 56)
+    );
+}
+
+#[test]
+fn variable_frame_rate_keeps_each_decoded_frame_and_its_time() {
+    let f = fixtures();
+    let path = f.path("vfr/clip_vfr.mkv");
+    let ds = Dataset::open(default_dataset()).unwrap();
+    let record = episode_of(&ds, &path);
+    let times = ffprobe_frame_times(&path);
+    assert_eq!(record.length as usize, times.len());
+    // Timestamps as stored in the frame rows.
+    let file = fs::File::open(record.data_file.data_path(&ds.root)).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut stored = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let ep = batch
+            .column_by_name("episode_index")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .unwrap()
+            .clone();
+        let ts = batch
+            .column_by_name("timestamp")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::Float32Array>()
+            .unwrap()
+            .clone();
+        for i in 0..batch.num_rows() {
+            if ep.value(i) == record.episode_index {
+                stored.push(ts.value(i) as f64);
+            }
+        }
+    }
+    assert_eq!(stored.len(), times.len());
+    for (i, (s, t)) in stored.iter().zip(&times).enumerate() {
+        assert!(
+            (s - (t - times[0])).abs() < 1e-3,
+            "frame {i}: stored {s}, ffprobe {}",
+            t - times[0]
+        );
+    }
+    // Not a constant rate: the gaps differ.
+    let gaps: HashSet<i64> = times
+        .windows(2)
+        .map(|w| ((w[1] - w[0]) * 1000.0).round() as i64)
+        .collect();
+    assert!(gaps.len() > 1, "fixture is VFR: {gaps:?}");
+}
+
+#[test]
+fn bad_inputs_are_reported_by_name_and_the_rest_is_ingested() {
+    let f = fixtures();
+    let dir = temp_dir("bad");
+    let videos = dir.join("videos/task");
+    fs::create_dir_all(&videos).unwrap();
+    fs::copy(f.path("mp4/clip_h264.mp4"), videos.join("good.mp4")).unwrap();
+    fs::write(videos.join("empty.mp4"), b"").unwrap();
+    fs::write(videos.join("notes.mp4"), b"this is a text file, not a video\n").unwrap();
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=d=0.5",
+        "-c:a",
+        "aac",
+        videos.join("audio.mp4").to_str().unwrap(),
+    ]);
+    let whole = fs::read(f.path("webm/clip_vp9.webm")).unwrap();
+    fs::write(videos.join("truncated.webm"), &whole[..whole.len() / 3]).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/clip.mp4", videos.join("dangling.mp4")).unwrap();
+    fs::write(
+        videos.join("bad_sidecar.mkv"),
+        fs::read(f.path("mkv/clip_10bit.mkv")).unwrap(),
+    )
+    .unwrap();
+    fs::write(videos.join("bad_sidecar.json"), b"{not json").unwrap();
+
+    let out = dir.join("ds");
+    let o = lfs(&[
+        "ingest",
+        dir.join("videos").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = text(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "failures give exit code 1:\n{stdout}\n{}",
+        text(&o.stderr)
+    );
+    for (name, reason) in [
+        ("empty.mp4", "empty file"),
+        ("notes.mp4", "invalid data"),
+        ("audio.mp4", "audio only"),
+        ("truncated.webm", "truncated"),
+        ("dangling.mp4", "cannot read"),
+        ("bad_sidecar.json", "not valid JSON"),
+    ] {
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{name} not reported:\n{stdout}"));
+        assert!(line.contains(reason), "{name}: expected {reason:?} in {line:?}");
+    }
+    assert!(stdout.contains("failed 6"), "{stdout}");
+    let ds = Dataset::open(&out).unwrap();
+    assert_eq!(ds.episodes.len(), 1, "only good.mp4 is ingested");
+    assert!(ds.episodes[0].source.path.ends_with("good.mp4"));
+    ds.load_episodes().unwrap();
+}
+
+#[test]
+fn a_source_over_the_time_limit_is_reported_not_waited_for() {
+    let f = fixtures();
+    let out = temp_dir("timeout").join("ds");
+    let o = lfs(&[
+        "ingest",
+        f.path("mp4").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--timeout",
+        "0.000001",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stdout).contains("timed out"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn rerun_skips_ingested_sources_and_adds_new_ones() {
+    let f = fixtures();
+    let dir = temp_dir("rerun");
+    let videos = dir.join("videos/t");
+    fs::create_dir_all(&videos).unwrap();
+    fs::copy(f.path("mp4/clip_h264.mp4"), videos.join("a.mp4")).unwrap();
+    let out = dir.join("ds");
+    ingest_ok(&dir.join("videos"), &out, &[]);
+
+    fs::copy(f.path("webm/clip_vp9.webm"), videos.join("b.webm")).unwrap();
+    // Same bytes as a.mp4 under another name: not a new episode.
+    fs::copy(f.path("mp4/clip_h264.mp4"), videos.join("a_copy.mp4")).unwrap();
+    let stdout = ingest_ok(&dir.join("videos"), &out, &[]);
+    assert!(stdout.contains("ingested 1 source(s)"), "{stdout}");
+    assert!(stdout.contains("skipped 2"), "{stdout}");
+
+    let ds = Dataset::open(&out).unwrap();
+    let indices: Vec<i64> = ds.episodes.iter().map(|r| r.episode_index).collect();
+    assert_eq!(indices, vec![0, 1]);
+    assert_eq!(ds.episodes[1].dataset_from_index, ds.episodes[0].dataset_to_index);
+    // A third run changes nothing.
+    let stdout = ingest_ok(&dir.join("videos"), &out, &[]);
+    assert!(
+        stdout.contains("ingested 0 source(s)") && stdout.contains("2 episode(s)"),
+        "{stdout}"
+    );
+
+    // A dataset (and contact sheet) written inside the video folder is never read back.
+    let inside = dir.join("videos/t/ds");
+    ingest_ok(&dir.join("videos"), &inside, &[]);
+    let o = lfs(&[
+        "inspect",
+        inside.to_str().unwrap(),
+        "--contact-sheet",
+        inside.join("sheet.png").to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let stdout = ingest_ok(&dir.join("videos"), &inside, &[]);
+    assert!(
+        stdout.contains("ingested 0 source(s)") && stdout.contains("2 episode(s)") && !stdout.contains("ignored"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_killed_ingest_leaves_a_loadable_dataset_and_a_rerun_completes_it() {
+    let dir = temp_dir("kill");
+    let videos = dir.join("videos/t");
+    fs::create_dir_all(&videos).unwrap();
+    let sources = 16;
+    for i in 0..sources {
+        // Distinct content: different lengths of a moving pattern.
+        lavfi(
+            "testsrc2=size=160x120:rate=30",
+            20 + i,
+            &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
+            &videos.join(format!("clip{i:02}.mp4")),
+        );
+    }
+    let out = dir.join("ds");
+    let video_dir = dir.join("videos");
+    let args = [
+        "ingest",
+        video_dir.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--commit-every",
+        "0",
+        "-j",
+        "2",
+    ];
+    for delay_ms in [5u64, 15, 30, 45, 60, 90] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lfs"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL: no chance to clean up
+        let _ = child.wait();
+        if out.join("meta/lfs.json").exists() {
+            // Whatever was committed loads, and holds no duplicate source.
+            let ds = Dataset::open(&out).unwrap();
+            ds.load_episodes().unwrap();
+            let shas: HashSet<&str> = ds.episodes.iter().map(|r| r.source.sha256.as_str()).collect();
+            assert_eq!(shas.len(), ds.episodes.len());
+        }
+    }
+    let o = lfs(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let ds = Dataset::open(&out).unwrap();
+    assert_eq!(ds.episodes.len(), sources as usize, "every source exactly once");
+    let indices: Vec<i64> = ds.episodes.iter().map(|r| r.episode_index).collect();
+    assert_eq!(indices, (0..sources as i64).collect::<Vec<_>>());
+    let mut next = 0;
+    for r in &ds.episodes {
+        assert_eq!(r.dataset_from_index, next, "global index is contiguous");
+        next = r.dataset_to_index;
+    }
+    // No leftovers: every data file is referenced, no temporary files.
+    let referenced: HashSet<PathBuf> = ds.episodes.iter().map(|r| r.data_file.data_path(&out)).collect();
+    for chunk in fs::read_dir(out.join("data")).unwrap() {
+        for file in fs::read_dir(chunk.unwrap().path()).unwrap() {
+            let p = file.unwrap().path();
+            assert!(referenced.contains(&p), "leftover {p:?}");
+        }
+    }
+    ds.load_episodes().unwrap();
+}
+
+#[test]
+fn python_readers_open_the_dataset() {
+    // pyarrow, pandas, polars, DuckDB and Hugging Face datasets (what LeRobot loads frames
+    // with) read the dataset unchanged; see eval/check_dataset.py.
+    let python =
+        std::env::var("LFS_PYTHON").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python").into());
+    assert!(Path::new(&python).exists(), "{python} is missing: run `make setup`");
+    let ds_dir = default_dataset();
+    let o = Command::new(&python)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/check_dataset.py"))
+        .arg(ds_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ds = Dataset::open(ds_dir).unwrap();
+    let frames = ds.num_frames();
+    assert_eq!(v["pyarrow"]["rows"], frames);
+    assert_eq!(
+        v["pyarrow"]["schema"]["observation.image"],
+        "struct<bytes: binary, path: string>"
+    );
+    assert_eq!(v["pyarrow"]["schema"]["timestamp"], "float");
+    for col in ["frame_index", "episode_index", "index", "task_index"] {
+        assert_eq!(v["pyarrow"]["schema"][col], "int64", "{col}");
+    }
+    assert_eq!(v["image_column"]["compression"], "ZSTD");
+    assert_eq!(v["image_column"]["has_dictionary"], false);
+    assert_eq!(v["image_column"]["has_statistics"], false);
+    assert_eq!(v["row_groups"], ds.episodes.len(), "one row group per episode");
+    assert_eq!(v["pandas"]["tasks_index_name"], "task");
+    assert_eq!(v["pandas"]["tasks"].as_object().unwrap().len(), ds.tasks.len());
+    assert_eq!(v["pandas"]["episodes"], ds.episodes.len());
+    assert_eq!(v["polars"]["sorted"], true);
+    assert_eq!(v["polars"]["index_is_row_number"], true);
+    assert_eq!(v["duckdb"]["rows"], frames);
+    assert_eq!(v["duckdb"]["episodes"], ds.episodes.len());
+    assert_eq!(v["datasets"]["image_feature"], "Image");
+    assert_eq!(v["datasets"]["rows"], frames);
+    assert_eq!(v["info"]["codebase_version"], "v3.0");
+    assert_eq!(v["info"]["total_frames"], frames);
+    assert_eq!(
+        v["info"]["features"]["observation.image"]["shape"],
+        serde_json::json!([84, 84, 3])
+    );
+    // The first frame PIL decodes is the one our reader returns.
+    let first = ds.load_episode(&ds.episodes[0]).unwrap();
+    let sum: u64 = first.frame(0).iter().map(|&b| u64::from(b)).sum();
+    assert_eq!(v["first_image"]["sum"], sum);
+}
+
+#[test]
+fn raw_frames_round_trip_the_same_pixels_as_png() {
+    let f = fixtures();
+    let out = temp_dir("raw").join("ds");
+    ingest_ok(&f.path("mkv"), &out, &["--frame-codec", "raw"]);
+    let raw = Dataset::open(&out).unwrap();
+    let png = Dataset::open(default_dataset()).unwrap();
+    let a = raw.load_episode(&raw.episodes[0]).unwrap();
+    let b = png
+        .load_episode(episode_of(&png, &f.path("mkv/clip_10bit.mkv")))
+        .unwrap();
+    assert_eq!(a.frames, b.frames);
+}
+
+#[test]
+fn other_settings_or_a_foreign_folder_are_refused() {
+    let f = fixtures();
+    let o = lfs(&[
+        "ingest",
+        f.path("gif").to_str().unwrap(),
+        "--out",
+        default_dataset().to_str().unwrap(),
+        "--size",
+        "64",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("84x84") && text(&o.stderr).contains("64x64"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let foreign = temp_dir("foreign");
+    fs::write(foreign.join("thesis.tex"), b"...").unwrap();
+    let o = lfs(&[
+        "ingest",
+        f.path("gif").to_str().unwrap(),
+        "--out",
+        foreign.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("not an lfs dataset") && text(&o.stderr).contains("thesis.tex"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        fs::read_dir(&foreign).unwrap().count() == 1,
+        "nothing written into the foreign folder"
+    );
+}
+
+#[test]
+fn render_qualities_are_recorded_and_never_mixed() {
+    let f = fixtures();
+    let dir = temp_dir("quality");
+    let videos = dir.join("videos/walker_run");
+    fs::create_dir_all(&videos).unwrap();
+    for (name, src, quality) in [
+        ("ep0", "mkv/clip_10bit.mkv", "default"),
+        ("ep1", "webm/clip_vp9.webm", "fast"),
+    ] {
+        let ext = Path::new(src).extension().unwrap().to_str().unwrap();
+        fs::copy(f.path(src), videos.join(format!("{name}.{ext}"))).unwrap();
+        fs::write(
+            videos.join(format!("{name}.json")),
+            format!(r#"{{"task": "walker_run", "seed": 1, "render_quality": "{quality}"}}"#),
+        )
+        .unwrap();
+    }
+    let out = dir.join("ds");
+    let o = lfs(&[
+        "ingest",
+        dir.join("videos").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let stdout = text(&o.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("ep1.webm"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        line.contains("render quality") && line.contains("fast") && line.contains("default"),
+        "{line}"
+    );
+    let ds = Dataset::open(&out).unwrap();
+    assert_eq!(ds.meta.render_quality.as_deref(), Some("default"));
+    assert_eq!(ds.episodes.len(), 1);
+    assert!(ds.episodes[0].sidecar.as_deref().unwrap().contains("\"seed\": 1"));
+    assert_eq!(
+        ds.load_episodes().unwrap()[0].render_quality.as_deref(),
+        Some("default")
+    );
+}
+
+#[test]
+fn inspect_lists_tasks_and_writes_a_contact_sheet() {
+    let ds_dir = default_dataset();
+    let sheet = temp_dir("inspect").join("sheet.png");
+    let o = lfs(&[
+        "inspect",
+        ds_dir.to_str().unwrap(),
+        "--contact-sheet",
+        sheet.to_str().unwrap(),
+        "--per-task",
+        "4",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    for task in ["mp4", "webm", "mkv", "avi", "mov", "gif", "vfr", "images"] {
+        assert!(
+            stdout.lines().any(|l| l.split_whitespace().nth(1) == Some(task)),
+            "{task} missing:\n{stdout}"
+        );
+    }
+    let img = image::open(&sheet).unwrap();
+    // 4 frames a row, 7 task rows (mkv holds one task), 84 px frames and 2 px gaps.
+    assert_eq!((img.width(), img.height()), (4 * 86 + 2, 8 * 86 + 2));
+
+    let empty = temp_dir("novideos");
+    fs::write(empty.join("readme.txt"), b"no videos here").unwrap();
+    let o = lfs(&[
+        "ingest",
+        empty.to_str().unwrap(),
+        "--out",
+        empty.join("ds").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("no videos found"), "{}", text(&o.stderr));
+    assert!(!empty.join("ds").exists(), "no dataset is created from nothing");
+
+    let o = lfs(&["inspect", "/nonexistent/dataset"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("/nonexistent/dataset") && text(&o.stderr).contains("lfs.json"),
+        "{}",
+        text(&o.stderr)
+    );
+}
