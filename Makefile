@@ -1,13 +1,14 @@
 # lfs: thin wrappers over the `lfs` subcommands. Everything builds in one cargo profile
 # (release), so tests, the default job and benchmarks share one compilation.
 #
-#   make deps    system packages (apt-get: FFmpeg libraries, clang, Mesa EGL, python3-venv)
-#   make         set up, build, and run the default job on the embedded sample
-#   make test    the whole test suite
-#   make bench   every benchmark (slow; results go to BENCHMARKS.md by hand)
+#   make deps      system packages (apt-get: FFmpeg libraries, clang, Mesa EGL, python3-venv)
+#   make           set up, build, and run the default job: ingest the embedded sample videos,
+#                  inspect them, pre-train with pipelines/tiny.toml and export, into runs/tiny/
+#   make test      the whole test suite
+#   make bench     every benchmark (slow; results go to BENCHMARKS.md by hand)
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
-.PHONY: collect bench-env
+.PHONY: collect bench-env bench-encoder
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -26,7 +27,9 @@ APT_PACKAGES := build-essential pkg-config clang libclang-dev ffmpeg libavcodec-
 	libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglfw3 python3-venv python3-pip curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-all: setup build sample
+all: setup pretrain
+	$(LFS) inspect $(RUN_DIR)/dataset --contact-sheet $(RUN_DIR)/contact-sheet.png
+	@echo "default job done: $(RUN_DIR)/ (encoder.safetensors, contact-sheet.png, metrics.jsonl)"
 
 deps:
 	$(SUDO) apt-get update -qq
@@ -46,8 +49,7 @@ $(VENV)/.stamp: eval/requirements.txt eval/requirements-data.txt
 	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements.txt -r eval/requirements-data.txt
 	touch $@
 
-# The default job on the embedded sample (datasets/tiny, made by `lfs collect`): ingest it
-# and show what went in.
+# Ingest only: the embedded sample (datasets/tiny, made by `lfs collect`) and what went in.
 SAMPLE_VIDEOS := datasets/tiny/videos
 SAMPLE_OUT := runs/sample
 sample: build
@@ -61,7 +63,7 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
-bench: bench-ingest
+bench: bench-ingest bench-env bench-encoder bench-pretrain
 
 # lfs ingest vs the ffmpeg CLI vs PyAV+pyarrow on the same files, interleaved, medians.
 bench-ingest: setup build
@@ -94,12 +96,20 @@ export: build
 
 # One LFS update at B = 32, 128, 512: candle vs PyTorch CPU, interleaved, medians. PyTorch comes
 # from .venv-bench (python3 -m venv .venv-bench && .venv-bench/bin/pip install torch numpy);
-# without it only candle is timed. Slow: a B=512 candle update takes about a minute (stock conv).
+# without it only candle is timed. About 3 minutes in all (a B=512 candle update is ~8 s).
 BENCH_TORCH_PYTHON ?= .venv-bench/bin/python
 BENCH_PRETRAIN_PLAN ?= 32:3,128:2,512:1
 bench-pretrain:
-	$(CARGO) build --release --example bench_pretrain
+	$(CARGO) build --release --locked --example bench_pretrain
 	python3 eval/bench/pretrain_compare.py --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_PRETRAIN_PLAN) --repeats 2
+
+# The encoder on the CPU: candle's stock conv2d vs our conv op (src/nn/conv_cpu.rs), interleaved,
+# medians; then our op alone at the 32→32 layer. Stock forward+backward is skipped above B=128
+# (about a minute per B=512 pass).
+bench-encoder:
+	$(CARGO) build --release --locked --example bench_conv
+	target/release/examples/bench_conv --batch 32,128,512 --repeats 3 --stock-backward-max 128
+	target/release/examples/bench_conv --kernels --batch 32,128 --repeats 5
 
 # Agent steps/s through the worker pool vs dm_control in-process (same run, interleaved), and
 # with 2 workers; both render qualities. Results go in BENCHMARKS.md.

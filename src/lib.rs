@@ -1,13 +1,22 @@
 //! lfs: pre-train visual encoders for RL on action-free videos (LFS) and evaluate them on
 //! DeepMind Control.
 //!
-//! The modules follow the data flow: video folder -> [`video`] decode -> [`shards`] (Parquet,
-//! LeRobot v3 layout) -> pairs -> encoder -> checkpoint -> frozen SAC -> report.
+//! The modules follow the data flow: DMControl ([`mod@env`], [`collect`]) -> video folder ->
+//! [`video`] decode -> [`shards`] (Parquet, LeRobot v3 layout, written by [`ingest`]) ->
+//! real and frame-mask pairs ([`data`]) -> encoder and heads ([`nn`]) trained by an objective
+//! ([`objectives`]) in [`pretrain`] -> checkpoint -> [`export`] (PyTorch `state_dict` names).
 
+pub mod collect;
+pub mod data;
+pub mod env;
 pub mod error;
+pub mod export;
 pub mod fsutil;
 pub mod ingest;
 pub mod inspect;
+pub mod nn;
+pub mod objectives;
+pub mod pretrain;
 pub mod shards;
 pub mod video;
 

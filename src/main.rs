@@ -24,6 +24,12 @@ enum Command {
     Ingest(cli::ingest::Args),
     /// Summarise an ingested dataset; optionally write a contact sheet of sampled frames.
     Inspect(cli::inspect::Args),
+    /// Pre-train an encoder (LFS or a baseline) on ingested datasets; resumes a killed run.
+    Pretrain(cli::pretrain::Args),
+    /// Export a checkpoint's encoder + projector as PyTorch-loadable safetensors.
+    Export(cli::export::Args),
+    /// Record random-policy DMControl episodes as lossless videos with JSON sidecars.
+    Collect(cli::collect::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +37,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Ingest(args) => cli::ingest::run(args),
         Command::Inspect(args) => cli::inspect::run(args),
+        Command::Pretrain(args) => cli::pretrain::run(args),
+        Command::Export(args) => cli::export::run(args),
+        Command::Collect(args) => cli::collect::run(args),
     };
     match result {
         Ok(code) => code,

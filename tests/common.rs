@@ -3,6 +3,18 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The project venv's interpreter (`LFS_PYTHON`, else `.venv/bin/python`, as `lfs` itself
+/// chooses); a missing venv is a test failure with the fix in the message.
+pub fn python() -> PathBuf {
+    let python = lfs::env::default_python();
+    assert!(
+        python.exists(),
+        "{} not found: run `make setup` first (or set LFS_PYTHON)",
+        python.display()
+    );
+    python
+}
+
 /// Run the `lfs` binary built for these tests.
 pub fn lfs(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lfs"))

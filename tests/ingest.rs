@@ -11,7 +11,7 @@ use std::time::Duration;
 use lfs::shards::Dataset;
 
 use crate::common::{
-    abs_diff, chw_to_hwc, ffmpeg, ffmpeg_rgb, ffprobe_frame_count, ffprobe_frame_times, lfs, temp_dir, text,
+    abs_diff, chw_to_hwc, ffmpeg, ffmpeg_rgb, ffprobe_frame_count, ffprobe_frame_times, lfs, python, temp_dir, text,
 };
 
 /// One fixture per container/codec family (folder = task).
@@ -511,11 +511,8 @@ fn a_killed_ingest_leaves_a_loadable_dataset_and_a_rerun_completes_it() {
 fn python_readers_open_the_dataset() {
     // pyarrow, pandas, polars, DuckDB and Hugging Face datasets (what LeRobot loads frames
     // with) read the dataset unchanged; see eval/check_dataset.py.
-    let python =
-        std::env::var("LFS_PYTHON").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python").into());
-    assert!(Path::new(&python).exists(), "{python} is missing: run `make setup`");
     let ds_dir = default_dataset();
-    let o = Command::new(&python)
+    let o = Command::new(python())
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/check_dataset.py"))
         .arg(ds_dir)
         .output()

@@ -2,6 +2,27 @@
 
 // Running the `lfs` binary and the FFmpeg command line (fixture maker and reference decoder).
 mod common;
+
 // `lfs ingest` / `lfs inspect` end to end: fixture videos, frame counts, pixel values,
 // LeRobot column types, resume, bad input.
 mod ingest;
+// Frame stack, frame-mask indices, random shift, pair sampler (no episode-boundary crossing).
+mod data;
+// Orthogonal init, encoder shapes, EMA, Adam vs torch's rule, atomic checkpoint io.
+mod nn;
+// The CPU 3×3 conv ops (plain and bias + ReLU fused) vs candle's conv2d and autograd.
+mod conv_cpu;
+// Sinkhorn, LNC window, LFS loss on a fixed batch, InfoNCE (reference values with provenance).
+mod objectives;
+// `lfs pretrain`: configs, every method on tiny, metrics log, resume = uninterrupted.
+mod pretrain;
+// `lfs export`: state_dict names, metadata, example file, the PyTorch loader when available.
+mod export;
+// In-memory episodes (moving squares, counting frames) shared by the modules above.
+mod synthetic_episodes;
+// DMControl through the worker pool: parity with dm_control in Python, seeds, frame stack,
+// render quality, PhysicsError, killed and hung workers, missing dependencies (needs `make setup`).
+mod env;
+// `lfs collect`: lossless videos that replay from their sidecars, resume, a killed worker,
+// the tiny set.
+mod collect;

@@ -1,0 +1,109 @@
+//! `lfs pretrain --config pipelines/<name>.toml [--set key=value]… [--out-dir runs/<name>]`
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use lfs::pretrain::{self, PretrainConfig, RunEvent};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Pre-training config (TOML): pipelines/tiny.toml, mini.toml or paper.toml.
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Override one config field, e.g. --set objective.method=lfs-cl --set run.batch_size=128
+    /// (repeatable; the value is parsed as TOML, else taken as a string).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Run directory for checkpoint, metrics and provenance (default: runs/<run.name>). A
+    /// checkpoint already there is resumed.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+    /// Shortcut for --set run.seed=N.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut overrides = args.set.clone();
+    if let Some(seed) = args.seed {
+        overrides.push(format!("run.seed={seed}"));
+    }
+    let cfg = PretrainConfig::load(&args.config, &overrides).context("loading the pre-training config")?;
+    let out_dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs").join(&cfg.run.name));
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(cfg.run.num_updates);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} updates, ETA {eta} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_prefix(format!("pretrain {}", cfg.objective.method.name()));
+        bar
+    });
+    // Off a terminal (CI, logs): one line per checkpoint and at most one line every 30 s.
+    let mut last_line = Instant::now();
+    let mut on_event = |event: RunEvent| match event {
+        RunEvent::Started {
+            start_step,
+            num_updates,
+            resumed,
+        } => {
+            let how = if resumed {
+                format!("resuming at update {start_step} of {num_updates}")
+            } else {
+                format!("starting, {num_updates} updates")
+            };
+            eprintln!("lfs pretrain: {how} → {}", out_dir.display());
+            if let Some(bar) = &bar {
+                bar.set_position(start_step);
+                bar.reset_eta();
+            }
+        }
+        RunEvent::Update(m) => {
+            let n = m.num_synthetic;
+            let msg = format!("loss {:.4} N {n} {:.2} upd/s", m.loss, m.updates_per_s);
+            match &bar {
+                Some(bar) => {
+                    bar.set_position(m.step);
+                    bar.set_message(msg);
+                }
+                None if last_line.elapsed() > Duration::from_secs(30) => {
+                    eprintln!("update {}/{}: {msg}", m.step, cfg.run.num_updates);
+                    last_line = Instant::now();
+                }
+                None => {}
+            }
+        }
+        RunEvent::Checkpoint { step, path } => {
+            let line = format!("checkpoint at update {step}: {}", path.display());
+            match &bar {
+                Some(bar) => bar.println(line),
+                None => eprintln!("{line}"),
+            }
+        }
+    };
+    let summary = pretrain::run(&cfg, &out_dir, &mut on_event)
+        .with_context(|| format!("pre-training into {}", out_dir.display()))?;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let last = summary
+        .last_metrics
+        .map(|m| format!(", last loss {:.4}", m.loss))
+        .unwrap_or_default();
+    println!(
+        "{} updates done{last}; checkpoint {}",
+        summary.steps_done,
+        summary.checkpoint.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,442 @@
+//! `lfs collect`: the paper's action-free demonstration videos (SPEC §8).
+//!
+//! A uniform random policy runs in parallel dm_control workers; every episode becomes one
+//! lossless video `out/<task>/<episode>.mkv` (the first folder level names the task, which is
+//! how `lfs ingest` labels them) and a sidecar `out/<task>/<episode>.json` with the seed,
+//! action repeat, render quality, actions and rewards. Both are written to temporary names and
+//! renamed, the sidecar last, so an episode with a sidecar is complete: a second run keeps
+//! those and redoes the rest.
+
+mod video_writer;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+pub use video_writer::{write_lossless_video, VIDEO_CODEC};
+
+use crate::env::{DmcConfig, EnvCommand, EnvPool, EnvSpec, PoolReply, RenderQuality, Task, TimeStep, MAX_SEED};
+use crate::fsutil;
+use crate::{Error, Result};
+
+/// `source` field of every sidecar this module writes.
+pub const SOURCE: &str = "lfs collect";
+
+/// An episode is given up after this many lost attempts (worker crashes, PhysicsError).
+const MAX_ATTEMPTS: u32 = 3;
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct CollectConfig {
+    pub tasks: Vec<Task>,
+    /// Episodes per task.
+    pub episodes: usize,
+    /// Frames per video at most, the reset frame included (an episode that ends sooner, like
+    /// reach_duplo's 125 agent steps, gives a shorter video).
+    pub max_frames: usize,
+    pub out_dir: PathBuf,
+    /// Worker processes running at once.
+    pub workers: usize,
+    /// Episode `i` is reset with seed `seed + i` (a redone episode: `seed + attempt * episodes +
+    /// i`); its random actions come from the same seed.
+    pub seed: u64,
+    pub action_repeat: u32,
+    pub render_quality: RenderQuality,
+    /// Python interpreter with eval/requirements.txt installed.
+    pub python: PathBuf,
+}
+
+/// The JSON file beside each video: everything needed to replay or label the episode.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EpisodeSidecar {
+    pub task: Task,
+    /// Seed the environment was reset with (and the random policy was seeded with).
+    pub seed: u64,
+    pub action_repeat: u32,
+    pub render_quality: RenderQuality,
+    /// Camera name (`front_close`) or index (`0`).
+    pub camera: String,
+    /// Frames in the video: the reset frame, then one per agent step.
+    pub num_frames: usize,
+    /// One action per agent step (`num_frames - 1`), each in [-1, 1].
+    pub actions: Vec<Vec<f32>>,
+    /// Reward of each agent step, summed over the action repeat.
+    pub rewards: Vec<f64>,
+    /// Always "lfs collect".
+    pub source: String,
+    pub lfs_version: String,
+    /// Episode index within the task folder.
+    pub episode: usize,
+    /// The `--frames` limit of the run that recorded it.
+    pub max_frames: usize,
+    /// The episode reached its natural end (dm_control's last step) within the video.
+    pub episode_ended: bool,
+    /// Simulated seconds between two frames (control timestep × action repeat).
+    pub frame_seconds: f64,
+    pub codec: String,
+    /// Versions of the Python packages that simulated and rendered it.
+    pub mujoco: String,
+    pub dm_control: String,
+}
+
+/// Progress reports, for a progress bar or a log.
+#[derive(Debug, Clone)]
+pub enum CollectEvent {
+    /// Before any episode runs.
+    Started {
+        episodes: usize,
+        already_done: usize,
+        max_frames_to_record: usize,
+    },
+    /// New frames were recorded (all slots of one pool call).
+    Frames(usize),
+    /// An episode's video and sidecar are in place.
+    EpisodeDone {
+        task: Task,
+        episode: usize,
+        num_frames: usize,
+        video: PathBuf,
+    },
+    /// An episode was lost (the worker died or dm_control raised) and will be redone.
+    EpisodeLost { task: Task, episode: usize, reason: String },
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default)]
+pub struct CollectSummary {
+    pub episodes_written: usize,
+    /// Complete episodes found from an earlier run and kept.
+    pub episodes_kept: usize,
+    pub frames_written: usize,
+    pub episodes_lost: usize,
+    pub worker_restarts: u32,
+    pub seconds: f64,
+}
+
+/// Where episode `episode` of `task` lives: `out/<task>/<episode:05>.mkv` and its `.json`.
+pub fn episode_paths(out_dir: &Path, task: Task, episode: usize) -> (PathBuf, PathBuf) {
+    let video = out_dir.join(task.name()).join(format!("{episode:05}.mkv"));
+    let sidecar = video.with_extension("json");
+    (video, sidecar)
+}
+
+/// Reads a sidecar written by [`collect`].
+pub fn read_sidecar(path: &Path) -> Result<EpisodeSidecar> {
+    let bytes = fs::read(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Shard {
+        path: path.to_path_buf(),
+        reason: format!("not an lfs collect sidecar: {e}"),
+    })
+}
+
+/// One episode to record.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    task: Task,
+    episode: usize,
+    attempt: u32,
+}
+
+impl Job {
+    /// `base + attempt * episodes + episode`: distinct for every episode and attempt of a task
+    /// (checked to fit dm_control's 32-bit seeds in [`validate`]).
+    fn seed(&self, base: u64, episodes: usize) -> u64 {
+        base + u64::from(self.attempt) * episodes as u64 + self.episode as u64
+    }
+}
+
+/// An episode being recorded in one pool slot.
+struct Recording {
+    job: Job,
+    seed: u64,
+    policy: StdRng,
+    frames: Vec<Vec<u8>>,
+    actions: Vec<Vec<f32>>,
+    rewards: Vec<f64>,
+    ended: bool,
+}
+
+/// Records the videos `config` asks for, keeping complete ones from an earlier run.
+pub fn collect(config: &CollectConfig, on_event: &mut dyn FnMut(CollectEvent)) -> Result<CollectSummary> {
+    validate(config)?;
+    let start = Instant::now();
+    let mut summary = CollectSummary::default();
+    // Pending episodes per task; a slot keeps taking its own task's episodes.
+    let mut queues: BTreeMap<Task, VecDeque<Job>> = BTreeMap::new();
+    for &task in &config.tasks {
+        for episode in 0..config.episodes {
+            if is_complete(config, task, episode)? {
+                summary.episodes_kept += 1;
+            } else {
+                queues.entry(task).or_default().push_back(Job {
+                    task,
+                    episode,
+                    attempt: 0,
+                });
+            }
+        }
+    }
+    let pending: usize = queues.values().map(VecDeque::len).sum();
+    on_event(CollectEvent::Started {
+        episodes: config.tasks.len() * config.episodes,
+        already_done: summary.episodes_kept,
+        max_frames_to_record: pending * config.max_frames,
+    });
+    if pending > 0 {
+        // Spread the first workers over the tasks that have work.
+        let tasks: Vec<Task> = queues.keys().copied().collect();
+        let configs = (0..config.workers.min(pending))
+            .map(|i| worker_config(config, tasks[i % tasks.len()]))
+            .collect();
+        let pool = EnvPool::new(configs)?;
+        let recordings = (0..pool.len()).map(|_| None).collect();
+        let mut collector = Collector {
+            config,
+            pool,
+            recordings,
+            queues,
+            summary,
+        };
+        collector.run(on_event)?;
+        summary = collector.summary;
+        summary.worker_restarts = collector.pool.restarts();
+    }
+    summary.seconds = start.elapsed().as_secs_f64();
+    Ok(summary)
+}
+
+/// The pool, the episode each slot is recording, and the episodes still to do.
+struct Collector<'a> {
+    config: &'a CollectConfig,
+    pool: EnvPool,
+    recordings: Vec<Option<Recording>>,
+    queues: BTreeMap<Task, VecDeque<Job>>,
+    summary: CollectSummary,
+}
+
+impl Collector<'_> {
+    /// Steps every slot until no episode is left.
+    fn run(&mut self, on_event: &mut dyn FnMut(CollectEvent)) -> Result<()> {
+        loop {
+            let commands = (0..self.pool.len())
+                .map(|slot| self.next_command(slot))
+                .collect::<Result<Vec<_>>>()?;
+            if commands.iter().all(Option::is_none) {
+                return Ok(());
+            }
+            let replies = self.pool.execute(&commands)?;
+            let mut new_frames = 0;
+            for (slot, reply) in replies.into_iter().enumerate() {
+                match reply {
+                    PoolReply::Idle => {}
+                    PoolReply::Ready(step) => {
+                        new_frames += 1;
+                        self.record(slot, step, on_event)?;
+                    }
+                    PoolReply::Broken(error) => self.lose(slot, &error, on_event)?,
+                }
+            }
+            on_event(CollectEvent::Frames(new_frames));
+        }
+    }
+
+    /// A random action for a slot that is recording, a reset for one that starts the next
+    /// episode (after switching its worker to that episode's task if needed), else nothing.
+    fn next_command(&mut self, slot: usize) -> Result<Option<EnvCommand>> {
+        if let Some(rec) = self.recordings[slot].as_mut() {
+            let action: Vec<f32> = (0..self.pool.spec(slot).action_dim)
+                .map(|_| rec.policy.random_range(-1.0f32..=1.0))
+                .collect();
+            rec.actions.push(action.clone());
+            return Ok(Some(EnvCommand::Step { action }));
+        }
+        let Some(job) = next_job(&mut self.queues, self.pool.config(slot).task) else {
+            return Ok(None);
+        };
+        if self.pool.config(slot).task != job.task {
+            self.pool.replace(slot, worker_config(self.config, job.task))?;
+        }
+        let seed = job.seed(self.config.seed, self.config.episodes);
+        self.recordings[slot] = Some(Recording {
+            job,
+            seed,
+            policy: StdRng::seed_from_u64(seed),
+            frames: Vec::with_capacity(self.config.max_frames),
+            actions: Vec::new(),
+            rewards: Vec::new(),
+            ended: false,
+        });
+        Ok(Some(EnvCommand::Reset { seed }))
+    }
+
+    /// Adds a step's frame (and reward, after the reset) to the slot's recording and writes
+    /// the episode out when it is complete.
+    fn record(&mut self, slot: usize, step: TimeStep, on_event: &mut dyn FnMut(CollectEvent)) -> Result<()> {
+        // Invariant: a slot only gets a command while it has a recording.
+        let rec = self.recordings[slot].as_mut().expect("a reply without a recording");
+        if !rec.frames.is_empty() {
+            rec.rewards.push(step.reward);
+        }
+        rec.frames.push(step.frame);
+        rec.ended = step.last;
+        if step.last || rec.frames.len() >= self.config.max_frames {
+            let rec = self.recordings[slot].take().expect("checked above");
+            let frames = finish_episode(self.config, self.pool.spec(slot), rec, on_event)?;
+            self.summary.episodes_written += 1;
+            self.summary.frames_written += frames;
+        }
+        Ok(())
+    }
+
+    /// Drops the slot's episode and queues it again (with the next attempt's seed), up to
+    /// [`MAX_ATTEMPTS`].
+    fn lose(&mut self, slot: usize, error: &Error, on_event: &mut dyn FnMut(CollectEvent)) -> Result<()> {
+        let rec = self.recordings[slot].take().expect("a reply without a recording");
+        self.summary.episodes_lost += 1;
+        let job = Job {
+            attempt: rec.job.attempt + 1,
+            ..rec.job
+        };
+        if job.attempt >= MAX_ATTEMPTS {
+            return Err(Error::Env {
+                task: job.task.to_string(),
+                reason: format!("episode {} lost {MAX_ATTEMPTS} times; last: {error}", job.episode),
+            });
+        }
+        on_event(CollectEvent::EpisodeLost {
+            task: job.task,
+            episode: job.episode,
+            reason: error.to_string(),
+        });
+        self.queues.entry(job.task).or_default().push_front(job);
+        Ok(())
+    }
+}
+
+fn validate(config: &CollectConfig) -> Result<()> {
+    let problem = if config.tasks.is_empty() {
+        Some("no tasks given".to_string())
+    } else if config.max_frames < 2 {
+        Some(format!("--frames must be at least 2, got {}", config.max_frames))
+    } else if config.workers == 0 {
+        Some("--workers must be at least 1".to_string())
+    } else if config.action_repeat == 0 {
+        Some("--action-repeat must be at least 1".to_string())
+    } else if config
+        .seed
+        .saturating_add(u64::from(MAX_ATTEMPTS) * config.episodes as u64)
+        > MAX_SEED
+    {
+        Some(format!(
+            "--seed {} is too large: seeds up to --seed + {MAX_ATTEMPTS} x --episodes must fit dm_control's 32-bit seeds",
+            config.seed
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(Error::Config(p)),
+        None => crate::env::check_python(&config.python),
+    }
+}
+
+fn worker_config(config: &CollectConfig, task: Task) -> DmcConfig {
+    DmcConfig {
+        action_repeat: config.action_repeat,
+        render_quality: config.render_quality,
+        python: config.python.clone(),
+        ..DmcConfig::new(task)
+    }
+}
+
+/// The slot's own task first (no worker restart), else the task with the most work left.
+fn next_job(queues: &mut BTreeMap<Task, VecDeque<Job>>, current: Task) -> Option<Job> {
+    if let Some(job) = queues.get_mut(&current).and_then(VecDeque::pop_front) {
+        return Some(job);
+    }
+    let busiest = queues
+        .iter()
+        .filter(|(_, q)| !q.is_empty())
+        .max_by_key(|(_, q)| q.len())
+        .map(|(t, _)| *t)?;
+    queues.get_mut(&busiest).and_then(VecDeque::pop_front)
+}
+
+/// Writes the video, then the sidecar (its presence marks the episode complete).
+fn finish_episode(
+    config: &CollectConfig,
+    spec: &EnvSpec,
+    rec: Recording,
+    on_event: &mut dyn FnMut(CollectEvent),
+) -> Result<usize> {
+    let (video, sidecar_path) = episode_paths(&config.out_dir, rec.job.task, rec.job.episode);
+    fsutil::ensure_parent(&video)?;
+    let tmp = fsutil::temp_path(&video);
+    let written = write_lossless_video(&tmp, &rec.frames, spec.agent_timestep())
+        .and_then(|()| fsutil::commit_temp(&tmp, &video).map_err(Error::from));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let sidecar = EpisodeSidecar {
+        task: rec.job.task,
+        seed: rec.seed,
+        action_repeat: spec.action_repeat,
+        render_quality: spec.render_quality,
+        camera: spec.camera.clone(),
+        num_frames: rec.frames.len(),
+        actions: rec.actions,
+        rewards: rec.rewards,
+        source: SOURCE.to_string(),
+        lfs_version: env!("CARGO_PKG_VERSION").to_string(),
+        episode: rec.job.episode,
+        max_frames: config.max_frames,
+        episode_ended: rec.ended,
+        frame_seconds: spec.agent_timestep(),
+        codec: VIDEO_CODEC.to_string(),
+        mujoco: spec.mujoco.clone(),
+        dm_control: spec.dm_control.clone(),
+    };
+    let mut json = serde_json::to_vec(&sidecar)?;
+    json.push(b'\n');
+    fsutil::write_bytes_atomic(&sidecar_path, &json)?;
+    on_event(CollectEvent::EpisodeDone {
+        task: rec.job.task,
+        episode: rec.job.episode,
+        num_frames: sidecar.num_frames,
+        video,
+    });
+    Ok(sidecar.num_frames)
+}
+
+/// An episode from an earlier run counts as done when its sidecar and video exist. A sidecar
+/// recorded with other settings is an error: one folder must not mix them.
+fn is_complete(config: &CollectConfig, task: Task, episode: usize) -> Result<bool> {
+    let (video, sidecar_path) = episode_paths(&config.out_dir, task, episode);
+    if !sidecar_path.exists() || !video.exists() {
+        return Ok(false);
+    }
+    let sidecar = read_sidecar(&sidecar_path)?;
+    let describe = |task: Task, repeat: u32, quality: RenderQuality, frames: usize| {
+        format!("task {task}, action repeat {repeat}, render quality {quality}, --frames {frames}")
+    };
+    let ours = describe(task, config.action_repeat, config.render_quality, config.max_frames);
+    let theirs = describe(
+        sidecar.task,
+        sidecar.action_repeat,
+        sidecar.render_quality,
+        sidecar.max_frames,
+    );
+    if ours != theirs {
+        return Err(Error::Config(format!(
+            "{} was recorded with {theirs}; this run asks for {ours}; one folder must not mix them: use \
+             another --out folder",
+            sidecar_path.display()
+        )));
+    }
+    Ok(true)
+}

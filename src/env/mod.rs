@@ -1,0 +1,185 @@
+//! DeepMind Control environments from Rust.
+//!
+//! dm_control runs in Python worker processes (`eval/dmc_worker.py`, embedded in the binary)
+//! that speak a length-prefixed binary protocol on stdin/stdout; [`DmcEnv`] is one worker,
+//! [`EnvPool`] runs N of them in parallel and restarts the ones that die, and [`FrameStack`]
+//! turns frames into the stacked observations of SPEC §1.
+//!
+//! Everything follows SPEC §8: 84×84 RGB frames, action repeat 2 (rewards summed), actions in
+//! [-1, 1], camera 0 for suite tasks and `front_close` for reach_duplo.
+
+mod dmc;
+mod frame_stack;
+mod pool;
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use dmc::{
+    check_python, default_python, DmcConfig, DmcEnv, PendingWorker, MAX_SEED, PYTHON_ENV_VAR, WORKER_SOURCE,
+};
+pub use frame_stack::FrameStack;
+pub use pool::{EnvCommand, EnvPool, PoolReply};
+
+use crate::Result;
+
+/// Frame height and width in pixels (SPEC §1).
+pub const FRAME_SIZE: usize = 84;
+/// Bytes in one (84, 84, 3) RGB frame.
+pub const FRAME_BYTES: usize = FRAME_SIZE * FRAME_SIZE * 3;
+/// Agent steps repeat each action this many env steps unless told otherwise (SPEC §8).
+pub const DEFAULT_ACTION_REPEAT: u32 = 2;
+
+/// The nine tasks of the paper (SPEC §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    ReachDuplo,
+    CartpoleSwingup,
+    WalkerRun,
+    ReacherHard,
+    CheetahRun,
+    WalkerStand,
+    BallInCupCatch,
+    WalkerWalk,
+    FingerSpin,
+}
+
+impl Task {
+    /// All nine, seen tasks first, in the paper's table order.
+    pub const ALL: [Task; 9] = [
+        Task::ReachDuplo,
+        Task::CartpoleSwingup,
+        Task::WalkerRun,
+        Task::ReacherHard,
+        Task::CheetahRun,
+        Task::WalkerStand,
+        Task::BallInCupCatch,
+        Task::WalkerWalk,
+        Task::FingerSpin,
+    ];
+    /// The tasks whose videos are used for pre-training.
+    pub const SEEN: [Task; 3] = [Task::ReachDuplo, Task::WalkerRun, Task::CartpoleSwingup];
+
+    /// The name used on the command line, in folder names and by the worker.
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::ReachDuplo => "reach_duplo",
+            Task::CartpoleSwingup => "cartpole_swingup",
+            Task::WalkerRun => "walker_run",
+            Task::ReacherHard => "reacher_hard",
+            Task::CheetahRun => "cheetah_run",
+            Task::WalkerStand => "walker_stand",
+            Task::BallInCupCatch => "ball_in_cup_catch",
+            Task::WalkerWalk => "walker_walk",
+            Task::FingerSpin => "finger_spin",
+        }
+    }
+
+    /// The camera the frames come from.
+    pub fn camera(self) -> &'static str {
+        match self {
+            Task::ReachDuplo => "front_close",
+            _ => "0",
+        }
+    }
+}
+
+impl fmt::Display for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Task {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Task::ALL.into_iter().find(|t| t.name() == s.trim()).ok_or_else(|| {
+            let known: Vec<&str> = Task::ALL.iter().map(|t| t.name()).collect();
+            format!("unknown task {s:?}; known tasks: {}", known.join(", "))
+        })
+    }
+}
+
+/// How MuJoCo renders the frames. Recorded with every dataset and run: the two give visibly
+/// different pixels, so pre-training and evaluation must not mix them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum RenderQuality {
+    /// dm_control's own settings (shadows, 4× multisampling): what published numbers use.
+    #[default]
+    Default,
+    /// No shadows and no multisampling (`model.vis.quality.shadowsize = 0`, `offsamples = 0`):
+    /// several times cheaper with software rendering.
+    Fast,
+}
+
+impl RenderQuality {
+    pub fn name(self) -> &'static str {
+        match self {
+            RenderQuality::Default => "default",
+            RenderQuality::Fast => "fast",
+        }
+    }
+}
+
+impl fmt::Display for RenderQuality {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a loaded environment is, as its worker reported it at start-up.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EnvSpec {
+    pub task: Task,
+    /// Camera name or index the frames are rendered from.
+    pub camera: String,
+    /// Number of action dimensions; every action is in [-1, 1].
+    pub action_dim: usize,
+    /// Env steps per agent step.
+    pub action_repeat: u32,
+    pub render_quality: RenderQuality,
+    pub height: usize,
+    pub width: usize,
+    /// Seconds of simulated time per env step.
+    pub control_timestep: f64,
+    /// Version of the `mujoco` Python package the worker runs.
+    pub mujoco: String,
+    /// Version of the `dm_control` Python package the worker runs.
+    pub dm_control: String,
+}
+
+impl EnvSpec {
+    /// Seconds of simulated time per agent step (one video frame).
+    pub fn agent_timestep(&self) -> f64 {
+        self.control_timestep * f64::from(self.action_repeat)
+    }
+}
+
+/// What one reset or agent step returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeStep {
+    /// (84, 84, 3) uint8 RGB, row-major (HWC), as MuJoCo rendered it.
+    pub frame: Vec<u8>,
+    /// Sum of the rewards over the action repeat (0 after a reset).
+    pub reward: f64,
+    /// Product of the discounts over the action repeat (1 after a reset).
+    pub discount: f64,
+    /// The episode ended within this agent step; the next call must be a reset.
+    pub last: bool,
+    /// Env steps actually taken (fewer than the action repeat when the episode ended early).
+    pub env_steps: u32,
+}
+
+/// A DMControl-style environment: reset with a seed, then step with actions in [-1, 1].
+///
+/// The same seed and the same actions give the same episode (rewards and frames).
+pub trait Env {
+    fn spec(&self) -> &EnvSpec;
+    /// Starts a new episode; the returned step carries the first frame.
+    fn reset(&mut self, seed: u64) -> Result<TimeStep>;
+    /// One agent step (`action_repeat` env steps, fewer if the episode ends).
+    fn step(&mut self, action: &[f32]) -> Result<TimeStep>;
+}

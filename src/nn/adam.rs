@@ -1,0 +1,154 @@
+//! Adam (Kingma & Ba), written out so its moments can be checkpointed: `candle_nn::AdamW`
+//! keeps them private and defaults to weight_decay 0.01, which torch's Adam does not have
+//! (SPEC §10). The arithmetic is torch.optim.Adam's (foreach=False) step, term for term.
+
+use std::collections::BTreeMap;
+
+use candle_core::backprop::GradStore;
+use candle_core::Tensor;
+use serde::{Deserialize, Serialize};
+
+use super::Params;
+use crate::{Error, Result};
+
+/// Adam hyper-parameters, all explicit (the paper: lr 1e-4, torch defaults otherwise).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdamConfig {
+    /// Learning rate (1e-4).
+    pub lr: f64,
+    /// Exponential decay of the first moment (0.9).
+    pub beta1: f64,
+    /// Exponential decay of the second moment (0.999).
+    pub beta2: f64,
+    /// Added to the denominator (1e-8).
+    pub eps: f64,
+    /// L2 penalty added to the gradient, as torch's Adam `weight_decay` (0: the paper has none).
+    pub weight_decay: f64,
+}
+
+impl Default for AdamConfig {
+    fn default() -> Self {
+        Self {
+            lr: 1e-4,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+        }
+    }
+}
+
+/// Adam state: step count and per-parameter moments (`exp_avg`, `exp_avg_sq`, torch's names).
+#[derive(Debug, Clone)]
+pub struct Adam {
+    pub cfg: AdamConfig,
+    /// Number of steps taken (torch keeps one per parameter; all are equal here).
+    pub step: u64,
+    exp_avg: BTreeMap<String, Vec<f32>>,
+    exp_avg_sq: BTreeMap<String, Vec<f32>>,
+}
+
+impl Adam {
+    pub fn new(cfg: AdamConfig, params: &Params) -> Self {
+        let zeros = |_: ()| {
+            params
+                .iter()
+                .map(|(n, v)| (n.clone(), vec![0f32; v.elem_count()]))
+                .collect::<BTreeMap<_, _>>()
+        };
+        Self {
+            cfg,
+            step: 0,
+            exp_avg: zeros(()),
+            exp_avg_sq: zeros(()),
+        }
+    }
+
+    /// One Adam step over every parameter that has a gradient in `grads`.
+    pub fn step(&mut self, params: &Params, grads: &GradStore) -> Result<()> {
+        self.step += 1;
+        let AdamConfig {
+            lr,
+            beta1,
+            beta2,
+            eps,
+            weight_decay,
+        } = self.cfg;
+        let bias_correction1 = 1.0 - beta1.powi(self.step as i32);
+        let bias_correction2_sqrt = (1.0 - beta2.powi(self.step as i32)).sqrt();
+        let step_size = (lr / bias_correction1) as f32;
+        // (1 − β) in f64 before the cast: 1 − 0.999f32 loses ~4 digits (torch passes 1 − β as a
+        // Python float too).
+        let (one_minus_beta1, one_minus_beta2) = ((1.0 - beta1) as f32, (1.0 - beta2) as f32);
+        let (beta2, eps, wd) = (beta2 as f32, eps as f32, weight_decay as f32);
+        let bc2_sqrt = bias_correction2_sqrt as f32;
+        for (name, var) in params.iter() {
+            let Some(grad) = grads.get(var.as_tensor()) else {
+                continue;
+            };
+            let grad = grad.flatten_all()?.to_vec1::<f32>()?;
+            let mut theta = var.as_detached_tensor().flatten_all()?.to_vec1::<f32>()?;
+            let (m, v) = match (self.exp_avg.get_mut(name), self.exp_avg_sq.get_mut(name)) {
+                (Some(m), Some(v)) => (m, v),
+                _ => return Err(Error::Config(format!("adam: no moments for parameter {name}"))),
+            };
+            for i in 0..theta.len() {
+                let g = grad[i] + wd * theta[i];
+                m[i] += (g - m[i]) * one_minus_beta1; // torch: exp_avg.lerp_(grad, 1 - beta1)
+                v[i] = v[i] * beta2 + one_minus_beta2 * g * g;
+                let denom = v[i].sqrt() / bc2_sqrt + eps;
+                theta[i] -= step_size * m[i] / denom;
+            }
+            var.set(&Tensor::from_vec(theta, var.shape(), var.device())?)?;
+        }
+        Ok(())
+    }
+
+    /// Moments as tensors named `adam.exp_avg.<param>` / `adam.exp_avg_sq.<param>`.
+    pub fn state_tensors(&self, params: &Params) -> Result<BTreeMap<String, Tensor>> {
+        let mut out = BTreeMap::new();
+        for (name, var) in params.iter() {
+            for (kind, map) in [("exp_avg", &self.exp_avg), ("exp_avg_sq", &self.exp_avg_sq)] {
+                let data = map
+                    .get(name)
+                    .ok_or_else(|| Error::Config(format!("adam: no {kind} for {name}")))?;
+                out.insert(
+                    format!("adam.{kind}.{name}"),
+                    Tensor::from_slice(data, var.shape(), var.device())?,
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// Restores moments saved by [`Adam::state_tensors`] and the step count.
+    pub fn load_state(&mut self, params: &Params, tensors: &BTreeMap<String, Tensor>, step: u64) -> Result<()> {
+        for (name, var) in params.iter() {
+            for kind in ["exp_avg", "exp_avg_sq"] {
+                let key = format!("adam.{kind}.{name}");
+                let t = tensors.get(&key).ok_or_else(|| Error::CheckpointMismatch {
+                    key: key.clone(),
+                    expected: format!("{:?}", var.dims()),
+                    got: "missing".to_string(),
+                })?;
+                if t.dims() != var.dims() {
+                    return Err(Error::CheckpointMismatch {
+                        key,
+                        expected: format!("{:?}", var.dims()),
+                        got: format!("{:?}", t.dims()),
+                    });
+                }
+                let data = t.flatten_all()?.to_vec1::<f32>()?;
+                let map = if kind == "exp_avg" {
+                    &mut self.exp_avg
+                } else {
+                    &mut self.exp_avg_sq
+                };
+                map.insert(name.clone(), data);
+            }
+        }
+        self.step = step;
+        Ok(())
+    }
+}

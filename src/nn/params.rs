@@ -1,0 +1,116 @@
+//! A named parameter store with a deterministic (sorted) order.
+//!
+//! `candle_nn::VarMap` is a `HashMap`, so its `all_vars()` order is unspecified (STYLE §1,
+//! ddpg.rs); checkpoints, EMA and Adam walk parameters by sorted name instead.
+
+use std::collections::BTreeMap;
+
+use candle_core::{Tensor, Var};
+
+use crate::{Error, Result};
+
+/// Parameters of one network (online or target), keyed by PyTorch `state_dict` names.
+#[derive(Debug, Clone, Default)]
+pub struct Params {
+    vars: BTreeMap<String, Var>,
+}
+
+impl Params {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a parameter initialised to `init`; returns the tensor view a module keeps.
+    pub fn insert(&mut self, name: &str, init: Tensor) -> Result<Tensor> {
+        if self.vars.contains_key(name) {
+            return Err(Error::Config(format!("parameter {name} defined twice")));
+        }
+        let var = Var::from_tensor(&init)?;
+        let tensor = var.as_tensor().clone();
+        self.vars.insert(name.to_string(), var);
+        Ok(tensor)
+    }
+
+    /// A params store holding copies of `tensors` (keys = names).
+    pub fn from_tensors(tensors: &BTreeMap<String, Tensor>) -> Result<Self> {
+        let mut params = Self::new();
+        for (name, t) in tensors {
+            params.insert(name, t.copy()?)?;
+        }
+        Ok(params)
+    }
+
+    /// The module view of parameter `name`, checked against `shape`.
+    pub fn tensor(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let var = self.vars.get(name).ok_or_else(|| Error::CheckpointMismatch {
+            key: name.to_string(),
+            expected: format!("{shape:?}"),
+            got: "missing".to_string(),
+        })?;
+        if var.dims() != shape {
+            return Err(Error::CheckpointMismatch {
+                key: name.to_string(),
+                expected: format!("{shape:?}"),
+                got: format!("{:?}", var.dims()),
+            });
+        }
+        Ok(var.as_tensor().clone())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Var> {
+        self.vars.get(name)
+    }
+
+    /// Sorted (name, var) pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Var)> {
+        self.vars.iter()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.vars.keys().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.vars.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty()
+    }
+
+    /// Total number of scalar parameters.
+    pub fn num_elements(&self) -> usize {
+        self.vars.values().map(|v| v.elem_count()).sum()
+    }
+
+    /// Overwrites every parameter from `tensors` (keys = names). Errors on a missing key or a
+    /// shape mismatch, naming the key.
+    pub fn load_from(&self, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
+        for (name, var) in &self.vars {
+            let src = tensors.get(name).ok_or_else(|| Error::CheckpointMismatch {
+                key: name.clone(),
+                expected: format!("{:?}", var.dims()),
+                got: "missing".to_string(),
+            })?;
+            if src.dims() != var.dims() {
+                return Err(Error::CheckpointMismatch {
+                    key: name.clone(),
+                    expected: format!("{:?}", var.dims()),
+                    got: format!("{:?}", src.dims()),
+                });
+            }
+            var.set(&src.to_dtype(var.dtype())?)?;
+        }
+        Ok(())
+    }
+
+    /// Detached copies of every parameter, keyed by name (for checkpoints and export).
+    pub fn snapshot(&self) -> Result<BTreeMap<String, Tensor>> {
+        let mut out = BTreeMap::new();
+        for (name, var) in &self.vars {
+            // `copy` so later in-place updates of the Var do not alias the snapshot.
+            out.insert(name.clone(), var.as_detached_tensor().copy()?);
+        }
+        Ok(out)
+    }
+}

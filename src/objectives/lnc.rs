@@ -1,0 +1,87 @@
+//! Latent Nearest-neighbour Clip (paper §3.2, Eq. 3–4, appendix "PyTorch-style pseudo code for
+//! LNC"; SPEC §3). Distances are computed exactly (‖a − b‖, as `torch.norm` of the difference,
+//! not via the ‖a‖² + ‖b‖² − 2ab expansion) in f64 on the host.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// LNC hyper-parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LncConfig {
+    /// Which nearest neighbour: the k-th, self excluded (1).
+    pub k: usize,
+    /// Clip centre coefficient c (0.9 for RL; 0.6 for video pre-training).
+    pub c: f64,
+    /// Clip range coefficient r (0.1; 0.2 for walker_run, cheetah_run and URLB).
+    pub r: f64,
+}
+
+impl Default for LncConfig {
+    fn default() -> Self {
+        Self { k: 1, c: 0.9, r: 0.1 }
+    }
+}
+
+/// What LNC kept, and the numbers the paper plots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LncSelection {
+    /// Indices j of the synthetic candidates with (c − r/2)·D < D_j < (c + r/2)·D, ascending.
+    pub selected: Vec<usize>,
+    /// D: mean k-th-nearest-neighbour distance among the real latents (Eq. 3).
+    pub d_internal: f64,
+    pub clip_low: f64,
+    pub clip_high: f64,
+    /// D_j for every candidate (Eq. 4).
+    pub d_synthetic: Vec<f64>,
+}
+
+/// Selects synthetic candidates by their distance to the real batch in latent space.
+/// `real` and `synthetic` are row-major (n, dim) latents of the "previous" observations.
+pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) -> Result<LncSelection> {
+    if dim == 0 || real.len() % dim != 0 || synthetic.len() % dim != 0 {
+        return Err(Error::Config(format!(
+            "lnc: latents of length {}/{} are not rows of {dim}",
+            real.len(),
+            synthetic.len()
+        )));
+    }
+    let n_real = real.len() / dim;
+    if cfg.k == 0 || cfg.k >= n_real {
+        return Err(Error::Config(format!(
+            "lnc: k = {} needs 1 <= k < real batch size {n_real}",
+            cfg.k
+        )));
+    }
+    let row = |xs: &'_ [f32], i: usize| -> Vec<f64> { xs[i * dim..(i + 1) * dim].iter().map(|v| *v as f64).collect() };
+    let real_rows: Vec<Vec<f64>> = (0..n_real).map(|i| row(real, i)).collect();
+    let dist = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
+    // The `idx`-th smallest distance from `a` to the real rows (0-based; self included).
+    let kth = |a: &[f64], idx: usize| -> f64 {
+        let mut d: Vec<f64> = real_rows.iter().map(|r| dist(a, r)).collect();
+        d.sort_by(f64::total_cmp);
+        d[idx]
+    };
+    // Eq. 3: topk(k + 1) includes self at distance 0; its last entry is the k-th neighbour.
+    let d_internal = real_rows.iter().map(|r| kth(r, cfg.k)).sum::<f64>() / n_real as f64;
+    // Eq. 4: topk(k) to the real rows; its last entry.
+    let d_synthetic: Vec<f64> = (0..synthetic.len() / dim)
+        .map(|j| kth(&row(synthetic, j), cfg.k - 1))
+        .collect();
+    let clip_low = d_internal * (cfg.c - cfg.r / 2.0);
+    let clip_high = d_internal * (cfg.c + cfg.r / 2.0);
+    let selected = d_synthetic
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d > clip_low && **d < clip_high)
+        .map(|(j, _)| j)
+        .collect();
+    Ok(LncSelection {
+        selected,
+        d_internal,
+        clip_low,
+        clip_high,
+        d_synthetic,
+    })
+}

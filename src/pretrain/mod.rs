@@ -1,0 +1,12 @@
+//! The pre-trainer: config (TOML), the per-update trainer for every method of SPEC §5, the
+//! run loop with metrics, checkpoints and resume.
+
+pub mod config;
+pub mod metrics;
+pub mod run;
+pub mod trainer;
+
+pub use config::{Method, PretrainConfig};
+pub use metrics::UpdateMetrics;
+pub use run::{run, RunEvent, RunSummary};
+pub use trainer::Trainer;

@@ -1,0 +1,221 @@
+//! The pre-training run: load datasets, resume from `<out_dir>/checkpoint.safetensors` if it
+//! exists, loop `Trainer::update`, log every update to `metrics.jsonl`, checkpoint every K
+//! updates and at the end. Progress is reported through a callback; nothing here prints.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::config::PretrainConfig;
+use super::metrics::{MetricsLog, UpdateMetrics};
+use super::trainer::Trainer;
+use crate::shards::{Dataset, Episode};
+use crate::{Error, Result};
+
+/// File names inside a run directory.
+pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
+pub const CONFIG_FILE: &str = "config.resolved.toml";
+pub const DATASETS_FILE: &str = "datasets.json";
+pub const METRICS_FILE: &str = "metrics.jsonl";
+
+/// Provenance of one input dataset.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DatasetInfo {
+    pub path: PathBuf,
+    /// The dataset's content id.
+    pub id: String,
+    pub num_episodes: usize,
+    pub num_frames: usize,
+    pub tasks: Vec<String>,
+    /// `default` / `fast` for `lfs collect` datasets, None for ingested videos.
+    pub render_quality: Option<String>,
+}
+
+/// Episodes of every dataset, in memory, and their provenance.
+pub struct LoadedData {
+    pub episodes: Vec<Episode>,
+    pub datasets: Vec<DatasetInfo>,
+}
+
+/// Loads every dataset of `paths` and refuses to mix render qualities.
+pub fn load_datasets(paths: &[PathBuf]) -> Result<LoadedData> {
+    if paths.is_empty() {
+        return Err(Error::Config(
+            "data.datasets is empty: name at least one ingested dataset".to_string(),
+        ));
+    }
+    let mut episodes = Vec::new();
+    let mut datasets = Vec::new();
+    for path in paths {
+        let dataset = Dataset::open(path)?;
+        let eps = dataset.load_episodes()?;
+        datasets.push(describe(path, dataset.id(), &eps));
+        episodes.extend(eps);
+    }
+    check_render_quality(&datasets)?;
+    Ok(LoadedData { episodes, datasets })
+}
+
+/// Provenance of an in-memory set of episodes.
+pub fn describe(path: &Path, id: String, episodes: &[Episode]) -> DatasetInfo {
+    let tasks: BTreeSet<String> = episodes.iter().map(|e| e.task.clone()).collect();
+    let qualities: BTreeSet<Option<String>> = episodes.iter().map(|e| e.render_quality.clone()).collect();
+    DatasetInfo {
+        path: path.to_path_buf(),
+        id,
+        num_episodes: episodes.len(),
+        num_frames: episodes.iter().map(|e| e.num_frames).sum(),
+        tasks: tasks.into_iter().collect(),
+        // A dataset with several qualities is reported by `check_render_quality` below.
+        render_quality: if qualities.len() == 1 {
+            qualities.into_iter().next().flatten()
+        } else {
+            Some("mixed".to_string())
+        },
+    }
+}
+
+/// Errors when the datasets were rendered at different qualities (issue 3: a run trains on
+/// one render quality; comparing encoders across qualities would be meaningless).
+pub fn check_render_quality(datasets: &[DatasetInfo]) -> Result<()> {
+    let distinct: BTreeSet<&Option<String>> = datasets.iter().map(|d| &d.render_quality).collect();
+    if distinct.len() > 1 || distinct.contains(&Some("mixed".to_string())) {
+        let list: Vec<String> = datasets
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} ({})",
+                    d.path.display(),
+                    d.render_quality
+                        .clone()
+                        .unwrap_or_else(|| "videos, no render quality".to_string())
+                )
+            })
+            .collect();
+        return Err(Error::Config(format!(
+            "refusing to mix render qualities across datasets: {}",
+            list.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// What the loop reports to its caller (a progress bar, a test).
+#[derive(Debug)]
+pub enum RunEvent<'m> {
+    Started {
+        start_step: u64,
+        num_updates: u64,
+        resumed: bool,
+    },
+    Update(&'m UpdateMetrics),
+    Checkpoint {
+        step: u64,
+        path: &'m Path,
+    },
+}
+
+/// Where the run ended.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub checkpoint: PathBuf,
+    pub steps_done: u64,
+    pub resumed_from: Option<u64>,
+    pub last_metrics: Option<UpdateMetrics>,
+}
+
+/// Loads `cfg.data.datasets` and trains into `out_dir`.
+pub fn run(cfg: &PretrainConfig, out_dir: &Path, on_event: &mut dyn FnMut(RunEvent)) -> Result<RunSummary> {
+    let data = load_datasets(&cfg.data.datasets)?;
+    run_on_episodes(cfg, &data.episodes, &data.datasets, out_dir, on_event)
+}
+
+/// Trains on in-memory episodes (what [`run`] does after loading; tests call it directly).
+pub fn run_on_episodes(
+    cfg: &PretrainConfig,
+    episodes: &[Episode],
+    datasets: &[DatasetInfo],
+    out_dir: &Path,
+    on_event: &mut dyn FnMut(RunEvent),
+) -> Result<RunSummary> {
+    check_render_quality(datasets)?;
+    let io_err = |path: &Path, e: std::io::Error| Error::Shard {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    std::fs::create_dir_all(out_dir).map_err(|e| io_err(out_dir, e))?;
+    let mut trainer = Trainer::new(cfg, episodes)?;
+    let checkpoint = out_dir.join(CHECKPOINT_FILE);
+    let resumed_from = if checkpoint.exists() {
+        check_same_datasets(&checkpoint, datasets)?;
+        trainer.load_checkpoint(&checkpoint)?;
+        Some(trainer.step())
+    } else {
+        None
+    };
+    // Provenance beside the checkpoint (and inside it).
+    let datasets_json = serde_json::to_string_pretty(datasets)?;
+    let config_path = out_dir.join(CONFIG_FILE);
+    std::fs::write(&config_path, cfg.to_toml()?).map_err(|e| io_err(&config_path, e))?;
+    let datasets_path = out_dir.join(DATASETS_FILE);
+    std::fs::write(&datasets_path, &datasets_json).map_err(|e| io_err(&datasets_path, e))?;
+    let mut provenance = BTreeMap::new();
+    provenance.insert("lfs.datasets".to_string(), datasets_json);
+    provenance.insert("lfs.version".to_string(), env!("CARGO_PKG_VERSION").to_string());
+
+    let mut log = MetricsLog::open(&out_dir.join(METRICS_FILE), trainer.step())?;
+    on_event(RunEvent::Started {
+        start_step: trainer.step(),
+        num_updates: cfg.run.num_updates,
+        resumed: resumed_from.is_some(),
+    });
+    let mut last_metrics = None;
+    while trainer.step() < cfg.run.num_updates {
+        let metrics = trainer.update()?;
+        log.write(&metrics)?;
+        on_event(RunEvent::Update(&metrics));
+        let step = trainer.step();
+        if step % cfg.run.checkpoint_every_updates == 0 || step == cfg.run.num_updates {
+            trainer.save_checkpoint(&checkpoint, &provenance)?;
+            on_event(RunEvent::Checkpoint {
+                step,
+                path: &checkpoint,
+            });
+        }
+        last_metrics = Some(metrics);
+    }
+    if !checkpoint.exists() {
+        // A resumed run that was already complete still leaves its checkpoint in place.
+        trainer.save_checkpoint(&checkpoint, &provenance)?;
+    }
+    Ok(RunSummary {
+        checkpoint,
+        steps_done: trainer.step(),
+        resumed_from,
+        last_metrics,
+    })
+}
+
+/// A checkpoint resumes only on the datasets it was trained on (same content ids, same order).
+fn check_same_datasets(checkpoint: &Path, datasets: &[DatasetInfo]) -> Result<()> {
+    let meta = crate::nn::checkpoint::read_metadata(checkpoint)?;
+    let saved: Vec<String> = meta
+        .get("lfs.datasets")
+        .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        .and_then(|v| {
+            v.as_array()
+                .map(|a| a.iter().filter_map(|d| d["id"].as_str().map(str::to_string)).collect())
+        })
+        .unwrap_or_default();
+    let now: Vec<String> = datasets.iter().map(|d| d.id.clone()).collect();
+    if saved != now {
+        return Err(Error::Shard {
+            path: checkpoint.to_path_buf(),
+            reason: format!(
+                "was trained on datasets {saved:?}, these are {now:?} (new videos ingested?); use a new --out-dir or delete the checkpoint"
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,412 @@
+//! One trainer for every method of SPEC §5: builds the online and EMA target networks, draws a
+//! batch (real pairs, frame-mask synthetic pairs screened by LNC, …), computes the method's
+//! loss, takes one Adam step and one EMA step, and returns the update's metrics.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Instant;
+
+use candle_core::Tensor;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::config::{LncLatent, Method, PretrainConfig};
+use super::metrics::UpdateMetrics;
+use crate::data::{PairBatch, PairKind, PairSampler, RandomShift, SamplerConfig};
+use crate::nn::checkpoint::{self, SafetensorsFile};
+use crate::nn::ema::ema_update;
+use crate::nn::{Adam, Encoder, Params, Predictor, Projector, Prototypes};
+use crate::objectives::atc::AtcHead;
+use crate::objectives::curl::CurlHead;
+use crate::objectives::infonce::cosine_info_nce;
+use crate::objectives::lfs::clustering_loss;
+use crate::objectives::lnc_select;
+use crate::shards::Episode;
+use crate::{Error, Result};
+
+/// The method-specific part of the online network.
+#[derive(Debug, Clone)]
+enum Head {
+    /// lfs, lfs-no-lnc, lfs-no-fm: predictor v and prototypes C.
+    Clustering {
+        predictor: Predictor,
+        prototypes: Prototypes,
+    },
+    /// lfs-cl: predictor v, cosine InfoNCE.
+    Contrastive {
+        predictor: Predictor,
+    },
+    Atc(AtcHead),
+    Curl(CurlHead),
+}
+
+/// Encoder f and projector g: one copy online, one EMA target.
+#[derive(Debug, Clone)]
+pub struct EncoderProjector {
+    pub encoder: Encoder,
+    pub projector: Projector,
+}
+
+impl EncoderProjector {
+    /// Registers `encoder.convnet.*` and `projector.*` in `params`.
+    pub fn new(cfg: &PretrainConfig, params: &mut Params, rng: &mut ChaCha8Rng) -> Result<Self> {
+        let encoder = Encoder::new(&cfg.model.encoder, "encoder", params, rng)?;
+        let projector = Projector::new(
+            cfg.model.encoder.repr_dim()?,
+            cfg.model.latent_dim,
+            "projector",
+            params,
+            rng,
+        )?;
+        Ok(Self { encoder, projector })
+    }
+
+    /// Encoder + projector over copies of the `encoder.*` / `projector.*` entries of
+    /// `tensors` (other keys are ignored); returns the modules and their params.
+    pub fn from_tensors(cfg: &PretrainConfig, tensors: &BTreeMap<String, Tensor>) -> Result<(Self, Params)> {
+        let mine: BTreeMap<String, Tensor> = tensors
+            .iter()
+            .filter(|(k, _)| k.starts_with("encoder.") || k.starts_with("projector."))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let params = Params::from_tensors(&mine)?;
+        let encoder = Encoder::from_params(&cfg.model.encoder, "encoder", &params)?;
+        let projector = Projector::from_params(
+            cfg.model.encoder.repr_dim()?,
+            cfg.model.latent_dim,
+            "projector",
+            &params,
+        )?;
+        if params.len() != 2 * cfg.model.encoder.num_layers + 2 {
+            return Err(Error::Config(format!(
+                "unexpected encoder/projector tensors: {:?}",
+                params.names()
+            )));
+        }
+        Ok((Self { encoder, projector }, params))
+    }
+
+    /// Shapes: obs (b, 9, 84, 84) -> (h (b, 39200), z (b, latent)).
+    pub fn forward(&self, obs: &Tensor) -> Result<(Tensor, Tensor)> {
+        let h = self.encoder.forward(obs)?;
+        let z = self.projector.forward(&h)?;
+        Ok((h, z))
+    }
+}
+
+/// The full training state and the data it draws from.
+pub struct Trainer<'a> {
+    cfg: PretrainConfig,
+    sampler: PairSampler<'a>,
+    shift: RandomShift,
+    online_params: Params,
+    target_params: Params,
+    online: EncoderProjector,
+    target: EncoderProjector,
+    head: Head,
+    adam: Adam,
+    rng: ChaCha8Rng,
+    step: u64,
+}
+
+impl<'a> Trainer<'a> {
+    /// Initialises the networks from `cfg.run.seed` (orthogonal init; target = copy of online).
+    pub fn new(cfg: &PretrainConfig, episodes: &'a [Episode]) -> Result<Self> {
+        cfg.validate()?;
+        let sampler = PairSampler::new(
+            episodes,
+            SamplerConfig {
+                task_batching: cfg.data.task_batching,
+            },
+        )?;
+        let (_, h, w) = sampler.obs_shape();
+        let size = cfg.model.encoder.image_size;
+        if (h, w) != (size, size) {
+            return Err(Error::Config(format!(
+                "frames are {h}x{w} but model.encoder.image_size = {size}"
+            )));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
+        let mut online_params = Params::new();
+        let online = EncoderProjector::new(cfg, &mut online_params, &mut rng)?;
+        let latent = cfg.model.latent_dim;
+        let new_predictor = |params: &mut Params, rng: &mut _| {
+            Predictor::new(latent, cfg.model.predictor_hidden_dim, "predictor", params, rng)
+        };
+        let head = match cfg.objective.method {
+            Method::Lfs | Method::LfsNoLnc | Method::LfsNoFm => Head::Clustering {
+                predictor: new_predictor(&mut online_params, &mut rng)?,
+                prototypes: Prototypes::new(cfg.model.num_prototypes, latent, "protos", &mut online_params, &mut rng)?,
+            },
+            Method::LfsCl => Head::Contrastive {
+                predictor: new_predictor(&mut online_params, &mut rng)?,
+            },
+            Method::Atc => Head::Atc(AtcHead::new(latent, &cfg.objective.atc, &mut online_params, &mut rng)?),
+            Method::Curl => Head::Curl(CurlHead::new(latent, &mut online_params, &mut rng)?),
+        };
+        // The target starts as an exact copy of the online encoder and projector.
+        let (target, target_params) = EncoderProjector::from_tensors(cfg, &online_params.snapshot()?)?;
+        let adam = Adam::new(cfg.optimizer.clone(), &online_params);
+        Ok(Self {
+            cfg: cfg.clone(),
+            sampler,
+            shift: RandomShift {
+                pad: cfg.data.random_shift_pad,
+            },
+            online_params,
+            target_params,
+            online,
+            target,
+            head,
+            adam,
+            rng,
+            step: 0,
+        })
+    }
+
+    /// Updates done so far.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    pub fn task_names(&self) -> Vec<String> {
+        self.sampler.task_names()
+    }
+
+    pub fn online_params(&self) -> &Params {
+        &self.online_params
+    }
+
+    pub fn target_params(&self) -> &Params {
+        &self.target_params
+    }
+
+    /// One gradient update of the configured method.
+    pub fn update(&mut self) -> Result<UpdateMetrics> {
+        let start = Instant::now();
+        let task = self.sampler.task_for_update(self.step);
+        let task_name = task
+            .map(|i| self.sampler.task_names()[i].clone())
+            .unwrap_or_else(|| "mixed".to_string());
+        let m = self.cfg.run.batch_size;
+        let method = self.cfg.objective.method;
+        let mut metrics = UpdateMetrics {
+            step: self.step + 1,
+            task: task_name,
+            loss: 0.0,
+            num_synthetic: 0,
+            num_real: 0,
+            lnc_d: None,
+            clip_low: None,
+            clip_high: None,
+            sinkhorn_entropy: None,
+            seconds_data: 0.0,
+            seconds_forward: 0.0,
+            seconds_backward: 0.0,
+            seconds_optimizer: 0.0,
+            update_seconds: 0.0,
+            updates_per_s: 0.0,
+        };
+
+        // ---- data: the training pairs (prev -> online, cur -> target)
+        let batch = match method {
+            Method::Lfs | Method::LfsCl => self.lnc_batch(task, m, &mut metrics)?,
+            Method::LfsNoLnc => {
+                let n = ((self.cfg.objective.no_lnc_synthetic_fraction * m as f64).ceil() as usize).min(m);
+                let mut syn = self.sampler.sample(PairKind::Synthetic, task, n, &mut self.rng)?;
+                let mut real = self.sampler.sample(PairKind::Real, task, m - n, &mut self.rng)?;
+                syn.augment(&self.shift, &mut self.rng);
+                real.augment(&self.shift, &mut self.rng);
+                metrics.num_synthetic = n;
+                syn.concat(&real)?
+            }
+            Method::LfsNoFm | Method::Atc => {
+                let mut real = self.sampler.sample(PairKind::Real, task, m, &mut self.rng)?;
+                real.augment(&self.shift, &mut self.rng);
+                real
+            }
+            Method::Curl => {
+                // Two independent shifts of the same observation O_t: query and key.
+                let real = self.sampler.sample(PairKind::Real, task, m, &mut self.rng)?;
+                let mut pair = PairBatch {
+                    prev: real.cur.clone(),
+                    cur: real.cur,
+                    len: real.len,
+                    obs_shape: real.obs_shape,
+                };
+                pair.augment(&self.shift, &mut self.rng);
+                pair
+            }
+        };
+        metrics.num_real = batch.len - metrics.num_synthetic;
+
+        // ---- loss
+        let obs = batch.prev_tensor()?; // (M, 9, 84, 84)
+        let next_obs = batch.cur_tensor()?; // (M, 9, 84, 84)
+        let data_done = Instant::now();
+        let (_, z) = self.online.forward(&obs)?; // (M, latent)
+                                                 // The target branch is cut from the graph, so backward never reaches its parameters.
+        let (_, t) = self.target.forward(&next_obs)?;
+        let t = t.detach(); // (M, latent)
+        let loss = match &self.head {
+            Head::Clustering { predictor, prototypes } => {
+                let out = clustering_loss(&predictor.forward(&z)?, &t, prototypes, &self.cfg.objective.clustering)?;
+                metrics.sinkhorn_entropy = Some(out.sinkhorn_entropy);
+                out.loss
+            }
+            Head::Contrastive { predictor } => {
+                cosine_info_nce(&predictor.forward(&z)?, &t, self.cfg.objective.cl_temperature)?
+            }
+            Head::Atc(head) => head.loss(&z, &t)?,
+            Head::Curl(head) => head.loss(&z, &t)?,
+        };
+        metrics.loss = loss.to_scalar::<f32>()? as f64;
+        if !metrics.loss.is_finite() {
+            return Err(Error::Config(format!(
+                "update {}: loss is {}",
+                self.step + 1,
+                metrics.loss
+            )));
+        }
+
+        // ---- optimise: Adam on the online network, then EMA into the target
+        let forward_done = Instant::now();
+        let grads = loss.backward()?;
+        let backward_done = Instant::now();
+        self.adam.step(&self.online_params, &grads)?;
+        ema_update(
+            &self.online_params,
+            &self.target_params,
+            self.cfg.objective.target_tau(),
+        )?;
+        self.step += 1;
+        let end = Instant::now();
+        metrics.seconds_data = (data_done - start).as_secs_f64();
+        metrics.seconds_forward = (forward_done - data_done).as_secs_f64();
+        metrics.seconds_backward = (backward_done - forward_done).as_secs_f64();
+        metrics.seconds_optimizer = (end - backward_done).as_secs_f64();
+        metrics.update_seconds = (end - start).as_secs_f64();
+        metrics.updates_per_s = 1.0 / metrics.update_seconds.max(1e-9);
+        Ok(metrics)
+    }
+
+    /// LFS data (SPEC §3): M real pairs and M synthetic candidates, both shifted; LNC keeps N
+    /// candidates; the batch is those N plus M − N real pairs drawn without replacement.
+    fn lnc_batch(&mut self, task: Option<usize>, m: usize, metrics: &mut UpdateMetrics) -> Result<PairBatch> {
+        let mut real = self.sampler.sample(PairKind::Real, task, m, &mut self.rng)?;
+        let mut syn = self.sampler.sample(PairKind::Synthetic, task, m, &mut self.rng)?;
+        real.augment(&self.shift, &mut self.rng);
+        syn.augment(&self.shift, &mut self.rng);
+        let (real_latent, dim) = self.lnc_latent(&real.prev_tensor()?)?;
+        let (syn_latent, _) = self.lnc_latent(&syn.prev_tensor()?)?;
+        let sel = lnc_select(&real_latent, &syn_latent, dim, &self.cfg.objective.lnc)?;
+        let n = sel.selected.len();
+        let mut real_idx = rand::seq::index::sample(&mut self.rng, m, m - n).into_vec();
+        real_idx.sort_unstable();
+        metrics.num_synthetic = n;
+        metrics.lnc_d = Some(sel.d_internal);
+        metrics.clip_low = Some(sel.clip_low);
+        metrics.clip_high = Some(sel.clip_high);
+        syn.select(&sel.selected).concat(&real.select(&real_idx))
+    }
+
+    /// Online latents for LNC, no gradient: row-major (n, dim) and dim.
+    fn lnc_latent(&self, obs: &Tensor) -> Result<(Vec<f32>, usize)> {
+        let (h, z) = self.online.forward(obs)?;
+        let latent = match self.cfg.objective.lnc_latent {
+            LncLatent::Projector => z.detach(),
+            LncLatent::Conv => h.detach(),
+        };
+        let dim = latent.dim(1)?;
+        Ok((latent.flatten_all()?.to_vec1::<f32>()?, dim))
+    }
+
+    // ---- checkpoints
+
+    /// Everything needed to resume: online, target, Adam moments (tensors) and step, RNG and
+    /// config (metadata), plus `provenance` entries.
+    pub fn save_checkpoint(&self, path: &Path, provenance: &BTreeMap<String, String>) -> Result<()> {
+        let mut tensors = BTreeMap::new();
+        for (k, v) in self.online_params.snapshot()? {
+            tensors.insert(format!("online.{k}"), v);
+        }
+        for (k, v) in self.target_params.snapshot()? {
+            tensors.insert(format!("target.{k}"), v);
+        }
+        tensors.extend(self.adam.state_tensors(&self.online_params)?);
+        let mut meta: HashMap<String, String> = provenance.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        meta.insert("lfs.kind".into(), "checkpoint".into());
+        meta.insert("lfs.step".into(), self.step.to_string());
+        meta.insert("lfs.adam_step".into(), self.adam.step.to_string());
+        meta.insert("lfs.rng".into(), rng_to_string(&self.rng));
+        meta.insert("lfs.method".into(), self.cfg.objective.method.name().into());
+        meta.insert("lfs.config".into(), self.cfg.to_toml()?);
+        checkpoint::save_atomic(path, &tensors, &meta)
+    }
+
+    /// Restores a checkpoint written by [`Trainer::save_checkpoint`] for the same settings.
+    pub fn load_checkpoint(&mut self, path: &Path) -> Result<()> {
+        let file = checkpoint::load(path)?;
+        let err = |reason: String| Error::Shard {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let meta = |key: &str| {
+            file.metadata
+                .get(key)
+                .cloned()
+                .ok_or_else(|| err(format!("no `{key}` in the checkpoint metadata")))
+        };
+        let saved =
+            PretrainConfig::from_toml_str(&meta("lfs.config")?, &[]).map_err(|e| err(format!("its config: {e}")))?;
+        if saved.resume_key()? != self.cfg.resume_key()? {
+            return Err(err(
+                "was written with different settings (only run.num_updates and run.checkpoint_every_updates may change on resume); \
+                 use a new --out-dir or delete the checkpoint"
+                    .to_string(),
+            ));
+        }
+        let parse = |key: &str| -> Result<u64> { meta(key)?.parse::<u64>().map_err(|e| err(format!("`{key}`: {e}"))) };
+        let step = parse("lfs.step")?;
+        let adam_step = parse("lfs.adam_step")?;
+        self.online_params.load_from(&strip_prefix(&file, "online."))?;
+        self.target_params.load_from(&strip_prefix(&file, "target."))?;
+        self.adam.load_state(&self.online_params, &file.tensors, adam_step)?;
+        self.rng = rng_from_string(&meta("lfs.rng")?).map_err(|e| err(format!("`lfs.rng`: {e}")))?;
+        self.step = step;
+        Ok(())
+    }
+}
+
+/// The tensors under `prefix`, with the prefix removed.
+pub fn strip_prefix(file: &SafetensorsFile, prefix: &str) -> BTreeMap<String, Tensor> {
+    file.tensors
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), v.clone())))
+        .collect()
+}
+
+/// `seed_hex:stream:word_pos`, the full ChaCha8 state.
+fn rng_to_string(rng: &ChaCha8Rng) -> String {
+    format!(
+        "{}:{}:{}",
+        hex::encode(rng.get_seed()),
+        rng.get_stream(),
+        rng.get_word_pos()
+    )
+}
+
+fn rng_from_string(s: &str) -> std::result::Result<ChaCha8Rng, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let [seed, stream, pos] = parts.as_slice() else {
+        return Err(format!("expected seed:stream:word_pos, got {s:?}"));
+    };
+    let seed: [u8; 32] = hex::decode(seed)
+        .map_err(|e| e.to_string())?
+        .try_into()
+        .map_err(|_| "seed is not 32 bytes".to_string())?;
+    let mut rng = ChaCha8Rng::from_seed(seed);
+    rng.set_stream(stream.parse::<u64>().map_err(|e| e.to_string())?);
+    rng.set_word_pos(pos.parse::<u128>().map_err(|e| e.to_string())?);
+    Ok(rng)
+}

@@ -1,0 +1,260 @@
+//! `lfs collect`: lossless videos that replay exactly from their sidecars, resuming, and the
+//! shipped tiny set (datasets/tiny/videos, checked without MuJoCo).
+//!
+//! The recording tests run real dm_control (`make setup`), a handful of frames each.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::python;
+use lfs::collect::{self, episode_paths, read_sidecar, CollectConfig, CollectEvent};
+use lfs::env::{DmcConfig, DmcEnv, Env, RenderQuality, Task, FRAME_BYTES};
+
+/// Decodes a video to (n, 84, 84, 3) RGB with the ffmpeg command line, independently of lfs.
+fn decode_rgb(video: &Path) -> Vec<Vec<u8>> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(video)
+        .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        .output()
+        .expect("run ffmpeg");
+    assert!(
+        out.status.success(),
+        "ffmpeg failed on {}: {}",
+        video.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout.len() % FRAME_BYTES, 0);
+    out.stdout.chunks(FRAME_BYTES).map(<[u8]>::to_vec).collect()
+}
+
+fn config(out_dir: &Path, episodes: usize, max_frames: usize) -> CollectConfig {
+    CollectConfig {
+        tasks: vec![Task::CartpoleSwingup],
+        episodes,
+        max_frames,
+        out_dir: out_dir.to_path_buf(),
+        workers: 2,
+        seed: 7,
+        action_repeat: 2,
+        render_quality: RenderQuality::Fast,
+        python: python(),
+    }
+}
+
+/// The video decodes bit for bit to the frames dm_control renders when the sidecar's seed and
+/// actions are replayed, and the sidecar's rewards are the replay's rewards.
+#[test]
+fn collected_episode_is_lossless_and_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 1, 6);
+    let mut events = Vec::new();
+    let summary = collect::collect(&cfg, &mut |e| events.push(e)).unwrap();
+    assert_eq!((summary.episodes_written, summary.frames_written), (1, 6));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, CollectEvent::EpisodeDone { num_frames: 6, .. })));
+
+    let (video, sidecar_path) = episode_paths(dir.path(), Task::CartpoleSwingup, 0);
+    assert_eq!(video, dir.path().join("cartpole_swingup/00000.mkv"));
+    let sidecar = read_sidecar(&sidecar_path).unwrap();
+    assert_eq!(sidecar.task, Task::CartpoleSwingup);
+    assert_eq!(sidecar.render_quality, RenderQuality::Fast);
+    assert_eq!((sidecar.seed, sidecar.action_repeat, sidecar.num_frames), (7, 2, 6));
+    assert_eq!((sidecar.actions.len(), sidecar.rewards.len()), (5, 5));
+    assert_eq!((sidecar.source.as_str(), sidecar.camera.as_str()), ("lfs collect", "0"));
+    // The sidecar's field names are what `lfs ingest` reads.
+    let raw: serde_json::Value = serde_json::from_slice(&fs::read(&sidecar_path).unwrap()).unwrap();
+    for key in [
+        "task",
+        "seed",
+        "action_repeat",
+        "render_quality",
+        "camera",
+        "num_frames",
+        "actions",
+        "rewards",
+        "source",
+        "lfs_version",
+    ] {
+        assert!(raw.get(key).is_some(), "sidecar lacks {key}");
+    }
+    assert_eq!(raw["render_quality"], "fast");
+
+    let decoded = decode_rgb(&video);
+    let mut env = DmcEnv::spawn(DmcConfig {
+        render_quality: RenderQuality::Fast,
+        python: python(),
+        ..DmcConfig::new(Task::CartpoleSwingup)
+    })
+    .unwrap();
+    let mut replay = vec![env.reset(sidecar.seed).unwrap().frame];
+    for (t, action) in sidecar.actions.iter().enumerate() {
+        let step = env.step(action).unwrap();
+        assert!((step.reward - sidecar.rewards[t]).abs() <= 1e-12, "reward {t}");
+        replay.push(step.frame);
+    }
+    assert_eq!(decoded.len(), replay.len());
+    for (t, (a, b)) in decoded.iter().zip(&replay).enumerate() {
+        assert!(a == b, "frame {t} of the video is not the frame dm_control rendered");
+    }
+    assert_ne!(decoded[0], decoded[5], "the episode never moved");
+}
+
+/// A second run keeps complete episodes, redoes one whose sidecar is missing (an interrupted
+/// write), and refuses to mix render qualities in one folder. Runs the `lfs` binary.
+#[test]
+fn collect_resumes_and_refuses_to_mix() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |quality: &str| {
+        Command::new(env!("CARGO_BIN_EXE_lfs"))
+            .args([
+                "collect",
+                "--tasks",
+                "cartpole_swingup",
+                "--episodes",
+                "2",
+                "--frames",
+                "4",
+                "--workers",
+                "2",
+            ])
+            .args(["--render-quality", quality, "--python"])
+            .arg(python())
+            .arg("--out")
+            .arg(dir.path())
+            .output()
+            .unwrap()
+    };
+    let first = run("fast");
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let (video0, sidecar0) = episode_paths(dir.path(), Task::CartpoleSwingup, 0);
+    let (video1, sidecar1) = episode_paths(dir.path(), Task::CartpoleSwingup, 1);
+    let kept_mtime = fs::metadata(&video0).unwrap().modified().unwrap();
+    let kept_sidecar = fs::read(&sidecar0).unwrap();
+    let redone_video = fs::read(&video1).unwrap();
+    // An interrupted episode: the video was renamed into place, the sidecar never was, and a
+    // stale temporary file is left behind.
+    fs::remove_file(&sidecar1).unwrap();
+    fs::write(&video1, b"torn").unwrap();
+    fs::write(dir.path().join("cartpole_swingup/.00001.mkv.tmp"), b"torn").unwrap();
+
+    let second = run("fast");
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    assert!(
+        stdout.contains("wrote 1 episode(s)") && stdout.contains("kept 1 complete"),
+        "{stdout}"
+    );
+    assert_eq!(
+        fs::metadata(&video0).unwrap().modified().unwrap(),
+        kept_mtime,
+        "a complete episode was rewritten"
+    );
+    assert!(
+        fs::read(&sidecar0).unwrap() == kept_sidecar,
+        "a complete episode's sidecar was rewritten"
+    );
+    assert!(
+        fs::read(&video1).unwrap() == redone_video,
+        "the redone episode's video differs from the first recording"
+    );
+    assert!(sidecar1.exists());
+    assert!(
+        !dir.path().join("cartpole_swingup/.00001.mkv.tmp").exists(),
+        "the temporary file was left behind"
+    );
+
+    let mixed = run("default");
+    let stderr = String::from_utf8_lossy(&mixed.stderr);
+    assert!(!mixed.status.success());
+    assert!(
+        stderr.contains("00000.json") && stderr.contains("render quality fast") && stderr.contains("another --out"),
+        "{stderr}"
+    );
+}
+
+/// The shipped tiny set (datasets/tiny/videos, made by `lfs collect`): 3 seen tasks × 3
+/// episodes, every video decodes to the frame count its sidecar states. No MuJoCo needed.
+#[test]
+fn tiny_dataset_is_complete() {
+    let root = Path::new("datasets/tiny/videos");
+    for task in Task::SEEN {
+        for episode in 0..3 {
+            let (video, sidecar_path) = episode_paths(root, task, episode);
+            let sidecar = read_sidecar(&sidecar_path).unwrap();
+            assert_eq!(sidecar.task, task);
+            assert_eq!(sidecar.render_quality, RenderQuality::Default);
+            assert_eq!(sidecar.action_repeat, 2);
+            assert_eq!(sidecar.actions.len(), sidecar.num_frames - 1);
+            assert_eq!(sidecar.rewards.len(), sidecar.num_frames - 1);
+            assert!(sidecar.actions.iter().flatten().all(|a| (-1.0..=1.0).contains(a)));
+            assert_eq!(decode_rgb(&video).len(), sidecar.num_frames, "{}", video.display());
+        }
+    }
+}
+
+/// A worker killed while `lfs collect` runs: the episode in flight is redone on a restarted
+/// worker and the run completes with every episode (the pool's crash handling, end to end).
+#[test]
+fn collect_survives_a_killed_worker() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lfs"))
+        .args([
+            "collect",
+            "--tasks",
+            "cartpole_swingup",
+            "--episodes",
+            "3",
+            "--frames",
+            "40",
+            "--workers",
+            "1",
+        ])
+        .args(["--render-quality", "fast", "--python"])
+        .arg(python())
+        .arg("--out")
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Wait for the first finished episode (one log line per episode when not on a terminal),
+    // then kill the only worker: it is recording the next episode or about to.
+    let mut log = Vec::new();
+    for line in stderr.by_ref() {
+        let line = line.unwrap();
+        log.push(line.clone());
+        if line.starts_with("[1/3]") {
+            break;
+        }
+    }
+    let children = fs::read_to_string(format!("/proc/{}/task/{}/children", child.id(), child.id())).unwrap();
+    let worker = children
+        .split_whitespace()
+        .next()
+        .expect("lfs collect has a worker process");
+    assert!(Command::new("kill").args(["-9", worker]).status().unwrap().success());
+    log.extend(stderr.map(Result::unwrap));
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", log.join("\n"));
+    assert!(
+        log.iter()
+            .any(|l| l.contains("lost cartpole_swingup episode") && l.contains("SIGKILL")),
+        "{log:?}"
+    );
+    assert!(
+        stdout.contains("wrote 3 episode(s)") && stdout.contains("1 worker restart(s)"),
+        "{stdout}"
+    );
+    for episode in 0..3 {
+        let (video, sidecar) = episode_paths(dir.path(), Task::CartpoleSwingup, episode);
+        assert_eq!(decode_rgb(&video).len(), read_sidecar(&sidecar).unwrap().num_frames);
+    }
+}

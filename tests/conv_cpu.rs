@@ -1,0 +1,273 @@
+//! The CPU 3×3 conv op against candle's own conv2d and its autograd: forward, input and weight
+//! gradients to 1e-4 relative, on seeded random inputs, odd batch sizes, the SPEC shapes and an
+//! odd-sized stride-2 case; the input gradient is skipped for a non-variable input. The fused
+//! bias + ReLU op against candle's conv2d → broadcast_add → relu, all three gradients.
+
+use candle_core::{Device, Tensor, Var};
+use lfs::nn::conv_cpu::{conv2d_3x3, conv2d_3x3_bias_relu};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Seeded uniform(−1, 1) tensor of `dims`.
+fn random(rng: &mut ChaCha8Rng, dims: &[usize]) -> Tensor {
+    let n = dims.iter().product();
+    let v: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    Tensor::from_vec(v, dims, &Device::Cpu).unwrap()
+}
+
+/// max |a − b| / max |b|, over all elements.
+fn rel_err(a: &Tensor, b: &Tensor) -> f32 {
+    assert_eq!(a.dims(), b.dims());
+    let a = a.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    let b = b.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    let scale = b.iter().fold(0f32, |m, x| m.max(x.abs()));
+    assert!(scale > 0.0, "reference is all zeros");
+    a.iter().zip(&b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
+/// Output, input gradient and weight gradient of `loss = Σ conv(x, w) · r` for one conv.
+struct Run {
+    y: Tensor,
+    dx: Option<Tensor>,
+    dw: Tensor,
+}
+
+fn run(x: &Tensor, w: &Tensor, r: &Tensor, stride: usize, ours: bool, x_is_var: bool) -> Run {
+    let xv = Var::from_tensor(x).unwrap();
+    let wv = Var::from_tensor(w).unwrap();
+    let x_in = if x_is_var { xv.as_tensor().clone() } else { x.clone() };
+    let y = if ours {
+        conv2d_3x3(&x_in, wv.as_tensor(), stride).unwrap()
+    } else {
+        x_in.conv2d(wv.as_tensor(), 0, stride, 1, 1).unwrap()
+    };
+    let grads = (&y * r).unwrap().sum_all().unwrap().backward().unwrap();
+    Run {
+        dx: grads.get(xv.as_tensor()).cloned(),
+        dw: grads.get(wv.as_tensor()).unwrap().clone(),
+        y,
+    }
+}
+
+/// Checks ours against candle for x (b, c, h, w), w (o, c, 3, 3).
+fn check(seed: u64, b: usize, c: usize, o: usize, h: usize, w: usize, stride: usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let x = random(&mut rng, &[b, c, h, w]);
+    let wt = random(&mut rng, &[o, c, 3, 3]);
+    let (ho, wo) = ((h - 3) / stride + 1, (w - 3) / stride + 1);
+    let r = random(&mut rng, &[b, o, ho, wo]);
+    let ours = run(&x, &wt, &r, stride, true, true);
+    let stock = run(&x, &wt, &r, stride, false, true);
+    assert_eq!(ours.y.dims(), &[b, o, ho, wo]);
+    let tag = format!("b={b} c={c} o={o} {h}×{w} s={stride}");
+    let e = rel_err(&ours.y, &stock.y);
+    assert!(e < 1e-4, "{tag}: forward rel err {e}");
+    let e = rel_err(&ours.dw, &stock.dw);
+    assert!(e < 1e-4, "{tag}: weight grad rel err {e}");
+    let e = rel_err(ours.dx.as_ref().unwrap(), stock.dx.as_ref().unwrap());
+    assert!(e < 1e-4, "{tag}: input grad rel err {e}");
+}
+
+/// Direct loops in f64: (y, dx, dw) of `loss = Σ conv(x, w) · r`, an independent reference where
+/// candle's own conv2d backward fails (stride 2 with an even height: a shape mismatch in add).
+fn naive(x: &Tensor, w: &Tensor, r: &Tensor, stride: usize) -> (Tensor, Tensor, Tensor) {
+    let (b, c, h, wd) = x.dims4().unwrap();
+    let (o, _, _, _) = w.dims4().unwrap();
+    let (_, _, ho, wo) = r.dims4().unwrap();
+    let xs = x.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    let ws = w.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    let rs = r.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    let (mut y, mut dx, mut dw) = (vec![0f64; b * o * ho * wo], vec![0f64; xs.len()], vec![0f64; ws.len()]);
+    for (bi, oi, oy, ox) in (0..b)
+        .flat_map(|bi| (0..o).flat_map(move |oi| (0..ho).flat_map(move |oy| (0..wo).map(move |ox| (bi, oi, oy, ox)))))
+    {
+        let yi = ((bi * o + oi) * ho + oy) * wo + ox;
+        for (ci, ky, kx) in (0..c).flat_map(|ci| (0..3).flat_map(move |ky| (0..3).map(move |kx| (ci, ky, kx)))) {
+            let xi = ((bi * c + ci) * h + oy * stride + ky) * wd + ox * stride + kx;
+            let wi = ((oi * c + ci) * 3 + ky) * 3 + kx;
+            y[yi] += xs[xi] as f64 * ws[wi] as f64;
+            dx[xi] += ws[wi] as f64 * rs[yi] as f64;
+            dw[wi] += xs[xi] as f64 * rs[yi] as f64;
+        }
+    }
+    let t = |v: Vec<f64>, d: &[usize]| {
+        Tensor::from_vec(v.into_iter().map(|v| v as f32).collect::<Vec<_>>(), d, &Device::Cpu).unwrap()
+    };
+    (t(y, r.dims()), t(dx, x.dims()), t(dw, w.dims()))
+}
+
+/// Checks ours against [`naive`] for x (b, c, h, w), w (o, c, 3, 3).
+fn check_naive(seed: u64, b: usize, c: usize, o: usize, h: usize, w: usize, stride: usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let x = random(&mut rng, &[b, c, h, w]);
+    let wt = random(&mut rng, &[o, c, 3, 3]);
+    let r = random(&mut rng, &[b, o, (h - 3) / stride + 1, (w - 3) / stride + 1]);
+    let ours = run(&x, &wt, &r, stride, true, true);
+    let (y, dx, dw) = naive(&x, &wt, &r, stride);
+    let tag = format!("b={b} c={c} o={o} {h}×{w} s={stride}");
+    for (name, a, b) in [
+        ("forward", &ours.y, &y),
+        ("input grad", ours.dx.as_ref().unwrap(), &dx),
+        ("weight grad", &ours.dw, &dw),
+    ] {
+        let e = rel_err(a, b);
+        assert!(e < 1e-4, "{tag}: {name} rel err {e} vs direct loops");
+    }
+}
+
+#[test]
+fn spec_first_layer_9_to_32_stride2_on_84() {
+    check(1, 1, 9, 32, 84, 84, 2);
+}
+
+#[test]
+fn spec_later_layer_32_to_32_stride1_on_41() {
+    check(2, 3, 32, 32, 41, 41, 1);
+}
+
+#[test]
+fn odd_sizes_and_batches_stride2() {
+    check(3, 5, 3, 4, 13, 11, 2);
+    check_naive(4, 3, 5, 7, 12, 9, 2);
+    check_naive(9, 1, 3, 2, 10, 10, 2);
+}
+
+#[test]
+fn direct_loops_agree_on_small_cases() {
+    check_naive(10, 3, 4, 5, 9, 8, 1);
+    check_naive(11, 5, 9, 4, 15, 13, 2);
+}
+
+#[test]
+fn odd_sizes_and_batches_stride1() {
+    check(5, 5, 4, 6, 7, 10, 1);
+    check(6, 1, 2, 3, 3, 3, 1);
+}
+
+#[test]
+fn non_variable_input_gets_no_gradient_but_weights_do() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let x = random(&mut rng, &[3, 9, 17, 17]);
+    let wt = random(&mut rng, &[8, 9, 3, 3]);
+    let r = random(&mut rng, &[3, 8, 8, 8]);
+    let ours = run(&x, &wt, &r, 2, true, false);
+    let stock = run(&x, &wt, &r, 2, false, true);
+    assert!(ours.dx.is_none());
+    let e = rel_err(&ours.dw, &stock.dw);
+    assert!(e < 1e-4, "weight grad rel err {e}");
+}
+
+#[test]
+fn non_contiguous_input_is_accepted() {
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    // (b, c, w, h) transposed to (b, c, h, w): a strided view.
+    let x = random(&mut rng, &[3, 4, 11, 9]).transpose(2, 3).unwrap();
+    let wt = random(&mut rng, &[5, 4, 3, 3]);
+    let ours = conv2d_3x3(&x, &wt, 1).unwrap();
+    let stock = x.conv2d(&wt, 0, 1, 1, 1).unwrap();
+    let e = rel_err(&ours, &stock);
+    assert!(e < 1e-4, "forward rel err {e}");
+}
+
+#[test]
+fn rejects_unsupported_shapes() {
+    let x = Tensor::zeros((1, 4, 8, 8), candle_core::DType::F32, &Device::Cpu).unwrap();
+    let w5 = Tensor::zeros((2, 4, 5, 5), candle_core::DType::F32, &Device::Cpu).unwrap();
+    let w_c = Tensor::zeros((2, 3, 3, 3), candle_core::DType::F32, &Device::Cpu).unwrap();
+    let w = Tensor::zeros((2, 4, 3, 3), candle_core::DType::F32, &Device::Cpu).unwrap();
+    assert!(conv2d_3x3(&x, &w5, 1).is_err());
+    assert!(conv2d_3x3(&x, &w_c, 1).is_err());
+    assert!(conv2d_3x3(&x, &w, 3).is_err());
+}
+
+/// (y, dx, dw, db) of `loss = Σ relu(conv(x, w) + bias) · r`, fused op or candle's ops.
+fn run_fused(x: &Tensor, w: &Tensor, bias: &Tensor, r: &Tensor, stride: usize, ours: bool) -> [Tensor; 4] {
+    let (xv, wv, bv) = (
+        Var::from_tensor(x).unwrap(),
+        Var::from_tensor(w).unwrap(),
+        Var::from_tensor(bias).unwrap(),
+    );
+    let y = if ours {
+        conv2d_3x3_bias_relu(&xv, &wv, &bv, stride).unwrap()
+    } else {
+        let o = bias.dim(0).unwrap();
+        let b4 = bv.as_tensor().reshape((1, o, 1, 1)).unwrap();
+        xv.conv2d(&wv, 0, stride, 1, 1)
+            .unwrap()
+            .broadcast_add(&b4)
+            .unwrap()
+            .relu()
+            .unwrap()
+    };
+    let grads = (&y * r).unwrap().sum_all().unwrap().backward().unwrap();
+    let g = |v: &Var| grads.get(v.as_tensor()).unwrap().clone();
+    [y.clone(), g(&xv), g(&wv), g(&bv)]
+}
+
+#[test]
+fn fused_bias_relu_matches_candle_ops_on_spec_shapes() {
+    for (seed, b, c, o, hw, stride) in [(20, 1, 9, 32, 84, 2), (21, 3, 32, 32, 41, 1), (22, 5, 3, 4, 13, 2)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let x = random(&mut rng, &[b, c, hw, hw]);
+        let wt = random(&mut rng, &[o, c, 3, 3]);
+        // Biases around zero so that some outputs are clamped and some are not.
+        let bias = random(&mut rng, &[o]);
+        let s = (hw - 3) / stride + 1;
+        let r = random(&mut rng, &[b, o, s, s]);
+        let ours = run_fused(&x, &wt, &bias, &r, stride, true);
+        let stock = run_fused(&x, &wt, &bias, &r, stride, false);
+        let zeros = ours[0]
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+            .iter()
+            .filter(|v| **v == 0.0)
+            .count();
+        assert!(
+            zeros > 0 && zeros < ours[0].elem_count(),
+            "the ReLU should clamp some outputs, not all"
+        );
+        for (name, (got, want)) in ["forward", "input grad", "weight grad", "bias grad"]
+            .iter()
+            .zip(ours.iter().zip(&stock))
+        {
+            let e = rel_err(got, want);
+            assert!(e < 1e-4, "b={b} c={c} o={o} {hw}² s={stride}: {name} rel err {e}");
+        }
+    }
+}
+
+#[test]
+fn fused_first_layer_skips_the_image_gradient() {
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let x = random(&mut rng, &[3, 9, 17, 17]);
+    let (wt, bias) = (random(&mut rng, &[8, 9, 3, 3]), random(&mut rng, &[8]));
+    let (wv, bv) = (Var::from_tensor(&wt).unwrap(), Var::from_tensor(&bias).unwrap());
+    let y = conv2d_3x3_bias_relu(&x, &wv, &bv, 2).unwrap();
+    let grads = y.sum_all().unwrap().backward().unwrap();
+    assert!(grads.get(&x).is_none());
+    assert!(grads.get(wv.as_tensor()).is_some() && grads.get(bv.as_tensor()).is_some());
+}
+
+#[test]
+fn gradients_are_bit_reproducible() {
+    let mut rng = ChaCha8Rng::seed_from_u64(24);
+    let x = random(&mut rng, &[37, 4, 9, 9]);
+    let (wt, bias, r) = (
+        random(&mut rng, &[5, 4, 3, 3]),
+        random(&mut rng, &[5]),
+        random(&mut rng, &[37, 5, 7, 7]),
+    );
+    let first = run_fused(&x, &wt, &bias, &r, 1, true);
+    for _ in 0..3 {
+        let again = run_fused(&x, &wt, &bias, &r, 1, true);
+        for (a, b) in first.iter().zip(&again) {
+            let (a, b) = (
+                a.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+                b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            );
+            assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Frame stacks, frame-mask indices, random shift and the pair sampler (SPEC §1–2).
+
+use lfs::data::{
+    frame_mask_pair, real_pair, stack_frames, PairKind, PairSampler, RandomShift, SamplerConfig, TaskBatching,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::synthetic_episodes::counting_episode;
+
+#[test]
+fn frame_mask_drops_the_middle_frame() {
+    // By hand from SPEC §2 / paper Eq. 2, oldest first: prev [F_{t-4}, F_{t-3}, F_{t-1}],
+    // cur [F_{t-3}, F_{t-1}, F_t].
+    let p = frame_mask_pair(10).unwrap();
+    assert_eq!(p.prev, [6, 7, 9]);
+    assert_eq!(p.cur, [7, 9, 10]);
+    let p = frame_mask_pair(4).unwrap();
+    assert_eq!((p.prev, p.cur), ([0, 1, 3], [1, 3, 4]));
+    // Five real frames are needed.
+    assert!(frame_mask_pair(3).is_none());
+}
+
+#[test]
+fn real_pairs_repeat_the_first_frame_at_episode_start() {
+    // O_0 = [F0, F0, F0], O_1 = [F0, F0, F1], O_2 = [F0, F1, F2] (dm_control frame stack).
+    let p = real_pair(1).unwrap();
+    assert_eq!((p.prev, p.cur), ([0, 0, 0], [0, 0, 1]));
+    let p = real_pair(2).unwrap();
+    assert_eq!((p.prev, p.cur), ([0, 0, 1], [0, 1, 2]));
+    let p = real_pair(7).unwrap();
+    assert_eq!((p.prev, p.cur), ([4, 5, 6], [5, 6, 7]));
+    assert!(real_pair(0).is_none());
+}
+
+#[test]
+fn stacked_observation_is_oldest_first_in_channels() {
+    let ep = counting_episode(6, 2, 3);
+    let mut out = vec![0u8; 9 * 6];
+    stack_frames(&ep, [1, 3, 5], &mut out);
+    // Channels 0..3 hold frame 1, 3..6 frame 3, 6..9 frame 5.
+    let per_frame: Vec<u8> = out.chunks(3 * 6).map(|c| c[0]).collect();
+    assert_eq!(per_frame, vec![1, 3, 5]);
+    assert!(out.chunks(3 * 6).all(|c| c.iter().all(|v| *v == c[0])));
+}
+
+#[test]
+fn random_shift_is_replicate_pad_then_crop() {
+    // A 1×3×3 image; pad 1: offset (0, 0) moves the image down-right by one pixel with the
+    // top row / left column replicated; offset (2, 2) moves it up-left. Worked by hand.
+    let shift = RandomShift { pad: 1 };
+    let src = [1u8, 2, 3, 4, 5, 6, 7, 8, 9];
+    let mut out = [0u8; 9];
+    shift.shift_image(&src, (1, 3, 3), (0, 0), &mut out);
+    assert_eq!(out, [1, 1, 2, 1, 1, 2, 4, 4, 5]);
+    shift.shift_image(&src, (1, 3, 3), (2, 2), &mut out);
+    assert_eq!(out, [5, 6, 6, 8, 9, 9, 8, 9, 9]);
+    shift.shift_image(&src, (1, 3, 3), (1, 1), &mut out);
+    assert_eq!(out, src);
+}
+
+#[test]
+fn random_shift_offsets_cover_zero_to_two_pad() {
+    // An image with a single bright pixel in the middle shows the offset of each shift.
+    let shift = RandomShift { pad: 2 };
+    let (h, w) = (9, 9);
+    let mut img = vec![0u8; h * w];
+    img[4 * w + 4] = 255;
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..400 {
+        let mut batch = img.clone();
+        shift.apply_batch(&mut batch, (1, 1, h, w), &mut rng);
+        let pos = batch.iter().position(|v| *v == 255).unwrap();
+        // The bright pixel lands at 4 − (d − pad) on each axis, d ∈ 0..=4.
+        seen.insert((pos / w, pos % w));
+    }
+    let rows: std::collections::BTreeSet<usize> = seen.iter().map(|p| p.0).collect();
+    assert_eq!(rows, (2..=6).collect());
+    assert_eq!(seen.len(), 25);
+}
+
+#[test]
+fn pairs_never_cross_an_episode_boundary() {
+    // Two episodes with disjoint frame values: ep A frames 0..7, ep B frames 100..107.
+    let a = counting_episode(8, 2, 2);
+    let mut b = counting_episode(8, 2, 2);
+    b.frames.iter_mut().for_each(|v| *v += 100);
+    b.episode_index = 1;
+    let episodes = vec![a, b];
+    let sampler = PairSampler::new(
+        &episodes,
+        SamplerConfig {
+            task_batching: TaskBatching::Mixed,
+        },
+    )
+    .unwrap();
+    // Real pairs end at t = 1..7 per episode, synthetic at t = 4..7.
+    assert_eq!(sampler.num_pairs(), (14, 8));
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    for kind in [PairKind::Real, PairKind::Synthetic] {
+        let batch = sampler.sample(kind, None, 200, &mut rng).unwrap();
+        let n = 9 * 4;
+        for i in 0..batch.len {
+            let frames = |v: &[u8]| -> Vec<u8> { v[i * n..(i + 1) * n].chunks(12).map(|c| c[0]).collect() };
+            let (prev, cur) = (frames(&batch.prev), frames(&batch.cur));
+            let all: Vec<u8> = prev.iter().chain(&cur).copied().collect();
+            assert!(
+                all.iter().all(|v| *v < 100) || all.iter().all(|v| *v >= 100),
+                "{kind:?} pair mixes episodes: {all:?}"
+            );
+            let base = if all[0] >= 100 { 100 } else { 0 };
+            let t = (cur[2] - base) as usize;
+            let expect = match kind {
+                PairKind::Real => real_pair(t).unwrap(),
+                PairKind::Synthetic => frame_mask_pair(t).unwrap(),
+            };
+            let rel = |v: &[u8]| -> Vec<usize> { v.iter().map(|x| (x - base) as usize).collect() };
+            assert_eq!(rel(&prev), expect.prev.to_vec());
+            assert_eq!(rel(&cur), expect.cur.to_vec());
+        }
+    }
+}
+
+#[test]
+fn round_robin_visits_tasks_in_turn() {
+    let mut a = counting_episode(6, 2, 2);
+    a.task = "walker_run".into();
+    let mut b = counting_episode(6, 2, 2);
+    b.task = "cartpole_swingup".into();
+    let episodes = vec![a, b];
+    let sampler = PairSampler::new(
+        &episodes,
+        SamplerConfig {
+            task_batching: TaskBatching::RoundRobin,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        sampler.task_names(),
+        vec!["cartpole_swingup".to_string(), "walker_run".to_string()]
+    );
+    assert_eq!(
+        (0..4).map(|s| sampler.task_for_update(s)).collect::<Vec<_>>(),
+        vec![Some(0), Some(1), Some(0), Some(1)]
+    );
+    let mixed = PairSampler::new(
+        &episodes,
+        SamplerConfig {
+            task_batching: TaskBatching::Mixed,
+        },
+    )
+    .unwrap();
+    assert_eq!(mixed.task_for_update(5), None);
+}
+
+#[test]
+fn short_episodes_give_a_clear_error_for_synthetic_pairs() {
+    let episodes = vec![counting_episode(3, 2, 2)];
+    let sampler = PairSampler::new(
+        &episodes,
+        SamplerConfig {
+            task_batching: TaskBatching::Mixed,
+        },
+    )
+    .unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let err = sampler
+        .sample(PairKind::Synthetic, None, 4, &mut rng)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("at least 5 frames"), "{err}");
+    assert!(sampler.sample(PairKind::Real, None, 4, &mut rng).is_ok());
+}

@@ -1,0 +1,144 @@
+//! `lfs export`: PyTorch state_dict names, metadata, file mode, the example file, and the
+//! PyTorch loader (eval/load_encoder_torch.py) when a Python with torch is available.
+
+use std::path::PathBuf;
+
+use candle_core::DType;
+use lfs::export::{example_path, export};
+use lfs::nn::checkpoint::load;
+use lfs::pretrain::run::{run_on_episodes, CHECKPOINT_FILE};
+
+use crate::pretrain::{tiny_config, two_task_data};
+
+fn exported() -> (tempfile::TempDir, PathBuf) {
+    let (eps, info) = two_task_data();
+    let dir = tempfile::tempdir().unwrap();
+    run_on_episodes(
+        &tiny_config(&["run.num_updates=1"]),
+        &eps,
+        &info,
+        dir.path(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let out = dir.path().join("encoder.safetensors");
+    let summary = export(&dir.path().join(CHECKPOINT_FILE), &out).unwrap();
+    assert_eq!((summary.step, summary.method.as_str()), (1, "lfs"));
+    (dir, out)
+}
+
+#[test]
+fn export_writes_pytorch_names_metadata_and_an_example() {
+    let (dir, out) = exported();
+    let file = load(&out).unwrap();
+    let mut names: Vec<&str> = file.tensors.keys().map(String::as_str).collect();
+    names.sort();
+    let mut expect: Vec<String> = [0, 2, 4, 6]
+        .iter()
+        .flat_map(|i| {
+            [
+                format!("encoder.convnet.{i}.bias"),
+                format!("encoder.convnet.{i}.weight"),
+            ]
+        })
+        .collect();
+    expect.extend(["projector.bias".to_string(), "projector.weight".to_string()]);
+    expect.sort();
+    assert_eq!(names, expect.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(file.tensors["projector.weight"].dims(), &[128, 39200]);
+    assert_eq!(file.metadata["format"], "pt");
+    let arch: serde_json::Value = serde_json::from_str(&file.metadata["lfs.architecture"]).unwrap();
+    assert_eq!(arch["repr_dim"], 39200);
+    assert!(file.metadata["lfs.input"].contains("oldest first") && file.metadata["lfs.input"].contains("255"));
+    assert!(file.metadata["lfs.datasets"].contains("test-id"));
+    // The exported weights are the checkpoint's online ones.
+    let ck = load(&dir.path().join(CHECKPOINT_FILE)).unwrap();
+    let a = ck.tensors["online.encoder.convnet.0.weight"]
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    let b = file.tensors["encoder.convnet.0.weight"]
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    assert_eq!(a, b);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o644);
+    }
+    // The example: uint8 input and the features the Rust encoder computes.
+    let ex = load(&example_path(&out)).unwrap();
+    assert_eq!(ex.tensors["obs"].dtype(), DType::U8);
+    assert_eq!(ex.tensors["obs"].dims(), &[4, 9, 84, 84]);
+    assert_eq!(ex.tensors["features"].dims(), &[4, 39200]);
+    assert_eq!(ex.tensors["projection"].dims(), &[4, 128]);
+    // Recompute the projection from the exported tensors by hand: z = W·h + b.
+    let h = &ex.tensors["features"];
+    let z = h
+        .matmul(&file.tensors["projector.weight"].t().unwrap())
+        .unwrap()
+        .broadcast_add(&file.tensors["projector.bias"])
+        .unwrap();
+    let diff = (z - &ex.tensors["projection"])
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap();
+    assert!(diff < 1e-4, "{diff}");
+}
+
+#[test]
+fn export_rejects_a_file_that_is_not_a_checkpoint() {
+    let (dir, out) = exported();
+    let err = export(&out, &dir.path().join("again.safetensors"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("encoder.safetensors") && err.contains("not an `lfs pretrain` checkpoint"),
+        "{err}"
+    );
+    let err = export(&dir.path().join("nope.safetensors"), &dir.path().join("x.safetensors"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("nope.safetensors"), "{err}");
+}
+
+/// The python with torch: $LFS_TORCH_PYTHON, else .venv-bench/bin/python.
+fn torch_python() -> Option<PathBuf> {
+    let candidate = std::env::var_os("LFS_TORCH_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv-bench/bin/python"));
+    let ok = std::process::Command::new(&candidate)
+        .args(["-c", "import torch"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    ok.then_some(candidate)
+}
+
+#[test]
+fn pytorch_loader_reproduces_the_rust_features() {
+    let Some(python) = torch_python() else {
+        eprintln!("SKIPPED: no Python with torch (set LFS_TORCH_PYTHON or create .venv-bench)");
+        return;
+    };
+    let (_dir, out) = exported();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval/load_encoder_torch.py");
+    let o = std::process::Command::new(python)
+        .arg(script)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && stdout.contains("OK"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

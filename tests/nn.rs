@@ -1,0 +1,241 @@
+//! Networks and their plumbing: orthogonal init, encoder shapes, EMA arithmetic, Adam against
+//! the torch update rule, atomic checkpoint io.
+
+use std::collections::{BTreeMap, HashMap};
+
+use candle_core::{Device, Tensor};
+use lfs::nn::checkpoint::{load, save_atomic};
+use lfs::nn::ema::ema_update;
+use lfs::nn::init::orthogonal;
+use lfs::nn::{Adam, AdamConfig, Encoder, EncoderConfig, Params};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// max |A·Aᵀ − gain²·I| for a row-major (rows, cols) matrix, over rows (`by_rows`) or columns.
+fn gram_error(w: &[f32], rows: usize, cols: usize, gain: f64, by_rows: bool) -> f64 {
+    let (n, len) = if by_rows { (rows, cols) } else { (cols, rows) };
+    let at = |i: usize, k: usize| {
+        if by_rows {
+            w[i * cols + k] as f64
+        } else {
+            w[k * cols + i] as f64
+        }
+    };
+    let mut worst: f64 = 0.0;
+    for i in 0..n {
+        for j in 0..n {
+            let dot: f64 = (0..len).map(|k| at(i, k) * at(j, k)).sum();
+            let expect = if i == j { gain * gain } else { 0.0 };
+            worst = worst.max((dot - expect).abs());
+        }
+    }
+    worst
+}
+
+#[test]
+fn orthogonal_init_gives_gain_squared_identity() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    // Conv 32 × (9·3·3) with gain √2: rows orthonormal (wide matrix), W Wᵀ = 2·I.
+    let w = orthogonal(32, 81, std::f64::consts::SQRT_2, &mut rng).unwrap();
+    assert!(gram_error(&w, 32, 81, std::f64::consts::SQRT_2, true) < 1e-5);
+    // Prototypes 512 × 128, gain 1: columns orthonormal (tall matrix), Wᵀ W = I.
+    let w = orthogonal(512, 128, 1.0, &mut rng).unwrap();
+    assert!(gram_error(&w, 512, 128, 1.0, false) < 1e-5);
+    // A projector-like wide matrix.
+    let w = orthogonal(64, 3000, 1.0, &mut rng).unwrap();
+    assert!(gram_error(&w, 64, 3000, 1.0, true) < 1e-5);
+    // Square: both.
+    let w = orthogonal(16, 16, 1.0, &mut rng).unwrap();
+    assert!(gram_error(&w, 16, 16, 1.0, true) < 1e-5 && gram_error(&w, 16, 16, 1.0, false) < 1e-5);
+}
+
+#[test]
+fn encoder_output_is_39200_and_biases_start_at_zero() {
+    let cfg = EncoderConfig::default();
+    assert_eq!(cfg.output_size().unwrap(), 35); // 84 → 41 → 39 → 37 → 35 (SPEC §4)
+    assert_eq!(cfg.repr_dim().unwrap(), 39200);
+    let mut params = Params::new();
+    let enc = Encoder::new(&cfg, "encoder", &mut params, &mut ChaCha8Rng::seed_from_u64(0)).unwrap();
+    assert_eq!(
+        params.names(),
+        [0, 2, 4, 6]
+            .iter()
+            .flat_map(|i| [
+                format!("encoder.convnet.{i}.bias"),
+                format!("encoder.convnet.{i}.weight")
+            ])
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(params.get("encoder.convnet.0.weight").unwrap().dims(), &[32, 9, 3, 3]);
+    let b = params
+        .get("encoder.convnet.6.bias")
+        .unwrap()
+        .as_tensor()
+        .to_vec1::<f32>()
+        .unwrap();
+    assert!(b.iter().all(|v| *v == 0.0));
+    let obs = Tensor::zeros((2, 9, 84, 84), candle_core::DType::F32, &Device::Cpu).unwrap();
+    assert_eq!(enc.forward(&obs).unwrap().dims(), &[2, 39200]);
+}
+
+#[test]
+fn ema_moves_target_by_tau() {
+    // By hand: θ' = (1 − 0.05)·1 + 0.05·3 = 1.1; then 0.95·1.1 + 0.05·3 = 1.195.
+    let dev = Device::Cpu;
+    let mut online = Params::new();
+    online.insert("w", Tensor::full(3f32, (2, 2), &dev).unwrap()).unwrap();
+    let mut target = Params::new();
+    target.insert("w", Tensor::full(1f32, (2, 2), &dev).unwrap()).unwrap();
+    ema_update(&online, &target, 0.05).unwrap();
+    let v = target
+        .get("w")
+        .unwrap()
+        .as_tensor()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    assert!(v.iter().all(|x| (x - 1.1).abs() < 1e-6), "{v:?}");
+    ema_update(&online, &target, 0.05).unwrap();
+    let v = target
+        .get("w")
+        .unwrap()
+        .as_tensor()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    assert!(v.iter().all(|x| (x - 1.195).abs() < 1e-6), "{v:?}");
+    // Online untouched; a target key missing online is an error naming it.
+    assert_eq!(
+        online
+            .get("w")
+            .unwrap()
+            .as_tensor()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap(),
+        vec![3.0; 4]
+    );
+    let mut other = Params::new();
+    other.insert("v", Tensor::full(1f32, (2, 2), &dev).unwrap()).unwrap();
+    let err = ema_update(&online, &other, 0.05).unwrap_err().to_string();
+    assert!(err.contains("checkpoint tensor v"), "{err}");
+}
+
+/// θ ← Adam on f(θ) = θ² (grad 2θ) for 3 steps from 1.5, lr 0.1.
+fn adam_on_square(weight_decay: f64) -> (f32, Vec<f32>, Vec<f32>) {
+    let mut params = Params::new();
+    let theta = params
+        .insert("theta", Tensor::new(&[1.5f32], &Device::Cpu).unwrap())
+        .unwrap();
+    let cfg = AdamConfig {
+        lr: 0.1,
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        weight_decay,
+    };
+    let mut adam = Adam::new(cfg, &params);
+    for _ in 0..3 {
+        let loss = theta.sqr().unwrap().sum_all().unwrap();
+        let grads = loss.backward().unwrap();
+        adam.step(&params, &grads).unwrap();
+    }
+    let state = adam.state_tensors(&params).unwrap();
+    let get = |k: &str| state[k].to_vec1::<f32>().unwrap();
+    (
+        theta.to_vec1::<f32>().unwrap()[0],
+        get("adam.exp_avg.theta"),
+        get("adam.exp_avg_sq.theta"),
+    )
+}
+
+#[test]
+fn adam_matches_the_torch_update_rule() {
+    // tests/fixtures/pretrain/reference.py, `adam(1.5, lambda th: 2 * th, 3)`:
+    // ADAM_3_STEPS = (1.2009028705180997, 0.7550478125184559, 0.02357665548017245)
+    let (theta, m, v) = adam_on_square(0.0);
+    assert!((theta - 1.200_902_9).abs() < 1e-6, "{theta}");
+    assert!((m[0] - 0.755_047_8).abs() < 1e-6, "{m:?}");
+    assert!((v[0] - 0.023_576_655).abs() < 1e-7, "{v:?}");
+    // ADAM_3_STEPS_WD (weight_decay 0.1, torch's L2 form) = (1.2009028704691824, 0.7928002031346176, 0.025993262666325102)
+    let (_, m, v) = adam_on_square(0.1);
+    assert!((m[0] - 0.792_800_2).abs() < 1e-6, "{m:?}");
+    assert!((v[0] - 0.025_993_263).abs() < 1e-7, "{v:?}");
+}
+
+#[test]
+fn adam_state_round_trips() {
+    let mut params = Params::new();
+    let theta = params
+        .insert("theta", Tensor::new(&[1.5f32, -0.5], &Device::Cpu).unwrap())
+        .unwrap();
+    let mut adam = Adam::new(AdamConfig::default(), &params);
+    let grads = theta.sqr().unwrap().sum_all().unwrap().backward().unwrap();
+    adam.step(&params, &grads).unwrap();
+    let state = adam.state_tensors(&params).unwrap();
+    let mut fresh = Adam::new(AdamConfig::default(), &params);
+    fresh.load_state(&params, &state, adam.step).unwrap();
+    let again = fresh.state_tensors(&params).unwrap();
+    for (k, t) in &state {
+        assert_eq!(t.to_vec1::<f32>().unwrap(), again[k].to_vec1::<f32>().unwrap(), "{k}");
+    }
+    assert_eq!(fresh.step, 1);
+}
+
+#[test]
+fn checkpoint_io_is_atomic_and_keeps_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/ck.safetensors");
+    let mut tensors = BTreeMap::new();
+    tensors.insert(
+        "a.weight".to_string(),
+        Tensor::new(&[[1f32, 2.], [3., 4.]], &Device::Cpu).unwrap(),
+    );
+    tensors.insert("b".to_string(), Tensor::new(&[7u8, 8], &Device::Cpu).unwrap());
+    let meta: HashMap<String, String> = [("format".to_string(), "pt".to_string())].into();
+    save_atomic(&path, &tensors, &meta).unwrap();
+    // No temp file left behind.
+    let names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names, vec!["ck.safetensors".to_string()]);
+    let back = load(&path).unwrap();
+    assert_eq!(back.metadata.get("format").map(String::as_str), Some("pt"));
+    assert_eq!(
+        back.tensors["a.weight"].to_vec2::<f32>().unwrap(),
+        vec![vec![1., 2.], vec![3., 4.]]
+    );
+    assert_eq!(back.tensors["b"].to_vec1::<u8>().unwrap(), vec![7, 8]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+    }
+    let err = load(&dir.path().join("missing.safetensors")).unwrap_err().to_string();
+    assert!(err.contains("missing.safetensors"), "{err}");
+}
+
+#[test]
+fn params_load_reports_shape_mismatch_by_name() {
+    let mut params = Params::new();
+    params
+        .insert(
+            "projector.weight",
+            Tensor::zeros((2, 3), candle_core::DType::F32, &Device::Cpu).unwrap(),
+        )
+        .unwrap();
+    let mut src = BTreeMap::new();
+    src.insert(
+        "projector.weight".to_string(),
+        Tensor::zeros((3, 2), candle_core::DType::F32, &Device::Cpu).unwrap(),
+    );
+    let err = params.load_from(&src).unwrap_err().to_string();
+    assert!(
+        err.contains("projector.weight") && err.contains("[2, 3]") && err.contains("[3, 2]"),
+        "{err}"
+    );
+}

@@ -1,0 +1,179 @@
+//! Sinkhorn–Knopp, LNC, the LFS clustering loss and InfoNCE against independently computed
+//! values (by hand, or tests/fixtures/pretrain/reference.py).
+
+use candle_core::{Device, Tensor, Var};
+use lfs::nn::{Params, Prototypes};
+use lfs::objectives::infonce::cosine_info_nce;
+use lfs::objectives::lfs::{clustering_loss, ClusteringConfig};
+use lfs::objectives::{assignment_entropy, lnc_select, sinkhorn, LncConfig};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+fn t2(rows: &[&[f32]]) -> Tensor {
+    let n = rows.len();
+    let d = rows[0].len();
+    Tensor::from_vec(
+        rows.iter().flat_map(|r| r.iter().copied()).collect(),
+        (n, d),
+        &Device::Cpu,
+    )
+    .unwrap()
+}
+
+#[test]
+fn sinkhorn_equal_scores_give_uniform_assignments() {
+    // By hand: all scores equal → Q = 1/(K·B) everywhere; rows/cols rescale to 1/K, 1/B;
+    // the final column normalisation gives 1/K per entry.
+    let q = sinkhorn(&Tensor::full(0.3f32, (5, 4), &Device::Cpu).unwrap(), 0.1, 3).unwrap();
+    for row in q.to_vec2::<f32>().unwrap() {
+        for v in row {
+            assert!((v - 0.25).abs() < 1e-7);
+        }
+    }
+    let h = assignment_entropy(&q).unwrap();
+    assert!((h - 4f64.ln()).abs() < 1e-6, "{h}");
+}
+
+#[test]
+fn sinkhorn_rows_sum_to_one_and_clusters_are_balanced() {
+    // Random scores in [-1, 1] (cosines), B = 64, K = 16, τ = 0.1, 3 iterations.
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let scores: Vec<f32> = (0..64 * 16)
+        .map(|_| rand::Rng::random_range(&mut rng, -1.0f32..1.0))
+        .collect();
+    let q = sinkhorn(&Tensor::from_vec(scores, (64, 16), &Device::Cpu).unwrap(), 0.1, 3)
+        .unwrap()
+        .to_vec2::<f32>()
+        .unwrap();
+    for row in &q {
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+        assert!(row.iter().all(|v| *v >= 0.0));
+    }
+    // After 3 iterations the cluster masses are near equipartition B/K = 4 (not exact: the
+    // last step normalises columns); by 30 iterations they are within 1e-3.
+    let col = |q: &Vec<Vec<f32>>, k: usize| q.iter().map(|r| r[k]).sum::<f32>();
+    assert!(
+        (0..16).all(|k| (col(&q, k) - 4.0).abs() < 1.0),
+        "{:?}",
+        (0..16).map(|k| col(&q, k)).collect::<Vec<_>>()
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let scores: Vec<f32> = (0..64 * 16)
+        .map(|_| rand::Rng::random_range(&mut rng, -1.0f32..1.0))
+        .collect();
+    let q30 = sinkhorn(&Tensor::from_vec(scores, (64, 16), &Device::Cpu).unwrap(), 0.1, 30)
+        .unwrap()
+        .to_vec2::<f32>()
+        .unwrap();
+    assert!((0..16).all(|k| (col(&q30, k) - 4.0).abs() < 1e-3));
+}
+
+/// The fixed case of tests/fixtures/pretrain/reference.py (B = 3, K = 4, d = 3, τ = 0.5).
+const PRED: [[f32; 3]; 3] = [[0.3, -1.2, 0.5], [1.0, 0.2, -0.1], [-0.4, 0.7, 0.9]];
+const TARGET: [[f32; 3]; 3] = [[0.8, 0.1, -0.3], [-0.2, 0.9, 0.4], [0.5, -0.5, 1.0]];
+const PROTOS: [[f32; 3]; 4] = [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 0.5], [1.0, 1.0, 1.0]];
+
+#[test]
+fn sinkhorn_matches_the_proto_rl_reference() {
+    // reference.py: SINKHORN_Q = sinkhorn(normalize(TARGET) · normalize(PROTOS)ᵀ, 0.5, 3)
+    let expect = [
+        [0.5420783786, 0.1626649884, 0.0558369681, 0.2394196649],
+        [0.0389029049, 0.5305424021, 0.1706453052, 0.2599093878],
+        [0.1740904689, 0.0519525644, 0.5235043255, 0.2504526412],
+    ];
+    let norm = |rows: &[[f32; 3]]| -> Vec<Vec<f32>> {
+        rows.iter()
+            .map(|r| {
+                let n = r.iter().map(|v| v * v).sum::<f32>().sqrt();
+                r.iter().map(|v| v / n).collect()
+            })
+            .collect()
+    };
+    let (t, c) = (norm(&TARGET), norm(&PROTOS));
+    let scores: Vec<f32> = t
+        .iter()
+        .flat_map(|tr| {
+            c.iter()
+                .map(move |cr| tr.iter().zip(cr).map(|(a, b)| a * b).sum::<f32>())
+        })
+        .collect();
+    let q = sinkhorn(&Tensor::from_vec(scores, (3, 4), &Device::Cpu).unwrap(), 0.5, 3)
+        .unwrap()
+        .to_vec2::<f32>()
+        .unwrap();
+    for (row, e) in q.iter().zip(expect) {
+        for (v, e) in row.iter().zip(e) {
+            assert!((*v as f64 - e).abs() < 1e-6, "{q:?}");
+        }
+    }
+}
+
+#[test]
+fn clustering_loss_matches_the_reference_on_a_fixed_batch() {
+    // reference.py: LOSS = 1.6650534334858467 (float64; tolerance 1e-5 for float32).
+    let mut params = Params::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let protos = Prototypes::new(4, 3, "protos", &mut params, &mut rng).unwrap();
+    params
+        .get("protos.weight")
+        .unwrap()
+        .set(&t2(&[&PROTOS[0], &PROTOS[1], &PROTOS[2], &PROTOS[3]]))
+        .unwrap();
+    let pred = Var::from_tensor(&t2(&[&PRED[0], &PRED[1], &PRED[2]])).unwrap();
+    let target = t2(&[&TARGET[0], &TARGET[1], &TARGET[2]]);
+    let cfg = ClusteringConfig {
+        temperature: 0.5,
+        sinkhorn_iters: 3,
+    };
+    let out = clustering_loss(pred.as_tensor(), &target, &protos, &cfg).unwrap();
+    let loss = out.loss.to_scalar::<f32>().unwrap() as f64;
+    assert!((loss - 1.6650534334858467).abs() < 1e-5, "{loss}");
+    // The prototypes were re-normalised in place.
+    for row in protos.weight().to_vec2::<f32>().unwrap() {
+        assert!((row.iter().map(|v| v * v).sum::<f32>() - 1.0).abs() < 1e-6);
+    }
+    // Gradients reach both the predictor output and the prototypes, not the target.
+    let grads = out.loss.backward().unwrap();
+    assert!(grads.get(pred.as_tensor()).is_some());
+    assert!(grads.get(protos.weight()).is_some());
+}
+
+#[test]
+fn lnc_keeps_candidates_inside_the_window() {
+    // Constructed 1-d latents, worked by hand. Real: 0, 1, 3, 6; 1-NN distances 1, 1, 2, 3
+    // → D = 1.75. c = 0.9, r = 0.1 → window (0.85·D, 0.95·D) = (1.4875, 1.6625).
+    // Candidates: 7.5 (→6: 1.5 keep), 4.5 (→3 or 6: 1.5 keep), 1.5 (→1: 0.5 drop),
+    // 10 (→6: 4 drop), 4.6 (→6: 1.4 drop), −1.6 (→0: 1.6 keep).
+    let real = [0.0f32, 1.0, 3.0, 6.0];
+    let syn = [7.5f32, 4.5, 1.5, 10.0, 4.6, -1.6];
+    let sel = lnc_select(&real, &syn, 1, &LncConfig { k: 1, c: 0.9, r: 0.1 }).unwrap();
+    assert!((sel.d_internal - 1.75).abs() < 1e-12);
+    assert!((sel.clip_low - 1.4875).abs() < 1e-12 && (sel.clip_high - 1.6625).abs() < 1e-12);
+    assert_eq!(sel.selected, vec![0, 1, 5]);
+}
+
+#[test]
+fn lnc_window_is_open_and_k_counts_neighbours() {
+    // 2-d latents on the x axis: real 0, 2, 4, 6 → 1-NN distances 2, 2, 2, 2, D = 2.
+    // c = 1, r = 1 → window (1, 3), open: D_j = 1 or 3 exactly is dropped.
+    let real = [0.0f32, 0.0, 2.0, 0.0, 4.0, 0.0, 6.0, 0.0];
+    let syn = [-1.0f32, 0.0, 9.0, 0.0, 8.5, 0.0, 3.0, 2.0];
+    let sel = lnc_select(&real, &syn, 2, &LncConfig { k: 1, c: 1.0, r: 1.0 }).unwrap();
+    assert_eq!(sel.d_internal, 2.0);
+    // (3, 2): nearest real (2,0) or (4,0) at √5 ≈ 2.236 → keep.
+    assert_eq!(sel.selected, vec![2, 3]);
+    // k = 2: second neighbours 4, 2, 2, 4 → D = 3; candidate 8.5 → second nearest (4,0) at 4.5.
+    let sel = lnc_select(&real, &syn, 2, &LncConfig { k: 2, c: 1.0, r: 1.0 }).unwrap();
+    assert_eq!(sel.d_internal, 3.0);
+    assert_eq!(sel.d_synthetic[2], 4.5);
+    assert!(lnc_select(&real, &syn, 2, &LncConfig { k: 4, c: 1.0, r: 1.0 }).is_err());
+}
+
+#[test]
+fn cosine_info_nce_on_a_hand_case() {
+    // q = k = identity rows (2×2), τ = 1: logits [[1, 0], [0, 1]];
+    // loss = −log(e / (e + 1)) = ln(1 + e⁻¹) = 0.31326168751822286.
+    let q = t2(&[&[1.0, 0.0], &[0.0, 1.0]]);
+    let loss = cosine_info_nce(&q, &q, 1.0).unwrap().to_scalar::<f32>().unwrap();
+    assert!((loss as f64 - 0.31326168751822286).abs() < 1e-6, "{loss}");
+}

@@ -1,0 +1,394 @@
+//! The pre-trainer: configs, every method on tiny, metrics, resume = uninterrupted, refusals.
+
+use std::path::{Path, PathBuf};
+
+use lfs::pretrain::run::{describe, run_on_episodes, DatasetInfo, CHECKPOINT_FILE, METRICS_FILE};
+use lfs::pretrain::{Method, PretrainConfig};
+use lfs::shards::Episode;
+
+use crate::synthetic_episodes::moving_square_episodes;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// pipelines/tiny.toml at batch 8 (to keep the suite quick on 2 cores), then `overrides`.
+pub fn tiny_config(overrides: &[&str]) -> PretrainConfig {
+    let o: Vec<String> = std::iter::once("run.batch_size=8")
+        .chain(overrides.iter().copied())
+        .map(str::to_string)
+        .collect();
+    PretrainConfig::load(&repo().join("pipelines/tiny.toml"), &o).unwrap()
+}
+
+/// Two tasks of in-memory episodes and their provenance.
+pub fn two_task_data() -> (Vec<Episode>, Vec<DatasetInfo>) {
+    let mut eps = moving_square_episodes("walker_run", 0, 2, 12, None);
+    eps.extend(moving_square_episodes("cartpole_swingup", 1, 2, 12, None));
+    let info = vec![describe(Path::new("in-memory"), "test-id".to_string(), &eps)];
+    (eps, info)
+}
+
+fn read_metrics(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join(METRICS_FILE))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The metrics without wall-clock fields (which differ between runs).
+fn timeless(mut v: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
+    for m in &mut v {
+        let o = m.as_object_mut().unwrap();
+        o.retain(|k, _| !k.contains("seconds"));
+        o.remove("pretrain/updates_per_s");
+    }
+    v
+}
+
+#[test]
+fn every_pipeline_config_parses_and_validates() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(repo().join("pipelines")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let cfg = PretrainConfig::load(&path, &[]).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            // Every field was written out explicitly: the file equals its resolved form.
+            let text = std::fs::read_to_string(&path).unwrap();
+            let written: toml::Table = toml::from_str(&text).unwrap();
+            let resolved: toml::Table = toml::from_str(&cfg.to_toml().unwrap()).unwrap();
+            assert_eq!(written, resolved, "{} omits or adds fields", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 3);
+    let paper = PretrainConfig::load(&repo().join("pipelines/paper.toml"), &[]).unwrap();
+    // The paper's video pre-training: B = 512, 60K updates, c = 0.6 (SPEC §3, §8).
+    assert_eq!((paper.run.batch_size, paper.run.num_updates), (512, 60_000));
+    assert_eq!(
+        (paper.objective.lnc.k, paper.objective.lnc.c, paper.objective.lnc.r),
+        (1, 0.6, 0.1)
+    );
+    assert_eq!(paper.objective.method, Method::Lfs);
+    assert_eq!(paper.optimizer.weight_decay, 0.0);
+    // Defaults are SPEC's (c = 0.9 outside video pre-training).
+    assert_eq!(PretrainConfig::default().objective.lnc.c, 0.9);
+}
+
+#[test]
+fn unknown_fields_and_bad_values_are_errors() {
+    let err = PretrainConfig::from_toml_str("[run]\nnum_updatez = 3\n", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("num_updatez"), "{err}");
+    let err = PretrainConfig::from_toml_str("", &["objective.method=\"lfs-xx\"".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("lfs-xx"), "{err}");
+    let err = PretrainConfig::from_toml_str("", &["objective.lnc.k=600".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("objective.lnc.k"), "{err}");
+    let err = PretrainConfig::load(Path::new("no/such.toml"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no/such.toml"), "{err}");
+}
+
+#[test]
+fn set_overrides_reach_nested_fields() {
+    let cfg = tiny_config(&[
+        "objective.method=lfs-cl",
+        "objective.lnc.c=0.8",
+        "run.batch_size=32",
+        "data.task_batching=mixed",
+    ]);
+    assert_eq!(cfg.objective.method, Method::LfsCl);
+    assert_eq!(cfg.objective.lnc.c, 0.8);
+    assert_eq!(cfg.run.batch_size, 32); // the later override wins over the helper's 8
+    assert_eq!(cfg.data.task_batching, lfs::data::TaskBatching::Mixed);
+}
+
+#[test]
+fn tiny_lfs_run_logs_every_update() {
+    let (eps, info) = two_task_data();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(&["run.num_updates=3", "run.checkpoint_every_updates=2"]);
+    let mut events = vec![];
+    let summary = run_on_episodes(&cfg, &eps, &info, dir.path(), &mut |e| events.push(format!("{e:?}"))).unwrap();
+    assert_eq!(summary.steps_done, 3);
+    let metrics = read_metrics(dir.path());
+    assert_eq!(metrics.len(), 3);
+    for (i, m) in metrics.iter().enumerate() {
+        assert_eq!(m["step"], (i + 1) as u64);
+        assert!(m["pretrain/loss"].as_f64().unwrap().is_finite());
+        let n = m["pretrain/num_synthetic"].as_u64().unwrap();
+        assert_eq!(n + m["pretrain/num_real"].as_u64().unwrap(), 8);
+        let (d, lo, hi) = (
+            m["pretrain/lnc_d"].as_f64().unwrap(),
+            m["pretrain/clip_low"].as_f64().unwrap(),
+            m["pretrain/clip_high"].as_f64().unwrap(),
+        );
+        assert!(d > 0.0 && (lo - 0.55 * d).abs() < 1e-9 * d.max(1.0) && (hi - 0.65 * d).abs() < 1e-9 * d.max(1.0));
+        let h = m["pretrain/sinkhorn_entropy"].as_f64().unwrap();
+        assert!(h > 0.0 && h <= (512f64).ln() + 1e-9);
+        assert!(m["pretrain/updates_per_s"].as_f64().unwrap() > 0.0);
+    }
+    // Round-robin over the two tasks (sorted by name).
+    let tasks: Vec<&str> = metrics.iter().map(|m| m["pretrain/task"].as_str().unwrap()).collect();
+    assert_eq!(tasks, vec!["cartpole_swingup", "walker_run", "cartpole_swingup"]);
+    // Checkpoints at 2 and at the end; provenance beside it.
+    assert_eq!(events.iter().filter(|e| e.starts_with("Checkpoint")).count(), 2);
+    for f in [CHECKPOINT_FILE, "config.resolved.toml", "datasets.json"] {
+        assert!(dir.path().join(f).exists(), "{f}");
+    }
+    assert!(std::fs::read_to_string(dir.path().join("datasets.json"))
+        .unwrap()
+        .contains("test-id"));
+}
+
+#[test]
+fn resume_equals_an_uninterrupted_run() {
+    let (eps, info) = two_task_data();
+    let full = tempfile::tempdir().unwrap();
+    let cut = tempfile::tempdir().unwrap();
+    let cfg = tiny_config(&["run.num_updates=4", "run.checkpoint_every_updates=2"]);
+    run_on_episodes(&cfg, &eps, &info, full.path(), &mut |_| {}).unwrap();
+    // "Killed" after update 2's checkpoint: run to 2, then pretend update 3 was logged but
+    // never checkpointed; the resumed run must redo it and end identical.
+    let first = tiny_config(&["run.num_updates=2", "run.checkpoint_every_updates=2"]);
+    run_on_episodes(&first, &eps, &info, cut.path(), &mut |_| {}).unwrap();
+    let log = cut.path().join(METRICS_FILE);
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{\"step\":3,\"pretrain/loss\":123.0}\n");
+    std::fs::write(&log, text).unwrap();
+    let summary = run_on_episodes(&cfg, &eps, &info, cut.path(), &mut |_| {}).unwrap();
+    assert_eq!(summary.resumed_from, Some(2));
+    let a = lfs::nn::checkpoint::load(&full.path().join(CHECKPOINT_FILE)).unwrap();
+    let b = lfs::nn::checkpoint::load(&cut.path().join(CHECKPOINT_FILE)).unwrap();
+    assert_eq!(
+        a.tensors.keys().collect::<Vec<_>>(),
+        b.tensors.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        a.tensors.keys().any(|k| k.starts_with("adam.exp_avg_sq."))
+            && a.tensors.keys().any(|k| k.starts_with("target."))
+    );
+    for (k, ta) in &a.tensors {
+        let (va, vb) = (
+            ta.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            b.tensors[k].flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+        );
+        assert!(va == vb, "{k} differs after resume");
+    }
+    for key in ["lfs.step", "lfs.rng", "lfs.adam_step"] {
+        assert_eq!(a.metadata[key], b.metadata[key], "{key}");
+    }
+    assert_eq!(timeless(read_metrics(full.path())), timeless(read_metrics(cut.path())));
+}
+
+#[test]
+fn resume_refuses_a_different_config() {
+    let (eps, info) = two_task_data();
+    let dir = tempfile::tempdir().unwrap();
+    run_on_episodes(
+        &tiny_config(&["run.num_updates=1"]),
+        &eps,
+        &info,
+        dir.path(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let other = tiny_config(&["run.num_updates=2", "objective.lnc.c=0.9"]);
+    let err = run_on_episodes(&other, &eps, &info, dir.path(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(CHECKPOINT_FILE) && err.contains("different settings"),
+        "{err}"
+    );
+    // Same config, different dataset content: refused too.
+    let mut changed = info.clone();
+    changed[0].id = "other-id".to_string();
+    let err = run_on_episodes(
+        &tiny_config(&["run.num_updates=2"]),
+        &eps,
+        &changed,
+        dir.path(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("other-id") && err.contains("test-id"), "{err}");
+}
+
+#[test]
+fn every_method_trains_with_its_batch_composition() {
+    let (eps, info) = two_task_data();
+    // (method, synthetic pairs per update at M = 8): lfs-no-lnc uses ceil(0.1·8) = 1.
+    for (method, n_syn) in [
+        ("lfs-no-lnc", Some(1)),
+        ("lfs-no-fm", Some(0)),
+        ("lfs-cl", None),
+        ("atc", Some(0)),
+        ("curl", Some(0)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = tiny_config(&["run.num_updates=1", &format!("objective.method={method}")]);
+        run_on_episodes(&cfg, &eps, &info, dir.path(), &mut |_| {}).unwrap_or_else(|e| panic!("{method}: {e}"));
+        let m = &read_metrics(dir.path())[0];
+        assert!(m["pretrain/loss"].as_f64().unwrap().is_finite(), "{method}");
+        if let Some(n) = n_syn {
+            assert_eq!(m["pretrain/num_synthetic"].as_u64().unwrap(), n, "{method}");
+        }
+        assert_eq!(m["pretrain/lnc_d"].is_null(), method != "lfs-cl", "{method}");
+        assert_eq!(
+            m["pretrain/sinkhorn_entropy"].is_null(),
+            !method.starts_with("lfs-no"),
+            "{method}"
+        );
+        let ck = lfs::nn::checkpoint::load(&dir.path().join(CHECKPOINT_FILE)).unwrap();
+        assert_eq!(ck.metadata["lfs.method"], method);
+        // The target moved by exactly one EMA step of the method's tau from the initial copy:
+        // target = (1 − τ)·init + τ·online₁, so target ≠ online after one step.
+        let (o, t) = (
+            &ck.tensors["online.projector.bias"],
+            &ck.tensors["target.projector.bias"],
+        );
+        let tau = match method {
+            "atc" => 0.01,
+            _ => 0.05,
+        };
+        let (o, t) = (o.to_vec1::<f32>().unwrap(), t.to_vec1::<f32>().unwrap());
+        // Gradients reached the first conv layer: Adam moved it, so online ≠ target there
+        // (the target only moved a fraction τ of the way).
+        let w = |k: &str| ck.tensors[k].flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let (ow, tw) = (
+            w("online.encoder.convnet.0.weight"),
+            w("target.encoder.convnet.0.weight"),
+        );
+        assert!(
+            ow.iter().zip(&tw).any(|(a, b)| a != b),
+            "{method}: conv 0 did not train"
+        );
+        // Biases start at zero, so target bias = τ · online bias.
+        for (ov, tv) in o.iter().zip(&t) {
+            assert!(
+                (tv - tau * ov).abs() <= 1e-6 * ov.abs().max(1e-3),
+                "{method}: {tv} vs {tau}·{ov}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mixing_render_qualities_is_refused() {
+    let mut eps = moving_square_episodes("walker_run", 0, 1, 8, Some("default"));
+    let fast = moving_square_episodes("walker_run", 0, 1, 8, Some("fast"));
+    let info = vec![
+        describe(Path::new("a"), "ida".into(), &eps),
+        describe(Path::new("b"), "idb".into(), &fast),
+    ];
+    eps.extend(fast);
+    let dir = tempfile::tempdir().unwrap();
+    let err = run_on_episodes(
+        &tiny_config(&["run.num_updates=1"]),
+        &eps,
+        &info,
+        dir.path(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("render qualities") && err.contains("default") && err.contains("fast"),
+        "{err}"
+    );
+}
+
+/// Runs the `lfs` binary, panicking with its output on failure.
+fn lfs(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lfs"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "lfs {args:?} failed:\n{text}");
+    text
+}
+
+#[test]
+fn cli_ingest_pretrain_export_on_the_embedded_sample() {
+    // What `make pretrain` does, on datasets/tiny/videos, shortened to 2 updates at batch 8.
+    let videos = repo().join("datasets/tiny/videos");
+    if !videos.exists() {
+        panic!(
+            "{} is missing: the embedded sample is part of the repository",
+            videos.display()
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("dataset");
+    let run = dir.path().join("run");
+    lfs(&["ingest", videos.to_str().unwrap(), "--out", dataset.to_str().unwrap()]);
+    let datasets_arg = format!("data.datasets=[{:?}]", dataset.to_str().unwrap());
+    let pretrain_args = [
+        "pretrain",
+        "--config",
+        "pipelines/tiny.toml",
+        "--set",
+        &datasets_arg,
+        "--set",
+        "run.num_updates=2",
+        "--set",
+        "run.batch_size=8",
+        "--out-dir",
+        run.to_str().unwrap(),
+    ];
+    let text = lfs(&pretrain_args);
+    assert!(text.contains("2 updates done"), "{text}");
+    let datasets: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("datasets.json")).unwrap()).unwrap();
+    let tasks = datasets[0]["tasks"].as_array().unwrap().len();
+    assert_eq!(tasks, 3, "{datasets}");
+    assert_eq!(read_metrics(&run).len(), 2);
+    let encoder = run.join("encoder.safetensors");
+    let text = lfs(&[
+        "export",
+        run.join(CHECKPOINT_FILE).to_str().unwrap(),
+        "--out",
+        encoder.to_str().unwrap(),
+    ]);
+    assert!(text.contains("update 2"), "{text}");
+    assert!(run.join("encoder.example.safetensors").exists());
+    // A second `pretrain` on the finished run resumes and has nothing left to do.
+    let text = lfs(&pretrain_args);
+    assert!(text.contains("resuming at update 2"), "{text}");
+}
+
+#[test]
+fn zero_updates_checkpoints_the_random_init_floor() {
+    // SPEC §5: a randomly initialised frozen encoder is the floor; num_updates = 0 exports it.
+    let (eps, info) = two_task_data();
+    let dir = tempfile::tempdir().unwrap();
+    let summary = run_on_episodes(
+        &tiny_config(&["run.num_updates=0"]),
+        &eps,
+        &info,
+        dir.path(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(summary.steps_done, 0);
+    let ck = lfs::nn::checkpoint::load(&dir.path().join(CHECKPOINT_FILE)).unwrap();
+    assert_eq!(ck.metadata["lfs.step"], "0");
+    let w = |k: &str| ck.tensors[k].flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    assert_eq!(w("online.projector.weight"), w("target.projector.weight"));
+    assert!(read_metrics(dir.path()).is_empty());
+}
