@@ -247,23 +247,28 @@ impl CustomOp2 for Conv3x3 {
         grad: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
         let grad = grad.contiguous()?; // (b, o, ho, wo)
-        let dw = x.apply_op2_no_bwd(&grad, &WeightGrad { stride: self.stride })?;
-        // Nothing upstream of an input that tracks no op (the image) can use its gradient.
-        let dx = if x.track_op() {
-            let (_, _, h, wd) = x.dims4()?;
-            Some(grad.apply_op2_no_bwd(
-                w,
-                &InputGrad {
-                    stride: self.stride,
-                    h,
-                    w: wd,
-                },
-            )?)
-        } else {
-            None
-        };
+        let (dx, dw) = input_and_weight_grads(x, w, &grad, self.stride)?;
         Ok((dx, Some(dw)))
     }
+}
+
+/// The conv's gradients for the gradient `grad` (b, o, ho, wo) of its (pre-activation)
+/// output: the input gradient, skipped for an input that tracks no op (the image: nothing
+/// upstream can use it), and the weight gradient.
+fn input_and_weight_grads(
+    x: &Tensor,
+    w: &Tensor,
+    grad: &Tensor,
+    stride: usize,
+) -> candle_core::Result<(Option<Tensor>, Tensor)> {
+    let dw = x.apply_op2_no_bwd(grad, &WeightGrad { stride })?;
+    let dx = if x.track_op() {
+        let (_, _, h, wd) = x.dims4()?;
+        Some(grad.apply_op2_no_bwd(w, &InputGrad { stride, h, w: wd })?)
+    } else {
+        None
+    };
+    Ok((dx, dw))
 }
 
 /// Fused forward op: (x, w, bias) -> relu(x ⊛ w + bias).
@@ -340,20 +345,7 @@ impl CustomOp3 for Conv3x3BiasRelu {
         // The gradient before the ReLU: zero where the output was clamped.
         let grad = grad.contiguous()?.apply_op2_no_bwd(res, &ReluMask)?; // (b, o, ho, wo)
         let db = grad.apply_op1_no_bwd(&BiasGrad)?; // (o)
-        let dw = x.apply_op2_no_bwd(&grad, &WeightGrad { stride: self.stride })?;
-        let dx = if x.track_op() {
-            let (_, _, h, wd) = x.dims4()?;
-            Some(grad.apply_op2_no_bwd(
-                w,
-                &InputGrad {
-                    stride: self.stride,
-                    h,
-                    w: wd,
-                },
-            )?)
-        } else {
-            None
-        };
+        let (dx, dw) = input_and_weight_grads(x, w, &grad, self.stride)?;
         Ok((dx, Some(dw), Some(db)))
     }
 }
