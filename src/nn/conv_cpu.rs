@@ -187,6 +187,52 @@ unsafe fn matmul(m: usize, n: usize, k: usize, dst: &mut [f32], accumulate: bool
     }
 }
 
+/// (o, c) of a (o, c, 3, 3) weight.
+fn weight_dims(l: &Layout) -> candle_core::Result<(usize, usize)> {
+    match *l.dims() {
+        [o, c, KS, KS] => Ok((o, c)),
+        _ => candle_core::bail!("conv3x3: weight must be (o, c, 3, 3), got {:?}", l.dims()),
+    }
+}
+
+/// The forward of both ops, per sample in parallel: im2col, then one GEMM (o, k) × (k, n).
+/// With a bias, each output row starts from its bias and a ReLU follows (the fused op).
+/// Returns (b, o, ho, wo).
+fn forward_conv(g: &Geom, x: &[f32], wt: &[f32], o: usize, bias: Option<&[f32]>) -> Vec<f32> {
+    let (k, n) = (g.k(), g.n());
+    let mut out = vec![0f32; g.b * o * n]; // (b, o, ho, wo)
+    out.par_chunks_mut(o * n)
+        .zip(x.par_chunks(g.c * g.h * g.w))
+        .for_each_init(
+            || vec![0f32; k * n],
+            |col, (y, xb)| {
+                im2col(g, xb, col);
+                if let Some(bias) = bias {
+                    for (row, b) in y.chunks_exact_mut(n).zip(bias) {
+                        row.fill(*b);
+                    }
+                }
+                // SAFETY: y is (o, n), wt is (o, k) row-major, col is (k, n) row-major; all
+                // sized above and disjoint.
+                unsafe {
+                    matmul(
+                        o,
+                        n,
+                        k,
+                        y,
+                        bias.is_some(),
+                        (wt.as_ptr(), 1, k as isize),
+                        (col.as_ptr(), 1, n as isize),
+                    )
+                }
+                if bias.is_some() {
+                    y.iter_mut().for_each(|v| *v = v.max(0.0));
+                }
+            },
+        );
+    out
+}
+
 /// Forward op: (x, w) -> x ⊛ w.
 struct Conv3x3 {
     stride: usize,
@@ -206,36 +252,9 @@ impl CustomOp2 for Conv3x3 {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let x = contiguous_f32(s1, l1, self.name())?;
         let wt = contiguous_f32(s2, l2, self.name())?;
-        let &[o, c_w, kh, kw] = l2.dims() else {
-            candle_core::bail!("conv3x3: weight must be (o, c, 3, 3)")
-        };
-        if (kh, kw) != (KS, KS) {
-            candle_core::bail!("conv3x3: weight must be (o, c, 3, 3), got {:?}", l2.dims())
-        }
+        let (o, c_w) = weight_dims(l2)?;
         let g = Geom::new(l1.dims(), c_w, self.stride)?;
-        let (k, n) = (g.k(), g.n());
-        let mut out = vec![0f32; g.b * o * n]; // (b, o, ho, wo)
-        out.par_chunks_mut(o * n)
-            .zip(x.par_chunks(g.c * g.h * g.w))
-            .for_each_init(
-                || vec![0f32; k * n],
-                |col, (y, xb)| {
-                    im2col(&g, xb, col);
-                    // SAFETY: y is (o, n), wt is (o, k) row-major, col is (k, n) row-major; all
-                    // sized above and disjoint.
-                    unsafe {
-                        matmul(
-                            o,
-                            n,
-                            k,
-                            y,
-                            false,
-                            (wt.as_ptr(), 1, k as isize),
-                            (col.as_ptr(), 1, n as isize),
-                        )
-                    }
-                },
-            );
+        let out = forward_conv(&g, x, wt, o, None);
         Ok((CpuStorage::F32(out), Shape::from((g.b, o, g.ho, g.wo))))
     }
 
@@ -293,10 +312,8 @@ impl CustomOp3 for Conv3x3BiasRelu {
         let x = contiguous_f32(s1, l1, self.name())?;
         let wt = contiguous_f32(s2, l2, self.name())?;
         let bias = contiguous_f32(s3, l3, self.name())?;
-        let &[o, c_w, kh, kw] = l2.dims() else {
-            candle_core::bail!("conv3x3: weight must be (o, c, 3, 3)")
-        };
-        if (kh, kw) != (KS, KS) || l3.dims() != [o] {
+        let (o, c_w) = weight_dims(l2)?;
+        if l3.dims() != [o] {
             candle_core::bail!(
                 "conv3x3: weight {:?} / bias {:?} must be (o, c, 3, 3) / (o)",
                 l2.dims(),
@@ -304,33 +321,7 @@ impl CustomOp3 for Conv3x3BiasRelu {
             )
         }
         let g = Geom::new(l1.dims(), c_w, self.stride)?;
-        let (k, n) = (g.k(), g.n());
-        let mut out = vec![0f32; g.b * o * n]; // (b, o, ho, wo)
-        out.par_chunks_mut(o * n)
-            .zip(x.par_chunks(g.c * g.h * g.w))
-            .for_each_init(
-                || vec![0f32; k * n],
-                |col, (y, xb)| {
-                    im2col(&g, xb, col);
-                    for (row, b) in y.chunks_exact_mut(n).zip(bias) {
-                        row.fill(*b);
-                    }
-                    // SAFETY: y is (o, n), wt is (o, k) row-major, col is (k, n) row-major; all
-                    // sized above and disjoint.
-                    unsafe {
-                        matmul(
-                            o,
-                            n,
-                            k,
-                            y,
-                            true,
-                            (wt.as_ptr(), 1, k as isize),
-                            (col.as_ptr(), 1, n as isize),
-                        )
-                    }
-                    y.iter_mut().for_each(|v| *v = v.max(0.0));
-                },
-            );
+        let out = forward_conv(&g, x, wt, o, Some(bias));
         Ok((CpuStorage::F32(out), Shape::from((g.b, o, g.ho, g.wo))))
     }
 
