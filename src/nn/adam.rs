@@ -8,6 +8,7 @@ use candle_core::backprop::GradStore;
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
+use super::params::expect_stored;
 use super::Params;
 use crate::{Error, Result};
 
@@ -127,18 +128,7 @@ impl Adam {
         for (name, var) in params.iter() {
             for kind in ["exp_avg", "exp_avg_sq"] {
                 let key = format!("adam.{kind}.{name}");
-                let t = tensors.get(&key).ok_or_else(|| Error::CheckpointMismatch {
-                    key: key.clone(),
-                    expected: format!("{:?}", var.dims()),
-                    got: "missing".to_string(),
-                })?;
-                if t.dims() != var.dims() {
-                    return Err(Error::CheckpointMismatch {
-                        key,
-                        expected: format!("{:?}", var.dims()),
-                        got: format!("{:?}", t.dims()),
-                    });
-                }
+                let t = expect_stored(&key, var.dims(), tensors.get(&key), "")?;
                 let data = t.flatten_all()?.to_vec1::<f32>()?;
                 let map = if kind == "exp_avg" {
                     &mut self.exp_avg

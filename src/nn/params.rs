@@ -9,6 +9,27 @@ use candle_core::{Tensor, Var};
 
 use crate::{Error, Result};
 
+/// The tensor stored under `key`, checked to have the shape `dims`. A missing key or another
+/// shape is an [`Error::CheckpointMismatch`] naming the key; `missing_from` is appended to the
+/// expected shape when the key is missing (e.g. " in the online network").
+pub(crate) fn expect_stored<'a>(
+    key: &str,
+    dims: &[usize],
+    stored: Option<&'a Tensor>,
+    missing_from: &str,
+) -> Result<&'a Tensor> {
+    let mismatch = |expected: String, got: String| Error::CheckpointMismatch {
+        key: key.to_string(),
+        expected,
+        got,
+    };
+    match stored {
+        None => Err(mismatch(format!("{dims:?}{missing_from}"), "missing".to_string())),
+        Some(t) if t.dims() != dims => Err(mismatch(format!("{dims:?}"), format!("{:?}", t.dims()))),
+        Some(t) => Ok(t),
+    }
+}
+
 /// Parameters of one network (online or target), keyed by PyTorch `state_dict` names.
 #[derive(Debug, Clone, Default)]
 pub struct Params {
@@ -87,18 +108,7 @@ impl Params {
     /// shape mismatch, naming the key.
     pub fn load_from(&self, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
         for (name, var) in &self.vars {
-            let src = tensors.get(name).ok_or_else(|| Error::CheckpointMismatch {
-                key: name.clone(),
-                expected: format!("{:?}", var.dims()),
-                got: "missing".to_string(),
-            })?;
-            if src.dims() != var.dims() {
-                return Err(Error::CheckpointMismatch {
-                    key: name.clone(),
-                    expected: format!("{:?}", var.dims()),
-                    got: format!("{:?}", src.dims()),
-                });
-            }
+            let src = expect_stored(name, var.dims(), tensors.get(name), "")?;
             var.set(&src.to_dtype(var.dtype())?)?;
         }
         Ok(())
