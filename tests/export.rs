@@ -6,21 +6,13 @@ use std::path::PathBuf;
 use candle_core::DType;
 use lfs::export::{example_path, export};
 use lfs::nn::checkpoint::load;
-use lfs::pretrain::run::{run_on_episodes, CHECKPOINT_FILE};
+use lfs::pretrain::run::CHECKPOINT_FILE;
 
-use crate::pretrain::{tiny_config, two_task_data};
+use crate::pretrain::{one_update_run, two_task_data};
 
 fn exported() -> (tempfile::TempDir, PathBuf) {
     let (eps, info) = two_task_data();
-    let dir = tempfile::tempdir().unwrap();
-    run_on_episodes(
-        &tiny_config(&["run.num_updates=1"]),
-        &eps,
-        &info,
-        dir.path(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let dir = one_update_run(&eps, &info);
     let out = dir.path().join("encoder.safetensors");
     let summary = export(&dir.path().join(CHECKPOINT_FILE), &out).unwrap();
     assert_eq!((summary.step, summary.method.as_str()), (1, "lfs"));

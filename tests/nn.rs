@@ -87,24 +87,19 @@ fn ema_moves_target_by_tau() {
     let mut target = Params::new();
     target.insert("w", Tensor::full(1f32, (2, 2), &dev).unwrap()).unwrap();
     ema_update(&online, &target, 0.05).unwrap();
-    let v = target
-        .get("w")
-        .unwrap()
-        .as_tensor()
-        .flatten_all()
-        .unwrap()
-        .to_vec1::<f32>()
-        .unwrap();
+    let read = |p: &Params| {
+        p.get("w")
+            .unwrap()
+            .as_tensor()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+    };
+    let v = read(&target);
     assert!(v.iter().all(|x| (x - 1.1).abs() < 1e-6), "{v:?}");
     ema_update(&online, &target, 0.05).unwrap();
-    let v = target
-        .get("w")
-        .unwrap()
-        .as_tensor()
-        .flatten_all()
-        .unwrap()
-        .to_vec1::<f32>()
-        .unwrap();
+    let v = read(&target);
     assert!(v.iter().all(|x| (x - 1.195).abs() < 1e-6), "{v:?}");
     // Online untouched; a target key missing online is an error naming it.
     assert_eq!(

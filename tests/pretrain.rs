@@ -22,6 +22,13 @@ pub fn tiny_config(overrides: &[&str]) -> PretrainConfig {
 }
 
 /// Two tasks of in-memory episodes and their provenance.
+/// A finished one-update tiny run on `eps` in a fresh temporary folder.
+pub fn one_update_run(eps: &[Episode], info: &[DatasetInfo]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    run_on_episodes(&tiny_config(&["run.num_updates=1"]), eps, info, dir.path(), &mut |_| {}).unwrap();
+    dir
+}
+
 pub fn two_task_data() -> (Vec<Episode>, Vec<DatasetInfo>) {
     let mut eps = moving_square_episodes("walker_run", 0, 2, 12, None);
     eps.extend(moving_square_episodes("cartpole_swingup", 1, 2, 12, None));
@@ -191,15 +198,7 @@ fn resume_equals_an_uninterrupted_run() {
 #[test]
 fn resume_refuses_a_different_config() {
     let (eps, info) = two_task_data();
-    let dir = tempfile::tempdir().unwrap();
-    run_on_episodes(
-        &tiny_config(&["run.num_updates=1"]),
-        &eps,
-        &info,
-        dir.path(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let dir = one_update_run(&eps, &info);
     let other = tiny_config(&["run.num_updates=2", "objective.lnc.c=0.9"]);
     let err = run_on_episodes(&other, &eps, &info, dir.path(), &mut |_| {})
         .unwrap_err()
