@@ -96,18 +96,21 @@ export: build
 
 # One LFS update at B = 32, 128, 512: candle vs PyTorch CPU, interleaved, medians. PyTorch comes
 # from .venv-bench (python3 -m venv .venv-bench && .venv-bench/bin/pip install torch numpy);
-# without it only candle is timed. About 3 minutes in all (a B=512 candle update is ~8 s).
+# without it only candle is timed. A few minutes in all.
 BENCH_TORCH_PYTHON ?= .venv-bench/bin/python
 BENCH_PRETRAIN_PLAN ?= 32:3,128:2,512:1
 bench-pretrain:
 	$(CARGO) build --release --locked --example bench_pretrain
-	python3 eval/bench/pretrain_compare.py --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_PRETRAIN_PLAN) --repeats 2
+	python3 eval/bench/compare.py --suite pretrain --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_PRETRAIN_PLAN) --repeats 2
 
-# The encoder on the CPU: candle's stock conv2d vs our conv op (src/nn/conv_cpu.rs), interleaved,
-# medians; then our op alone at the 32→32 layer. Stock forward+backward is skipped above B=128
-# (about a minute per B=512 pass).
+# The encoder on the CPU, forward and forward+backward at B = 32, 128, 512: our conv ops under
+# candle's autograd and the pre-trainer's tape vs PyTorch (interleaved, medians); then candle's
+# stock conv2d vs ours in one process (stock forward+backward only up to B=128, ~1 min per
+# B=512 pass), and our op alone at the 32→32 layer.
+BENCH_ENCODER_PLAN ?= 32:5,128:3,512:3
 bench-encoder:
 	$(CARGO) build --release --locked --example bench_conv
+	python3 eval/bench/compare.py --suite encoder --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_ENCODER_PLAN) --repeats 2
 	target/release/examples/bench_conv --batch 32,128,512 --repeats 3 --stock-backward-max 128
 	target/release/examples/bench_conv --kernels --batch 32,128 --repeats 5
 

@@ -1,6 +1,9 @@
-//! Times the SPEC encoder on the CPU with candle's stock conv2d and with our conv op
-//! (src/nn/conv_cpu.rs), interleaved in one run: forward, and forward + backward to the
-//! parameters (loss = Σ h · r), medians over repeats. One JSON line per (batch, workload).
+//! Times the SPEC encoder on the CPU three ways, interleaved in one run: candle's stock conv2d
+//! (`stock`), our conv ops under candle's autograd (`ops`, src/nn/conv_cpu.rs: what
+//! `Encoder::forward` runs), and the pre-trainer's hand-written backward (`tape`,
+//! src/nn/tape.rs). Workloads: forward (no gradient), and forward + backward to the 8
+//! parameters (loss = Σ h · r). Medians over repeats; one JSON line per (batch, workload,
+//! impl). eval/bench/compare.py --suite encoder runs it beside eval/bench/encoder_torch.py.
 //!
 //!     cargo run --release --example bench_conv -- --batch 32,128 --repeats 3 --stock-backward-max 128
 
@@ -8,9 +11,14 @@ use std::time::Instant;
 
 use anyhow::Context;
 use candle_core::{Device, Tensor};
+use lfs::nn::tape::FeatureNet;
 use lfs::nn::{Encoder, EncoderConfig, Params};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+/// As the `lfs` binary (src/alloc.rs).
+#[global_allocator]
+static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
 
 fn arg<'a>(args: &'a [String], name: &str, default: &'a str) -> &'a str {
     args.iter()
@@ -53,6 +61,7 @@ fn time<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<f64> {
 }
 
 fn main() -> anyhow::Result<()> {
+    lfs::alloc::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
     let batches: Vec<usize> = arg(&args, "--batch", "32,128")
         .split(',')
@@ -66,30 +75,56 @@ fn main() -> anyhow::Result<()> {
     if args.iter().any(|a| a == "--kernels") {
         return kernels(&batches, repeats);
     }
+    if args.iter().any(|a| a == "--peak") {
+        return peak();
+    }
+    let skip_stock = args.iter().any(|a| a == "--no-stock");
     let cfg = EncoderConfig::default();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let mut params = Params::new();
     let encoder = Encoder::new(&cfg, "enc", &mut params, &mut rng)?;
-    let vars: Vec<Tensor> = params.iter().map(|(_, v)| v.as_tensor().clone()).collect();
+    // The tape needs a projector's names too; it is not run here.
+    lfs::nn::Projector::new(cfg.repr_dim()?, 8, "proj", &mut params, &mut rng)?;
+    let net = FeatureNet::new(&cfg, "enc", "proj", &params)?;
+    let vars: Vec<Tensor> = params
+        .iter()
+        .filter(|(n, _)| n.starts_with("enc."))
+        .map(|(_, v)| v.as_tensor().clone())
+        .collect();
     for &b in &batches {
-        let pixels: Vec<f32> = (0..b * 9 * 84 * 84)
-            .map(|_| rng.random_range(0..=255u8) as f32)
-            .collect();
-        let obs = Tensor::from_vec(pixels, (b, 9, 84, 84), &Device::Cpu)?;
+        let pixels: Vec<u8> = (0..b * 9 * 84 * 84).map(|_| rng.random_range(0..=255u8)).collect();
+        let obs = Tensor::from_slice(&pixels, (b, 9, 84, 84), &Device::Cpu)?.to_dtype(candle_core::DType::F32)?;
         let r: Vec<f32> = (0..b * cfg.repr_dim()?)
             .map(|_| rng.random_range(-1.0f32..1.0))
             .collect();
         let r = Tensor::from_vec(r, (b, cfg.repr_dim()?), &Device::Cpu)?;
-        // Same features both ways (max |Δ| / max |h|).
-        let (ours, stock) = (encoder.forward(&obs)?, stock_forward(&params, &cfg, &obs)?);
-        let diff =
-            (ours.sub(&stock))?.abs()?.max_all()?.to_scalar::<f32>()? / stock.abs()?.max_all()?.to_scalar::<f32>()?;
-        let fb = |stock_path: bool| -> anyhow::Result<()> {
-            let h = if stock_path {
-                stock_forward(&params, &cfg, &obs)?
-            } else {
-                encoder.forward(&obs)?
-            };
+        let rows: Vec<usize> = (0..b).collect();
+        // Same features every way (max |Δ| / max |h|), against the stock path.
+        let reference = stock_forward(&params, &cfg, &obs)?;
+        let rel_diff = |h: &Tensor| -> anyhow::Result<f32> {
+            Ok((h.sub(&reference))?.abs()?.max_all()?.to_scalar::<f32>()?
+                / reference.abs()?.max_all()?.to_scalar::<f32>()?)
+        };
+        let diffs = [
+            ("stock", 0.0),
+            ("ops", rel_diff(&encoder.forward(&obs)?)?),
+            ("tape", rel_diff(&net.encode(&params, &pixels, b, false)?.h)?),
+        ];
+        let forward = |imp: &str| -> anyhow::Result<Tensor> {
+            Ok(match imp {
+                "stock" => stock_forward(&params, &cfg, &obs)?,
+                "ops" => encoder.forward(&obs)?,
+                _ => net.encode(&params, &pixels, b, false)?.h,
+            })
+        };
+        let forward_backward = |imp: &str| -> anyhow::Result<()> {
+            if imp == "tape" {
+                let encoded = net.encode(&params, &pixels, b, true)?;
+                let grads = net.encoder_backward(&params, &encoded, &rows, &r)?;
+                anyhow::ensure!(grads.len() == vars.len(), "a parameter got no gradient");
+                return Ok(());
+            }
+            let h = forward(imp)?;
             let grads = (h * &r)?.sum_all()?.backward()?;
             anyhow::ensure!(
                 vars.iter().all(|v| grads.get(v).is_some()),
@@ -97,18 +132,17 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         };
-        let (mut t_fwd, mut t_fb) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+        let imps: Vec<&str> = ["stock", "ops", "tape"]
+            .into_iter()
+            .filter(|i| *i != "stock" || !skip_stock)
+            .collect();
+        let mut t_fwd = vec![Vec::new(); imps.len()];
+        let mut t_fb = vec![Vec::new(); imps.len()];
         for _ in 0..repeats {
-            for (i, stock_path) in [true, false].into_iter().enumerate() {
-                t_fwd[i].push(time(|| {
-                    if stock_path {
-                        stock_forward(&params, &cfg, &obs)
-                    } else {
-                        Ok(encoder.forward(&obs)?)
-                    }
-                })?);
-                if !stock_path || b <= stock_bwd_max {
-                    t_fb[i].push(time(|| fb(stock_path))?);
+            for (i, imp) in imps.iter().enumerate() {
+                t_fwd[i].push(time(|| forward(imp))?);
+                if *imp != "stock" || b <= stock_bwd_max {
+                    t_fb[i].push(time(|| forward_backward(imp))?);
                 }
             }
         }
@@ -117,16 +151,19 @@ fn main() -> anyhow::Result<()> {
         let gflop = |&(c, s): &(usize, usize)| 2.0 * (b * 32 * c * 9 * s * s) as f64 / 1e9;
         let fwd_gflop: f64 = layers.iter().map(gflop).sum();
         let fb_gflop = 3.0 * fwd_gflop - gflop(&layers[0]); // no input gradient at layer 0
-        for (name, t, gflop) in [("forward", &t_fwd, fwd_gflop), ("forward_backward", &t_fb, fb_gflop)] {
-            let stock = (!t[0].is_empty()).then(|| median(t[0].clone()));
-            let ours = median(t[1].clone());
-            println!(
-                "{{\"batch\":{b},\"workload\":\"{name}\",\"stock_s\":{},\"ours_s\":{ours:.4},\"ratio_ours_over_stock\":{},\
-                 \"ours_gflops\":{:.1},\"max_rel_diff\":{diff:.2e},\"repeats\":{repeats}}}",
-                stock.map_or("null".into(), |s| format!("{s:.4}")),
-                stock.map_or("null".into(), |s| format!("{:.3}", ours / s)),
-                gflop / ours
-            );
+        for (workload, t, gflop) in [("forward", &t_fwd, fwd_gflop), ("forward_backward", &t_fb, fb_gflop)] {
+            for (i, imp) in imps.iter().enumerate() {
+                if t[i].is_empty() {
+                    continue;
+                }
+                let secs = median(t[i].clone());
+                let diff = diffs.iter().find(|d| d.0 == *imp).map_or(0.0, |d| d.1);
+                println!(
+                    "{{\"impl\":\"{imp}\",\"batch\":{b},\"workload\":\"{workload}\",\"seconds\":{secs:.4},\
+                     \"gflops\":{:.1},\"max_rel_diff\":{diff:.2e},\"repeats\":{repeats}}}",
+                    gflop / secs
+                );
+            }
         }
     }
     Ok(())
@@ -196,4 +233,53 @@ fn kernels(batches: &[usize], repeats: usize) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--peak`: the f32 FMA throughput of this machine's cores (12 independent AVX2 FMA chains
+/// per thread, nothing loaded from memory) on one thread and on every core: the ceiling for
+/// the GFLOP/s columns.
+fn peak() -> anyhow::Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2,fma")]
+        fn chains(n: usize) -> f32 {
+            use std::arch::x86_64::*;
+            let (a, b) = (_mm256_set1_ps(1.000_000_1), _mm256_set1_ps(0.999_999_9));
+            let mut acc = [_mm256_setzero_ps(); 12];
+            for _ in 0..n {
+                for v in acc.iter_mut() {
+                    *v = _mm256_fmadd_ps(*v, a, b);
+                }
+            }
+            let mut sum = [0f32; 8];
+            // SAFETY: `sum` holds 8 floats.
+            unsafe {
+                _mm256_storeu_ps(
+                    sum.as_mut_ptr(),
+                    acc.iter().fold(_mm256_setzero_ps(), |s, v| _mm256_add_ps(s, *v)),
+                )
+            };
+            sum.iter().sum()
+        }
+        anyhow::ensure!(
+            std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+            "no AVX2 + FMA on this CPU"
+        );
+        let n = 200_000_000usize;
+        for threads in [1, rayon::current_num_threads()] {
+            let start = Instant::now();
+            let handles: Vec<_> = (0..threads)
+                // SAFETY: AVX2 and FMA were checked above.
+                .map(|_| std::thread::spawn(move || unsafe { chains(n) }))
+                .collect();
+            for h in handles {
+                std::hint::black_box(h.join().expect("peak thread"));
+            }
+            let gflops = (threads * n * 12 * 16) as f64 / start.elapsed().as_secs_f64() / 1e9;
+            println!("{{\"peak_threads\":{threads},\"fma_gflops\":{gflops:.1}}}");
+        }
+        Ok(())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    anyhow::bail!("--peak measures AVX2 FMA and needs x86-64")
 }

@@ -1,5 +1,5 @@
 //! Times LFS updates (pipelines/paper.toml, batch size from the command line) on procedural
-//! episodes, one JSON line per timed update. Driven by eval/bench/pretrain_compare.py
+//! episodes, one JSON line per timed update. Driven by eval/bench/compare.py
 //! (`make bench-pretrain`), which interleaves it with eval/bench/pretrain_torch.py.
 //!
 //!     cargo run --release --example bench_pretrain -- --batch 32 --updates 3 --warmup 1
@@ -10,6 +10,10 @@ use std::time::Instant;
 use anyhow::Context;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::pretrain::{PretrainConfig, Trainer};
+
+/// As the `lfs` binary (src/alloc.rs).
+#[global_allocator]
+static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
 
 fn arg(args: &[String], name: &str, default: usize) -> anyhow::Result<usize> {
     match args.iter().position(|a| a == name) {
@@ -23,6 +27,7 @@ fn arg(args: &[String], name: &str, default: usize) -> anyhow::Result<usize> {
 }
 
 fn main() -> anyhow::Result<()> {
+    lfs::alloc::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
     let batch = arg(&args, "--batch", 32)?;
     let updates = arg(&args, "--updates", 3)?;

@@ -6,6 +6,7 @@
 //! real and frame-mask pairs ([`data`]) -> encoder and heads ([`nn`]) trained by an objective
 //! ([`objectives`]) in [`pretrain`] -> checkpoint -> [`export`] (PyTorch `state_dict` names).
 
+pub mod alloc;
 pub mod collect;
 pub mod data;
 pub mod env;

@@ -7,6 +7,10 @@ use clap::{Parser, Subcommand};
 
 mod cli;
 
+/// mimalloc, keeping freed memory (src/alloc.rs).
+#[global_allocator]
+static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
+
 #[derive(Parser)]
 #[command(
     name = "lfs",
@@ -33,6 +37,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    lfs::alloc::keep_freed_memory();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Ingest(args) => cli::ingest::run(args),

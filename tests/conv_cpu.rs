@@ -5,6 +5,7 @@
 
 use candle_core::{Device, Tensor, Var};
 use lfs::nn::conv_cpu::{conv2d_3x3, conv2d_3x3_bias_relu};
+use lfs::nn::conv_nhwc::{self, Kernel, Shape};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -268,6 +269,79 @@ fn gradients_are_bit_reproducible() {
                 b.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
             );
             assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+    }
+}
+
+/// Direct loops over one channels-last sample: y (ho, wo, o), dx (h, w, c), dw [ky][kx][c][o]
+/// for the output gradient dy.
+fn naive_nhwc(s: &Shape, x: &[f32], w: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let (ho, wo) = (s.ho(), s.wo());
+    let (mut y, mut dx, mut dw) = (
+        vec![0f32; s.out_len()],
+        vec![0f32; s.in_len()],
+        vec![0f32; 9 * s.c * s.o],
+    );
+    for oy in 0..ho {
+        for ox in 0..wo {
+            for k in 0..9 {
+                let (iy, ix) = (oy * s.stride + k / 3, ox * s.stride + k % 3);
+                for c in 0..s.c {
+                    for o in 0..s.o {
+                        let wi = (o * s.c + c) * 9 + k; // PyTorch (o, c, 3, 3)
+                        let xi = (iy * s.w + ix) * s.c + c;
+                        let yi = (oy * wo + ox) * s.o + o;
+                        y[yi] += x[xi] * w[wi];
+                        dx[xi] += dy[yi] * w[wi];
+                        dw[(k * s.c + c) * s.o + o] += dy[yi] * x[xi];
+                    }
+                }
+            }
+        }
+    }
+    (y, dx, dw)
+}
+
+#[test]
+fn channels_last_kernels_match_direct_loops_with_both_tiles() {
+    // The AVX2 tile (where the CPU has it) and the plain-Rust one, on odd spatial sizes with
+    // partial 6-pixel / 6-channel tiles, both strides.
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let mut kernels = vec![Kernel::Plain];
+    if Kernel::detect() != Kernel::Plain {
+        kernels.push(Kernel::detect());
+    }
+    for (h, w, c, o, stride) in [(11, 9, 5, 16, 2), (9, 10, 16, 32, 1), (8, 13, 7, 16, 1)] {
+        let s = Shape { h, w, c, o, stride };
+        let mut uniform = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect() };
+        let (x, wt, dy) = (uniform(s.in_len()), uniform(o * c * 9), uniform(s.out_len()));
+        let (y_ref, dx_ref, dw_ref) = naive_nhwc(&s, &x, &wt, &dy);
+        let close = |a: &[f32], b: &[f32], what: &str| {
+            let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let err = a.iter().zip(b).fold(0f32, |m, (p, q)| m.max((p - q).abs())) / scale;
+            assert!(err < 1e-5, "{what} {h}×{w} c={c} o={o} s={stride}: {err}");
+        };
+        for &kernel in &kernels {
+            let mut y = vec![0f32; s.out_len()];
+            conv_nhwc::forward(
+                kernel,
+                &s,
+                &x,
+                &conv_nhwc::weights_forward(&wt, o, c, o),
+                None,
+                false,
+                &mut y,
+            );
+            close(&y, &y_ref, &format!("{kernel:?} forward"));
+            let mut dw = vec![0f32; 9 * c * o];
+            conv_nhwc::weight_grad(kernel, &s, &x, &dy, &mut dw);
+            close(&dw, &dw_ref, &format!("{kernel:?} weight grad"));
+            let c_pad = conv_nhwc::padded(c);
+            let wg = conv_nhwc::weights_input_grad(&wt, o, c, c_pad);
+            let (mut dx_pad, mut scratch) = (vec![0f32; h * w * c_pad], Vec::new());
+            conv_nhwc::input_grad(kernel, &s, c_pad, &dy, &wg, &mut scratch, &mut dx_pad);
+            let dx: Vec<f32> = dx_pad.chunks(c_pad).flat_map(|px| px[..c].to_vec()).collect();
+            close(&dx, &dx_ref, &format!("{kernel:?} input grad"));
         }
     }
 }

@@ -3,7 +3,7 @@
 use lfs::data::{
     frame_mask_pair, real_pair, stack_frames, PairKind, PairSampler, RandomShift, SamplerConfig, TaskBatching,
 };
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::synthetic_episodes::counting_episode;
@@ -171,4 +171,40 @@ fn short_episodes_give_a_clear_error_for_synthetic_pairs() {
         .to_string();
     assert!(err.contains("at least 5 frames"), "{err}");
     assert!(sampler.sample(PairKind::Real, None, 4, &mut rng).is_ok());
+}
+
+#[test]
+fn random_shift_matches_clamped_indexing_at_every_offset() {
+    // The row fast path (edge fills + one copy) against the definition
+    // out[y][x] = in[clamp(y + dy − pad)][clamp(x + dx − pad)], pad 4, every offset.
+    let shift = RandomShift { pad: 4 };
+    let (c, h, w) = (2, 11, 13);
+    let src: Vec<u8> = (0..c * h * w).map(|i| (i * 37 % 251) as u8).collect();
+    let clamp = |v: isize, n: usize| v.clamp(0, n as isize - 1) as usize;
+    let mut out = vec![0u8; c * h * w];
+    for dy in 0..=8 {
+        for dx in 0..=8 {
+            shift.shift_image(&src, (c, h, w), (dy, dx), &mut out);
+            for ch in 0..c {
+                for y in 0..h {
+                    for x in 0..w {
+                        let sy = clamp(y as isize + dy as isize - 4, h);
+                        let sx = clamp(x as isize + dx as isize - 4, w);
+                        assert_eq!(out[(ch * h + y) * w + x], src[(ch * h + sy) * w + sx], "({dy},{dx})");
+                    }
+                }
+            }
+        }
+    }
+    // A batch is shifted with offsets drawn in image order, dy then dx.
+    let mut batch: Vec<u8> = src.iter().chain(src.iter().rev()).copied().collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut draws = ChaCha8Rng::seed_from_u64(5);
+    shift.apply_batch(&mut batch, (2, c, h, w), &mut rng);
+    let rev: Vec<u8> = src.iter().rev().copied().collect();
+    for (i, img) in [&src, &rev].into_iter().enumerate() {
+        let offset = (draws.random_range(0..=8), draws.random_range(0..=8));
+        shift.shift_image(img, (c, h, w), offset, &mut out);
+        assert_eq!(&batch[i * c * h * w..(i + 1) * c * h * w], &out[..], "image {i}");
+    }
 }

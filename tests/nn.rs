@@ -234,3 +234,89 @@ fn params_load_reports_shape_mismatch_by_name() {
         "{err}"
     );
 }
+
+/// max |a − b| / max |b|: the relative error of a whole tensor.
+fn rel_err(a: &Tensor, b: &Tensor) -> f32 {
+    let a = a.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    let b = b.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-30);
+    a.iter().zip(&b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
+#[test]
+fn feature_net_backward_matches_candle_autograd() {
+    // A small encoder (9 → 16 channels, 21×21 → 10 → 8 → 6 → 4) and projector (256 → 5) with
+    // non-zero biases, so that some ReLUs clamp. Reference: candle's autograd through
+    // Encoder::forward + Projector::forward on the selected samples, loss Σ z ⊙ r.
+    use lfs::nn::tape::FeatureNet;
+    use lfs::nn::Projector;
+    use rand::Rng;
+    let cfg = EncoderConfig {
+        image_size: 21,
+        num_filters: 16,
+        ..EncoderConfig::default()
+    };
+    let (repr, latent) = (cfg.repr_dim().unwrap(), 5);
+    assert_eq!(repr, 16 * 4 * 4);
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut params = Params::new();
+    let encoder = Encoder::new(&cfg, "encoder", &mut params, &mut rng).unwrap();
+    let projector = Projector::new(repr, latent, "projector", &mut params, &mut rng).unwrap();
+    for (name, var) in params.iter() {
+        if name.ends_with("bias") {
+            let b: Vec<f32> = (0..var.elem_count()).map(|_| rng.random_range(-0.3..0.3)).collect();
+            var.set(&Tensor::from_vec(b, var.shape(), &Device::Cpu).unwrap())
+                .unwrap();
+        }
+    }
+    let b = 5;
+    let obs: Vec<u8> = (0..b * 9 * 21 * 21).map(|_| rng.random()).collect();
+    // Samples 3, 0, 4 (0 twice: its gradient counts twice), in that order.
+    let rows = [3usize, 0, 4, 0];
+    let r: Vec<f32> = (0..rows.len() * latent).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let r = Tensor::from_vec(r, (rows.len(), latent), &Device::Cpu).unwrap();
+
+    let net = FeatureNet::new(&cfg, "encoder", "projector", &params).unwrap();
+    let features = net.forward(&params, &obs, b, true).unwrap();
+    let grads = net.backward(&params, &features, &rows, &r).unwrap();
+
+    let all = Tensor::from_slice(&obs, (b, 9, 21, 21), &Device::Cpu)
+        .unwrap()
+        .to_dtype(candle_core::DType::F32)
+        .unwrap();
+    let idx = Tensor::new(&[3u32, 0, 4, 0], &Device::Cpu).unwrap();
+    let h_ref = encoder.forward(&all.index_select(&idx, 0).unwrap()).unwrap();
+    let z_ref = projector.forward(&h_ref).unwrap();
+    let z_ours = features.z.index_select(&idx, 0).unwrap();
+    assert!(rel_err(&z_ours, &z_ref) < 1e-6, "z: {}", rel_err(&z_ours, &z_ref));
+    let ref_grads = (z_ref * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    assert_eq!(grads.len(), params.len());
+    for (name, grad) in &grads {
+        let expected = ref_grads.get(params.get(name).unwrap().as_tensor()).unwrap();
+        assert_eq!(grad.dims(), expected.dims(), "{name}");
+        let err = rel_err(grad, expected);
+        assert!(err < 1e-5, "{name}: relative error {err}");
+    }
+    // The clamped ReLUs matter: some activations of the last layer are exactly zero.
+    let h = features.encoded.h.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    assert!(h.contains(&0.0) && h.iter().any(|v| *v > 0.0));
+    // A forward without the tape has no backward, but the same features.
+    let plain = net.forward(&params, &obs, b, false).unwrap();
+    assert_eq!(rel_err(&plain.z, &features.z), 0.0);
+    let err = net.backward(&params, &plain, &rows, &r).err().unwrap().to_string();
+    assert!(err.contains("keep = true"), "{err}");
+    // The kernels tile output channels by 16; other widths are refused up front.
+    let narrow = EncoderConfig {
+        num_filters: 6,
+        ..cfg.clone()
+    };
+    let err = FeatureNet::new(&narrow, "encoder", "projector", &params)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("num_filters = 6") && err.contains("multiple of 16"),
+        "{err}"
+    );
+}

@@ -4,6 +4,7 @@
 //! conversion to f32: `out[y][x] = in[clamp(y + dy − pad)][clamp(x + dx − pad)]`.
 
 use rand::Rng;
+use rayon::prelude::*;
 
 /// The augmentation; `pad` = 4 in the paper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +17,11 @@ impl RandomShift {
     pub fn shift_image(&self, src: &[u8], (c, h, w): (usize, usize, usize), (dy, dx): (usize, usize), out: &mut [u8]) {
         let clamp = |v: isize, n: usize| v.clamp(0, n as isize - 1) as usize;
         let pad = self.pad as isize;
+        // Along a row, out[x] = in[clamp(x + sx)]: in[0] for x < lo, a straight copy for
+        // lo <= x < hi, in[w − 1] from hi on.
+        let sx = dx as isize - pad;
+        let lo = (-sx).clamp(0, w as isize) as usize;
+        let hi = (w as isize - sx).clamp(lo as isize, w as isize) as usize;
         for ch in 0..c {
             let plane = &src[ch * h * w..(ch + 1) * h * w];
             let dst = &mut out[ch * h * w..(ch + 1) * h * w];
@@ -23,14 +29,18 @@ impl RandomShift {
                 let sy = clamp(y as isize + dy as isize - pad, h);
                 let src_row = &plane[sy * w..(sy + 1) * w];
                 let dst_row = &mut dst[y * w..(y + 1) * w];
-                for (x, d) in dst_row.iter_mut().enumerate() {
-                    *d = src_row[clamp(x as isize + dx as isize - pad, w)];
+                dst_row[..lo].fill(src_row[0]);
+                if lo < hi {
+                    let start = (lo as isize + sx) as usize;
+                    dst_row[lo..hi].copy_from_slice(&src_row[start..start + (hi - lo)]);
                 }
+                dst_row[hi..].fill(src_row[w - 1]);
             }
         }
     }
 
-    /// Shifts every image of a batch (n, c, h, w) in place, each by its own random offset.
+    /// Shifts every image of a batch (n, c, h, w) in place, each by its own random offset
+    /// (drawn in image order, dy then dx; the images are then shifted in parallel).
     pub fn apply_batch<R: Rng + ?Sized>(
         &self,
         batch: &mut [u8],
@@ -41,12 +51,15 @@ impl RandomShift {
             return;
         }
         let size = c * h * w;
-        let mut tmp = vec![0u8; size];
-        for i in 0..n {
-            let offset = (rng.random_range(0..=2 * self.pad), rng.random_range(0..=2 * self.pad));
-            let img = &mut batch[i * size..(i + 1) * size];
-            self.shift_image(img, (c, h, w), offset, &mut tmp);
-            img.copy_from_slice(&tmp);
-        }
+        let offsets: Vec<(usize, usize)> = (0..n)
+            .map(|_| (rng.random_range(0..=2 * self.pad), rng.random_range(0..=2 * self.pad)))
+            .collect();
+        batch[..n * size].par_chunks_mut(size).zip(offsets).for_each_init(
+            || vec![0u8; size],
+            |tmp, (img, offset)| {
+                self.shift_image(img, (c, h, w), offset, tmp);
+                img.copy_from_slice(tmp);
+            },
+        );
     }
 }

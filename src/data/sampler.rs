@@ -75,10 +75,11 @@ impl PairBatch {
     pub fn select(&self, indices: &[usize]) -> PairBatch {
         let n = self.obs_len();
         let gather = |src: &[u8]| {
-            indices
-                .iter()
-                .flat_map(|&i| src[i * n..(i + 1) * n].iter().copied())
-                .collect()
+            let mut out = Vec::with_capacity(indices.len() * n);
+            for &i in indices {
+                out.extend_from_slice(&src[i * n..(i + 1) * n]);
+            }
+            out
         };
         PairBatch {
             prev: gather(&self.prev),

@@ -2,10 +2,12 @@
 //! keeps them private and defaults to weight_decay 0.01, which torch's Adam does not have
 //! (SPEC §10). The arithmetic is torch.optim.Adam's (foreach=False) step, term for term.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use candle_core::backprop::GradStore;
-use candle_core::Tensor;
+use candle_core::{CpuStorage, InplaceOp2, Layout, Tensor};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::params::expect_stored;
@@ -66,7 +68,8 @@ impl Adam {
         }
     }
 
-    /// One Adam step over every parameter that has a gradient in `grads`.
+    /// One Adam step over every parameter that has a gradient in `grads`, in place: each
+    /// parameter's storage is updated by [`AdamStepOp`] without a copy of θ or of its gradient.
     pub fn step(&mut self, params: &Params, grads: &GradStore) -> Result<()> {
         self.step += 1;
         let AdamConfig {
@@ -78,30 +81,32 @@ impl Adam {
         } = self.cfg;
         let bias_correction1 = 1.0 - beta1.powi(self.step as i32);
         let bias_correction2_sqrt = (1.0 - beta2.powi(self.step as i32)).sqrt();
-        let step_size = (lr / bias_correction1) as f32;
-        // (1 − β) in f64 before the cast: 1 − 0.999f32 loses ~4 digits (torch passes 1 − β as a
-        // Python float too).
-        let (one_minus_beta1, one_minus_beta2) = ((1.0 - beta1) as f32, (1.0 - beta2) as f32);
-        let (beta2, eps, wd) = (beta2 as f32, eps as f32, weight_decay as f32);
-        let bc2_sqrt = bias_correction2_sqrt as f32;
+        let coeffs = AdamCoeffs {
+            step_size: (lr / bias_correction1) as f32,
+            // (1 − β) in f64 before the cast: 1 − 0.999f32 loses ~4 digits (torch passes 1 − β
+            // as a Python float too).
+            one_minus_beta1: (1.0 - beta1) as f32,
+            one_minus_beta2: (1.0 - beta2) as f32,
+            beta2: beta2 as f32,
+            eps: eps as f32,
+            weight_decay: weight_decay as f32,
+            bias_correction2_sqrt: bias_correction2_sqrt as f32,
+        };
         for (name, var) in params.iter() {
             let Some(grad) = grads.get(var.as_tensor()) else {
                 continue;
             };
-            let grad = grad.flatten_all()?.to_vec1::<f32>()?;
-            let mut theta = var.as_detached_tensor().flatten_all()?.to_vec1::<f32>()?;
             let (m, v) = match (self.exp_avg.get_mut(name), self.exp_avg_sq.get_mut(name)) {
                 (Some(m), Some(v)) => (m, v),
                 _ => return Err(Error::Config(format!("adam: no moments for parameter {name}"))),
             };
-            for i in 0..theta.len() {
-                let g = grad[i] + wd * theta[i];
-                m[i] += (g - m[i]) * one_minus_beta1; // torch: exp_avg.lerp_(grad, 1 - beta1)
-                v[i] = v[i] * beta2 + one_minus_beta2 * g * g;
-                let denom = v[i].sqrt() / bc2_sqrt + eps;
-                theta[i] -= step_size * m[i] / denom;
-            }
-            var.set(&Tensor::from_vec(theta, var.shape(), var.device())?)?;
+            let grad = grad.contiguous()?; // candle's gradients already are: no copy
+            let op = AdamStepOp {
+                coeffs,
+                exp_avg: RefCell::new(m),
+                exp_avg_sq: RefCell::new(v),
+            };
+            var.as_tensor().inplace_op2(&grad, &op)?;
         }
         Ok(())
     }
@@ -139,6 +144,81 @@ impl Adam {
             }
         }
         self.step = step;
+        Ok(())
+    }
+}
+
+/// The scalars of one step, shared by every parameter.
+#[derive(Debug, Clone, Copy)]
+struct AdamCoeffs {
+    step_size: f32,
+    one_minus_beta1: f32,
+    one_minus_beta2: f32,
+    beta2: f32,
+    eps: f32,
+    weight_decay: f32,
+    bias_correction2_sqrt: f32,
+}
+
+/// Elements per rayon task: large enough that the split costs nothing, small enough that both
+/// cores share the projector's 5M elements.
+const CHUNK: usize = 1 << 16;
+
+/// torch.optim.Adam's per-element update (foreach=False), applied in place to θ.
+fn adam_elementwise(c: AdamCoeffs, theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32]) {
+    for (((t, &g), m), v) in theta.iter_mut().zip(grad).zip(m.iter_mut()).zip(v.iter_mut()) {
+        let g = g + c.weight_decay * *t;
+        *m += (g - *m) * c.one_minus_beta1; // torch: exp_avg.lerp_(grad, 1 - beta1)
+        *v = *v * c.beta2 + c.one_minus_beta2 * g * g;
+        let denom = v.sqrt() / c.bias_correction2_sqrt + c.eps;
+        *t -= c.step_size * *m / denom;
+    }
+}
+
+/// One parameter's Adam step as a candle in-place op: dst = θ, src = its gradient.
+struct AdamStepOp<'a> {
+    coeffs: AdamCoeffs,
+    exp_avg: RefCell<&'a mut Vec<f32>>,
+    exp_avg_sq: RefCell<&'a mut Vec<f32>>,
+}
+
+impl InplaceOp2 for AdamStepOp<'_> {
+    fn name(&self) -> &'static str {
+        "adam-step"
+    }
+
+    fn cpu_fwd(&self, dst: &mut CpuStorage, dst_l: &Layout, g: &CpuStorage, g_l: &Layout) -> candle_core::Result<()> {
+        let CpuStorage::F32(theta) = dst else {
+            candle_core::bail!("adam-step: only f32 parameters are supported")
+        };
+        let Some((start, end)) = dst_l.contiguous_offsets() else {
+            candle_core::bail!("adam-step: the parameter must be contiguous")
+        };
+        let theta = &mut theta[start..end];
+        let CpuStorage::F32(g) = g else {
+            candle_core::bail!("adam-step: only f32 gradients are supported")
+        };
+        let Some((g_start, g_end)) = g_l.contiguous_offsets() else {
+            candle_core::bail!("adam-step: the gradient must be contiguous")
+        };
+        let g = &g[g_start..g_end];
+        let (mut m, mut v) = (self.exp_avg.borrow_mut(), self.exp_avg_sq.borrow_mut());
+        if g.len() != theta.len() || m.len() != theta.len() || v.len() != theta.len() {
+            candle_core::bail!(
+                "adam-step: {} parameters, {} gradients, {}/{} moments",
+                theta.len(),
+                g.len(),
+                m.len(),
+                v.len()
+            )
+        }
+        let c = self.coeffs;
+        theta
+            .par_chunks_mut(CHUNK)
+            .zip(g.par_chunks(CHUNK))
+            .zip(m.par_chunks_mut(CHUNK))
+            .zip(v.par_chunks_mut(CHUNK))
+            .for_each(|(((t, g), m), v)| adam_elementwise(c, t, g, m, v));
         Ok(())
     }
 }

@@ -1,19 +1,21 @@
 //! A CPU 3×3 convolution (no padding, stride 1 or 2, f32, NCHW) as candle custom ops, because
 //! candle's stock CPU conv2d and its backward dominate the update (SPEC §10).
 //!
-//! Per sample: im2col with contiguous rows (for each (c, ky, kx), whole output rows are copied,
-//! not one pixel at a time), then one GEMM over the `gemm` crate candle itself uses. Samples run
-//! in parallel on rayon's pool with a single-threaded GEMM each, so threads are not
-//! oversubscribed. The backward is two more ops: the weight gradient Σ_b G_b · col_bᵀ and the
-//! input gradient col2im(Wᵀ · G_b); the latter is skipped when the input tracks no gradient
-//! (the encoder's first layer sees the image). [`conv2d_3x3_bias_relu`] also fuses the bias and
-//! the ReLU (its backward masks the gradient with the saved output and sums the bias gradient
-//! itself), which the encoder uses on the CPU. Reductions over samples add fixed groups in
-//! order, so results do not depend on rayon's scheduling.
+//! Each op converts one sample at a time to channels-last and runs the register-tiled kernels
+//! of [`super::conv_nhwc`] (channel counts that are not a multiple of 16 are zero-padded to
+//! one), samples in parallel on rayon's pool, single-threaded inside, so threads are not
+//! oversubscribed. The backward is two more ops: the weight gradient and the input gradient;
+//! the latter is skipped when the input tracks no gradient (the encoder's first layer sees
+//! the image). [`conv2d_3x3_bias_relu`] also fuses the bias and the ReLU (its backward masks
+//! the gradient with the saved output and sums the bias gradient itself), which
+//! `Encoder::forward` uses on the CPU. Reductions over samples add fixed groups in order, so
+//! results do not depend on rayon's scheduling. The pre-trainer's own path (super::tape) uses
+//! the same kernels without candle's autograd.
 
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape, Tensor};
-use gemm::{gemm, Parallelism};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape as TensorShape, Tensor};
 use rayon::prelude::*;
+
+use super::conv_nhwc::{self, padded, Kernel, Shape};
 
 use crate::Result;
 
@@ -77,6 +79,11 @@ impl Geom {
     fn n(&self) -> usize {
         self.ho * self.wo
     }
+
+    /// Elements of one input sample (c·h·w).
+    fn in_len(&self) -> usize {
+        self.c * self.h * self.w
+    }
 }
 
 /// The contiguous f32 slice behind a storage + layout, or an error naming the op.
@@ -90,101 +97,15 @@ fn contiguous_f32<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> candle_core::R
     }
 }
 
-/// Fills `col` (k, n) with the patches of one sample `x` (c, h, w): row c·9 + ky·3 + kx holds
-/// x[c, oy·s + ky, ox·s + kx] at column oy·wo + ox, copied a whole output row at a time.
-fn im2col(g: &Geom, x: &[f32], col: &mut [f32]) {
-    let n = g.n();
-    for c in 0..g.c {
-        for ky in 0..KS {
-            for kx in 0..KS {
-                let row = &mut col[((c * KS + ky) * KS + kx) * n..][..n];
-                for oy in 0..g.ho {
-                    let src = &x[(c * g.h + oy * g.stride + ky) * g.w + kx..];
-                    let dst = &mut row[oy * g.wo..][..g.wo];
-                    if g.stride == 1 {
-                        dst.copy_from_slice(&src[..g.wo]);
-                    } else {
-                        for (d, s) in dst.iter_mut().zip(src.iter().step_by(g.stride)) {
-                            *d = *s;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The adjoint of [`im2col`]: adds `col` (k, n) into one sample's gradient `dx` (c, h, w).
-fn col2im_add(g: &Geom, col: &[f32], dx: &mut [f32]) {
-    let n = g.n();
-    for c in 0..g.c {
-        for ky in 0..KS {
-            for kx in 0..KS {
-                let row = &col[((c * KS + ky) * KS + kx) * n..][..n];
-                for oy in 0..g.ho {
-                    let dst = &mut dx[(c * g.h + oy * g.stride + ky) * g.w + kx..];
-                    let src = &row[oy * g.wo..][..g.wo];
-                    if g.stride == 1 {
-                        for (d, s) in dst[..g.wo].iter_mut().zip(src) {
-                            *d += *s;
-                        }
-                    } else {
-                        for (d, s) in dst.iter_mut().step_by(g.stride).zip(src) {
-                            *d += *s;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// Sample groups of the weight gradient's partial sums (fixed, so results are reproducible).
-const GROUPS: usize = 16;
+pub(crate) const GROUPS: usize = 16;
 
 /// Σ of equal-length vectors, in the given order.
-fn sum_in_order(parts: Vec<Vec<f32>>, len: usize) -> Vec<f32> {
+pub(crate) fn sum_in_order(parts: Vec<Vec<f32>>, len: usize) -> Vec<f32> {
     parts.into_iter().fold(vec![0f32; len], |mut acc, p| {
         acc.iter_mut().zip(&p).for_each(|(a, p)| *a += p);
         acc
     })
-}
-
-/// Row-major matrix operand for [`matmul`]: base pointer, column stride, row stride.
-type Mat = (*const f32, isize, isize);
-
-/// dst (m, n, row-major, contiguous) = [dst +] lhs (m, k) · rhs (k, n), single-threaded.
-///
-/// # Safety
-/// `dst` must be valid for m·n writes, and `lhs`/`rhs` valid for reads at every
-/// (row·rs + col·cs) of an (m, k) / (k, n) matrix; `dst` must not alias them.
-unsafe fn matmul(m: usize, n: usize, k: usize, dst: &mut [f32], accumulate: bool, lhs: Mat, rhs: Mat) {
-    debug_assert!(dst.len() >= m * n);
-    // SAFETY: the caller guarantees the operand extents; dst is a live exclusive slice of
-    // at least m·n elements, row stride n, column stride 1.
-    unsafe {
-        gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            accumulate,
-            lhs.0,
-            lhs.1,
-            lhs.2,
-            rhs.0,
-            rhs.1,
-            rhs.2,
-            1.0, // alpha: scales the old dst when accumulating
-            1.0, // beta: scales lhs · rhs
-            false,
-            false,
-            false,
-            Parallelism::None,
-        )
-    }
 }
 
 /// (o, c) of a (o, c, 3, 3) weight.
@@ -195,41 +116,36 @@ fn weight_dims(l: &Layout) -> candle_core::Result<(usize, usize)> {
     }
 }
 
-/// The forward of both ops, per sample in parallel: im2col, then one GEMM (o, k) × (k, n).
-/// With a bias, each output row starts from its bias and a ReLU follows (the fused op).
-/// Returns (b, o, ho, wo).
+/// The per-sample shape for the channels-last kernels, output channels padded to 16.
+fn nhwc_shape(g: &Geom, o: usize) -> Shape {
+    Shape {
+        h: g.h,
+        w: g.w,
+        c: g.c,
+        o: padded(o),
+        stride: g.stride,
+    }
+}
+
+/// The forward of both ops, samples in parallel: with a bias, the output starts from it and
+/// a ReLU follows (the fused op). Returns (b, o, ho, wo).
 fn forward_conv(g: &Geom, x: &[f32], wt: &[f32], o: usize, bias: Option<&[f32]>) -> Vec<f32> {
-    let (k, n) = (g.k(), g.n());
+    let (s, n, kernel) = (nhwc_shape(g, o), g.n(), Kernel::detect());
+    let wf = conv_nhwc::weights_forward(wt, o, g.c, s.o);
+    let bias_pad = bias.map(|b| {
+        let mut v = b.to_vec();
+        v.resize(s.o, 0.0);
+        v
+    });
     let mut out = vec![0f32; g.b * o * n]; // (b, o, ho, wo)
-    out.par_chunks_mut(o * n)
-        .zip(x.par_chunks(g.c * g.h * g.w))
-        .for_each_init(
-            || vec![0f32; k * n],
-            |col, (y, xb)| {
-                im2col(g, xb, col);
-                if let Some(bias) = bias {
-                    for (row, b) in y.chunks_exact_mut(n).zip(bias) {
-                        row.fill(*b);
-                    }
-                }
-                // SAFETY: y is (o, n), wt is (o, k) row-major, col is (k, n) row-major; all
-                // sized above and disjoint.
-                unsafe {
-                    matmul(
-                        o,
-                        n,
-                        k,
-                        y,
-                        bias.is_some(),
-                        (wt.as_ptr(), 1, k as isize),
-                        (col.as_ptr(), 1, n as isize),
-                    )
-                }
-                if bias.is_some() {
-                    y.iter_mut().for_each(|v| *v = v.max(0.0));
-                }
-            },
-        );
+    out.par_chunks_mut(o * n).zip(x.par_chunks(g.in_len())).for_each_init(
+        || (vec![0f32; s.in_len()], vec![0f32; s.out_len()]),
+        |(xh, yh), (y, xb)| {
+            conv_nhwc::chw_to_hwc(xb, g.c, g.h * g.w, g.c, xh);
+            conv_nhwc::forward(kernel, &s, xh, &wf, bias_pad.as_deref(), bias.is_some(), yh);
+            conv_nhwc::hwc_to_chw(yh, o, n, s.o, y);
+        },
+    );
     out
 }
 
@@ -249,13 +165,13 @@ impl CustomOp2 for Conv3x3 {
         l1: &Layout,
         s2: &CpuStorage,
         l2: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
+    ) -> candle_core::Result<(CpuStorage, TensorShape)> {
         let x = contiguous_f32(s1, l1, self.name())?;
         let wt = contiguous_f32(s2, l2, self.name())?;
         let (o, c_w) = weight_dims(l2)?;
         let g = Geom::new(l1.dims(), c_w, self.stride)?;
         let out = forward_conv(&g, x, wt, o, None);
-        Ok((CpuStorage::F32(out), Shape::from((g.b, o, g.ho, g.wo))))
+        Ok((CpuStorage::F32(out), TensorShape::from((g.b, o, g.ho, g.wo))))
     }
 
     fn bwd(
@@ -308,7 +224,7 @@ impl CustomOp3 for Conv3x3BiasRelu {
         l2: &Layout,
         s3: &CpuStorage,
         l3: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
+    ) -> candle_core::Result<(CpuStorage, TensorShape)> {
         let x = contiguous_f32(s1, l1, self.name())?;
         let wt = contiguous_f32(s2, l2, self.name())?;
         let bias = contiguous_f32(s3, l3, self.name())?;
@@ -322,7 +238,7 @@ impl CustomOp3 for Conv3x3BiasRelu {
         }
         let g = Geom::new(l1.dims(), c_w, self.stride)?;
         let out = forward_conv(&g, x, wt, o, Some(bias));
-        Ok((CpuStorage::F32(out), Shape::from((g.b, o, g.ho, g.wo))))
+        Ok((CpuStorage::F32(out), TensorShape::from((g.b, o, g.ho, g.wo))))
     }
 
     fn bwd(
@@ -355,7 +271,7 @@ impl CustomOp2 for ReluMask {
         l1: &Layout,
         s2: &CpuStorage,
         l2: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
+    ) -> candle_core::Result<(CpuStorage, TensorShape)> {
         let gr = contiguous_f32(s1, l1, self.name())?;
         let res = contiguous_f32(s2, l2, self.name())?;
         if l1.dims() != l2.dims() {
@@ -381,7 +297,7 @@ impl CustomOp1 for BiasGrad {
         "bias-grad-cpu"
     }
 
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, TensorShape)> {
         let gr = contiguous_f32(s, l, self.name())?;
         let &[_, o, ho, wo] = l.dims() else {
             candle_core::bail!("bias grad: input must be 4-d")
@@ -393,7 +309,7 @@ impl CustomOp1 for BiasGrad {
             .map(|gb| gb.chunks_exact(n).map(|row| row.iter().sum::<f32>()).collect())
             .collect();
         let db = sum_in_order(partials, o);
-        Ok((CpuStorage::F32(db), Shape::from(o)))
+        Ok((CpuStorage::F32(db), TensorShape::from(o)))
     }
 }
 
@@ -413,7 +329,7 @@ impl CustomOp2 for WeightGrad {
         l1: &Layout,
         s2: &CpuStorage,
         l2: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
+    ) -> candle_core::Result<(CpuStorage, TensorShape)> {
         let x = contiguous_f32(s1, l1, self.name())?;
         let gr = contiguous_f32(s2, l2, self.name())?;
         let &[_, o, _, _] = l2.dims() else {
@@ -423,36 +339,27 @@ impl CustomOp2 for WeightGrad {
         if l2.dims() != [g.b, o, g.ho, g.wo] {
             candle_core::bail!("conv3x3: grad {:?} does not match input {:?}", l2.dims(), l1.dims())
         }
-        let (k, n) = (g.k(), g.n());
+        let (s, n, kernel) = (nhwc_shape(&g, o), g.n(), Kernel::detect());
         // Partial sums over fixed groups of samples, added in order: the result does not depend
         // on how rayon schedules the groups (runs stay bit-reproducible).
         let per = g.b.div_ceil(GROUPS).max(1);
         let partials: Vec<Vec<f32>> = gr
             .par_chunks(per * o * n)
-            .zip(x.par_chunks(per * g.c * g.h * g.w))
+            .zip(x.par_chunks(per * g.in_len()))
             .map(|(gs, xs)| {
-                let (mut dw, mut col) = (vec![0f32; o * k], vec![0f32; k * n]);
-                for (gb, xb) in gs.chunks_exact(o * n).zip(xs.chunks_exact(g.c * g.h * g.w)) {
-                    im2col(&g, xb, &mut col);
-                    // SAFETY: dw is (o, k); gb is (o, n) row-major; col read transposed as
-                    // (n, k) with row stride 1 and column stride n; all sized above.
-                    unsafe {
-                        matmul(
-                            o,
-                            k,
-                            n,
-                            &mut dw,
-                            true,
-                            (gb.as_ptr(), 1, n as isize),
-                            (col.as_ptr(), n as isize, 1),
-                        )
-                    }
+                let mut dw = vec![0f32; 9 * g.c * s.o]; // [ky][kx][c][o_pad]
+                let (mut xh, mut gh) = (vec![0f32; s.in_len()], vec![0f32; s.out_len()]);
+                for (gb, xb) in gs.chunks_exact(o * n).zip(xs.chunks_exact(g.in_len())) {
+                    conv_nhwc::chw_to_hwc(xb, g.c, g.h * g.w, g.c, &mut xh);
+                    conv_nhwc::chw_to_hwc(gb, o, n, s.o, &mut gh);
+                    conv_nhwc::weight_grad(kernel, &s, &xh, &gh, &mut dw);
                 }
                 dw
             })
             .collect();
-        let dw = sum_in_order(partials, o * k);
-        Ok((CpuStorage::F32(dw), Shape::from((o, g.c, KS, KS))))
+        let mut dw = vec![0f32; o * g.k()]; // (o, c, 3, 3)
+        conv_nhwc::add_weight_grad_to_torch(&sum_in_order(partials, 9 * g.c * s.o), o, g.c, s.o, &mut dw);
+        Ok((CpuStorage::F32(dw), TensorShape::from((o, g.c, KS, KS))))
     }
 }
 
@@ -474,7 +381,7 @@ impl CustomOp2 for InputGrad {
         l1: &Layout,
         s2: &CpuStorage,
         l2: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
+    ) -> candle_core::Result<(CpuStorage, TensorShape)> {
         let gr = contiguous_f32(s1, l1, self.name())?;
         let wt = contiguous_f32(s2, l2, self.name())?;
         let (&[b, o, ho, wo], &[o_w, c, _, _]) = (l1.dims(), l2.dims()) else {
@@ -484,29 +391,24 @@ impl CustomOp2 for InputGrad {
         if (o_w, ho, wo) != (o, g.ho, g.wo) {
             candle_core::bail!("conv3x3: grad {:?} does not match weight {:?}", l1.dims(), l2.dims())
         }
-        let (k, n) = (g.k(), g.n());
-        let mut dx = vec![0f32; b * c * g.h * g.w]; // (b, c, h, w)
-        dx.par_chunks_mut(c * g.h * g.w)
-            .zip(gr.par_chunks(o * n))
-            .for_each_init(
-                || vec![0f32; k * n],
-                |col, (dxb, gb)| {
-                    // SAFETY: col is (k, n); wt (o, k) row-major read transposed as (k, o) with row
-                    // stride 1 and column stride k; gb is (o, n) row-major; all sized above.
-                    unsafe {
-                        matmul(
-                            k,
-                            n,
-                            o,
-                            col,
-                            false,
-                            (wt.as_ptr(), k as isize, 1),
-                            (gb.as_ptr(), 1, n as isize),
-                        )
-                    }
-                    col2im_add(&g, col, dxb);
-                },
-            );
-        Ok((CpuStorage::F32(dx), Shape::from((b, c, g.h, g.w))))
+        let (n, c_pad, kernel) = (g.n(), padded(c), Kernel::detect());
+        let s = Shape {
+            h: g.h,
+            w: g.w,
+            c,
+            o,
+            stride: g.stride,
+        };
+        let wg = conv_nhwc::weights_input_grad(wt, o, c, c_pad);
+        let mut dx = vec![0f32; b * g.in_len()]; // (b, c, h, w)
+        dx.par_chunks_mut(g.in_len()).zip(gr.par_chunks(o * n)).for_each_init(
+            || (vec![0f32; n * o], vec![0f32; g.h * g.w * c_pad], Vec::new()),
+            |(gh, dxh, pad), (dxb, gb)| {
+                conv_nhwc::chw_to_hwc(gb, o, n, o, gh);
+                conv_nhwc::input_grad(kernel, &s, c_pad, gh, &wg, pad, dxh);
+                conv_nhwc::hwc_to_chw(dxh, c, g.h * g.w, c_pad, dxb);
+            },
+        );
+        Ok((CpuStorage::F32(dx), TensorShape::from((b, c, g.h, g.w))))
     }
 }

@@ -8,6 +8,7 @@
 pub mod adam;
 pub mod checkpoint;
 pub mod conv_cpu;
+pub mod conv_nhwc;
 pub mod ema;
 pub mod encoder;
 pub mod init;
@@ -15,6 +16,7 @@ pub mod params;
 pub mod predictor;
 pub mod projector;
 pub mod prototypes;
+pub mod tape;
 
 pub use adam::{Adam, AdamConfig};
 pub use encoder::{Encoder, EncoderConfig};

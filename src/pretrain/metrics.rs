@@ -37,10 +37,11 @@ pub struct UpdateMetrics {
     #[serde(rename = "pretrain/sinkhorn_entropy")]
     pub sinkhorn_entropy: Option<f64>,
     /// Seconds spent drawing, shifting and (LNC methods) screening the batch, including
-    /// LNC's no-grad encoder passes.
+    /// LNC's online forward over all 2M candidates (kept: the loss reuses its rows).
     #[serde(rename = "pretrain/seconds_data")]
     pub seconds_data: f64,
-    /// Seconds of the online and target forward passes and the loss.
+    /// Seconds of the target forward pass, the online one where LNC did not run it, and the
+    /// loss.
     #[serde(rename = "pretrain/seconds_forward")]
     pub seconds_forward: f64,
     /// Seconds of backpropagation.

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Instant;
 
-use candle_core::Tensor;
+use candle_core::{Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -15,6 +15,7 @@ use super::metrics::UpdateMetrics;
 use crate::data::{PairBatch, PairKind, PairSampler, RandomShift, SamplerConfig};
 use crate::nn::checkpoint::{self, SafetensorsFile};
 use crate::nn::ema::ema_update;
+use crate::nn::tape::{FeatureNet, Features};
 use crate::nn::{Adam, Encoder, Params, Predictor, Projector, Prototypes};
 use crate::objectives::atc::AtcHead;
 use crate::objectives::curl::CurlHead;
@@ -94,6 +95,13 @@ impl EncoderProjector {
     }
 }
 
+/// The online forward the loss differentiates, and which of its samples form the batch, in
+/// batch order.
+struct OnlinePass {
+    features: Features,
+    rows: Vec<usize>,
+}
+
 /// The full training state and the data it draws from.
 pub struct Trainer<'a> {
     cfg: PretrainConfig,
@@ -101,8 +109,9 @@ pub struct Trainer<'a> {
     shift: RandomShift,
     online_params: Params,
     target_params: Params,
-    online: EncoderProjector,
-    target: EncoderProjector,
+    /// f and g with the hand-written backward, over `online_params` / `target_params`.
+    online_net: FeatureNet,
+    target_net: FeatureNet,
     head: Head,
     adam: Adam,
     rng: ChaCha8Rng,
@@ -128,7 +137,7 @@ impl<'a> Trainer<'a> {
         }
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
         let mut online_params = Params::new();
-        let online = EncoderProjector::new(cfg, &mut online_params, &mut rng)?;
+        EncoderProjector::new(cfg, &mut online_params, &mut rng)?;
         let latent = cfg.model.latent_dim;
         let new_predictor = |params: &mut Params, rng: &mut _| {
             Predictor::new(latent, cfg.model.predictor_hidden_dim, "predictor", params, rng)
@@ -145,7 +154,9 @@ impl<'a> Trainer<'a> {
             Method::Curl => Head::Curl(CurlHead::new(latent, &mut online_params, &mut rng)?),
         };
         // The target starts as an exact copy of the online encoder and projector.
-        let (target, target_params) = EncoderProjector::from_tensors(cfg, &online_params.snapshot()?)?;
+        let (_, target_params) = EncoderProjector::from_tensors(cfg, &online_params.snapshot()?)?;
+        let online_net = FeatureNet::new(&cfg.model.encoder, "encoder", "projector", &online_params)?;
+        let target_net = FeatureNet::new(&cfg.model.encoder, "encoder", "projector", &target_params)?;
         let adam = Adam::new(cfg.optimizer.clone(), &online_params);
         Ok(Self {
             cfg: cfg.clone(),
@@ -155,8 +166,8 @@ impl<'a> Trainer<'a> {
             },
             online_params,
             target_params,
-            online,
-            target,
+            online_net,
+            target_net,
             head,
             adam,
             rng,
@@ -208,9 +219,13 @@ impl<'a> Trainer<'a> {
             updates_per_s: 0.0,
         };
 
-        // ---- data: the training pairs (prev -> online, cur -> target)
-        let batch = match method {
-            Method::Lfs | Method::LfsCl => self.lnc_batch(task, m, &mut metrics)?,
+        // ---- data: the training pairs (prev -> online, cur -> target); LFS's LNC already runs
+        // the online forward over every candidate, and the loss reuses it.
+        let (batch, online) = match method {
+            Method::Lfs | Method::LfsCl => {
+                let (batch, online) = self.lnc_batch(task, m, &mut metrics)?;
+                (batch, Some(online))
+            }
             Method::LfsNoLnc => {
                 let n = ((self.cfg.objective.no_lnc_synthetic_fraction * m as f64).ceil() as usize).min(m);
                 let mut syn = self.sampler.sample(PairKind::Synthetic, task, n, &mut self.rng)?;
@@ -218,12 +233,12 @@ impl<'a> Trainer<'a> {
                 syn.augment(&self.shift, &mut self.rng);
                 real.augment(&self.shift, &mut self.rng);
                 metrics.num_synthetic = n;
-                syn.concat(&real)?
+                (syn.concat(&real)?, None)
             }
             Method::LfsNoFm | Method::Atc => {
                 let mut real = self.sampler.sample(PairKind::Real, task, m, &mut self.rng)?;
                 real.augment(&self.shift, &mut self.rng);
-                real
+                (real, None)
             }
             Method::Curl => {
                 // Two independent shifts of the same observation O_t: query and key.
@@ -235,30 +250,40 @@ impl<'a> Trainer<'a> {
                     obs_shape: real.obs_shape,
                 };
                 pair.augment(&self.shift, &mut self.rng);
-                pair
+                (pair, None)
             }
         };
         metrics.num_real = batch.len - metrics.num_synthetic;
 
-        // ---- loss
-        let obs = batch.prev_tensor()?; // (M, 9, 84, 84)
-        let next_obs = batch.cur_tensor()?; // (M, 9, 84, 84)
+        // ---- loss: online z (a leaf here; its gradient goes through FeatureNet::backward)
         let data_done = Instant::now();
-        let (_, z) = self.online.forward(&obs)?; // (M, latent)
-                                                 // The target branch is cut from the graph, so backward never reaches its parameters.
-        let (_, t) = self.target.forward(&next_obs)?;
-        let t = t.detach(); // (M, latent)
+        let online = match online {
+            Some(online) => online,
+            None => OnlinePass {
+                features: self
+                    .online_net
+                    .forward(&self.online_params, &batch.prev, batch.len, true)?,
+                rows: (0..batch.len).collect(),
+            },
+        };
+        let z_leaf = Var::from_tensor(&online.features.z_rows(&online.rows)?)?; // (M, latent)
+        let z = z_leaf.as_tensor();
+        // The target branch builds no graph, so backward never reaches its parameters.
+        let t = self
+            .target_net
+            .forward(&self.target_params, &batch.cur, batch.len, false)?
+            .z; // (M, latent)
         let loss = match &self.head {
             Head::Clustering { predictor, prototypes } => {
-                let out = clustering_loss(&predictor.forward(&z)?, &t, prototypes, &self.cfg.objective.clustering)?;
+                let out = clustering_loss(&predictor.forward(z)?, &t, prototypes, &self.cfg.objective.clustering)?;
                 metrics.sinkhorn_entropy = Some(out.sinkhorn_entropy);
                 out.loss
             }
             Head::Contrastive { predictor } => {
-                cosine_info_nce(&predictor.forward(&z)?, &t, self.cfg.objective.cl_temperature)?
+                cosine_info_nce(&predictor.forward(z)?, &t, self.cfg.objective.cl_temperature)?
             }
-            Head::Atc(head) => head.loss(&z, &t)?,
-            Head::Curl(head) => head.loss(&z, &t)?,
+            Head::Atc(head) => head.loss(z, &t)?,
+            Head::Curl(head) => head.loss(z, &t)?,
         };
         metrics.loss = loss.to_scalar::<f32>()? as f64;
         if !metrics.loss.is_finite() {
@@ -271,7 +296,20 @@ impl<'a> Trainer<'a> {
 
         // ---- optimise: Adam on the online network, then EMA into the target
         let forward_done = Instant::now();
-        let grads = loss.backward()?;
+        let mut grads = loss.backward()?; // the head's parameters and z
+        let dz = grads
+            .remove(z)
+            .ok_or_else(|| Error::Config("the loss does not depend on the online features".into()))?;
+        for (name, grad) in self
+            .online_net
+            .backward(&self.online_params, &online.features, &online.rows, &dz)?
+        {
+            let var = self
+                .online_params
+                .get(&name)
+                .ok_or_else(|| Error::Config(format!("no online parameter {name}")))?;
+            grads.insert(var.as_tensor(), grad);
+        }
         let backward_done = Instant::now();
         self.adam.step(&self.online_params, &grads)?;
         ema_update(
@@ -291,14 +329,29 @@ impl<'a> Trainer<'a> {
     }
 
     /// LFS data (SPEC §3): M real pairs and M synthetic candidates, both shifted; LNC keeps N
-    /// candidates; the batch is those N plus M − N real pairs drawn without replacement.
-    fn lnc_batch(&mut self, task: Option<usize>, m: usize, metrics: &mut UpdateMetrics) -> Result<PairBatch> {
+    /// candidates; the batch is those N plus M − N real pairs drawn without replacement. The
+    /// online forward over all 2M previous observations gives LNC its latents and is kept for
+    /// the loss: its rows for the batch are returned with it.
+    fn lnc_batch(
+        &mut self,
+        task: Option<usize>,
+        m: usize,
+        metrics: &mut UpdateMetrics,
+    ) -> Result<(PairBatch, OnlinePass)> {
         let mut real = self.sampler.sample(PairKind::Real, task, m, &mut self.rng)?;
         let mut syn = self.sampler.sample(PairKind::Synthetic, task, m, &mut self.rng)?;
         real.augment(&self.shift, &mut self.rng);
         syn.augment(&self.shift, &mut self.rng);
-        let (real_latent, dim) = self.lnc_latent(&real.prev_tensor()?)?;
-        let (syn_latent, _) = self.lnc_latent(&syn.prev_tensor()?)?;
+        let mut obs = real.prev.clone(); // (2M, 9, 84, 84): real rows 0..M, candidates M..2M
+        obs.extend_from_slice(&syn.prev);
+        let features = self.online_net.forward(&self.online_params, &obs, 2 * m, true)?;
+        let latent = match self.cfg.objective.lnc_latent {
+            LncLatent::Projector => &features.z,
+            LncLatent::Conv => &features.encoded.h,
+        }; // (2M, dim)
+        let dim = latent.dim(1)?;
+        let real_latent = latent.narrow(0, 0, m)?.flatten_all()?.to_vec1::<f32>()?;
+        let syn_latent = latent.narrow(0, m, m)?.flatten_all()?.to_vec1::<f32>()?;
         let sel = lnc_select(&real_latent, &syn_latent, dim, &self.cfg.objective.lnc)?;
         let n = sel.selected.len();
         let mut real_idx = rand::seq::index::sample(&mut self.rng, m, m - n).into_vec();
@@ -307,18 +360,14 @@ impl<'a> Trainer<'a> {
         metrics.lnc_d = Some(sel.d_internal);
         metrics.clip_low = Some(sel.clip_low);
         metrics.clip_high = Some(sel.clip_high);
-        syn.select(&sel.selected).concat(&real.select(&real_idx))
-    }
-
-    /// Online latents for LNC, no gradient: row-major (n, dim) and dim.
-    fn lnc_latent(&self, obs: &Tensor) -> Result<(Vec<f32>, usize)> {
-        let (h, z) = self.online.forward(obs)?;
-        let latent = match self.cfg.objective.lnc_latent {
-            LncLatent::Projector => z.detach(),
-            LncLatent::Conv => h.detach(),
-        };
-        let dim = latent.dim(1)?;
-        Ok((latent.flatten_all()?.to_vec1::<f32>()?, dim))
+        let rows = sel
+            .selected
+            .iter()
+            .map(|&j| m + j)
+            .chain(real_idx.iter().copied())
+            .collect();
+        let batch = syn.select(&sel.selected).concat(&real.select(&real_idx))?;
+        Ok((batch, OnlinePass { features, rows }))
     }
 
     // ---- checkpoints

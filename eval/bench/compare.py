@@ -1,0 +1,108 @@
+"""candle vs PyTorch CPU in one run, interleaved, medians per (workload, batch).
+
+    python3 eval/bench/compare.py --suite pretrain --plan 32:3,128:2,512:1 --repeats 2   # make bench-pretrain
+    python3 eval/bench/compare.py --suite encoder --plan 32:5,128:3,512:3 --repeats 2    # make bench-encoder
+
+Suites:
+- pretrain: seconds per LFS update, examples/bench_pretrain.rs vs eval/bench/pretrain_torch.py
+  (plan entries batch:timed_updates; one untimed warm-up update each).
+- encoder: the SPEC encoder's forward and forward+backward, examples/bench_conv.rs (`ops`:
+  our conv ops under candle's autograd, `tape`: the pre-trainer's hand-written backward) vs
+  eval/bench/encoder_torch.py (plan entries batch:repeats inside each process).
+
+Each (repeat, batch) runs candle then torch as fresh processes; both use every core
+(torch.set_num_threads = os.cpu_count(); candle's rayon default). Prints a Markdown table for
+BENCHMARKS.md and writes every time to --out. Plain Python 3 (no packages), so it runs without
+the torch venv; without torch it reports candle alone.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(cmd):
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def commands(suite, batch, n, torch_python, threads):
+    """(candle command, torch command) for one batch size."""
+    if suite == "pretrain":
+        args = ["--batch", str(batch), "--updates", str(n), "--warmup", "1"]
+        return ([os.path.join(ROOT, "target/release/examples/bench_pretrain"), *args],
+                [torch_python, "eval/bench/pretrain_torch.py", *args, "--threads", str(threads)])
+    args = ["--batch", str(batch), "--repeats", str(n)]
+    return ([os.path.join(ROOT, "target/release/examples/bench_conv"), *args, "--no-stock"],
+            [torch_python, "eval/bench/encoder_torch.py", *args, "--threads", str(threads)])
+
+
+def record(r):
+    """(impl, workload, seconds) of one JSON line from either suite."""
+    return r["impl"], r.get("workload", "update"), r.get("seconds", r.get("update_seconds"))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--suite", choices=["pretrain", "encoder"], default="pretrain")
+    p.add_argument("--torch-python", default=os.path.join(ROOT, ".venv-bench/bin/python"))
+    p.add_argument("--plan", default="32:3,128:2,512:1", help="batch:n,... (n: timed updates or repeats)")
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--out", default=None, help="default bench-out/<suite>.json")
+    a = p.parse_args()
+    out_path = a.out or os.path.join(ROOT, f"bench-out/{a.suite}.json")
+    plan = [tuple(int(x) for x in item.split(":")) for item in a.plan.split(",")]
+    threads = os.cpu_count() or 1
+    has_torch = os.path.exists(a.torch_python) and subprocess.run(
+        [a.torch_python, "-c", "import torch"], capture_output=True).returncode == 0
+    if not has_torch:
+        print(f"NOTE: no torch at {a.torch_python}; timing candle only", file=sys.stderr)
+    times = {}  # (impl, workload, batch) -> [seconds]
+    gflop = {}  # (workload, batch) -> GFLOP of the work (encoder suite: from the reported GFLOP/s)
+    for rep in range(a.repeats):
+        for batch, n in plan:
+            candle_cmd, torch_cmd = commands(a.suite, batch, n, a.torch_python, threads)
+            t0 = time.time()
+            rows = run(candle_cmd) + (run(torch_cmd) if has_torch else [])
+            for r in rows:
+                imp, workload, secs = record(r)
+                times.setdefault((imp, workload, batch), []).append(secs)
+                if "gflops" in r:
+                    gflop[(workload, batch)] = r["gflops"] * secs
+            print(f"repeat {rep + 1}/{a.repeats} batch {batch}: {time.time() - t0:.0f} s", file=sys.stderr)
+    result = {"suite": a.suite, "threads": threads, "machine": platform.processor() or platform.machine(),
+              "plan": a.plan, "repeats": a.repeats,
+              "seconds": {f"{k[0]}/{k[1]}@{k[2]}": v for k, v in times.items()}}
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=2)
+
+    med = {k: statistics.median(v) for k, v in times.items()}
+    candle_impls = sorted({k[0] for k in times if k[0] != "torch"})
+    workloads = sorted({k[1] for k in times})
+    rate = lambda imp, w, b: f" ({gflop[(w, b)] / med[(imp, w, b)]:.0f} GFLOP/s)" if (w, b) in gflop else ""
+    head = "| workload | batch | torch s (n) | " + " | ".join(f"{i} s (n) | {i}/torch" for i in candle_impls) + " |"
+    print(head)
+    print("|" + "---|" * (3 + 2 * len(candle_impls)))
+    for workload in workloads:
+        for batch, _ in plan:
+            t = med.get(("torch", workload, batch), float("nan"))
+            n_t = len(times.get(("torch", workload, batch), []))
+            cells = [workload, str(batch), f"{t:.4f} ({n_t}){rate('torch', workload, batch) if n_t else ''}"]
+            for i in candle_impls:
+                c = med.get((i, workload, batch), float("nan"))
+                cells += [f"{c:.4f} ({len(times.get((i, workload, batch), []))}){rate(i, workload, batch)}",
+                          f"{c / t:.2f}x"]
+            print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

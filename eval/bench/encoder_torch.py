@@ -1,0 +1,74 @@
+"""The SPEC encoder in PyTorch (CPU), the reference for `make bench-encoder`.
+
+Conv(9→32, 3×3, stride 2) ReLU, then 3 × [Conv(32→32, 3×3) ReLU], input divided by 255 inside
+(as lfs's encoder), orthogonal init. Workloads as examples/bench_conv.rs: `forward` under
+torch.no_grad(), and `forward_backward` = forward, loss Σ h·r, backward to the 8 parameters.
+One untimed call of each first; medians of --repeats. One JSON line per (batch, workload).
+
+    .venv-bench/bin/python eval/bench/encoder_torch.py --batch 32,128 --repeats 3 --threads 2
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+# Forward FLOPs per sample: 2 · o · (c·9) · (ho·wo) per layer (as examples/bench_conv.rs).
+LAYERS = [(9, 41), (32, 39), (32, 37), (32, 35)]
+
+
+def gflop(batch, workload):
+    per_layer = [2 * 32 * c * 9 * s * s * batch / 1e9 for c, s in LAYERS]
+    fwd = sum(per_layer)
+    return fwd if workload == "forward" else 3 * fwd - per_layer[0]  # no input grad at layer 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--batch", default="32,128")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch default)")
+    a = p.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    convnet = nn.Sequential(nn.Conv2d(9, 32, 3, stride=2), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(),
+                            nn.Conv2d(32, 32, 3), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU())
+    for m in convnet:
+        if isinstance(m, nn.Conv2d):
+            nn.init.orthogonal_(m.weight.data, nn.init.calculate_gain("relu"))
+            m.bias.data.fill_(0.0)
+
+    def encode(obs):
+        return convnet(obs / 255.0).flatten(1)
+
+    for batch in [int(b) for b in a.batch.split(",")]:
+        obs = torch.randint(0, 256, (batch, 9, 84, 84)).float()
+        r = torch.rand(batch, 32 * 35 * 35) * 2 - 1
+
+        def forward():
+            with torch.no_grad():
+                encode(obs)
+
+        def forward_backward():
+            convnet.zero_grad(set_to_none=True)
+            (encode(obs) * r).sum().backward()
+            assert all(p.grad is not None for p in convnet.parameters())
+
+        for workload, fn in [("forward", forward), ("forward_backward", forward_backward)]:
+            fn()  # warm-up
+            times = []
+            for _ in range(a.repeats):
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+            secs = statistics.median(times)
+            print(json.dumps({"impl": "torch", "batch": batch, "workload": workload, "seconds": round(secs, 4),
+                              "gflops": round(gflop(batch, workload) / secs, 1), "repeats": a.repeats,
+                              "threads": torch.get_num_threads()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

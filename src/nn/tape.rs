@@ -1,0 +1,365 @@
+//! The encoder f and projector g of the pre-trainer with a hand-written backward on the CPU
+//! (issue #5). candle's autograd allocates a zero tensor and adds into it for every gradient it
+//! passes (4 conv activations, the flattened features, and the projector's 5M-element weight
+//! twice): at batch 32 those zero-fills and adds were ~40% of the update's serial time
+//! (BENCHMARKS.md). Here the forward keeps
+//! each sample's activations (the "tape", channels-last for the kernels of
+//! [`super::conv_nhwc`]), and the backward runs each sample through all layers while its data
+//! are in cache, accumulating the weight gradients of fixed groups of samples that are then
+//! added in order (bit-reproducible whatever rayon's scheduling).
+//!
+//! The result equals [`super::Encoder::forward`] followed by [`super::Projector::forward`] (the
+//! same image scaling, the same features in the same (C, H, W) order, up to float rounding),
+//! and the backward is checked against candle's autograd through that path (`tests/nn.rs`).
+
+use candle_core::{Device, Tensor};
+use rayon::prelude::*;
+
+use super::conv_cpu::{sum_in_order, GROUPS};
+use super::conv_nhwc::{self, Kernel, Shape, OB};
+use super::{EncoderConfig, Params};
+use crate::{Error, Result};
+
+/// One conv layer's parameter names and stride.
+#[derive(Debug, Clone)]
+struct ConvLayer {
+    weight: String,
+    bias: String,
+    stride: usize,
+}
+
+/// f and g over parameters held in a [`Params`] store (read at each call, so Adam and EMA
+/// updates are seen).
+#[derive(Debug, Clone)]
+pub struct FeatureNet {
+    layers: Vec<ConvLayer>,
+    proj_weight: String,
+    proj_bias: String,
+    in_channels: usize,
+    image_size: usize,
+    kernel: Kernel,
+}
+
+/// What the encoder produced: h and, when asked for, the activations its backward needs.
+pub struct Encoded {
+    /// Flattened conv features (b, repr_dim).
+    pub h: Tensor,
+    tape: Option<Tape>,
+}
+
+/// What one forward of f and g produced.
+pub struct Features {
+    pub encoded: Encoded,
+    /// Projector output (b, latent_dim).
+    pub z: Tensor,
+}
+
+impl Features {
+    /// Rows `rows` of z, in that order: (rows.len(), latent_dim).
+    pub fn z_rows(&self, rows: &[usize]) -> Result<Tensor> {
+        Ok(self.z.index_select(&row_index(rows, self.z.dim(0)?)?, 0)?)
+    }
+}
+
+/// Activations of a forward, channels-last: the scaled image (b, h, w, c) and every layer's
+/// post-ReLU output (b, ho, wo, o).
+struct Tape {
+    x0: Vec<f32>,
+    acts: Vec<Vec<f32>>,
+}
+
+/// Gradients of f and g, keyed by parameter name.
+pub type NamedGrads = Vec<(String, Tensor)>;
+
+impl FeatureNet {
+    /// f = `{encoder}.convnet.{2i}.*` and g = `{projector}.*`, checked present in `params`.
+    pub fn new(cfg: &EncoderConfig, encoder: &str, projector: &str, params: &Params) -> Result<Self> {
+        cfg.output_size()?;
+        if cfg.num_filters % OB != 0 {
+            return Err(Error::Config(format!(
+                "model.encoder.num_filters = {}: the pre-trainer's CPU conv kernels need a multiple of {OB}",
+                cfg.num_filters
+            )));
+        }
+        let layers: Vec<ConvLayer> = (0..cfg.num_layers)
+            .map(|l| ConvLayer {
+                weight: format!("{encoder}.convnet.{}.weight", 2 * l),
+                bias: format!("{encoder}.convnet.{}.bias", 2 * l),
+                stride: if l == 0 { 2 } else { 1 },
+            })
+            .collect();
+        let net = Self {
+            layers,
+            proj_weight: format!("{projector}.weight"),
+            proj_bias: format!("{projector}.bias"),
+            in_channels: cfg.in_channels,
+            image_size: cfg.image_size,
+            kernel: Kernel::detect(),
+        };
+        for name in net.param_names() {
+            if params.get(&name).is_none() {
+                return Err(Error::Config(format!("feature net: no parameter {name}")));
+            }
+        }
+        Ok(net)
+    }
+
+    fn param_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .layers
+            .iter()
+            .flat_map(|l| [l.weight.clone(), l.bias.clone()])
+            .collect();
+        names.extend([self.proj_weight.clone(), self.proj_bias.clone()]);
+        names
+    }
+
+    /// Every layer's per-sample shape.
+    fn shapes(&self, params: &Params) -> Result<Vec<Shape>> {
+        let (mut h, mut w, mut c) = (self.image_size, self.image_size, self.in_channels);
+        let mut shapes = Vec::with_capacity(self.layers.len());
+        for layer in &self.layers {
+            let weight = param(params, &layer.weight)?;
+            let (o, c_w) = (weight.dim(0)?, weight.dim(1)?);
+            if c_w != c {
+                return Err(Error::Config(format!(
+                    "{}: {c_w} input channels, expected {c}",
+                    layer.weight
+                )));
+            }
+            let s = Shape {
+                h,
+                w,
+                c,
+                o,
+                stride: layer.stride,
+            };
+            (h, w, c) = (s.ho(), s.wo(), o);
+            shapes.push(s);
+        }
+        Ok(shapes)
+    }
+
+    /// Shapes: obs (b, 9, 84, 84) u8 pixels -> h (b, 39200), z (b, latent). With `keep`, the
+    /// activations are kept for [`FeatureNet::backward`].
+    pub fn forward(&self, params: &Params, obs: &[u8], b: usize, keep: bool) -> Result<Features> {
+        let encoded = self.encode(params, obs, b, keep)?;
+        // g as candle's Linear: h · Wᵀ + bias, on detached parameters (no graph is built).
+        let w = param(params, &self.proj_weight)?.detach(); // (latent, repr)
+        let bias = param(params, &self.proj_bias)?.detach(); // (latent)
+        let z = encoded.h.matmul(&w.t()?)?.broadcast_add(&bias)?; // (b, latent)
+        Ok(Features { encoded, z })
+    }
+
+    /// The gradients of every parameter of f and g for the loss gradient `dz` (rows.len(),
+    /// latent) of the samples `rows` of a kept forward (`dz` row i belongs to sample rows[i];
+    /// a sample may appear more than once).
+    pub fn backward(&self, params: &Params, features: &Features, rows: &[usize], dz: &Tensor) -> Result<NamedGrads> {
+        let b = features.encoded.h.dim(0)?;
+        let idx = row_index(rows, b)?;
+        // g: dW = dzᵀ · h_rows, db = Σ dz, dh = dz · W.
+        let h_rows = features.encoded.h.index_select(&idx, 0)?; // (n_rows, repr)
+        let d_proj_w = dz.t()?.matmul(&h_rows)?; // (latent, repr)
+        let d_proj_b = dz.sum(0)?; // (latent)
+        let w = param(params, &self.proj_weight)?.detach(); // (latent, repr)
+        let dh = dz.matmul(&w)?; // (n_rows, repr)
+        let mut grads = self.encoder_backward(params, &features.encoded, rows, &dh)?;
+        grads.push((self.proj_weight.clone(), d_proj_w));
+        grads.push((self.proj_bias.clone(), d_proj_b));
+        Ok(grads)
+    }
+
+    /// Shapes: obs (b, 9, 84, 84) u8 pixels -> h (b, 39200), the encoder f alone. With `keep`,
+    /// the activations are kept for [`FeatureNet::encoder_backward`].
+    pub fn encode(&self, params: &Params, obs: &[u8], b: usize, keep: bool) -> Result<Encoded> {
+        let shapes = self.shapes(params)?;
+        let in_len = shapes[0].in_len();
+        if obs.len() != b * in_len {
+            return Err(Error::Config(format!(
+                "feature net: {} bytes of observations for {b} samples of {in_len}",
+                obs.len()
+            )));
+        }
+        let weights = self.conv_weights(params)?;
+        let wf: Vec<Vec<f32>> = weights
+            .iter()
+            .zip(&shapes)
+            .map(|((w, _), s)| conv_nhwc::weights_forward(w, s.o, s.c, s.o))
+            .collect();
+        let last = shapes.len() - 1;
+        let repr = shapes[last].out_len();
+        let kernel = self.kernel;
+        let mut h = vec![0f32; b * repr]; // (b, o, ho, wo)
+
+        // Per sample: the image scaled as candle's `obs / 255.0` (x · (1/255) in f32) and made
+        // channels-last, every layer, and the last output back to (C, H, W) order.
+        let run = |obs: &[u8], x0: &mut [f32], acts: &mut [&mut [f32]], h_row: &mut [f32]| {
+            let scale = (1.0f64 / 255.0) as f32;
+            let (c, hw) = (shapes[0].c, shapes[0].h * shapes[0].w);
+            for (ch, plane) in obs.chunks_exact(hw).enumerate() {
+                for (p, &v) in plane.iter().enumerate() {
+                    x0[p * c + ch] = v as f32 * scale;
+                }
+            }
+            for (l, s) in shapes.iter().enumerate() {
+                let (done, rest) = acts.split_at_mut(l);
+                let input: &[f32] = if l == 0 { x0 } else { done[l - 1] };
+                conv_nhwc::forward(kernel, s, input, &wf[l], Some(&weights[l].1), true, rest[0]);
+            }
+            let s = &shapes[last];
+            conv_nhwc::hwc_to_chw(acts[last], s.o, s.ho() * s.wo(), s.o, h_row);
+        };
+        let tape = if keep {
+            let mut x0 = vec![0f32; b * in_len];
+            let mut acts: Vec<Vec<f32>> = shapes.iter().map(|s| vec![0f32; b * s.out_len()]).collect();
+            let mut per_sample: Vec<Vec<&mut [f32]>> = (0..b).map(|_| Vec::with_capacity(shapes.len())).collect();
+            for (act, s) in acts.iter_mut().zip(&shapes) {
+                for (slots, chunk) in per_sample.iter_mut().zip(act.chunks_mut(s.out_len())) {
+                    slots.push(chunk);
+                }
+            }
+            per_sample
+                .into_par_iter()
+                .zip(x0.par_chunks_mut(in_len))
+                .zip(h.par_chunks_mut(repr))
+                .zip(obs.par_chunks(in_len))
+                .for_each(|(((mut slots, x0), h_row), obs)| run(obs, x0, &mut slots, h_row));
+            Some(Tape { x0, acts })
+        } else {
+            h.par_chunks_mut(repr).zip(obs.par_chunks(in_len)).for_each_init(
+                || {
+                    let acts: Vec<Vec<f32>> = shapes.iter().map(|s| vec![0f32; s.out_len()]).collect();
+                    (vec![0f32; in_len], acts)
+                },
+                |(x0, acts), (h_row, obs)| {
+                    let mut slots: Vec<&mut [f32]> = acts.iter_mut().map(|a| a.as_mut_slice()).collect();
+                    run(obs, x0, &mut slots, h_row)
+                },
+            );
+            None
+        };
+        let h = Tensor::from_vec(h, (b, repr), &Device::Cpu)?; // (b, o·ho·wo)
+        Ok(Encoded { h, tape })
+    }
+
+    /// The gradients of the conv parameters for the loss gradient `dh` (rows.len(), repr) of
+    /// the samples `rows` of a kept [`FeatureNet::encode`].
+    pub fn encoder_backward(
+        &self,
+        params: &Params,
+        encoded: &Encoded,
+        rows: &[usize],
+        dh: &Tensor,
+    ) -> Result<NamedGrads> {
+        let tape = encoded
+            .tape
+            .as_ref()
+            .ok_or_else(|| Error::Config("feature net: backward needs a forward with keep = true".into()))?;
+        let b = encoded.h.dim(0)?;
+        row_index(rows, b)?;
+        let n_rows = rows.len();
+        let shapes = self.shapes(params)?;
+        let weights = self.conv_weights(params)?;
+        let wg: Vec<Vec<f32>> = weights
+            .iter()
+            .zip(&shapes)
+            .map(|((w, _), s)| conv_nhwc::weights_input_grad(w, s.o, s.c, s.c))
+            .collect();
+        let last = shapes.len() - 1;
+        let repr = shapes[last].out_len();
+        if dh.dims() != [n_rows, repr] {
+            return Err(Error::Config(format!(
+                "feature net: dh {:?} for {n_rows} rows of {repr} features",
+                dh.dims()
+            )));
+        }
+        let dh = dh.to_vec2::<f32>()?; // n_rows × repr, (C, H, W) order
+        let kernel = self.kernel;
+
+        // Per sample from the last layer down: mask by the ReLU, add the bias and weight
+        // gradients ([ky][kx][c][o] here), and pass the input gradient on (not for the image).
+        let per = n_rows.div_ceil(GROUPS).max(1);
+        let partials: Vec<Vec<(Vec<f32>, Vec<f32>)>> = dh
+            .par_chunks(per)
+            .zip(rows.par_chunks(per))
+            .map(|(dh_rows, sample_ids)| {
+                let mut grads: Vec<(Vec<f32>, Vec<f32>)> = weights
+                    .iter()
+                    .map(|(w, b)| (vec![0f32; w.len()], vec![0f32; b.len()]))
+                    .collect();
+                let (mut dy, mut dx, mut pad) = (Vec::new(), Vec::new(), Vec::new());
+                for (dh_row, &sample) in dh_rows.iter().zip(sample_ids) {
+                    let s = &shapes[last];
+                    dy.clear();
+                    dy.resize(repr, 0.0);
+                    conv_nhwc::chw_to_hwc(dh_row, s.o, s.ho() * s.wo(), s.o, &mut dy);
+                    for (l, s) in shapes.iter().enumerate().rev() {
+                        let out_len = s.out_len();
+                        let act = &tape.acts[l][sample * out_len..(sample + 1) * out_len];
+                        dy.iter_mut().zip(act).for_each(|(d, a)| {
+                            if *a <= 0.0 {
+                                *d = 0.0
+                            }
+                        });
+                        let (dw, db) = &mut grads[l];
+                        for px in dy.chunks_exact(s.o) {
+                            db.iter_mut().zip(px).for_each(|(d, v)| *d += v);
+                        }
+                        let in_len = s.in_len();
+                        let inputs = if l == 0 { &tape.x0 } else { &tape.acts[l - 1] };
+                        let input = &inputs[sample * in_len..(sample + 1) * in_len];
+                        conv_nhwc::weight_grad(kernel, s, input, &dy, dw);
+                        if l > 0 {
+                            dx.clear();
+                            dx.resize(in_len, 0.0);
+                            conv_nhwc::input_grad(kernel, s, s.c, &dy, &wg[l], &mut pad, &mut dx);
+                            std::mem::swap(&mut dy, &mut dx);
+                        }
+                    }
+                }
+                grads
+            })
+            .collect();
+
+        let mut out = NamedGrads::new();
+        for (l, (layer, s)) in self.layers.iter().zip(&shapes).enumerate() {
+            let (w_len, b_len) = (weights[l].0.len(), weights[l].1.len());
+            let dw_kkco = sum_in_order(partials.iter().map(|p| p[l].0.clone()).collect(), w_len);
+            let mut dw = vec![0f32; w_len]; // (o, c, 3, 3)
+            conv_nhwc::add_weight_grad_to_torch(&dw_kkco, s.o, s.c, s.o, &mut dw);
+            let db = sum_in_order(partials.iter().map(|p| p[l].1.clone()).collect(), b_len);
+            let w_shape = param(params, &layer.weight)?.shape().clone();
+            out.push((layer.weight.clone(), Tensor::from_vec(dw, w_shape, &Device::Cpu)?));
+            out.push((layer.bias.clone(), Tensor::from_vec(db, b_len, &Device::Cpu)?));
+        }
+        Ok(out)
+    }
+
+    /// Copies of the conv weights (o·c·9) and biases (o): 40 KB each, read once per call.
+    fn conv_weights(&self, params: &Params) -> Result<Vec<(Vec<f32>, Vec<f32>)>> {
+        self.layers
+            .iter()
+            .map(|l| {
+                let w = param(params, &l.weight)?.flatten_all()?.to_vec1::<f32>()?;
+                let b = param(params, &l.bias)?.to_vec1::<f32>()?;
+                Ok((w, b))
+            })
+            .collect()
+    }
+}
+
+/// `rows` as an index tensor, each checked < b.
+fn row_index(rows: &[usize], b: usize) -> Result<Tensor> {
+    if let Some(&bad) = rows.iter().find(|&&r| r >= b) {
+        return Err(Error::Config(format!("feature net: row {bad} of a {b}-sample forward")));
+    }
+    let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+    Ok(Tensor::from_vec(idx, rows.len(), &Device::Cpu)?)
+}
+
+fn param<'a>(params: &'a Params, name: &str) -> Result<&'a Tensor> {
+    params
+        .get(name)
+        .map(|v| v.as_tensor())
+        .ok_or_else(|| Error::Config(format!("feature net: no parameter {name}")))
+}
