@@ -96,9 +96,9 @@ export: build
 
 # One LFS update at B = 32, 128, 512: candle vs PyTorch CPU, interleaved, medians. PyTorch comes
 # from .venv-bench (python3 -m venv .venv-bench && .venv-bench/bin/pip install torch numpy);
-# without it only candle is timed. A few minutes in all.
+# without it only candle is timed. About 6 minutes in all.
 BENCH_TORCH_PYTHON ?= .venv-bench/bin/python
-BENCH_PRETRAIN_PLAN ?= 32:3,128:2,512:1
+BENCH_PRETRAIN_PLAN ?= 32:4,128:3,512:2
 bench-pretrain:
 	$(CARGO) build --release --locked --example bench_pretrain
 	python3 eval/bench/compare.py --suite pretrain --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_PRETRAIN_PLAN) --repeats 2

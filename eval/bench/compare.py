@@ -1,11 +1,12 @@
 """candle vs PyTorch CPU in one run, interleaved, medians per (workload, batch).
 
-    python3 eval/bench/compare.py --suite pretrain --plan 32:3,128:2,512:1 --repeats 2   # make bench-pretrain
+    python3 eval/bench/compare.py --suite pretrain --plan 32:4,128:3,512:2 --repeats 2   # make bench-pretrain
     python3 eval/bench/compare.py --suite encoder --plan 32:5,128:3,512:3 --repeats 2    # make bench-encoder
 
 Suites:
 - pretrain: seconds per LFS update, examples/bench_pretrain.rs vs eval/bench/pretrain_torch.py
-  (plan entries batch:timed_updates; one untimed warm-up update each).
+  (plan entries batch:timed_updates; two untimed warm-up updates each: the first updates of
+  a process at a new batch size still grow its heap).
 - encoder: the SPEC encoder's forward and forward+backward, examples/bench_conv.rs (`ops`:
   our conv ops under candle's autograd, `tape`: the pre-trainer's hand-written backward) vs
   eval/bench/encoder_torch.py (plan entries batch:repeats inside each process).
@@ -37,7 +38,7 @@ def run(cmd):
 def commands(suite, batch, n, torch_python, threads):
     """(candle command, torch command) for one batch size."""
     if suite == "pretrain":
-        args = ["--batch", str(batch), "--updates", str(n), "--warmup", "1"]
+        args = ["--batch", str(batch), "--updates", str(n), "--warmup", "2"]
         return ([os.path.join(ROOT, "target/release/examples/bench_pretrain"), *args],
                 [torch_python, "eval/bench/pretrain_torch.py", *args, "--threads", str(threads)])
     args = ["--batch", str(batch), "--repeats", str(n)]
@@ -54,7 +55,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--suite", choices=["pretrain", "encoder"], default="pretrain")
     p.add_argument("--torch-python", default=os.path.join(ROOT, ".venv-bench/bin/python"))
-    p.add_argument("--plan", default="32:3,128:2,512:1", help="batch:n,... (n: timed updates or repeats)")
+    p.add_argument("--plan", default="32:4,128:3,512:2", help="batch:n,... (n: timed updates or repeats)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--out", default=None, help="default bench-out/<suite>.json")
     a = p.parse_args()
