@@ -1,7 +1,7 @@
 """The SPEC encoder in PyTorch (CPU), the reference for `make bench-encoder`.
 
 Conv(9→32, 3×3, stride 2) ReLU, then 3 × [Conv(32→32, 3×3) ReLU], input divided by 255 inside
-(as lfs's encoder), orthogonal init. Workloads as examples/bench_conv.rs: `forward` under
+(as lfs's encoder), orthogonal init: pretrain_torch.py's Encoder without its projector. Workloads as examples/bench_conv.rs: `forward` under
 torch.no_grad(), and `forward_backward` = forward, loss Σ h·r, backward to the 8 parameters.
 One untimed call of each first; medians of --repeats. One JSON line per (batch, workload).
 
@@ -13,7 +13,8 @@ import statistics
 import time
 
 import torch
-import torch.nn as nn
+
+from pretrain_torch import Encoder, weight_init
 
 # Forward FLOPs per sample: 2 · o · (c·9) · (ho·wo) per layer (as examples/bench_conv.rs).
 LAYERS = [(9, 41), (32, 39), (32, 37), (32, 35)]
@@ -34,12 +35,9 @@ def main():
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    convnet = nn.Sequential(nn.Conv2d(9, 32, 3, stride=2), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(),
-                            nn.Conv2d(32, 32, 3), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU())
-    for m in convnet:
-        if isinstance(m, nn.Conv2d):
-            nn.init.orthogonal_(m.weight.data, nn.init.calculate_gain("relu"))
-            m.bias.data.fill_(0.0)
+    enc = Encoder()  # pretrain_torch.py's: the same convnet, orthogonal init
+    enc.apply(weight_init)
+    convnet = enc.convnet
 
     def encode(obs):
         return convnet(obs / 255.0).flatten(1)

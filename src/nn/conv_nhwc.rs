@@ -1,5 +1,6 @@
-//! The pre-trainer's 3×3 convolutions (no padding, stride 1 or 2) in channels-last layout,
-//! one sample at a time, on a register-tiled kernel (issue #5).
+//! 3×3 convolutions (no padding, stride 1 or 2) in channels-last layout, one sample at a
+//! time, on a register-tiled kernel (issue #5): the pre-trainer's tape and candle's custom
+//! ops (super::conv_cpu) both run on them.
 //!
 //! Every pass is the same small matrix product: a tile of P ≤ 6 rows of A (output pixels, or
 //! input channels for the weight gradient) times 16 columns of B (output channels), summed
@@ -7,9 +8,10 @@
 //! kernel row (kx, c) are contiguous in both operands, so no im2col copy is made:
 //! - forward: A = input pixels, k = (ky, kx, c), B = weights; bias and ReLU are applied at
 //!   the store;
-//! - input gradient: the forward of the zero-padded output gradient with the weights flipped
-//!   and transposed ([ky][kx][o][c]);
-//! - weight gradient: A = input channels, k = output pixels, B = the output gradient.
+//! - input gradient: the forward of the output gradient, spread out by the stride and
+//!   zero-padded by 2, with the weights flipped and transposed ([ky][kx][o][c]);
+//! - weight gradient: A = input channels, k = output pixels, B = the output gradient, a few
+//!   output rows per pass so that their data stay in L1.
 //!
 //! On x86-64 with AVX2 + FMA the tile lives in 12 ymm registers (6 × 2 × 8 floats: the shape
 //! of the `gemm` crate's own f32 kernel); elsewhere a plain-Rust tile computes the same sums in
