@@ -1,7 +1,7 @@
 //! Times the SPEC encoder on the CPU three ways, interleaved in one run: candle's stock conv2d
-//! (`stock`), our conv ops under candle's autograd (`ops`, src/nn/conv_cpu.rs: what
-//! `Encoder::forward` runs), and the pre-trainer's hand-written backward (`tape`,
-//! src/nn/tape.rs). Workloads: forward (no gradient), and forward + backward to the 8
+//! (`stock`), `Encoder::forward` under candle's autograd (`ops`: the whole encoder as one
+//! candle op over our kernels), and the pre-trainer's hand-written backward called directly
+//! (`tape`, src/nn/tape.rs). Workloads: forward (no gradient), and forward + backward to the 8
 //! parameters (loss = Σ h · r). Medians over repeats; one JSON line per (batch, workload,
 //! impl). eval/bench/compare.py --suite encoder runs it beside eval/bench/encoder_torch.py.
 //!

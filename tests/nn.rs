@@ -244,25 +244,20 @@ fn rel_err(a: &Tensor, b: &Tensor) -> f32 {
     a.iter().zip(&b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
 }
 
-#[test]
-fn feature_net_backward_matches_candle_autograd() {
-    // A small encoder (9 → 16 channels, 21×21 → 10 → 8 → 6 → 4) and projector (256 → 5) with
-    // non-zero biases, so that some ReLUs clamp. Reference: candle's autograd through
-    // Encoder::forward + Projector::forward on the selected samples, loss Σ z ⊙ r.
-    use lfs::nn::tape::FeatureNet;
-    use lfs::nn::Projector;
+/// A small encoder (9 → 16 channels, 21×21 → 10 → 8 → 6 → 4) and projector (256 → 5) with
+/// non-zero biases, so that some ReLUs clamp.
+fn small_encoder_projector(rng: &mut ChaCha8Rng) -> (EncoderConfig, Params, Encoder, lfs::nn::Projector) {
     use rand::Rng;
     let cfg = EncoderConfig {
         image_size: 21,
         num_filters: 16,
         ..EncoderConfig::default()
     };
-    let (repr, latent) = (cfg.repr_dim().unwrap(), 5);
+    let repr = cfg.repr_dim().unwrap();
     assert_eq!(repr, 16 * 4 * 4);
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut params = Params::new();
-    let encoder = Encoder::new(&cfg, "encoder", &mut params, &mut rng).unwrap();
-    let projector = Projector::new(repr, latent, "projector", &mut params, &mut rng).unwrap();
+    let encoder = Encoder::new(&cfg, "encoder", &mut params, rng).unwrap();
+    let projector = lfs::nn::Projector::new(repr, 5, "projector", &mut params, rng).unwrap();
     for (name, var) in params.iter() {
         if name.ends_with("bias") {
             let b: Vec<f32> = (0..var.elem_count()).map(|_| rng.random_range(-0.3..0.3)).collect();
@@ -270,6 +265,38 @@ fn feature_net_backward_matches_candle_autograd() {
                 .unwrap();
         }
     }
+    (cfg, params, encoder, projector)
+}
+
+/// The encoder with candle's own ops (obs / 255, then conv2d, broadcast bias, ReLU per layer):
+/// the reference for our kernels. Shapes: (b, 9, s, s) -> (b, repr).
+fn stock_encoder(params: &Params, cfg: &EncoderConfig, obs: &Tensor) -> Tensor {
+    let mut h = (obs / 255.0).unwrap();
+    for layer in 0..cfg.num_layers {
+        let w = params.get(&format!("encoder.convnet.{}.weight", 2 * layer)).unwrap();
+        let b = params.get(&format!("encoder.convnet.{}.bias", 2 * layer)).unwrap();
+        let stride = if layer == 0 { 2 } else { 1 };
+        h = h
+            .conv2d(w.as_tensor(), 0, stride, 1, 1)
+            .unwrap()
+            .broadcast_add(&b.as_tensor().reshape((1, cfg.num_filters, 1, 1)).unwrap())
+            .unwrap()
+            .relu()
+            .unwrap();
+    }
+    let b = h.dim(0).unwrap();
+    h.reshape((b, ())).unwrap()
+}
+
+#[test]
+fn feature_net_backward_matches_candle_autograd() {
+    // Reference: candle's autograd through its stock conv2d and Projector::forward on the
+    // selected samples, loss Σ z ⊙ r.
+    use lfs::nn::tape::FeatureNet;
+    use rand::Rng;
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let (cfg, params, _, projector) = small_encoder_projector(&mut rng);
+    let latent = 5;
     let b = 5;
     let obs: Vec<u8> = (0..b * 9 * 21 * 21).map(|_| rng.random()).collect();
     // Samples 3, 0, 4 (0 twice: its gradient counts twice), in that order.
@@ -286,7 +313,7 @@ fn feature_net_backward_matches_candle_autograd() {
         .to_dtype(candle_core::DType::F32)
         .unwrap();
     let idx = Tensor::new(&[3u32, 0, 4, 0], &Device::Cpu).unwrap();
-    let h_ref = encoder.forward(&all.index_select(&idx, 0).unwrap()).unwrap();
+    let h_ref = stock_encoder(&params, &cfg, &all.index_select(&idx, 0).unwrap());
     let z_ref = projector.forward(&h_ref).unwrap();
     let z_ours = features.z.index_select(&idx, 0).unwrap();
     assert!(rel_err(&z_ours, &z_ref) < 1e-6, "z: {}", rel_err(&z_ours, &z_ref));
@@ -319,4 +346,36 @@ fn feature_net_backward_matches_candle_autograd() {
         err.contains("num_filters = 6") && err.contains("multiple of 16"),
         "{err}"
     );
+}
+
+#[test]
+fn encoder_forward_is_one_op_with_candle_gradients() {
+    // Encoder::forward on the CPU runs the whole encoder as one op (the tape's kernels) under
+    // candle's autograd: features and all 8 gradients against candle's stock ops, loss Σ h ⊙ r.
+    // An image that itself tracks a gradient takes the per-layer ops instead: same features.
+    use rand::Rng;
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let (cfg, params, encoder, _) = small_encoder_projector(&mut rng);
+    let b = 3;
+    let pixels: Vec<f32> = (0..b * 9 * 21 * 21)
+        .map(|_| rng.random_range(0..=255u8) as f32)
+        .collect();
+    let obs = Tensor::from_vec(pixels, (b, 9, 21, 21), &Device::Cpu).unwrap();
+    let r: Vec<f32> = (0..b * 256).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let r = Tensor::from_vec(r, (b, 256), &Device::Cpu).unwrap();
+    let h = encoder.forward(&obs).unwrap();
+    let h_ref = stock_encoder(&params, &cfg, &obs);
+    assert!(rel_err(&h, &h_ref) < 1e-6, "h: {}", rel_err(&h, &h_ref));
+    let grads = (&h * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    let ref_grads = (&h_ref * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    for (name, var) in params.iter().filter(|(n, _)| n.starts_with("encoder.")) {
+        let (ours, expected) = (grads.get(var.as_tensor()), ref_grads.get(var.as_tensor()));
+        let err = rel_err(ours.expect(name), expected.expect(name));
+        assert!(err < 1e-5, "{name}: relative error {err}");
+    }
+    let tracked = candle_core::Var::from_tensor(&obs).unwrap();
+    let h_layers = encoder.forward(tracked.as_tensor()).unwrap();
+    assert!(rel_err(&h_layers, &h_ref) < 1e-6);
+    let image_grad = (&h_layers * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    assert!(image_grad.get(tracked.as_tensor()).is_some());
 }

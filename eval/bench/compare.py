@@ -8,7 +8,7 @@ Suites:
   (plan entries batch:timed_updates; two untimed warm-up updates each: the first updates of
   a process at a new batch size still grow its heap).
 - encoder: the SPEC encoder's forward and forward+backward, examples/bench_conv.rs (`ops`:
-  our conv ops under candle's autograd, `tape`: the pre-trainer's hand-written backward) vs
+  Encoder::forward under candle's autograd, `tape`: the pre-trainer's own calls) vs
   eval/bench/encoder_torch.py (plan entries batch:repeats inside each process).
 
 Each (repeat, batch) runs candle then torch as fresh processes; both use every core

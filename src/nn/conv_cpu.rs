@@ -7,10 +7,11 @@
 //! oversubscribed. The backward is two more ops: the weight gradient and the input gradient;
 //! the latter is skipped when the input tracks no gradient (the encoder's first layer sees
 //! the image). [`conv2d_3x3_bias_relu`] also fuses the bias and the ReLU (its backward masks
-//! the gradient with the saved output and sums the bias gradient itself), which
-//! `Encoder::forward` uses on the CPU. Reductions over samples add fixed groups in order, so
-//! results do not depend on rayon's scheduling. The pre-trainer's own path (super::tape) uses
-//! the same kernels without candle's autograd.
+//! the gradient with the saved output and sums the bias gradient itself). Reductions over
+//! samples add fixed groups in order, so results do not depend on rayon's scheduling.
+//! `Encoder::forward` on the CPU runs the whole encoder as one op instead (super::tape), and
+//! uses these per-layer ops only when the image itself tracks a gradient or a layer's output
+//! channels are not a multiple of 16.
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape as TensorShape, Tensor};
 use rayon::prelude::*;
@@ -70,12 +71,12 @@ impl Geom {
         })
     }
 
-    /// Rows of the im2col matrix (c·9) = the GEMM depth of the forward.
+    /// Weights per output channel (c·9).
     fn k(&self) -> usize {
         self.c * KS * KS
     }
 
-    /// Output pixels per sample (ho·wo) = columns of the im2col matrix.
+    /// Output pixels per sample (ho·wo).
     fn n(&self) -> usize {
         self.ho * self.wo
     }
@@ -313,7 +314,7 @@ impl CustomOp1 for BiasGrad {
     }
 }
 
-/// Weight gradient: (x (b, c, h, w), g (b, o, ho, wo)) -> Σ_b g_b · im2col(x_b)ᵀ as (o, c, 3, 3).
+/// Weight gradient: (x (b, c, h, w), g (b, o, ho, wo)) -> dL/dw (o, c, 3, 3), summed over samples.
 struct WeightGrad {
     stride: usize,
 }
@@ -363,7 +364,7 @@ impl CustomOp2 for WeightGrad {
     }
 }
 
-/// Input gradient: (g (b, o, ho, wo), w (o, c, 3, 3)) -> col2im(wᵀ · g_b) as (b, c, h, w).
+/// Input gradient: (g (b, o, ho, wo), w (o, c, 3, 3)) -> dL/dx (b, c, h, w).
 struct InputGrad {
     stride: usize,
     h: usize,

@@ -12,7 +12,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::conv_cpu::{conv2d_3x3, conv2d_3x3_bias_relu};
+use super::conv_nhwc::OB;
 use super::init::orthogonal;
+use super::tape::encoder_op;
 use super::Params;
 use crate::{Error, Result};
 
@@ -126,11 +128,24 @@ impl Encoder {
     }
 
     /// Shapes: obs (b, 9, 84, 84) f32 in 0..=255 -> h (b, 39200), flattened (C, H, W).
+    /// Differentiable in the parameters (and in `obs` when it tracks a gradient). On the CPU the
+    /// whole encoder is one op over channels-last kernels (`tape::encoder_op`); per-layer conv
+    /// ops when `obs` tracks a gradient; candle's conv2d on other devices.
     pub fn forward(&self, obs: &Tensor) -> Result<Tensor> {
+        let layers: Vec<(&Tensor, &Tensor, usize)> = self
+            .convnet
+            .iter()
+            .filter_map(|conv| conv.bias().map(|b| (conv.weight(), b, conv.config().stride)))
+            .collect();
+        let tiled = layers.iter().all(|(w, _, _)| w.dim(0).is_ok_and(|o| o % OB == 0));
+        if obs.device().is_cpu() && !obs.track_op() && tiled && layers.len() == self.convnet.len() {
+            // The whole encoder as one op over the tape's kernels (SPEC §10).
+            return encoder_op(obs, &layers);
+        }
         let mut h = (obs / 255.0)?;
         for conv in &self.convnet {
             h = if h.device().is_cpu() {
-                // Our im2col + GEMM kernels (SPEC §10); other devices keep candle's conv2d.
+                // Our per-layer conv ops (SPEC §10); other devices keep candle's conv2d.
                 let (w, stride) = (conv.weight(), conv.config().stride); // w (32, c_in, 3, 3)
                 match conv.bias() {
                     Some(bias) => conv2d_3x3_bias_relu(&h, w, bias, stride)?,

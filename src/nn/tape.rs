@@ -12,7 +12,9 @@
 //! same image scaling, the same features in the same (C, H, W) order, up to float rounding),
 //! and the backward is checked against candle's autograd through that path (`tests/nn.rs`).
 
-use candle_core::{Device, Tensor};
+use std::sync::Mutex;
+
+use candle_core::{CustomOp2, Device, Tensor};
 use rayon::prelude::*;
 
 use super::conv_cpu::{sum_in_order, GROUPS};
@@ -181,63 +183,8 @@ impl FeatureNet {
             )));
         }
         let weights = self.conv_weights(params)?;
-        let wf: Vec<Vec<f32>> = weights
-            .iter()
-            .zip(&shapes)
-            .map(|((w, _), s)| conv_nhwc::weights_forward(w, s.o, s.c, s.o))
-            .collect();
-        let last = shapes.len() - 1;
-        let repr = shapes[last].out_len();
-        let kernel = self.kernel;
-        let mut h = vec![0f32; b * repr]; // (b, o, ho, wo)
-
-        // Per sample: the image scaled as candle's `obs / 255.0` (x · (1/255) in f32) and made
-        // channels-last, every layer, and the last output back to (C, H, W) order.
-        let run = |obs: &[u8], x0: &mut [f32], acts: &mut [&mut [f32]], h_row: &mut [f32]| {
-            let scale = (1.0f64 / 255.0) as f32;
-            let (c, hw) = (shapes[0].c, shapes[0].h * shapes[0].w);
-            for (ch, plane) in obs.chunks_exact(hw).enumerate() {
-                for (p, &v) in plane.iter().enumerate() {
-                    x0[p * c + ch] = v as f32 * scale;
-                }
-            }
-            for (l, s) in shapes.iter().enumerate() {
-                let (done, rest) = acts.split_at_mut(l);
-                let input: &[f32] = if l == 0 { x0 } else { done[l - 1] };
-                conv_nhwc::forward(kernel, s, input, &wf[l], Some(&weights[l].1), true, rest[0]);
-            }
-            let s = &shapes[last];
-            conv_nhwc::hwc_to_chw(acts[last], s.o, s.ho() * s.wo(), s.o, h_row);
-        };
-        let tape = if keep {
-            let mut x0 = vec![0f32; b * in_len];
-            let mut acts: Vec<Vec<f32>> = shapes.iter().map(|s| vec![0f32; b * s.out_len()]).collect();
-            let mut per_sample: Vec<Vec<&mut [f32]>> = (0..b).map(|_| Vec::with_capacity(shapes.len())).collect();
-            for (act, s) in acts.iter_mut().zip(&shapes) {
-                for (slots, chunk) in per_sample.iter_mut().zip(act.chunks_mut(s.out_len())) {
-                    slots.push(chunk);
-                }
-            }
-            per_sample
-                .into_par_iter()
-                .zip(x0.par_chunks_mut(in_len))
-                .zip(h.par_chunks_mut(repr))
-                .zip(obs.par_chunks(in_len))
-                .for_each(|(((mut slots, x0), h_row), obs)| run(obs, x0, &mut slots, h_row));
-            Some(Tape { x0, acts })
-        } else {
-            h.par_chunks_mut(repr).zip(obs.par_chunks(in_len)).for_each_init(
-                || {
-                    let acts: Vec<Vec<f32>> = shapes.iter().map(|s| vec![0f32; s.out_len()]).collect();
-                    (vec![0f32; in_len], acts)
-                },
-                |(x0, acts), (h_row, obs)| {
-                    let mut slots: Vec<&mut [f32]> = acts.iter_mut().map(|a| a.as_mut_slice()).collect();
-                    run(obs, x0, &mut slots, h_row)
-                },
-            );
-            None
-        };
+        let (h, tape) = encode_batch(self.kernel, &shapes, &weights, obs, b, keep);
+        let repr = shapes[shapes.len() - 1].out_len();
         let h = Tensor::from_vec(h, (b, repr), &Device::Cpu)?; // (b, o·ho·wo)
         Ok(Encoded { h, tape })
     }
@@ -260,75 +207,20 @@ impl FeatureNet {
         let n_rows = rows.len();
         let shapes = self.shapes(params)?;
         let weights = self.conv_weights(params)?;
-        let wg: Vec<Vec<f32>> = weights
-            .iter()
-            .zip(&shapes)
-            .map(|((w, _), s)| conv_nhwc::weights_input_grad(w, s.o, s.c, s.c))
-            .collect();
-        let last = shapes.len() - 1;
-        let repr = shapes[last].out_len();
+        let repr = shapes[shapes.len() - 1].out_len();
         if dh.dims() != [n_rows, repr] {
             return Err(Error::Config(format!(
                 "feature net: dh {:?} for {n_rows} rows of {repr} features",
                 dh.dims()
             )));
         }
-        let dh = dh.to_vec2::<f32>()?; // n_rows × repr, (C, H, W) order
-        let kernel = self.kernel;
-
-        // Per sample from the last layer down: mask by the ReLU, add the bias and weight
-        // gradients ([ky][kx][c][o] here), and pass the input gradient on (not for the image).
-        let per = n_rows.div_ceil(GROUPS).max(1);
-        let partials: Vec<Vec<(Vec<f32>, Vec<f32>)>> = dh
-            .par_chunks(per)
-            .zip(rows.par_chunks(per))
-            .map(|(dh_rows, sample_ids)| {
-                let mut grads: Vec<(Vec<f32>, Vec<f32>)> = weights
-                    .iter()
-                    .map(|(w, b)| (vec![0f32; w.len()], vec![0f32; b.len()]))
-                    .collect();
-                let (mut dy, mut dx, mut pad) = (Vec::new(), Vec::new(), Vec::new());
-                for (dh_row, &sample) in dh_rows.iter().zip(sample_ids) {
-                    let s = &shapes[last];
-                    dy.clear();
-                    dy.resize(repr, 0.0);
-                    conv_nhwc::chw_to_hwc(dh_row, s.o, s.ho() * s.wo(), s.o, &mut dy);
-                    for (l, s) in shapes.iter().enumerate().rev() {
-                        let out_len = s.out_len();
-                        let act = &tape.acts[l][sample * out_len..(sample + 1) * out_len];
-                        dy.iter_mut().zip(act).for_each(|(d, a)| {
-                            if *a <= 0.0 {
-                                *d = 0.0
-                            }
-                        });
-                        let (dw, db) = &mut grads[l];
-                        for px in dy.chunks_exact(s.o) {
-                            db.iter_mut().zip(px).for_each(|(d, v)| *d += v);
-                        }
-                        let in_len = s.in_len();
-                        let inputs = if l == 0 { &tape.x0 } else { &tape.acts[l - 1] };
-                        let input = &inputs[sample * in_len..(sample + 1) * in_len];
-                        conv_nhwc::weight_grad(kernel, s, input, &dy, dw);
-                        if l > 0 {
-                            dx.clear();
-                            dx.resize(in_len, 0.0);
-                            conv_nhwc::input_grad(kernel, s, s.c, &dy, &wg[l], &mut pad, &mut dx);
-                            std::mem::swap(&mut dy, &mut dx);
-                        }
-                    }
-                }
-                grads
-            })
-            .collect();
-
+        let dh = dh.flatten_all()?.to_vec1::<f32>()?; // n_rows × repr, (C, H, W) order
+        let grads = backward_batch(self.kernel, &shapes, &weights, tape, rows, &dh);
         let mut out = NamedGrads::new();
-        for (l, (layer, s)) in self.layers.iter().zip(&shapes).enumerate() {
-            let (w_len, b_len) = (weights[l].0.len(), weights[l].1.len());
-            let dw_kkco = sum_in_order(partials.iter().map(|p| p[l].0.clone()).collect(), w_len);
-            let mut dw = vec![0f32; w_len]; // (o, c, 3, 3)
-            conv_nhwc::add_weight_grad_to_torch(&dw_kkco, s.o, s.c, s.o, &mut dw);
-            let db = sum_in_order(partials.iter().map(|p| p[l].1.clone()).collect(), b_len);
+        for ((layer, (dw, db)), (w, _)) in self.layers.iter().zip(grads).zip(&weights) {
             let w_shape = param(params, &layer.weight)?.shape().clone();
+            debug_assert_eq!(w.len(), dw.len());
+            let b_len = db.len();
             out.push((layer.weight.clone(), Tensor::from_vec(dw, w_shape, &Device::Cpu)?));
             out.push((layer.bias.clone(), Tensor::from_vec(db, b_len, &Device::Cpu)?));
         }
@@ -346,6 +238,289 @@ impl FeatureNet {
             })
             .collect()
     }
+}
+
+/// The conv layers over a batch of images (b, c, h, w) of pixel values 0..=255 (u8 from the
+/// sampler, f32 from a candle tensor): h (b, repr) in (C, H, W) order and, with `keep`, the
+/// tape. `weights` are PyTorch's (o, c, 3, 3) and (o) per layer.
+fn encode_batch<T: Copy + Into<f32> + Sync>(
+    kernel: Kernel,
+    shapes: &[Shape],
+    weights: &[(Vec<f32>, Vec<f32>)],
+    obs: &[T],
+    b: usize,
+    keep: bool,
+) -> (Vec<f32>, Option<Tape>) {
+    let wf: Vec<Vec<f32>> = weights
+        .iter()
+        .zip(shapes)
+        .map(|((w, _), s)| conv_nhwc::weights_forward(w, s.o, s.c, s.o))
+        .collect();
+    let in_len = shapes[0].in_len();
+    let last = shapes.len() - 1;
+    let repr = shapes[last].out_len();
+    let mut h = vec![0f32; b * repr]; // (b, o, ho, wo)
+
+    // Per sample: the image scaled as candle's `obs / 255.0` (x · (1/255) in f32) and made
+    // channels-last, every layer, and the last output back to (C, H, W) order.
+    let run = |obs: &[T], x0: &mut [f32], acts: &mut [&mut [f32]], h_row: &mut [f32]| {
+        let scale = (1.0f64 / 255.0) as f32;
+        let (c, hw) = (shapes[0].c, shapes[0].h * shapes[0].w);
+        for (ch, plane) in obs.chunks_exact(hw).enumerate() {
+            for (p, &v) in plane.iter().enumerate() {
+                x0[p * c + ch] = v.into() * scale;
+            }
+        }
+        for (l, s) in shapes.iter().enumerate() {
+            let (done, rest) = acts.split_at_mut(l);
+            let input: &[f32] = if l == 0 { x0 } else { done[l - 1] };
+            conv_nhwc::forward(kernel, s, input, &wf[l], Some(&weights[l].1), true, rest[0]);
+        }
+        let s = &shapes[last];
+        conv_nhwc::hwc_to_chw(acts[last], s.o, s.ho() * s.wo(), s.o, h_row);
+    };
+    let tape = if keep {
+        let mut x0 = vec![0f32; b * in_len];
+        let mut acts: Vec<Vec<f32>> = shapes.iter().map(|s| vec![0f32; b * s.out_len()]).collect();
+        let mut per_sample: Vec<Vec<&mut [f32]>> = (0..b).map(|_| Vec::with_capacity(shapes.len())).collect();
+        for (act, s) in acts.iter_mut().zip(shapes) {
+            for (slots, chunk) in per_sample.iter_mut().zip(act.chunks_mut(s.out_len())) {
+                slots.push(chunk);
+            }
+        }
+        per_sample
+            .into_par_iter()
+            .zip(x0.par_chunks_mut(in_len))
+            .zip(h.par_chunks_mut(repr))
+            .zip(obs.par_chunks(in_len))
+            .for_each(|(((mut slots, x0), h_row), obs)| run(obs, x0, &mut slots, h_row));
+        Some(Tape { x0, acts })
+    } else {
+        h.par_chunks_mut(repr).zip(obs.par_chunks(in_len)).for_each_init(
+            || {
+                let acts: Vec<Vec<f32>> = shapes.iter().map(|s| vec![0f32; s.out_len()]).collect();
+                (vec![0f32; in_len], acts)
+            },
+            |(x0, acts), (h_row, obs)| {
+                let mut slots: Vec<&mut [f32]> = acts.iter_mut().map(|a| a.as_mut_slice()).collect();
+                run(obs, x0, &mut slots, h_row)
+            },
+        );
+        None
+    };
+    (h, tape)
+}
+
+/// Per layer, PyTorch-shaped (dw (o·c·9), db (o)) for the gradient `dh` (rows.len() × repr,
+/// (C, H, W) order) of the samples `rows` of `tape`.
+fn backward_batch(
+    kernel: Kernel,
+    shapes: &[Shape],
+    weights: &[(Vec<f32>, Vec<f32>)],
+    tape: &Tape,
+    rows: &[usize],
+    dh: &[f32],
+) -> Vec<(Vec<f32>, Vec<f32>)> {
+    let wg: Vec<Vec<f32>> = weights
+        .iter()
+        .zip(shapes)
+        .map(|((w, _), s)| conv_nhwc::weights_input_grad(w, s.o, s.c, s.c))
+        .collect();
+    let last = shapes.len() - 1;
+    let repr = shapes[last].out_len();
+
+    // Per sample from the last layer down: mask by the ReLU, add the bias and weight
+    // gradients ([ky][kx][c][o] here), and pass the input gradient on (not for the image).
+    let per = rows.len().div_ceil(GROUPS).max(1);
+    let partials: Vec<Vec<(Vec<f32>, Vec<f32>)>> = dh
+        .par_chunks(per * repr)
+        .zip(rows.par_chunks(per))
+        .map(|(dh_rows, sample_ids)| {
+            let mut grads: Vec<(Vec<f32>, Vec<f32>)> = weights
+                .iter()
+                .map(|(w, b)| (vec![0f32; w.len()], vec![0f32; b.len()]))
+                .collect();
+            let (mut dy, mut dx, mut pad) = (Vec::new(), Vec::new(), Vec::new());
+            for (dh_row, &sample) in dh_rows.chunks_exact(repr).zip(sample_ids) {
+                let s = &shapes[last];
+                dy.clear();
+                dy.resize(repr, 0.0);
+                conv_nhwc::chw_to_hwc(dh_row, s.o, s.ho() * s.wo(), s.o, &mut dy);
+                for (l, s) in shapes.iter().enumerate().rev() {
+                    let out_len = s.out_len();
+                    let act = &tape.acts[l][sample * out_len..(sample + 1) * out_len];
+                    dy.iter_mut().zip(act).for_each(|(d, a)| {
+                        if *a <= 0.0 {
+                            *d = 0.0
+                        }
+                    });
+                    let (dw, db) = &mut grads[l];
+                    for px in dy.chunks_exact(s.o) {
+                        db.iter_mut().zip(px).for_each(|(d, v)| *d += v);
+                    }
+                    let in_len = s.in_len();
+                    let inputs = if l == 0 { &tape.x0 } else { &tape.acts[l - 1] };
+                    let input = &inputs[sample * in_len..(sample + 1) * in_len];
+                    conv_nhwc::weight_grad(kernel, s, input, &dy, dw);
+                    if l > 0 {
+                        dx.clear();
+                        dx.resize(in_len, 0.0);
+                        conv_nhwc::input_grad(kernel, s, s.c, &dy, &wg[l], &mut pad, &mut dx);
+                        std::mem::swap(&mut dy, &mut dx);
+                    }
+                }
+            }
+            grads
+        })
+        .collect();
+
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(l, s)| {
+            let (w_len, b_len) = (weights[l].0.len(), weights[l].1.len());
+            let dw_kkco = sum_in_order(partials.iter().map(|p| p[l].0.clone()).collect(), w_len);
+            let mut dw = vec![0f32; w_len]; // (o, c, 3, 3)
+            conv_nhwc::add_weight_grad_to_torch(&dw_kkco, s.o, s.c, s.o, &mut dw);
+            let db = sum_in_order(partials.iter().map(|p| p[l].1.clone()).collect(), b_len);
+            (dw, db)
+        })
+        .collect()
+}
+
+/// The whole encoder as one candle op over (obs, the parameters packed in one vector), so that
+/// `Encoder::forward` gets the tape's speed under candle's autograd: the forward keeps the tape
+/// inside the op, the backward returns the packed parameters' gradient (candle's `cat`
+/// backward hands each parameter its slice). No gradient for the image: `Encoder::forward`
+/// uses the per-layer ops when the image itself tracks one.
+struct EncoderOp {
+    strides: Vec<usize>,
+    /// Output channels per layer.
+    channels: Vec<usize>,
+    kernel: Kernel,
+    /// Keep the tape for a backward (the parameters track a gradient).
+    keep: bool,
+    tape: Mutex<Option<(Vec<Shape>, Tape)>>,
+}
+
+impl EncoderOp {
+    /// Per-layer shapes for a (b, c, h, w) input.
+    fn shapes(&self, dims: &[usize]) -> candle_core::Result<Vec<Shape>> {
+        let &[_, mut c, mut h, mut w] = dims else {
+            candle_core::bail!("encoder: input must be (b, c, h, w), got {dims:?}")
+        };
+        let mut shapes = Vec::with_capacity(self.strides.len());
+        for (&stride, &o) in self.strides.iter().zip(&self.channels) {
+            if h < 3 || w < 3 {
+                candle_core::bail!("encoder: input {dims:?} too small for {} layers", self.strides.len())
+            }
+            let s = Shape { h, w, c, o, stride };
+            (h, w, c) = (s.ho(), s.wo(), o);
+            shapes.push(s);
+        }
+        Ok(shapes)
+    }
+}
+
+/// (o·c·9, o) per layer from the packed parameters: weight then bias, layer after layer.
+fn unpack(shapes: &[Shape], packed: &[f32]) -> candle_core::Result<Vec<(Vec<f32>, Vec<f32>)>> {
+    let need: usize = shapes.iter().map(|s| s.o * s.c * 9 + s.o).sum();
+    if packed.len() != need {
+        candle_core::bail!("encoder: {} packed parameters, expected {need}", packed.len())
+    }
+    let mut at = 0;
+    Ok(shapes
+        .iter()
+        .map(|s| {
+            let w = packed[at..at + s.o * s.c * 9].to_vec();
+            at += w.len();
+            let b = packed[at..at + s.o].to_vec();
+            at += b.len();
+            (w, b)
+        })
+        .collect())
+}
+
+fn contiguous_f32<'a>(s: &'a candle_core::CpuStorage, l: &candle_core::Layout) -> candle_core::Result<&'a [f32]> {
+    match (s, l.contiguous_offsets()) {
+        (candle_core::CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
+        _ => candle_core::bail!("encoder: inputs must be contiguous f32"),
+    }
+}
+
+impl CustomOp2 for EncoderOp {
+    fn name(&self) -> &'static str {
+        "encoder-cpu"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &candle_core::CpuStorage,
+        l1: &candle_core::Layout,
+        s2: &candle_core::CpuStorage,
+        l2: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        let (obs, packed) = (contiguous_f32(s1, l1)?, contiguous_f32(s2, l2)?);
+        let shapes = self.shapes(l1.dims())?;
+        let weights = unpack(&shapes, packed)?;
+        let b = l1.dims()[0];
+        let (h, tape) = encode_batch(self.kernel, &shapes, &weights, obs, b, self.keep);
+        let repr = shapes[shapes.len() - 1].out_len();
+        if let Some(tape) = tape {
+            *self
+                .tape
+                .lock()
+                .map_err(|_| candle_core::Error::Msg("encoder: tape lock".into()))? = Some((shapes, tape));
+        }
+        Ok((candle_core::CpuStorage::F32(h), candle_core::Shape::from((b, repr))))
+    }
+
+    fn bwd(
+        &self,
+        obs: &Tensor,
+        packed: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        let guard = self
+            .tape
+            .lock()
+            .map_err(|_| candle_core::Error::Msg("encoder: tape lock".into()))?;
+        let Some((shapes, tape)) = guard.as_ref() else {
+            candle_core::bail!("encoder: backward without a kept forward")
+        };
+        let weights = unpack(shapes, &packed.flatten_all()?.to_vec1::<f32>()?)?;
+        let dh = grad.flatten_all()?.to_vec1::<f32>()?; // (b, repr)
+        let rows: Vec<usize> = (0..obs.dim(0)?).collect();
+        let grads = backward_batch(self.kernel, shapes, &weights, tape, &rows, &dh);
+        let flat: Vec<f32> = grads
+            .into_iter()
+            .flat_map(|(dw, db)| dw.into_iter().chain(db))
+            .collect();
+        let n = flat.len();
+        Ok((None, Some(Tensor::from_vec(flat, n, packed.device())?)))
+    }
+}
+
+/// The encoder (conv layers with bias and ReLU; `layers` = (weight (o, c, 3, 3), bias (o),
+/// stride)) over obs (b, c, h, w) of pixel values 0..=255 as one op: -> (b, o·ho·wo) in
+/// (C, H, W) order. For the CPU, output channels a multiple of 16, and an image that tracks no
+/// gradient.
+pub(crate) fn encoder_op(obs: &Tensor, layers: &[(&Tensor, &Tensor, usize)]) -> Result<Tensor> {
+    let mut parts = Vec::with_capacity(2 * layers.len());
+    for (w, b, _) in layers {
+        parts.push(w.flatten_all()?);
+        parts.push((*b).clone());
+    }
+    let packed = Tensor::cat(&parts, 0)?; // Σ (o·c·9 + o)
+    let op = EncoderOp {
+        strides: layers.iter().map(|l| l.2).collect(),
+        channels: layers.iter().map(|l| l.0.dim(0)).collect::<candle_core::Result<_>>()?,
+        kernel: Kernel::detect(),
+        keep: packed.track_op(),
+        tape: Mutex::new(None),
+    };
+    Ok(obs.contiguous()?.apply_op2(&packed, op)?)
 }
 
 /// `rows` as an index tensor, each checked < b.
