@@ -378,4 +378,8 @@ fn encoder_forward_is_one_op_with_candle_gradients() {
     assert!(rel_err(&h_layers, &h_ref) < 1e-6);
     let image_grad = (&h_layers * &r).unwrap().sum_all().unwrap().backward().unwrap();
     assert!(image_grad.get(tracked.as_tensor()).is_some());
+    // A wrong channel count is named, not a shape error deep inside.
+    let rgb = Tensor::zeros((1, 3, 21, 21), candle_core::DType::F32, &Device::Cpu).unwrap();
+    let err = encoder.forward(&rgb).unwrap_err().to_string();
+    assert!(err.contains("input has 3 channels, the first conv takes 9"), "{err}");
 }

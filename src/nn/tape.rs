@@ -507,6 +507,13 @@ impl CustomOp2 for EncoderOp {
 /// (C, H, W) order. For the CPU, output channels a multiple of 16, and an image that tracks no
 /// gradient.
 pub(crate) fn encoder_op(obs: &Tensor, layers: &[(&Tensor, &Tensor, usize)]) -> Result<Tensor> {
+    let (_, c, _, _) = obs.dims4()?;
+    let c_w = layers.first().map_or(Ok(c), |l| l.0.dim(1))?;
+    if c != c_w {
+        return Err(Error::Config(format!(
+            "encoder: the input has {c} channels, the first conv takes {c_w}"
+        )));
+    }
     let mut parts = Vec::with_capacity(2 * layers.len());
     for (w, b, _) in layers {
         parts.push(w.flatten_all()?);
