@@ -10,6 +10,7 @@ use candle_core::{CpuStorage, InplaceOp2, Layout, Tensor};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::cpu_storage::{contiguous_f32, contiguous_f32_mut, PAR_CHUNK};
 use super::params::expect_stored;
 use super::Params;
 use crate::{Error, Result};
@@ -160,10 +161,6 @@ struct AdamCoeffs {
     bias_correction2_sqrt: f32,
 }
 
-/// Elements per rayon task: large enough that the split costs nothing, small enough that both
-/// cores share the projector's 5M elements.
-const CHUNK: usize = 1 << 16;
-
 /// torch.optim.Adam's per-element update (foreach=False), applied in place to θ.
 fn adam_elementwise(c: AdamCoeffs, theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32]) {
     for (((t, &g), m), v) in theta.iter_mut().zip(grad).zip(m.iter_mut()).zip(v.iter_mut()) {
@@ -188,20 +185,8 @@ impl InplaceOp2 for AdamStepOp<'_> {
     }
 
     fn cpu_fwd(&self, dst: &mut CpuStorage, dst_l: &Layout, g: &CpuStorage, g_l: &Layout) -> candle_core::Result<()> {
-        let CpuStorage::F32(theta) = dst else {
-            candle_core::bail!("adam-step: only f32 parameters are supported")
-        };
-        let Some((start, end)) = dst_l.contiguous_offsets() else {
-            candle_core::bail!("adam-step: the parameter must be contiguous")
-        };
-        let theta = &mut theta[start..end];
-        let CpuStorage::F32(g) = g else {
-            candle_core::bail!("adam-step: only f32 gradients are supported")
-        };
-        let Some((g_start, g_end)) = g_l.contiguous_offsets() else {
-            candle_core::bail!("adam-step: the gradient must be contiguous")
-        };
-        let g = &g[g_start..g_end];
+        let theta = contiguous_f32_mut(dst, dst_l, self.name())?;
+        let g = contiguous_f32(g, g_l, self.name())?;
         let (mut m, mut v) = (self.exp_avg.borrow_mut(), self.exp_avg_sq.borrow_mut());
         if g.len() != theta.len() || m.len() != theta.len() || v.len() != theta.len() {
             candle_core::bail!(
@@ -214,10 +199,10 @@ impl InplaceOp2 for AdamStepOp<'_> {
         }
         let c = self.coeffs;
         theta
-            .par_chunks_mut(CHUNK)
-            .zip(g.par_chunks(CHUNK))
-            .zip(m.par_chunks_mut(CHUNK))
-            .zip(v.par_chunks_mut(CHUNK))
+            .par_chunks_mut(PAR_CHUNK)
+            .zip(g.par_chunks(PAR_CHUNK))
+            .zip(m.par_chunks_mut(PAR_CHUNK))
+            .zip(v.par_chunks_mut(PAR_CHUNK))
             .for_each(|(((t, g), m), v)| adam_elementwise(c, t, g, m, v));
         Ok(())
     }

@@ -17,6 +17,7 @@ use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape as 
 use rayon::prelude::*;
 
 use super::conv_nhwc::{self, padded, Kernel, Shape};
+use super::cpu_storage::contiguous_f32;
 
 use crate::Result;
 
@@ -84,17 +85,6 @@ impl Geom {
     /// Elements of one input sample (c·h·w).
     fn in_len(&self) -> usize {
         self.c * self.h * self.w
-    }
-}
-
-/// The contiguous f32 slice behind a storage + layout, or an error naming the op.
-fn contiguous_f32<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
-    let CpuStorage::F32(v) = s else {
-        candle_core::bail!("{op}: only f32 is supported")
-    };
-    match l.contiguous_offsets() {
-        Some((start, end)) => Ok(&v[start..end]),
-        None => candle_core::bail!("{op}: input must be contiguous"),
     }
 }
 

@@ -5,6 +5,7 @@
 use candle_core::{CpuStorage, InplaceOp2, Layout};
 use rayon::prelude::*;
 
+use super::cpu_storage::{contiguous_f32, contiguous_f32_mut, PAR_CHUNK};
 use super::params::expect_stored;
 use super::Params;
 use crate::Result;
@@ -42,20 +43,15 @@ impl InplaceOp2 for EmaOp {
         src: &CpuStorage,
         src_l: &Layout,
     ) -> candle_core::Result<()> {
-        let (CpuStorage::F32(target), CpuStorage::F32(online)) = (dst, src) else {
-            candle_core::bail!("ema: only f32 parameters are supported")
-        };
-        let (Some((t0, t1)), Some((o0, o1))) = (dst_l.contiguous_offsets(), src_l.contiguous_offsets()) else {
-            candle_core::bail!("ema: parameters must be contiguous")
-        };
-        let (target, online) = (&mut target[t0..t1], &online[o0..o1]);
+        let target = contiguous_f32_mut(dst, dst_l, self.name())?;
+        let online = contiguous_f32(src, src_l, self.name())?;
         if target.len() != online.len() {
             candle_core::bail!("ema: {} target vs {} online elements", target.len(), online.len())
         }
         let (keep, take) = (self.keep, self.take);
         target
-            .par_chunks_mut(1 << 16)
-            .zip(online.par_chunks(1 << 16))
+            .par_chunks_mut(PAR_CHUNK)
+            .zip(online.par_chunks(PAR_CHUNK))
             .for_each(|(t, o)| {
                 for (t, &o) in t.iter_mut().zip(o) {
                     *t = *t * keep + o * take;

@@ -9,6 +9,7 @@ pub mod adam;
 pub mod checkpoint;
 pub mod conv_cpu;
 pub mod conv_nhwc;
+mod cpu_storage;
 pub mod ema;
 pub mod encoder;
 pub mod init;

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use super::conv_cpu::{sum_in_order, GROUPS};
 use super::conv_nhwc::{self, Kernel, Shape, OB};
+use super::cpu_storage::contiguous_f32;
 use super::{EncoderConfig, Params};
 use crate::{Error, Result};
 
@@ -47,6 +48,15 @@ pub struct Encoded {
     /// Flattened conv features (b, repr_dim).
     pub h: Tensor,
     tape: Option<Tape>,
+}
+
+impl Encoded {
+    /// The kept activations, or an error if the forward did not keep them.
+    fn tape(&self) -> Result<&Tape> {
+        self.tape
+            .as_ref()
+            .ok_or_else(|| Error::Config("feature net: backward needs a forward with keep = true".into()))
+    }
 }
 
 /// What one forward of f and g produced.
@@ -118,8 +128,8 @@ impl FeatureNet {
 
     /// Every layer's per-sample shape.
     fn shapes(&self, params: &Params) -> Result<Vec<Shape>> {
-        let (mut h, mut w, mut c) = (self.image_size, self.image_size, self.in_channels);
-        let mut shapes = Vec::with_capacity(self.layers.len());
+        let mut c = self.in_channels;
+        let mut layers = Vec::with_capacity(self.layers.len());
         for layer in &self.layers {
             let weight = param(params, &layer.weight)?;
             let (o, c_w) = (weight.dim(0)?, weight.dim(1)?);
@@ -129,17 +139,12 @@ impl FeatureNet {
                     layer.weight
                 )));
             }
-            let s = Shape {
-                h,
-                w,
-                c,
-                o,
-                stride: layer.stride,
-            };
-            (h, w, c) = (s.ho(), s.wo(), o);
-            shapes.push(s);
+            layers.push((o, layer.stride));
+            c = o;
         }
-        Ok(shapes)
+        let size = self.image_size;
+        layer_shapes((self.in_channels, size, size), &layers)
+            .ok_or_else(|| Error::Config(format!("feature net: a {size}×{size} image is too small")))
     }
 
     /// Shapes: obs (b, 9, 84, 84) u8 pixels -> h (b, 39200), z (b, latent). With `keep`, the
@@ -157,6 +162,7 @@ impl FeatureNet {
     /// latent) of the samples `rows` of a kept forward (`dz` row i belongs to sample rows[i];
     /// a sample may appear more than once).
     pub fn backward(&self, params: &Params, features: &Features, rows: &[usize], dz: &Tensor) -> Result<NamedGrads> {
+        features.encoded.tape()?; // before the projector's work
         let b = features.encoded.h.dim(0)?;
         let idx = row_index(rows, b)?;
         // g: dW = dzᵀ · h_rows, db = Σ dz, dh = dz · W.
@@ -198,10 +204,7 @@ impl FeatureNet {
         rows: &[usize],
         dh: &Tensor,
     ) -> Result<NamedGrads> {
-        let tape = encoded
-            .tape
-            .as_ref()
-            .ok_or_else(|| Error::Config("feature net: backward needs a forward with keep = true".into()))?;
+        let tape = encoded.tape()?;
         let b = encoded.h.dim(0)?;
         row_index(rows, b)?;
         let n_rows = rows.len();
@@ -406,20 +409,35 @@ struct EncoderOp {
 impl EncoderOp {
     /// Per-layer shapes for a (b, c, h, w) input.
     fn shapes(&self, dims: &[usize]) -> candle_core::Result<Vec<Shape>> {
-        let &[_, mut c, mut h, mut w] = dims else {
+        let &[_, c, h, w] = dims else {
             candle_core::bail!("encoder: input must be (b, c, h, w), got {dims:?}")
         };
-        let mut shapes = Vec::with_capacity(self.strides.len());
-        for (&stride, &o) in self.strides.iter().zip(&self.channels) {
-            if h < 3 || w < 3 {
-                candle_core::bail!("encoder: input {dims:?} too small for {} layers", self.strides.len())
-            }
-            let s = Shape { h, w, c, o, stride };
-            (h, w, c) = (s.ho(), s.wo(), o);
-            shapes.push(s);
+        let layers: Vec<(usize, usize)> = self
+            .channels
+            .iter()
+            .copied()
+            .zip(self.strides.iter().copied())
+            .collect();
+        match layer_shapes((c, h, w), &layers) {
+            Some(shapes) => Ok(shapes),
+            None => candle_core::bail!("encoder: input {dims:?} too small for {} layers", layers.len()),
         }
-        Ok(shapes)
     }
+}
+
+/// The per-sample shapes of 3×3 conv layers `layers` = (output channels, stride) applied in
+/// turn to an input (c, h, w); None when some layer's input is smaller than 3×3.
+fn layer_shapes((mut c, mut h, mut w): (usize, usize, usize), layers: &[(usize, usize)]) -> Option<Vec<Shape>> {
+    let mut shapes = Vec::with_capacity(layers.len());
+    for &(o, stride) in layers {
+        if h < 3 || w < 3 {
+            return None;
+        }
+        let s = Shape { h, w, c, o, stride };
+        (h, w, c) = (s.ho(), s.wo(), o);
+        shapes.push(s);
+    }
+    Some(shapes)
 }
 
 /// (o·c·9, o) per layer from the packed parameters: weight then bias, layer after layer.
@@ -441,13 +459,6 @@ fn unpack(shapes: &[Shape], packed: &[f32]) -> candle_core::Result<Vec<(Vec<f32>
         .collect())
 }
 
-fn contiguous_f32<'a>(s: &'a candle_core::CpuStorage, l: &candle_core::Layout) -> candle_core::Result<&'a [f32]> {
-    match (s, l.contiguous_offsets()) {
-        (candle_core::CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
-        _ => candle_core::bail!("encoder: inputs must be contiguous f32"),
-    }
-}
-
 impl CustomOp2 for EncoderOp {
     fn name(&self) -> &'static str {
         "encoder-cpu"
@@ -460,7 +471,10 @@ impl CustomOp2 for EncoderOp {
         s2: &candle_core::CpuStorage,
         l2: &candle_core::Layout,
     ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-        let (obs, packed) = (contiguous_f32(s1, l1)?, contiguous_f32(s2, l2)?);
+        let (obs, packed) = (
+            contiguous_f32(s1, l1, self.name())?,
+            contiguous_f32(s2, l2, self.name())?,
+        );
         let shapes = self.shapes(l1.dims())?;
         let weights = unpack(&shapes, packed)?;
         let b = l1.dims()[0];

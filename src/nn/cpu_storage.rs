@@ -1,0 +1,34 @@
+//! The f32 slices behind candle CPU storages, for our custom and in-place ops (conv, encoder,
+//! Adam, EMA): one place that checks the dtype and the layout and names the op in its error.
+
+use candle_core::{CpuStorage, Layout};
+
+/// Elements per rayon task of an elementwise pass over parameters: large enough that the split
+/// costs nothing, small enough that both cores share the projector's 5M elements.
+pub(crate) const PAR_CHUNK: usize = 1 << 16;
+
+/// The contiguous f32 slice behind a storage + layout, or an error naming the op.
+pub(crate) fn contiguous_f32<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
+    let CpuStorage::F32(v) = s else {
+        candle_core::bail!("{op}: only f32 is supported")
+    };
+    match l.contiguous_offsets() {
+        Some((start, end)) => Ok(&v[start..end]),
+        None => candle_core::bail!("{op}: input must be contiguous"),
+    }
+}
+
+/// [`contiguous_f32`] for the destination of an in-place op.
+pub(crate) fn contiguous_f32_mut<'a>(
+    s: &'a mut CpuStorage,
+    l: &Layout,
+    op: &str,
+) -> candle_core::Result<&'a mut [f32]> {
+    let CpuStorage::F32(v) = s else {
+        candle_core::bail!("{op}: only f32 is supported")
+    };
+    match l.contiguous_offsets() {
+        Some((start, end)) => Ok(&mut v[start..end]),
+        None => candle_core::bail!("{op}: the destination must be contiguous"),
+    }
+}
