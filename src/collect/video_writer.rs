@@ -26,7 +26,7 @@ fn init() {
 /// the container is chosen explicitly.
 pub fn write_lossless_video(path: &Path, frames: &[Vec<u8>], frame_seconds: f64) -> Result<()> {
     init();
-    encode(path, frames, frame_seconds).map_err(|e| Error::Decode {
+    encode(path, frames, frame_seconds).map_err(|e| Error::Encode {
         path: path.to_path_buf(),
         reason: format!("cannot encode the video: {e}"),
     })
