@@ -1,7 +1,7 @@
-//! Times the SPEC encoder on the CPU three ways, interleaved in one run: candle's stock conv2d
-//! (`stock`), `Encoder::forward` under candle's autograd (`ops`: the whole encoder as one
-//! candle op over our kernels), and the pre-trainer's hand-written backward called directly
-//! (`tape`, src/nn/tape.rs). Workloads: forward (no gradient), and forward + backward to the 8
+//! Times the paper's encoder (docs/design.md §4) on the CPU three ways, interleaved in one run:
+//! candle's stock conv2d (`stock`), `Encoder::forward` under candle's autograd (`ops`: the whole
+//! encoder as one candle op over our kernels), and the pre-trainer's hand-written backward
+//! called directly (`tape`: `Encoder::encode` + `Encoder::backward`, src/nn/kernels/tape.rs). Workloads: forward (no gradient), and forward + backward to the 8
 //! parameters (loss = Σ h · r). Medians over repeats; one JSON line per (batch, workload,
 //! impl). eval/bench/compare.py --suite encoder runs it beside eval/bench/encoder_torch.py.
 //!
@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use anyhow::Context;
 use candle_core::{Device, Tensor};
-use lfs::nn::tape::FeatureNet;
 use lfs::nn::{Encoder, EncoderConfig, Params};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -81,11 +80,8 @@ fn main() -> anyhow::Result<()> {
     let skip_stock = args.iter().any(|a| a == "--no-stock");
     let cfg = EncoderConfig::default();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
-    let mut params = Params::new();
+    let mut params = Params::new(&Device::Cpu);
     let encoder = Encoder::new(&cfg, "enc", &mut params, &mut rng)?;
-    // The tape needs a projector's names too; it is not run here.
-    lfs::nn::Projector::new(cfg.repr_dim()?, 8, "proj", &mut params, &mut rng)?;
-    let net = FeatureNet::new(&cfg, "enc", "proj", &params)?;
     let vars: Vec<Tensor> = params
         .iter()
         .filter(|(n, _)| n.starts_with("enc."))
@@ -108,19 +104,19 @@ fn main() -> anyhow::Result<()> {
         let diffs = [
             ("stock", 0.0),
             ("ops", rel_diff(&encoder.forward(&obs)?)?),
-            ("tape", rel_diff(&net.encode(&params, &pixels, b, false)?.h)?),
+            ("tape", rel_diff(&encoder.encode(&pixels, b, false)?.h)?),
         ];
         let forward = |imp: &str| -> anyhow::Result<Tensor> {
             Ok(match imp {
                 "stock" => stock_forward(&params, &cfg, &obs)?,
                 "ops" => encoder.forward(&obs)?,
-                _ => net.encode(&params, &pixels, b, false)?.h,
+                _ => encoder.encode(&pixels, b, false)?.h,
             })
         };
         let forward_backward = |imp: &str| -> anyhow::Result<()> {
             if imp == "tape" {
-                let encoded = net.encode(&params, &pixels, b, true)?;
-                let grads = net.encoder_backward(&params, &encoded, &rows, &r)?;
+                let encoded = encoder.encode(&pixels, b, true)?;
+                let grads = encoder.backward(&encoded, &rows, &r)?;
                 anyhow::ensure!(grads.len() == vars.len(), "a parameter got no gradient");
                 return Ok(());
             }
@@ -173,7 +169,7 @@ fn main() -> anyhow::Result<()> {
 /// forward + weight gradient, forward + both gradients, and candle's bias + ReLU around it.
 fn kernels(batches: &[usize], repeats: usize) -> anyhow::Result<()> {
     use candle_core::Var;
-    use lfs::nn::conv_cpu::conv2d_3x3;
+    use lfs::nn::kernels::conv_ops::conv2d_3x3;
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let mut random = |dims: &[usize]| -> anyhow::Result<Tensor> {
         let v: Vec<f32> = (0..dims.iter().product())

@@ -2,18 +2,19 @@
 //! safetensors file (`encoder.convnet.{0,2,4,6}.{weight,bias}`, `projector.{weight,bias}`,
 //! metadata `format = pt` plus architecture, input convention and provenance), and beside it
 //! `<stem>.example.safetensors`: a fixed input batch and the features this encoder computes
-//! for it, so any loader can check itself.
+//! for it, so any loader can check itself. [`load_frozen_encoder`] reads such a file back as
+//! constants, which is how downstream RL gets its encoder.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::nn::checkpoint;
+use crate::nn::encoder_projector::ENCODER_PREFIX;
+use crate::nn::{checkpoint, Encoder, EncoderConfig, EncoderProjector};
 use crate::pretrain::config::PretrainConfig;
-use crate::pretrain::trainer::{strip_prefix, EncoderProjector};
 use crate::{Error, Result};
 
 /// Input convention written into the metadata and docs/pytorch.md.
@@ -44,10 +45,7 @@ pub fn example_path(out: &Path) -> PathBuf {
 
 /// Exports the online encoder + projector of `checkpoint_path` to `out`.
 pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
-    let err = |reason: String| Error::Shard {
-        path: checkpoint_path.to_path_buf(),
-        reason,
-    };
+    let err = |reason: String| Error::checkpoint(checkpoint_path, reason);
     let file = checkpoint::load(checkpoint_path)?;
     let meta = |key: &str| {
         file.metadata
@@ -66,7 +64,8 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
     let method = meta("lfs.method")?;
 
     // Rebuild the encoder + projector from the checkpoint's online tensors.
-    let (net, params) = EncoderProjector::from_tensors(&cfg, &strip_prefix(&file, "online."))?;
+    let (net, params) =
+        EncoderProjector::from_tensors(&cfg.model.encoder, cfg.model.latent_dim, &file.strip_prefix("online."))?;
     let tensors: BTreeMap<String, Tensor> = params.snapshot()?;
 
     let enc = &cfg.model.encoder;
@@ -101,12 +100,12 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
     let (c, s) = (enc.in_channels, enc.image_size);
     let mut rng = ChaCha8Rng::seed_from_u64(20240501);
     let pixels: Vec<u8> = (0..EXAMPLE_BATCH * c * s * s).map(|_| rng.random::<u8>()).collect();
-    let obs = Tensor::from_vec(pixels, (EXAMPLE_BATCH, c, s, s), &Device::Cpu)?; // (4, 9, 84, 84) u8
-    let (h, z) = net.forward(&obs.to_dtype(DType::F32)?)?;
+    let obs = Tensor::from_vec(pixels, (EXAMPLE_BATCH, c, s, s), params.device())?; // (4, 9, 84, 84) u8
+    let features = net.forward(&obs.to_dtype(DType::F32)?)?;
     let mut example = BTreeMap::new();
     example.insert("obs".to_string(), obs);
-    example.insert("features".to_string(), h.detach()); // (4, 39200)
-    example.insert("projection".to_string(), z.detach()); // (4, latent)
+    example.insert("features".to_string(), features.encoded.h.detach()); // (4, 39200)
+    example.insert("projection".to_string(), features.z.detach()); // (4, latent)
     let mut example_meta = HashMap::new();
     example_meta.insert("format".to_string(), "pt".to_string());
     example_meta.insert("lfs.kind".to_string(), "export-example".to_string());
@@ -119,5 +118,51 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
         example: example_file,
         step,
         method,
+    })
+}
+
+/// An exported encoder read back for downstream use.
+#[derive(Debug, Clone)]
+pub struct FrozenEncoder {
+    /// The conv encoder f over constant tensors: no `Var`, so no optimiser can reach it.
+    pub encoder: Encoder,
+    /// Its architecture, from the file's `lfs.architecture` metadata.
+    pub config: EncoderConfig,
+    /// The file's metadata (method, step, datasets, config of the pre-training run).
+    pub metadata: HashMap<String, String>,
+}
+
+/// Loads the encoder f of an `lfs export` file as constants (the projector is not needed
+/// downstream and is left out). Errors name the file, or the tensor that is missing or has
+/// another shape.
+pub fn load_frozen_encoder(path: &Path) -> Result<FrozenEncoder> {
+    let file = checkpoint::load(path)?;
+    let kind = file.meta("lfs.kind")?;
+    if kind != "export" {
+        return Err(Error::checkpoint(
+            path,
+            format!("is an `lfs {kind}` file, not an encoder written by `lfs export`"),
+        ));
+    }
+    let arch: serde_json::Value = serde_json::from_str(file.meta("lfs.architecture")?)
+        .map_err(|e| Error::checkpoint(path, format!("`lfs.architecture`: {e}")))?;
+    let field = |key: &str| {
+        arch.get(key)
+            .and_then(serde_json::Value::as_u64)
+            .map(|v| v as usize)
+            .ok_or_else(|| Error::checkpoint(path, format!("`lfs.architecture` has no integer `{key}`")))
+    };
+    let config = EncoderConfig {
+        in_channels: field("in_channels")?,
+        image_size: field("image_size")?,
+        num_filters: field("num_filters")?,
+        num_layers: field("num_layers")?,
+        ..EncoderConfig::default()
+    };
+    let encoder = Encoder::from_tensors(&config, ENCODER_PREFIX, &file.tensors)?;
+    Ok(FrozenEncoder {
+        encoder,
+        config,
+        metadata: file.metadata,
     })
 }

@@ -24,7 +24,8 @@ pub fn ensure_parent(path: &Path) -> io::Result<()> {
 }
 
 /// Write `path` atomically with the bytes produced by `write`, syncing the data before the
-/// rename so a crash after the rename cannot leave an empty file behind.
+/// rename so a crash after the rename cannot leave an empty file behind. The file gets mode
+/// 0644 whatever the umask (checkpoints and exports are meant to be shared).
 pub fn write_atomic<F>(path: &Path, write: F) -> io::Result<()>
 where
     F: FnOnce(&mut File) -> io::Result<()>,
@@ -36,12 +37,24 @@ where
         write(&mut file)?;
         file.flush()?;
         file.sync_all()?;
+        set_mode_0644(&file)?;
         fs::rename(&tmp, path)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(unix)]
+fn set_mode_0644(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(fs::Permissions::from_mode(0o644))
+}
+
+#[cfg(not(unix))]
+fn set_mode_0644(_file: &File) -> io::Result<()> {
+    Ok(())
 }
 
 /// Write a byte slice atomically.

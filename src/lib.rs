@@ -8,6 +8,7 @@
 
 pub mod alloc;
 pub mod collect;
+pub mod config;
 pub mod data;
 pub mod env;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod export;
 pub mod fsutil;
 pub mod ingest;
 pub mod inspect;
+pub mod metrics;
 pub mod nn;
 pub mod objectives;
 pub mod pretrain;

@@ -54,7 +54,7 @@ fn encoder_output_is_39200_and_biases_start_at_zero() {
     let cfg = EncoderConfig::default();
     assert_eq!(cfg.output_size().unwrap(), 35); // 84 → 41 → 39 → 37 → 35 (SPEC §4)
     assert_eq!(cfg.repr_dim().unwrap(), 39200);
-    let mut params = Params::new();
+    let mut params = Params::new(&Device::Cpu);
     let enc = Encoder::new(&cfg, "encoder", &mut params, &mut ChaCha8Rng::seed_from_u64(0)).unwrap();
     assert_eq!(
         params.names(),
@@ -82,9 +82,9 @@ fn encoder_output_is_39200_and_biases_start_at_zero() {
 fn ema_moves_target_by_tau() {
     // By hand: θ' = (1 − 0.05)·1 + 0.05·3 = 1.1; then 0.95·1.1 + 0.05·3 = 1.195.
     let dev = Device::Cpu;
-    let mut online = Params::new();
+    let mut online = Params::new(&Device::Cpu);
     online.insert("w", Tensor::full(3f32, (2, 2), &dev).unwrap()).unwrap();
-    let mut target = Params::new();
+    let mut target = Params::new(&Device::Cpu);
     target.insert("w", Tensor::full(1f32, (2, 2), &dev).unwrap()).unwrap();
     ema_update(&online, &target, 0.05).unwrap();
     let read = |p: &Params| {
@@ -113,7 +113,7 @@ fn ema_moves_target_by_tau() {
             .unwrap(),
         vec![3.0; 4]
     );
-    let mut other = Params::new();
+    let mut other = Params::new(&Device::Cpu);
     other.insert("v", Tensor::full(1f32, (2, 2), &dev).unwrap()).unwrap();
     let err = ema_update(&online, &other, 0.05).unwrap_err().to_string();
     assert!(err.contains("checkpoint tensor v"), "{err}");
@@ -121,7 +121,7 @@ fn ema_moves_target_by_tau() {
 
 /// θ ← Adam on f(θ) = θ² (grad 2θ) for 3 steps from 1.5, lr 0.1.
 fn adam_on_square(weight_decay: f64) -> (f32, Vec<f32>, Vec<f32>) {
-    let mut params = Params::new();
+    let mut params = Params::new(&Device::Cpu);
     let theta = params
         .insert("theta", Tensor::new(&[1.5f32], &Device::Cpu).unwrap())
         .unwrap();
@@ -163,7 +163,7 @@ fn adam_matches_the_torch_update_rule() {
 
 #[test]
 fn adam_state_round_trips() {
-    let mut params = Params::new();
+    let mut params = Params::new(&Device::Cpu);
     let theta = params
         .insert("theta", Tensor::new(&[1.5f32, -0.5], &Device::Cpu).unwrap())
         .unwrap();
@@ -216,7 +216,7 @@ fn checkpoint_io_is_atomic_and_keeps_metadata() {
 
 #[test]
 fn params_load_reports_shape_mismatch_by_name() {
-    let mut params = Params::new();
+    let mut params = Params::new(&Device::Cpu);
     params
         .insert(
             "projector.weight",
@@ -255,7 +255,7 @@ fn small_encoder_projector(rng: &mut ChaCha8Rng) -> (EncoderConfig, Params, Enco
     };
     let repr = cfg.repr_dim().unwrap();
     assert_eq!(repr, 16 * 4 * 4);
-    let mut params = Params::new();
+    let mut params = Params::new(&Device::Cpu);
     let encoder = Encoder::new(&cfg, "encoder", &mut params, rng).unwrap();
     let projector = lfs::nn::Projector::new(repr, 5, "projector", &mut params, rng).unwrap();
     for (name, var) in params.iter() {
@@ -292,7 +292,7 @@ fn stock_encoder(params: &Params, cfg: &EncoderConfig, obs: &Tensor) -> Tensor {
 fn feature_net_backward_matches_candle_autograd() {
     // Reference: candle's autograd through its stock conv2d and Projector::forward on the
     // selected samples, loss Σ z ⊙ r.
-    use lfs::nn::tape::FeatureNet;
+    use lfs::nn::EncoderProjector;
     use rand::Rng;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let (cfg, params, _, projector) = small_encoder_projector(&mut rng);
@@ -304,9 +304,9 @@ fn feature_net_backward_matches_candle_autograd() {
     let r: Vec<f32> = (0..rows.len() * latent).map(|_| rng.random_range(-1.0..1.0)).collect();
     let r = Tensor::from_vec(r, (rows.len(), latent), &Device::Cpu).unwrap();
 
-    let net = FeatureNet::new(&cfg, "encoder", "projector", &params).unwrap();
-    let features = net.forward(&params, &obs, b, true).unwrap();
-    let grads = net.backward(&params, &features, &rows, &r).unwrap();
+    let net = EncoderProjector::from_params(&cfg, latent, &params).unwrap();
+    let features = net.forward_pixels(&obs, b, true).unwrap();
+    let grads = net.backward(&features, &rows, &r).unwrap();
 
     let all = Tensor::from_slice(&obs, (b, 9, 21, 21), &Device::Cpu)
         .unwrap()
@@ -329,16 +329,19 @@ fn feature_net_backward_matches_candle_autograd() {
     let h = features.encoded.h.flatten_all().unwrap().to_vec1::<f32>().unwrap();
     assert!(h.contains(&0.0) && h.iter().any(|v| *v > 0.0));
     // A forward without the tape has no backward, but the same features.
-    let plain = net.forward(&params, &obs, b, false).unwrap();
+    let plain = net.forward_pixels(&obs, b, false).unwrap();
     assert_eq!(rel_err(&plain.z, &features.z), 0.0);
-    let err = net.backward(&params, &plain, &rows, &r).err().unwrap().to_string();
+    let err = net.backward(&plain, &rows, &r).err().unwrap().to_string();
     assert!(err.contains("keep = true"), "{err}");
-    // The kernels tile output channels by 16; other widths are refused up front.
+    // The kernels tile output channels by 16; other widths are refused before any work.
     let narrow = EncoderConfig {
         num_filters: 6,
         ..cfg.clone()
     };
-    let err = FeatureNet::new(&narrow, "encoder", "projector", &params)
+    let mut narrow_params = Params::new(&Device::Cpu);
+    let narrow_net = EncoderProjector::new(&narrow, latent, &mut narrow_params, &mut rng).unwrap();
+    let err = narrow_net
+        .forward_pixels(&obs, b, true)
         .err()
         .unwrap()
         .to_string();

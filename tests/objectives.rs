@@ -111,7 +111,7 @@ fn sinkhorn_matches_the_proto_rl_reference() {
 #[test]
 fn clustering_loss_matches_the_reference_on_a_fixed_batch() {
     // reference.py: LOSS = 1.6650534334858467 (float64; tolerance 1e-5 for float32).
-    let mut params = Params::new();
+    let mut params = Params::new(&Device::Cpu);
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let protos = Prototypes::new(4, 3, "protos", &mut params, &mut rng).unwrap();
     params

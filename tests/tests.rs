@@ -10,8 +10,8 @@ mod ingest;
 mod data;
 // Orthogonal init, encoder shapes, EMA, Adam vs torch's rule, atomic checkpoint io.
 mod nn;
-// The CPU 3×3 conv ops (plain and bias + ReLU fused) vs candle's conv2d and autograd.
-mod conv_cpu;
+// The CPU kernels: 3×3 conv ops (plain and bias + ReLU fused) vs candle's conv2d and autograd, tiles vs loops.
+mod kernels;
 // Sinkhorn, LNC window, LFS loss on a fixed batch, InfoNCE (reference values with provenance).
 mod objectives;
 // `lfs pretrain`: configs, every method on tiny, metrics log, resume = uninterrupted.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use lfs::pretrain::collapse::Collapse;
 use lfs::pretrain::{self, PretrainConfig, RunEvent};
 
 #[derive(clap::Args)]
@@ -70,7 +71,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         RunEvent::Update(m) => {
             let n = m.num_synthetic;
-            let msg = format!("loss {:.4} N {n} {:.2} upd/s", m.loss, m.updates_per_s);
+            let msg = format!(
+                "loss {:.4} N {n} cos {:.3} {:.2} upd/s",
+                m.loss, m.target_cosine, m.updates_per_s
+            );
             match &bar {
                 Some(bar) => {
                     bar.set_position(m.step);
@@ -81,6 +85,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     last_line = Instant::now();
                 }
                 None => {}
+            }
+        }
+        RunEvent::Collapse(collapse) => {
+            let line = collapse_warning(collapse);
+            match &bar {
+                Some(bar) => bar.println(line),
+                None => eprintln!("{line}"),
             }
         }
         RunEvent::Checkpoint { step, path } => {
@@ -105,5 +116,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         summary.steps_done,
         summary.checkpoint.display()
     );
+    if let Some(collapse) = &summary.collapse {
+        println!("{}", collapse_warning(collapse));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn collapse_warning(collapse: &Collapse) -> String {
+    format!(
+        "warning: the representation has collapsed since update {}: {}. The encoder is not learning; \
+         see docs/design.md (\"Multi-task batches\") for the settings that avoid it",
+        collapse.since_step, collapse.reason
+    )
 }

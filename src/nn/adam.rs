@@ -10,7 +10,7 @@ use candle_core::{CpuStorage, InplaceOp2, Layout, Tensor};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::cpu_storage::{contiguous_f32, contiguous_f32_mut, PAR_CHUNK};
+use super::kernels::cpu_storage::{contiguous_f32, contiguous_f32_mut, PAR_CHUNK};
 use super::params::expect_stored;
 use super::Params;
 use crate::{Error, Result};

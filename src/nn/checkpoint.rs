@@ -1,66 +1,81 @@
-//! Safetensors io: atomic writes (temp file + fsync + rename, so a killed run never leaves a
-//! truncated checkpoint) and reads that return the tensors with the file's metadata.
+//! Checkpoints and every other safetensors file the project writes: atomic writes (temp file +
+//! fsync + rename, so a killed run never leaves a truncated file), reads that return the tensors
+//! with the file's metadata, and the RNG state a resumable run stores in that metadata.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use candle_core::{Device, Tensor};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 use crate::{Error, Result};
 
 /// Tensors and string metadata of one safetensors file.
 #[derive(Debug, Clone)]
 pub struct SafetensorsFile {
+    /// Where it was read from (named in errors).
+    pub path: PathBuf,
     pub tensors: BTreeMap<String, Tensor>,
     pub metadata: HashMap<String, String>,
 }
 
-/// Writes `tensors` and `metadata` to `path` atomically, file mode 0644.
-pub fn save_atomic(path: &Path, tensors: &BTreeMap<String, Tensor>, metadata: &HashMap<String, String>) -> Result<()> {
-    let shard_err = |reason: String| Error::Shard {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let bytes = safetensors::tensor::serialize(tensors.iter().map(|(k, v)| (k.as_str(), v)), Some(metadata.clone()))
-        .map_err(|e| shard_err(format!("serialising safetensors: {e}")))?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| shard_err(format!("creating directory: {e}")))?;
+impl SafetensorsFile {
+    /// The metadata entry `key`, or an error naming the file and the key.
+    pub fn meta(&self, key: &str) -> Result<&str> {
+        self.metadata
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| Error::checkpoint(&self.path, format!("no `{key}` in the checkpoint metadata")))
     }
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| shard_err("not a file path".to_string()))?;
-    let tmp = path.with_file_name(format!(".{}.{}.tmp", file_name.to_string_lossy(), std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        set_mode_0644(&tmp)?;
-        std::fs::rename(&tmp, path)
+
+    /// The tensors under `prefix`, with the prefix removed.
+    pub fn strip_prefix(&self, prefix: &str) -> BTreeMap<String, Tensor> {
+        self.tensors
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), v.clone())))
+            .collect()
+    }
+}
+
+/// Writes `tensors` and `metadata` to `path` atomically.
+pub fn save_atomic(path: &Path, tensors: &BTreeMap<String, Tensor>, metadata: &HashMap<String, String>) -> Result<()> {
+    let bytes = safetensors::tensor::serialize(tensors.iter().map(|(k, v)| (k.as_str(), v)), Some(metadata.clone()))
+        .map_err(|e| Error::checkpoint(path, format!("serialising safetensors: {e}")))?;
+    crate::fsutil::write_atomic(path, |f| f.write_all(&bytes))
+        .map_err(|e| Error::checkpoint(path, format!("writing: {e}")))
+}
+
+/// `seed_hex:stream:word_pos`: the full state of a ChaCha8 RNG, for checkpoint metadata.
+pub fn rng_to_string(rng: &ChaCha8Rng) -> String {
+    format!(
+        "{}:{}:{}",
+        hex::encode(rng.get_seed()),
+        rng.get_stream(),
+        rng.get_word_pos()
+    )
+}
+
+/// The RNG [`rng_to_string`] wrote.
+pub fn rng_from_string(s: &str) -> std::result::Result<ChaCha8Rng, String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let [seed, stream, pos] = parts.as_slice() else {
+        return Err(format!("expected seed:stream:word_pos, got {s:?}"));
     };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        shard_err(format!("writing: {e}"))
-    })
-}
-
-#[cfg(unix)]
-fn set_mode_0644(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
-}
-
-#[cfg(not(unix))]
-fn set_mode_0644(_path: &Path) -> std::io::Result<()> {
-    Ok(())
+    let seed: [u8; 32] = hex::decode(seed)
+        .map_err(|e| e.to_string())?
+        .try_into()
+        .map_err(|_| "seed is not 32 bytes".to_string())?;
+    let mut rng = ChaCha8Rng::from_seed(seed);
+    rng.set_stream(stream.parse::<u64>().map_err(|e| e.to_string())?);
+    rng.set_word_pos(pos.parse::<u128>().map_err(|e| e.to_string())?);
+    Ok(rng)
 }
 
 /// Reads every tensor (onto the CPU) and the metadata of a safetensors file.
 pub fn load(path: &Path) -> Result<SafetensorsFile> {
-    let shard_err = |reason: String| Error::Shard {
-        path: path.to_path_buf(),
-        reason,
-    };
+    let shard_err = |reason: String| Error::checkpoint(path, reason);
     let bytes = std::fs::read(path).map_err(|e| shard_err(format!("reading: {e}")))?;
     let (_, header) = safetensors::SafeTensors::read_metadata(&bytes)
         .map_err(|e| shard_err(format!("not a safetensors file: {e}")))?;
@@ -69,16 +84,17 @@ pub fn load(path: &Path) -> Result<SafetensorsFile> {
         .map_err(|e| shard_err(format!("loading tensors: {e}")))?
         .into_iter()
         .collect();
-    Ok(SafetensorsFile { tensors, metadata })
+    Ok(SafetensorsFile {
+        path: path.to_path_buf(),
+        tensors,
+        metadata,
+    })
 }
 
 /// Only the string metadata of a safetensors file (reads the header, not the tensors).
 pub fn read_metadata(path: &Path) -> Result<HashMap<String, String>> {
     use std::io::Read;
-    let shard_err = |reason: String| Error::Shard {
-        path: path.to_path_buf(),
-        reason,
-    };
+    let shard_err = |reason: String| Error::checkpoint(path, reason);
     let mut f = std::fs::File::open(path).map_err(|e| shard_err(format!("reading: {e}")))?;
     let mut len = [0u8; 8];
     f.read_exact(&mut len)

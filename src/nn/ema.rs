@@ -5,7 +5,7 @@
 use candle_core::{CpuStorage, InplaceOp2, Layout};
 use rayon::prelude::*;
 
-use super::cpu_storage::{contiguous_f32, contiguous_f32_mut, PAR_CHUNK};
+use super::kernels::cpu_storage::{contiguous_f32, contiguous_f32_mut, PAR_CHUNK};
 use super::params::expect_stored;
 use super::Params;
 use crate::Result;

@@ -1,20 +1,35 @@
-//! The conv encoder f (SPEC §4): Conv(9→32, 3×3, stride 2) ReLU, then 3 × [Conv(32→32, 3×3,
-//! stride 1) ReLU], no padding: 84→41→39→37→35, flattened (C, H, W) → 39200.
+//! The conv encoder f (docs/design.md §4): Conv(9→32, 3×3, stride 2) ReLU, then 3 × [Conv(32→32,
+//! 3×3, stride 1) ReLU], no padding: 84→41→39→37→35, flattened (C, H, W) → 39200.
 //!
 //! Input convention: raw pixel values 0..=255 as f32, 3 RGB frames stacked oldest first
 //! (9, 84, 84); the encoder divides by 255 itself (Proto-RL's `Encoder.encode`), so the
 //! exported PyTorch module takes the same input. Names `convnet.{0,2,4,6}.*` mirror a PyTorch
 //! `nn.Sequential` whose odd indices are the ReLUs.
+//!
+//! One encoder, two ways to run it:
+//! - [`Encoder::forward`] on a candle tensor, differentiable under candle's autograd (export,
+//!   tests, any caller that wants a graph). On the CPU it is one op over our kernels.
+//! - [`Encoder::encode`] on uint8 pixels, with the activations kept for
+//!   [`Encoder::backward`]: the pre-trainer's path, which computes the parameters' gradients by
+//!   hand (`kernels::tape`) instead of through candle's autograd.
+//!
+//! The encoder holds its parameters as tensors: views of a [`Params`] store's `Var`s when it is
+//! trained (an optimiser step on the store is seen here), or plain tensors when it is frozen
+//! ([`Encoder::from_tensors`]), which no optimiser can reach.
+
+use std::collections::BTreeMap;
 
 use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Conv2d, Conv2dConfig};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::conv_cpu::{conv2d_3x3, conv2d_3x3_bias_relu};
-use super::conv_nhwc::OB;
 use super::init::orthogonal;
-use super::tape::encoder_op;
+use super::kernels::conv_nhwc::{Kernel, Shape, OB};
+use super::kernels::conv_ops::conv2d_3x3_bias_relu;
+use super::kernels::encoder_op::{encoder_op, ConvTensors};
+use super::kernels::tape::{self, LayerWeights, Tape};
+use super::params::expect_stored;
 use super::Params;
 use crate::{Error, Result};
 
@@ -27,7 +42,7 @@ pub struct EncoderConfig {
     pub in_channels: usize,
     /// Square input size in pixels (84).
     pub image_size: usize,
-    /// Filters in every conv layer (32).
+    /// Filters in every conv layer (32; a multiple of 16 for the CPU kernels).
     pub num_filters: usize,
     /// Number of conv layers; the first has stride 2, the rest stride 1 (4).
     pub num_layers: usize,
@@ -50,112 +65,285 @@ impl Default for EncoderConfig {
 impl EncoderConfig {
     /// Spatial size after the convs: (84 − 3)/2 + 1 = 41, then −2 per stride-1 layer → 35.
     pub fn output_size(&self) -> Result<usize> {
-        if self.image_size < 3 || self.num_layers == 0 {
-            return Err(Error::Config(format!(
-                "encoder: image_size {} / num_layers {} too small",
-                self.image_size, self.num_layers
-            )));
-        }
-        let mut s = (self.image_size - 3) / 2 + 1;
-        for _ in 1..self.num_layers {
-            if s < 3 {
-                return Err(Error::Config(format!(
-                    "encoder: image_size {} too small for {} layers",
-                    self.image_size, self.num_layers
-                )));
-            }
-            s -= 2;
-        }
-        Ok(s)
+        let shapes = self.layer_shapes()?;
+        Ok(shapes[shapes.len() - 1].ho())
     }
 
     /// Flattened conv output dimension (32·35·35 = 39200 for the paper's encoder).
     pub fn repr_dim(&self) -> Result<usize> {
-        let s = self.output_size()?;
-        Ok(self.num_filters * s * s)
+        let shapes = self.layer_shapes()?;
+        Ok(shapes[shapes.len() - 1].out_len())
     }
+
+    /// Input channels of layer `layer`.
+    fn layer_in_channels(&self, layer: usize) -> usize {
+        if layer == 0 {
+            self.in_channels
+        } else {
+            self.num_filters
+        }
+    }
+
+    /// Every layer's per-sample shape for a square `image_size` input.
+    fn layer_shapes(&self) -> Result<Vec<Shape>> {
+        let layers: Vec<(usize, usize)> = (0..self.num_layers).map(|l| (self.num_filters, stride(l))).collect();
+        let size = self.image_size;
+        match tape::layer_shapes((self.in_channels, size, size), &layers) {
+            Some(shapes) if !shapes.is_empty() => Ok(shapes),
+            _ => Err(Error::Config(format!(
+                "encoder: image_size {size} too small for {} layers",
+                self.num_layers
+            ))),
+        }
+    }
+}
+
+/// Stride 2 for the first layer, 1 after; no padding.
+fn stride(layer: usize) -> usize {
+    if layer == 0 {
+        2
+    } else {
+        1
+    }
+}
+
+/// The PyTorch name of conv layer `layer` under `prefix`: `{prefix}.convnet.{2·layer}` (the odd
+/// `Sequential` indices are the ReLUs).
+fn layer_name(prefix: &str, layer: usize) -> String {
+    format!("{prefix}.convnet.{}", 2 * layer)
+}
+
+/// One conv layer: its name (without `.weight` / `.bias`), tensors and stride.
+#[derive(Debug, Clone)]
+struct ConvLayer {
+    name: String,
+    /// (o, c, 3, 3), PyTorch's layout.
+    weight: Tensor,
+    /// (o).
+    bias: Tensor,
+    stride: usize,
 }
 
 #[derive(Debug, Clone)]
 pub struct Encoder {
-    convnet: Vec<Conv2d>,
+    layers: Vec<ConvLayer>,
+    /// Every layer's per-sample shape (for the kernels).
+    shapes: Vec<Shape>,
 }
 
-/// Stride 2 for the first layer, 1 after; no padding.
-fn conv_config(layer: usize) -> Conv2dConfig {
-    Conv2dConfig {
-        padding: 0,
-        stride: if layer == 0 { 2 } else { 1 },
-        dilation: 1,
-        groups: 1,
-        cudnn_fwd_algo: None,
+/// What [`Encoder::encode`] produced: h and, when asked for, the activations its backward needs.
+pub struct Encoded {
+    /// Flattened conv features (b, repr_dim).
+    pub h: Tensor,
+    tape: Option<Tape>,
+}
+
+impl Encoded {
+    /// Features computed without a tape (a candle forward); they have no hand-written backward.
+    pub fn without_tape(h: Tensor) -> Self {
+        Self { h, tape: None }
+    }
+
+    /// The kept activations, or an error if the forward did not keep them.
+    pub(crate) fn tape(&self) -> Result<&Tape> {
+        self.tape
+            .as_ref()
+            .ok_or_else(|| Error::Shape("encoder: backward needs a forward with keep = true".into()))
     }
 }
 
+/// Gradients keyed by parameter name.
+pub type NamedGrads = Vec<(String, Tensor)>;
+
 impl Encoder {
-    /// Registers `{prefix}.convnet.{2i}.weight/bias` in `params`, orthogonal weights, zero biases.
+    /// Registers `{prefix}.convnet.{2i}.weight/bias` in `params`: orthogonal weights, zero
+    /// biases, on the store's device.
     pub fn new<R: Rng + ?Sized>(cfg: &EncoderConfig, prefix: &str, params: &mut Params, rng: &mut R) -> Result<Self> {
-        cfg.output_size()?;
-        let device = Device::Cpu;
-        let mut convnet = Vec::with_capacity(cfg.num_layers);
+        cfg.layer_shapes()?;
+        let device = params.device().clone();
         for layer in 0..cfg.num_layers {
-            let c_in = if layer == 0 { cfg.in_channels } else { cfg.num_filters };
-            let c_out = cfg.num_filters;
-            let name = format!("{prefix}.convnet.{}", 2 * layer);
+            let (c_in, c_out) = (cfg.layer_in_channels(layer), cfg.num_filters);
+            let name = layer_name(prefix, layer);
             // (out, in·3·3) orthogonal, reshaped to PyTorch's (out, in, kh, kw).
             let w = orthogonal(c_out, c_in * 9, cfg.conv_gain, rng)?;
-            let w = Tensor::from_vec(w, (c_out, c_in, 3, 3), &device)?;
-            let w = params.insert(&format!("{name}.weight"), w)?;
-            let b = params.insert(&format!("{name}.bias"), Tensor::zeros(c_out, DType::F32, &device)?)?;
-            convnet.push(Conv2d::new(w, Some(b), conv_config(layer)));
+            params.insert(&format!("{name}.weight"), Tensor::from_vec(w, (c_out, c_in, 3, 3), &device)?)?;
+            params.insert(&format!("{name}.bias"), Tensor::zeros(c_out, DType::F32, &device)?)?;
         }
-        Ok(Self { convnet })
+        Self::from_params(cfg, prefix, params)
     }
 
     /// The encoder over parameters already in `params` (`{prefix}.convnet.{2i}.*`), e.g. a
-    /// checkpoint's; errors name a missing or mis-shaped tensor.
+    /// checkpoint's: it trains with them. Errors name a missing or mis-shaped tensor.
     pub fn from_params(cfg: &EncoderConfig, prefix: &str, params: &Params) -> Result<Self> {
-        cfg.output_size()?;
-        let mut convnet = Vec::with_capacity(cfg.num_layers);
+        Self::build(cfg, prefix, |name, dims| params.tensor(name, dims))
+    }
+
+    /// The encoder over plain tensors (`{prefix}.convnet.{2i}.*` of `tensors`; other keys are
+    /// ignored): constants that no optimiser can reach (a frozen encoder).
+    pub fn from_tensors(cfg: &EncoderConfig, prefix: &str, tensors: &BTreeMap<String, Tensor>) -> Result<Self> {
+        Self::build(cfg, prefix, |name, dims| {
+            Ok(expect_stored(name, dims, tensors.get(name), "")?.detach())
+        })
+    }
+
+    fn build(
+        cfg: &EncoderConfig,
+        prefix: &str,
+        get: impl Fn(&str, &[usize]) -> Result<Tensor>,
+    ) -> Result<Self> {
+        let shapes = cfg.layer_shapes()?;
+        let mut layers = Vec::with_capacity(cfg.num_layers);
         for layer in 0..cfg.num_layers {
-            let c_in = if layer == 0 { cfg.in_channels } else { cfg.num_filters };
-            let name = format!("{prefix}.convnet.{}", 2 * layer);
-            let w = params.tensor(&format!("{name}.weight"), &[cfg.num_filters, c_in, 3, 3])?;
-            let b = params.tensor(&format!("{name}.bias"), &[cfg.num_filters])?;
-            convnet.push(Conv2d::new(w, Some(b), conv_config(layer)));
+            let (c_in, c_out) = (cfg.layer_in_channels(layer), cfg.num_filters);
+            let name = layer_name(prefix, layer);
+            layers.push(ConvLayer {
+                weight: get(&format!("{name}.weight"), &[c_out, c_in, 3, 3])?,
+                bias: get(&format!("{name}.bias"), &[c_out])?,
+                stride: stride(layer),
+                name,
+            });
         }
-        Ok(Self { convnet })
+        Ok(Self { layers, shapes })
+    }
+
+    /// Every parameter name, in layer order (weight, bias).
+    pub fn param_names(&self) -> Vec<String> {
+        self.layers
+            .iter()
+            .flat_map(|l| [format!("{}.weight", l.name), format!("{}.bias", l.name)])
+            .collect()
+    }
+
+    /// Every parameter tensor, in the order of [`Encoder::param_names`].
+    pub fn param_tensors(&self) -> Vec<&Tensor> {
+        self.layers.iter().flat_map(|l| [&l.weight, &l.bias]).collect()
+    }
+
+    /// Flattened output dimension (39200 for the paper's encoder).
+    pub fn repr_dim(&self) -> usize {
+        self.shapes[self.shapes.len() - 1].out_len()
     }
 
     /// Shapes: obs (b, 9, 84, 84) f32 in 0..=255 -> h (b, 39200), flattened (C, H, W).
     /// Differentiable in the parameters (and in `obs` when it tracks a gradient). On the CPU the
-    /// whole encoder is one op over channels-last kernels (`tape::encoder_op`); per-layer conv
+    /// whole encoder is one op over channels-last kernels (`kernels::encoder_op`); per-layer conv
     /// ops when `obs` tracks a gradient; candle's conv2d on other devices.
     pub fn forward(&self, obs: &Tensor) -> Result<Tensor> {
-        let layers: Vec<(&Tensor, &Tensor, usize)> = self
-            .convnet
-            .iter()
-            .filter_map(|conv| conv.bias().map(|b| (conv.weight(), b, conv.config().stride)))
-            .collect();
-        let tiled = layers.iter().all(|(w, _, _)| w.dim(0).is_ok_and(|o| o % OB == 0));
-        if obs.device().is_cpu() && !obs.track_op() && tiled && layers.len() == self.convnet.len() {
-            // The whole encoder as one op over the tape's kernels (SPEC §10).
+        let tiled = self.layers.iter().all(|l| l.weight.dim(0).is_ok_and(|o| o % OB == 0));
+        if obs.device().is_cpu() && !obs.track_op() && tiled {
+            // The whole encoder as one op over the tape's kernels (docs/design.md §10).
+            let layers: Vec<ConvTensors> = self
+                .layers
+                .iter()
+                .map(|l| ConvTensors {
+                    weight: &l.weight,
+                    bias: &l.bias,
+                    stride: l.stride,
+                })
+                .collect();
             return encoder_op(obs, &layers);
         }
         let mut h = (obs / 255.0)?;
-        for conv in &self.convnet {
+        for layer in &self.layers {
             h = if h.device().is_cpu() {
-                // Our per-layer conv ops (SPEC §10); other devices keep candle's conv2d.
-                let (w, stride) = (conv.weight(), conv.config().stride); // w (32, c_in, 3, 3)
-                match conv.bias() {
-                    Some(bias) => conv2d_3x3_bias_relu(&h, w, bias, stride)?,
-                    None => conv2d_3x3(&h, w, stride)?.relu()?,
-                }
+                // Our per-layer conv ops (docs/design.md §10); other devices keep candle's conv2d.
+                conv2d_3x3_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?
             } else {
-                conv.forward(&h)?.relu()?
+                let config = Conv2dConfig {
+                    padding: 0,
+                    stride: layer.stride,
+                    dilation: 1,
+                    groups: 1,
+                    cudnn_fwd_algo: None,
+                };
+                Conv2d::new(layer.weight.clone(), Some(layer.bias.clone()), config)
+                    .forward(&h)?
+                    .relu()?
             }; // (b, 32, s, s)
         }
         let b = h.dim(0)?;
         Ok(h.reshape((b, ()))?) // (b, 32·35·35)
+    }
+
+    /// Shapes: obs (b, 9, 84, 84) u8 pixels -> h (b, 39200) on the CPU, through the kernels
+    /// without candle's autograd. With `keep`, the activations are kept for
+    /// [`Encoder::backward`].
+    pub fn encode(&self, obs: &[u8], b: usize, keep: bool) -> Result<Encoded> {
+        self.check_tiled()?;
+        let in_len = self.shapes[0].in_len();
+        if obs.len() != b * in_len {
+            return Err(Error::Shape(format!(
+                "encoder: {} bytes of observations for {b} samples of {in_len}",
+                obs.len()
+            )));
+        }
+        let weights = self.layer_weights()?;
+        let encoded = tape::encode_batch(Kernel::detect(), &self.shapes, &weights, obs, b, keep);
+        // The kernels run in host memory: h is a CPU tensor whatever device the caller uses.
+        let h = Tensor::from_vec(encoded.h, (b, self.repr_dim()), &Device::Cpu)?; // (b, o·ho·wo)
+        Ok(Encoded { h, tape: encoded.tape })
+    }
+
+    /// The gradients of the conv parameters for the loss gradient `dh` (rows.len(), repr) of
+    /// the samples `rows` of a kept [`Encoder::encode`] (`dh` row i belongs to sample rows[i]; a
+    /// sample may appear more than once).
+    pub fn backward(&self, encoded: &Encoded, rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
+        let tape = encoded.tape()?;
+        check_rows(rows, encoded.h.dim(0)?)?;
+        let repr = self.repr_dim();
+        if dh.dims() != [rows.len(), repr] {
+            return Err(Error::Shape(format!(
+                "encoder: dh {:?} for {} rows of {repr} features",
+                dh.dims(),
+                rows.len()
+            )));
+        }
+        let dh = dh.flatten_all()?.to_vec1::<f32>()?; // rows.len() × repr, (C, H, W) order
+        let weights = self.layer_weights()?;
+        let grads = tape::backward_batch(Kernel::detect(), &self.shapes, &weights, tape, rows, &dh);
+        let mut out = NamedGrads::new();
+        for (layer, grad) in self.layers.iter().zip(grads) {
+            let n_bias = grad.bias.len();
+            let w_shape = layer.weight.shape().clone();
+            out.push((
+                format!("{}.weight", layer.name),
+                Tensor::from_vec(grad.weight, w_shape, &Device::Cpu)?,
+            ));
+            out.push((format!("{}.bias", layer.name), Tensor::from_vec(grad.bias, n_bias, &Device::Cpu)?));
+        }
+        Ok(out)
+    }
+
+    /// The kernels tile output channels by 16.
+    fn check_tiled(&self) -> Result<()> {
+        match self.shapes.iter().find(|s| s.o % OB != 0) {
+            Some(s) => Err(Error::Config(format!(
+                "model.encoder.num_filters = {}: the pre-trainer's CPU conv kernels need a multiple of {OB}",
+                s.o
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Host copies of the conv weights (o·c·9) and biases (o): 40 KB each, read once per call,
+    /// so updates of the parameters are always seen.
+    fn layer_weights(&self) -> Result<Vec<LayerWeights>> {
+        self.layers
+            .iter()
+            .map(|l| {
+                Ok(LayerWeights {
+                    weight: l.weight.flatten_all()?.to_vec1::<f32>()?,
+                    bias: l.bias.to_vec1::<f32>()?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Errors unless every row is < b.
+pub(crate) fn check_rows(rows: &[usize], b: usize) -> Result<()> {
+    match rows.iter().find(|&&r| r >= b) {
+        Some(bad) => Err(Error::Shape(format!("encoder: row {bad} of a {b}-sample forward"))),
+        None => Ok(()),
     }
 }

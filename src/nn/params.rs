@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use candle_core::{Tensor, Var};
+use candle_core::{Device, Tensor, Var};
 
 use crate::{Error, Result};
 
@@ -30,31 +30,43 @@ pub(crate) fn expect_stored<'a>(
     }
 }
 
-/// Parameters of one network (online or target), keyed by PyTorch `state_dict` names.
-#[derive(Debug, Clone, Default)]
+/// Parameters of one network (online or target), keyed by PyTorch `state_dict` names, all on
+/// one device.
+#[derive(Debug, Clone)]
 pub struct Params {
     vars: BTreeMap<String, Var>,
+    device: Device,
 }
 
 impl Params {
-    pub fn new() -> Self {
-        Self::default()
+    /// An empty store whose parameters live on `device`.
+    pub fn new(device: &Device) -> Self {
+        Self {
+            vars: BTreeMap::new(),
+            device: device.clone(),
+        }
     }
 
-    /// Adds a parameter initialised to `init`; returns the tensor view a module keeps.
+    /// Where the parameters live; modules create their initial values here.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Adds a parameter initialised to `init` (moved to the store's device); returns the tensor
+    /// view a module keeps.
     pub fn insert(&mut self, name: &str, init: Tensor) -> Result<Tensor> {
         if self.vars.contains_key(name) {
-            return Err(Error::Config(format!("parameter {name} defined twice")));
+            return Err(Error::Shape(format!("parameter {name} defined twice")));
         }
-        let var = Var::from_tensor(&init)?;
+        let var = Var::from_tensor(&init.to_device(&self.device)?)?;
         let tensor = var.as_tensor().clone();
         self.vars.insert(name.to_string(), var);
         Ok(tensor)
     }
 
-    /// A params store holding copies of `tensors` (keys = names).
-    pub fn from_tensors(tensors: &BTreeMap<String, Tensor>) -> Result<Self> {
-        let mut params = Self::new();
+    /// A params store on `device` holding copies of `tensors` (keys = names).
+    pub fn from_tensors(tensors: &BTreeMap<String, Tensor>, device: &Device) -> Result<Self> {
+        let mut params = Self::new(device);
         for (name, t) in tensors {
             params.insert(name, t.copy()?)?;
         }
@@ -63,19 +75,8 @@ impl Params {
 
     /// The module view of parameter `name`, checked against `shape`.
     pub fn tensor(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let var = self.vars.get(name).ok_or_else(|| Error::CheckpointMismatch {
-            key: name.to_string(),
-            expected: format!("{shape:?}"),
-            got: "missing".to_string(),
-        })?;
-        if var.dims() != shape {
-            return Err(Error::CheckpointMismatch {
-                key: name.to_string(),
-                expected: format!("{shape:?}"),
-                got: format!("{:?}", var.dims()),
-            });
-        }
-        Ok(var.as_tensor().clone())
+        let stored = self.vars.get(name).map(|v| v.as_tensor());
+        Ok(expect_stored(name, shape, stored, "")?.clone())
     }
 
     pub fn get(&self, name: &str) -> Option<&Var> {

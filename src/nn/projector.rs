@@ -1,4 +1,5 @@
-//! The projector g: Linear(repr_dim → latent_dim) on the flattened conv features (SPEC §4).
+//! The projector g: Linear(repr_dim → latent_dim) on the flattened conv features
+//! (docs/design.md §4).
 //! Proto-RL keeps it inside its `Encoder`; here it is a separate module so that the export
 //! names it `projector.*` beside `encoder.convnet.*`.
 
@@ -13,6 +14,8 @@ use crate::Result;
 #[derive(Debug, Clone)]
 pub struct Projector {
     linear: Linear,
+    /// The `state_dict` prefix of its `weight` and `bias`.
+    prefix: String,
 }
 
 impl Projector {
@@ -25,7 +28,10 @@ impl Projector {
         rng: &mut R,
     ) -> Result<Self> {
         let linear = init_linear(repr_dim, latent_dim, 1.0, prefix, params, rng)?;
-        Ok(Self { linear })
+        Ok(Self {
+            linear,
+            prefix: prefix.to_string(),
+        })
     }
 
     /// The projector over `{prefix}.weight` / `{prefix}.bias` already in `params`.
@@ -34,7 +40,23 @@ impl Projector {
         let b = params.tensor(&format!("{prefix}.bias"), &[latent_dim])?;
         Ok(Self {
             linear: Linear::new(w, Some(b)),
+            prefix: prefix.to_string(),
         })
+    }
+
+    /// (latent_dim, repr_dim).
+    pub fn weight(&self) -> &Tensor {
+        self.linear.weight()
+    }
+
+    /// (latent_dim). Invariant: both constructors give the Linear a bias.
+    pub fn bias(&self) -> &Tensor {
+        self.linear.bias().expect("the projector is built with a bias")
+    }
+
+    /// `[{prefix}.weight, {prefix}.bias]`.
+    pub fn param_names(&self) -> [String; 2] {
+        [format!("{}.weight", self.prefix), format!("{}.bias", self.prefix)]
     }
 
     /// Shapes: h (b, repr_dim) -> z (b, latent_dim).
@@ -52,7 +74,7 @@ pub fn init_linear<R: Rng + ?Sized>(
     params: &mut Params,
     rng: &mut R,
 ) -> Result<Linear> {
-    let device = candle_core::Device::Cpu;
+    let device = params.device().clone();
     let w = Tensor::from_vec(orthogonal(out_dim, in_dim, gain, rng)?, (out_dim, in_dim), &device)?;
     let w = params.insert(&format!("{prefix}.weight"), w)?;
     let b = params.insert(

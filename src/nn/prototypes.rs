@@ -1,4 +1,4 @@
-//! The prototypes C: `num_prototypes × latent_dim`, no bias, orthogonal init (SPEC §4).
+//! The prototypes C: `num_prototypes × latent_dim`, no bias, orthogonal init (docs/design.md §4).
 //! Every forward first re-normalises each prototype row to unit length in place, outside
 //! autograd (Proto-RL's `self.protos.weight.data.copy_(F.normalize(C))`).
 
@@ -25,12 +25,12 @@ impl Prototypes {
     ) -> Result<Self> {
         let name = format!("{prefix}.weight");
         let w = orthogonal(num_prototypes, latent_dim, 1.0, rng)?;
-        let w = Tensor::from_vec(w, (num_prototypes, latent_dim), &candle_core::Device::Cpu)?;
+        let w = Tensor::from_vec(w, (num_prototypes, latent_dim), params.device())?;
         params.insert(&name, w)?;
         // Invariant: the name was inserted on the line above.
         let weight = params
             .get(&name)
-            .ok_or_else(|| Error::Config(format!("{name} vanished")))?
+            .ok_or_else(|| Error::Shape(format!("{name} vanished")))?
             .clone();
         Ok(Self { weight })
     }

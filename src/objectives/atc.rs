@@ -45,7 +45,7 @@ impl AtcHead {
         let w = Tensor::from_vec(
             orthogonal(latent_dim, latent_dim, 1.0, rng)?,
             (latent_dim, latent_dim),
-            &candle_core::Device::Cpu,
+            params.device(),
         )?;
         let w = params.insert("atc_W", w)?;
         Ok(Self { predictor, w })

@@ -38,7 +38,7 @@ impl CurlHead {
         let w = Tensor::from_vec(
             orthogonal(latent_dim, latent_dim, 1.0, rng)?,
             (latent_dim, latent_dim),
-            &candle_core::Device::Cpu,
+            params.device(),
         )?;
         Ok(Self {
             w: params.insert("curl_W", w)?,

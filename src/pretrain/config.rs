@@ -1,17 +1,21 @@
 //! `PretrainConfig`: what a `pipelines/<name>.toml` holds. Every field is documented and used;
 //! unknown fields are errors; omitted sections take the paper's defaults (`impl Default`).
-//! `--set key.path=value` overrides are applied to the TOML tree before deserialising.
+//! Loading and `--set key.path=value` overrides are [`crate::config`]'s.
 
 use std::path::{Path, PathBuf};
 
+use candle_core::Device;
 use serde::{Deserialize, Serialize};
 
+use super::collapse::CollapseConfig;
 use crate::data::TaskBatching;
+use crate::nn::kernels::conv_nhwc::OB;
 use crate::nn::{AdamConfig, EncoderConfig};
 use crate::objectives::atc::AtcConfig;
 use crate::objectives::curl::CurlConfig;
 use crate::objectives::lfs::ClusteringConfig;
 use crate::objectives::LncConfig;
+use crate::config::{self, StageConfig};
 use crate::{Error, Result};
 
 /// The whole pre-training config.
@@ -23,6 +27,8 @@ pub struct PretrainConfig {
     pub model: ModelConfig,
     pub optimizer: AdamConfig,
     pub objective: ObjectiveConfig,
+    /// When `lfs pretrain` reports a collapsed representation (not part of the resume check).
+    pub collapse: CollapseConfig,
 }
 
 /// Length, batch size, seeding and checkpoint cadence.
@@ -131,6 +137,11 @@ impl Method {
         }
     }
 
+    /// Whether the method clusters against prototypes (Sinkhorn targets).
+    pub fn clusters(self) -> bool {
+        matches!(self, Method::Lfs | Method::LfsNoLnc | Method::LfsNoFm)
+    }
+
     /// Whether the method screens synthetic candidates with LNC.
     pub fn uses_lnc(self) -> bool {
         matches!(self, Method::Lfs | Method::LfsCl)
@@ -197,33 +208,38 @@ impl ObjectiveConfig {
 impl PretrainConfig {
     /// Reads `path`, applies `key.path=value` overrides, deserialises and validates.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-        Self::from_toml_str(&text, overrides).map_err(|e| match e {
-            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
-            other => other,
-        })
+        config::load(path, overrides)
     }
 
     /// Parses TOML text with overrides (see [`PretrainConfig::load`]).
     pub fn from_toml_str(text: &str, overrides: &[String]) -> Result<Self> {
-        let mut table: toml::Table = toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
-        for o in overrides {
-            apply_override(&mut table, o)?;
-        }
-        let cfg: PretrainConfig = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| Error::Config(e.to_string()))?;
-        cfg.validate()?;
-        Ok(cfg)
+        config::from_toml_str(text, overrides)
     }
 
     /// The resolved config as TOML (written beside checkpoints).
     pub fn to_toml(&self) -> Result<String> {
-        toml::to_string(self).map_err(|e| Error::Config(format!("serialising config: {e}")))
+        config::to_toml(self)
     }
 
-    /// Checks ranges and the couplings between fields.
-    pub fn validate(&self) -> Result<()> {
+    /// Where the networks live. The pre-trainer's kernels are CPU kernels (src/nn/kernels), so
+    /// this is the one place a device is chosen for pre-training.
+    pub fn device(&self) -> Device {
+        Device::Cpu
+    }
+
+    /// The settings a resumed run must share with its checkpoint: everything except the run
+    /// length and checkpoint cadence (which may be extended) and the collapse monitor.
+    pub fn resume_key(&self) -> Result<String> {
+        let mut c = self.clone();
+        c.run.num_updates = 0;
+        c.run.checkpoint_every_updates = 0;
+        c.collapse = CollapseConfig::default();
+        c.to_toml()
+    }
+}
+
+impl StageConfig for PretrainConfig {
+    fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
         let (run, obj, model) = (&self.run, &self.objective, &self.model);
         if run.checkpoint_every_updates == 0 {
@@ -276,6 +292,21 @@ impl PretrainConfig {
             return bad("model dimensions must be >= 1".into());
         }
         model.encoder.repr_dim()?;
+        if model.encoder.num_filters % OB != 0 {
+            return bad(format!(
+                "model.encoder.num_filters = {}: the pre-trainer's CPU conv kernels need a multiple of {OB}",
+                model.encoder.num_filters
+            ));
+        }
+        let collapse = &self.collapse;
+        if collapse.window_updates == 0
+            || collapse.margin_nats <= 0.0
+            || !(collapse.max_target_cosine > 0.0 && collapse.max_target_cosine <= 1.0)
+        {
+            return bad(format!(
+                "collapse: need window_updates >= 1, margin_nats > 0, 0 < max_target_cosine <= 1 ({collapse:?})"
+            ));
+        }
         let opt = &self.optimizer;
         if opt.lr <= 0.0
             || !(0.0..1.0).contains(&opt.beta1)
@@ -287,36 +318,4 @@ impl PretrainConfig {
         }
         Ok(())
     }
-
-    /// The settings a resumed run must share with its checkpoint: everything except the run
-    /// length and checkpoint cadence (which may be extended).
-    pub fn resume_key(&self) -> Result<String> {
-        let mut c = self.clone();
-        c.run.num_updates = 0;
-        c.run.checkpoint_every_updates = 0;
-        c.to_toml()
-    }
-}
-
-/// `a.b.c=value`: value parsed as a TOML value, else taken as a string.
-fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
-    let (key, raw) = item
-        .split_once('=')
-        .ok_or_else(|| Error::Config(format!("--set {item}: expected key=value")))?;
-    let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
-        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_string())),
-        Err(_) => toml::Value::String(raw.to_string()),
-    };
-    let parts: Vec<&str> = key.trim().split('.').collect();
-    let mut node = table;
-    for part in &parts[..parts.len() - 1] {
-        let entry = node
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        node = entry
-            .as_table_mut()
-            .ok_or_else(|| Error::Config(format!("--set {key}: {part} is not a table")))?;
-    }
-    node.insert(parts[parts.len() - 1].to_string(), value);
-    Ok(())
 }

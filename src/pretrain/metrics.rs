@@ -1,13 +1,9 @@
-//! Per-update metrics and their JSONL log (`metrics.jsonl`, one object per update, keys
-//! `pretrain/<name>`). On resume the log is cut back to the checkpoint's step so that a
-//! resumed run's log equals an uninterrupted one.
-
-use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+//! What one pre-training update reports: a line of `metrics.jsonl` (keys `pretrain/<name>`,
+//! written by [`crate::metrics::MetricsLog`]).
 
 use serde::Serialize;
 
-use crate::{Error, Result};
+use super::collapse::CollapseSigns;
 
 /// What one update reports (STYLE: updates return metrics; the loop logs them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,6 +32,13 @@ pub struct UpdateMetrics {
     /// Mean Sinkhorn assignment entropy in nats (clustering methods only).
     #[serde(rename = "pretrain/sinkhorn_entropy")]
     pub sinkhorn_entropy: Option<f64>,
+    /// Mean pairwise cosine of the target projections g'(f'(O_cur)) of the batch: near 1 when
+    /// the representation has collapsed (src/pretrain/collapse.rs).
+    #[serde(rename = "pretrain/target_cosine")]
+    pub target_cosine: f64,
+    /// Mean L2 norm of the target projections.
+    #[serde(rename = "pretrain/target_norm")]
+    pub target_norm: f64,
     /// Seconds spent drawing, shifting and (LNC methods) screening the batch, including
     /// LNC's online forward over all 2M candidates (kept: the loss reuses its rows).
     #[serde(rename = "pretrain/seconds_data")]
@@ -59,51 +62,37 @@ pub struct UpdateMetrics {
     pub updates_per_s: f64,
 }
 
-/// Appends metrics to a JSONL file.
-pub struct MetricsLog {
-    path: PathBuf,
-    file: std::fs::File,
-}
-
-impl MetricsLog {
-    /// Opens `path` for appending, first dropping any lines with `step > keep_through_step`
-    /// (a run killed after its last checkpoint logged updates that will be redone).
-    pub fn open(path: &Path, keep_through_step: u64) -> Result<Self> {
-        let err = |e: std::io::Error| Error::Shard {
-            path: path.to_path_buf(),
-            reason: format!("metrics log: {e}"),
-        };
-        if path.exists() {
-            let reader = std::io::BufReader::new(std::fs::File::open(path).map_err(err)?);
-            let mut kept = String::new();
-            for line in reader.lines() {
-                let line = line.map_err(err)?;
-                let step = serde_json::from_str::<serde_json::Value>(&line)
-                    .ok()
-                    .and_then(|v| v.get("step").and_then(|s| s.as_u64()));
-                if matches!(step, Some(s) if s <= keep_through_step) {
-                    kept.push_str(&line);
-                    kept.push('\n');
-                }
-            }
-            std::fs::write(path, kept).map_err(err)?;
+impl UpdateMetrics {
+    /// Update `step` (1-based) on `task`, every measurement still zero or absent.
+    pub fn new(step: u64, task: String) -> Self {
+        Self {
+            step,
+            task,
+            loss: 0.0,
+            num_synthetic: 0,
+            num_real: 0,
+            lnc_d: None,
+            clip_low: None,
+            clip_high: None,
+            sinkhorn_entropy: None,
+            target_cosine: 0.0,
+            target_norm: 0.0,
+            seconds_data: 0.0,
+            seconds_forward: 0.0,
+            seconds_backward: 0.0,
+            seconds_optimizer: 0.0,
+            update_seconds: 0.0,
+            updates_per_s: 0.0,
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(err)?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            file,
-        })
     }
 
-    pub fn write(&mut self, m: &UpdateMetrics) -> Result<()> {
-        let line = serde_json::to_string(m)?;
-        writeln!(self.file, "{line}").map_err(|e| Error::Shard {
-            path: self.path.clone(),
-            reason: format!("metrics log: {e}"),
-        })
+    /// What the collapse monitor reads of this update.
+    pub fn collapse_signs(&self) -> CollapseSigns {
+        CollapseSigns {
+            step: self.step,
+            loss: self.loss,
+            sinkhorn_entropy: self.sinkhorn_entropy,
+            target_cosine: self.target_cosine,
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The pre-trainer: config (TOML), the per-update trainer for every method of SPEC §5, the
 //! run loop with metrics, checkpoints and resume.
 
+pub mod collapse;
 pub mod config;
 pub mod metrics;
 pub mod run;

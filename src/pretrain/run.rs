@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::collapse::{Collapse, CollapseMonitor};
 use super::config::PretrainConfig;
-use super::metrics::{MetricsLog, UpdateMetrics};
+use super::metrics::UpdateMetrics;
 use super::trainer::Trainer;
+use crate::metrics::MetricsLog;
 use crate::shards::{Dataset, Episode};
 use crate::{Error, Result};
 
@@ -18,6 +20,8 @@ pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
 pub const CONFIG_FILE: &str = "config.resolved.toml";
 pub const DATASETS_FILE: &str = "datasets.json";
 pub const METRICS_FILE: &str = "metrics.jsonl";
+/// How the last invocation ended: updates done, last metrics, collapse (JSON).
+pub const SUMMARY_FILE: &str = "summary.json";
 
 /// Provenance of one input dataset.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,6 +118,8 @@ pub enum RunEvent<'m> {
         step: u64,
         path: &'m Path,
     },
+    /// The representation has looked collapsed for `collapse.window_updates` updates.
+    Collapse(&'m Collapse),
 }
 
 /// Where the run ended.
@@ -123,6 +129,8 @@ pub struct RunSummary {
     pub steps_done: u64,
     pub resumed_from: Option<u64>,
     pub last_metrics: Option<UpdateMetrics>,
+    /// The collapse in force at the last update of this invocation, if any.
+    pub collapse: Option<Collapse>,
 }
 
 /// Loads `cfg.data.datasets` and trains into `out_dir`.
@@ -171,10 +179,17 @@ pub fn run_on_episodes(
         resumed: resumed_from.is_some(),
     });
     let mut last_metrics = None;
+    let mut monitor = CollapseMonitor::new(
+        &cfg.collapse,
+        cfg.objective.method.clusters().then_some(cfg.model.num_prototypes),
+    );
     while trainer.step() < cfg.run.num_updates {
         let metrics = trainer.update()?;
         log.write(&metrics)?;
         on_event(RunEvent::Update(&metrics));
+        if let Some(collapse) = monitor.observe(&metrics.collapse_signs()) {
+            on_event(RunEvent::Collapse(&collapse));
+        }
         let step = trainer.step();
         if step % cfg.run.checkpoint_every_updates == 0 || step == cfg.run.num_updates {
             trainer.save_checkpoint(&checkpoint, &provenance)?;
@@ -189,12 +204,28 @@ pub fn run_on_episodes(
         // A resumed run that was already complete still leaves its checkpoint in place.
         trainer.save_checkpoint(&checkpoint, &provenance)?;
     }
-    Ok(RunSummary {
+    let collapse = last_metrics.as_ref().and_then(|m| monitor.current(&m.collapse_signs()));
+    let summary = RunSummary {
         checkpoint,
         steps_done: trainer.step(),
         resumed_from,
         last_metrics,
-    })
+        collapse,
+    };
+    write_summary(&out_dir.join(SUMMARY_FILE), &summary)?;
+    Ok(summary)
+}
+
+/// `summary.json`: the run's report, written atomically at the end of every invocation.
+fn write_summary(path: &Path, summary: &RunSummary) -> Result<()> {
+    let json = serde_json::json!({
+        "steps_done": summary.steps_done,
+        "resumed_from": summary.resumed_from,
+        "last_metrics": summary.last_metrics,
+        "collapse": summary.collapse,
+    });
+    let text = serde_json::to_string_pretty(&json)?;
+    crate::fsutil::write_bytes_atomic(path, text.as_bytes()).map_err(|e| Error::checkpoint(path, e.to_string()))
 }
 
 /// A checkpoint resumes only on the datasets it was trained on (same content ids, same order).

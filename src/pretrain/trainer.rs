@@ -1,22 +1,31 @@
-//! One trainer for every method of SPEC §5: builds the online and EMA target networks, draws a
-//! batch (real pairs, frame-mask synthetic pairs screened by LNC, …), computes the method's
-//! loss, takes one Adam step and one EMA step, and returns the update's metrics.
+//! One trainer for every method of docs/design.md §5: builds the online and EMA target networks,
+//! draws a batch (real pairs, frame-mask synthetic pairs screened by LNC, …), computes the
+//! method's loss, takes one Adam step and one EMA step, and returns the update's metrics.
+//!
+//! Gradients come from two places. candle's autograd differentiates the head (predictor,
+//! prototypes, the ATC/CURL heads) from the loss down to the online projection z, which is a
+//! leaf here; the encoder and projector's gradients are computed by hand from dz
+//! ([`EncoderProjector::backward`], the fast CPU path) and spliced into the same gradient store
+//! ([`Trainer::backward`]) before one Adam step takes them all.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::Instant;
 
+use candle_core::backprop::GradStore;
 use candle_core::{Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::collapse::spread;
 use super::config::{LncLatent, Method, PretrainConfig};
 use super::metrics::UpdateMetrics;
+use crate::config::StageConfig;
 use crate::data::{PairBatch, PairKind, PairSampler, RandomShift, SamplerConfig};
-use crate::nn::checkpoint::{self, SafetensorsFile};
+use crate::nn::checkpoint::{self, rng_from_string, rng_to_string};
 use crate::nn::ema::ema_update;
-use crate::nn::tape::{FeatureNet, Features};
-use crate::nn::{Adam, Encoder, Params, Predictor, Projector, Prototypes};
+use crate::nn::encoder_projector::Features;
+use crate::nn::{Adam, EncoderProjector, Params, Predictor, Prototypes};
 use crate::objectives::atc::AtcHead;
 use crate::objectives::curl::CurlHead;
 use crate::objectives::infonce::cosine_info_nce;
@@ -41,60 +50,6 @@ enum Head {
     Curl(CurlHead),
 }
 
-/// Encoder f and projector g: one copy online, one EMA target.
-#[derive(Debug, Clone)]
-pub struct EncoderProjector {
-    pub encoder: Encoder,
-    pub projector: Projector,
-}
-
-impl EncoderProjector {
-    /// Registers `encoder.convnet.*` and `projector.*` in `params`.
-    pub fn new(cfg: &PretrainConfig, params: &mut Params, rng: &mut ChaCha8Rng) -> Result<Self> {
-        let encoder = Encoder::new(&cfg.model.encoder, "encoder", params, rng)?;
-        let projector = Projector::new(
-            cfg.model.encoder.repr_dim()?,
-            cfg.model.latent_dim,
-            "projector",
-            params,
-            rng,
-        )?;
-        Ok(Self { encoder, projector })
-    }
-
-    /// Encoder + projector over copies of the `encoder.*` / `projector.*` entries of
-    /// `tensors` (other keys are ignored); returns the modules and their params.
-    pub fn from_tensors(cfg: &PretrainConfig, tensors: &BTreeMap<String, Tensor>) -> Result<(Self, Params)> {
-        let mine: BTreeMap<String, Tensor> = tensors
-            .iter()
-            .filter(|(k, _)| k.starts_with("encoder.") || k.starts_with("projector."))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let params = Params::from_tensors(&mine)?;
-        let encoder = Encoder::from_params(&cfg.model.encoder, "encoder", &params)?;
-        let projector = Projector::from_params(
-            cfg.model.encoder.repr_dim()?,
-            cfg.model.latent_dim,
-            "projector",
-            &params,
-        )?;
-        if params.len() != 2 * cfg.model.encoder.num_layers + 2 {
-            return Err(Error::Config(format!(
-                "unexpected encoder/projector tensors: {:?}",
-                params.names()
-            )));
-        }
-        Ok((Self { encoder, projector }, params))
-    }
-
-    /// Shapes: obs (b, 9, 84, 84) -> (h (b, 39200), z (b, latent)).
-    pub fn forward(&self, obs: &Tensor) -> Result<(Tensor, Tensor)> {
-        let h = self.encoder.forward(obs)?;
-        let z = self.projector.forward(&h)?;
-        Ok((h, z))
-    }
-}
-
 /// The online forward the loss differentiates, and which of its samples form the batch, in
 /// batch order.
 struct OnlinePass {
@@ -109,9 +64,9 @@ pub struct Trainer<'a> {
     shift: RandomShift,
     online_params: Params,
     target_params: Params,
-    /// f and g with the hand-written backward, over `online_params` / `target_params`.
-    online_net: FeatureNet,
-    target_net: FeatureNet,
+    /// f and g over `online_params` / `target_params`.
+    online_net: EncoderProjector,
+    target_net: EncoderProjector,
     head: Head,
     adam: Adam,
     rng: ChaCha8Rng,
@@ -136,9 +91,9 @@ impl<'a> Trainer<'a> {
             )));
         }
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
-        let mut online_params = Params::new();
-        EncoderProjector::new(cfg, &mut online_params, &mut rng)?;
-        let latent = cfg.model.latent_dim;
+        let mut online_params = Params::new(&cfg.device());
+        let (encoder_cfg, latent) = (&cfg.model.encoder, cfg.model.latent_dim);
+        let online_net = EncoderProjector::new(encoder_cfg, latent, &mut online_params, &mut rng)?;
         let new_predictor = |params: &mut Params, rng: &mut _| {
             Predictor::new(latent, cfg.model.predictor_hidden_dim, "predictor", params, rng)
         };
@@ -154,9 +109,8 @@ impl<'a> Trainer<'a> {
             Method::Curl => Head::Curl(CurlHead::new(latent, &mut online_params, &mut rng)?),
         };
         // The target starts as an exact copy of the online encoder and projector.
-        let (_, target_params) = EncoderProjector::from_tensors(cfg, &online_params.snapshot()?)?;
-        let online_net = FeatureNet::new(&cfg.model.encoder, "encoder", "projector", &online_params)?;
-        let target_net = FeatureNet::new(&cfg.model.encoder, "encoder", "projector", &target_params)?;
+        let (target_net, target_params) =
+            EncoderProjector::from_tensors(encoder_cfg, latent, &online_params.snapshot()?)?;
         let adam = Adam::new(cfg.optimizer.clone(), &online_params);
         Ok(Self {
             cfg: cfg.clone(),
@@ -199,31 +153,61 @@ impl<'a> Trainer<'a> {
         let task_name = task
             .map(|i| self.sampler.task_names()[i].clone())
             .unwrap_or_else(|| "mixed".to_string());
-        let m = self.cfg.run.batch_size;
-        let method = self.cfg.objective.method;
-        let mut metrics = UpdateMetrics {
-            step: self.step + 1,
-            task: task_name,
-            loss: 0.0,
-            num_synthetic: 0,
-            num_real: 0,
-            lnc_d: None,
-            clip_low: None,
-            clip_high: None,
-            sinkhorn_entropy: None,
-            seconds_data: 0.0,
-            seconds_forward: 0.0,
-            seconds_backward: 0.0,
-            seconds_optimizer: 0.0,
-            update_seconds: 0.0,
-            updates_per_s: 0.0,
-        };
+        let mut metrics = UpdateMetrics::new(self.step + 1, task_name);
 
-        // ---- data: the training pairs (prev -> online, cur -> target); LFS's LNC already runs
-        // the online forward over every candidate, and the loss reuses it.
-        let (batch, online) = match method {
+        // ---- data: the training pairs (prev -> online, cur -> target)
+        let (batch, online) = self.draw_batch(task, &mut metrics)?;
+        metrics.num_real = batch.len - metrics.num_synthetic;
+
+        // ---- loss: online z (a leaf; its gradient goes through EncoderProjector::backward)
+        let data_done = Instant::now();
+        let online = match online {
+            Some(online) => online,
+            None => OnlinePass {
+                features: self.online_net.forward_pixels(&batch.prev, batch.len, true)?,
+                rows: (0..batch.len).collect(),
+            },
+        };
+        let z_leaf = Var::from_tensor(&online.features.z_rows(&online.rows)?)?; // (M, latent)
+        // The target branch builds no graph, so backward never reaches its parameters.
+        let t = self.target_net.forward_pixels(&batch.cur, batch.len, false)?.z; // (M, latent)
+        let spread = spread(&t)?;
+        metrics.target_cosine = spread.mean_pairwise_cosine;
+        metrics.target_norm = spread.mean_norm;
+        let loss = self.loss(z_leaf.as_tensor(), &t, &mut metrics)?;
+
+        // ---- optimise: Adam on the online network, then EMA into the target
+        let forward_done = Instant::now();
+        let grads = self.backward(&loss, &z_leaf, &online)?;
+        let backward_done = Instant::now();
+        self.adam.step(&self.online_params, &grads)?;
+        ema_update(
+            &self.online_params,
+            &self.target_params,
+            self.cfg.objective.target_tau(),
+        )?;
+        self.step += 1;
+        let end = Instant::now();
+        metrics.seconds_data = (data_done - start).as_secs_f64();
+        metrics.seconds_forward = (forward_done - data_done).as_secs_f64();
+        metrics.seconds_backward = (backward_done - forward_done).as_secs_f64();
+        metrics.seconds_optimizer = (end - backward_done).as_secs_f64();
+        metrics.update_seconds = (end - start).as_secs_f64();
+        metrics.updates_per_s = 1.0 / metrics.update_seconds.max(1e-9);
+        Ok(metrics)
+    }
+
+    /// The method's training pairs, shifted. LFS's LNC already runs the online forward over
+    /// every candidate; it is returned so the loss reuses it.
+    fn draw_batch(
+        &mut self,
+        task: Option<usize>,
+        metrics: &mut UpdateMetrics,
+    ) -> Result<(PairBatch, Option<OnlinePass>)> {
+        let m = self.cfg.run.batch_size;
+        Ok(match self.cfg.objective.method {
             Method::Lfs | Method::LfsCl => {
-                let (batch, online) = self.lnc_batch(task, m, &mut metrics)?;
+                let (batch, online) = self.lnc_batch(task, m, metrics)?;
                 (batch, Some(online))
             }
             Method::LfsNoLnc => {
@@ -252,86 +236,57 @@ impl<'a> Trainer<'a> {
                 pair.augment(&self.shift, &mut self.rng);
                 (pair, None)
             }
-        };
-        metrics.num_real = batch.len - metrics.num_synthetic;
+        })
+    }
 
-        // ---- loss: online z (a leaf here; its gradient goes through FeatureNet::backward)
-        let data_done = Instant::now();
-        let online = match online {
-            Some(online) => online,
-            None => OnlinePass {
-                features: self
-                    .online_net
-                    .forward(&self.online_params, &batch.prev, batch.len, true)?,
-                rows: (0..batch.len).collect(),
-            },
-        };
-        let z_leaf = Var::from_tensor(&online.features.z_rows(&online.rows)?)?; // (M, latent)
-        let z = z_leaf.as_tensor();
-        // The target branch builds no graph, so backward never reaches its parameters.
-        let t = self
-            .target_net
-            .forward(&self.target_params, &batch.cur, batch.len, false)?
-            .z; // (M, latent)
+    /// The method's loss on the online projections `z` (M, latent) and the target ones `t`;
+    /// errors if it is not finite.
+    fn loss(&self, z: &Tensor, t: &Tensor, metrics: &mut UpdateMetrics) -> Result<Tensor> {
         let loss = match &self.head {
             Head::Clustering { predictor, prototypes } => {
-                let out = clustering_loss(&predictor.forward(z)?, &t, prototypes, &self.cfg.objective.clustering)?;
+                let out = clustering_loss(&predictor.forward(z)?, t, prototypes, &self.cfg.objective.clustering)?;
                 metrics.sinkhorn_entropy = Some(out.sinkhorn_entropy);
                 out.loss
             }
             Head::Contrastive { predictor } => {
-                cosine_info_nce(&predictor.forward(z)?, &t, self.cfg.objective.cl_temperature)?
+                cosine_info_nce(&predictor.forward(z)?, t, self.cfg.objective.cl_temperature)?
             }
-            Head::Atc(head) => head.loss(z, &t)?,
-            Head::Curl(head) => head.loss(z, &t)?,
+            Head::Atc(head) => head.loss(z, t)?,
+            Head::Curl(head) => head.loss(z, t)?,
         };
         metrics.loss = loss.to_scalar::<f32>()? as f64;
         if !metrics.loss.is_finite() {
-            return Err(Error::Config(format!(
+            return Err(Error::Training(format!(
                 "update {}: loss is {}",
                 self.step + 1,
                 metrics.loss
             )));
         }
+        Ok(loss)
+    }
 
-        // ---- optimise: Adam on the online network, then EMA into the target
-        let forward_done = Instant::now();
+    /// The gradients of every online parameter: candle's autograd from the loss down to the
+    /// leaf z (the head's parameters and dz), then the encoder and projector's gradients from dz
+    /// by hand, spliced into the same store under their `Var`s.
+    fn backward(&self, loss: &Tensor, z_leaf: &Var, online: &OnlinePass) -> Result<GradStore> {
         let mut grads = loss.backward()?; // the head's parameters and z
         let dz = grads
-            .remove(z)
-            .ok_or_else(|| Error::Config("the loss does not depend on the online features".into()))?;
-        for (name, grad) in self
-            .online_net
-            .backward(&self.online_params, &online.features, &online.rows, &dz)?
-        {
+            .remove(z_leaf.as_tensor())
+            .ok_or_else(|| Error::Training("the loss does not depend on the online features".into()))?;
+        for (name, grad) in self.online_net.backward(&online.features, &online.rows, &dz)? {
             let var = self
                 .online_params
                 .get(&name)
-                .ok_or_else(|| Error::Config(format!("no online parameter {name}")))?;
+                .ok_or_else(|| Error::Shape(format!("no online parameter {name}")))?;
             grads.insert(var.as_tensor(), grad);
         }
-        let backward_done = Instant::now();
-        self.adam.step(&self.online_params, &grads)?;
-        ema_update(
-            &self.online_params,
-            &self.target_params,
-            self.cfg.objective.target_tau(),
-        )?;
-        self.step += 1;
-        let end = Instant::now();
-        metrics.seconds_data = (data_done - start).as_secs_f64();
-        metrics.seconds_forward = (forward_done - data_done).as_secs_f64();
-        metrics.seconds_backward = (backward_done - forward_done).as_secs_f64();
-        metrics.seconds_optimizer = (end - backward_done).as_secs_f64();
-        metrics.update_seconds = (end - start).as_secs_f64();
-        metrics.updates_per_s = 1.0 / metrics.update_seconds.max(1e-9);
-        Ok(metrics)
+        Ok(grads)
     }
 
-    /// LFS data (SPEC §3): M real pairs and M synthetic candidates, both shifted; LNC keeps N
-    /// candidates; the batch is those N plus M − N real pairs drawn without replacement. The
-    /// online forward over all 2M previous observations gives LNC its latents and is kept for
-    /// the loss: its rows for the batch are returned with it.
+    /// LFS data (docs/design.md §3): M real pairs and M synthetic candidates, both shifted; LNC
+    /// keeps N candidates; the batch is those N plus M − N real pairs drawn without
+    /// replacement. The online forward over all 2M previous observations gives LNC its latents
+    /// and is kept for the loss: its rows for the batch are returned with it.
     fn lnc_batch(
         &mut self,
         task: Option<usize>,
@@ -344,7 +299,7 @@ impl<'a> Trainer<'a> {
         syn.augment(&self.shift, &mut self.rng);
         let mut obs = real.prev.clone(); // (2M, 9, 84, 84): real rows 0..M, candidates M..2M
         obs.extend_from_slice(&syn.prev);
-        let features = self.online_net.forward(&self.online_params, &obs, 2 * m, true)?;
+        let features = self.online_net.forward_pixels(&obs, 2 * m, true)?;
         let latent = match self.cfg.objective.lnc_latent {
             LncLatent::Projector => &features.z,
             LncLatent::Conv => &features.encoded.h,
@@ -396,18 +351,9 @@ impl<'a> Trainer<'a> {
     /// Restores a checkpoint written by [`Trainer::save_checkpoint`] for the same settings.
     pub fn load_checkpoint(&mut self, path: &Path) -> Result<()> {
         let file = checkpoint::load(path)?;
-        let err = |reason: String| Error::Shard {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let meta = |key: &str| {
-            file.metadata
-                .get(key)
-                .cloned()
-                .ok_or_else(|| err(format!("no `{key}` in the checkpoint metadata")))
-        };
+        let err = |reason: String| Error::checkpoint(path, reason);
         let saved =
-            PretrainConfig::from_toml_str(&meta("lfs.config")?, &[]).map_err(|e| err(format!("its config: {e}")))?;
+            PretrainConfig::from_toml_str(file.meta("lfs.config")?, &[]).map_err(|e| err(format!("its config: {e}")))?;
         if saved.resume_key()? != self.cfg.resume_key()? {
             return Err(err(
                 "was written with different settings (only run.num_updates and run.checkpoint_every_updates may change on resume); \
@@ -415,47 +361,14 @@ impl<'a> Trainer<'a> {
                     .to_string(),
             ));
         }
-        let parse = |key: &str| -> Result<u64> { meta(key)?.parse::<u64>().map_err(|e| err(format!("`{key}`: {e}"))) };
+        let parse = |key: &str| -> Result<u64> { file.meta(key)?.parse::<u64>().map_err(|e| err(format!("`{key}`: {e}"))) };
         let step = parse("lfs.step")?;
         let adam_step = parse("lfs.adam_step")?;
-        self.online_params.load_from(&strip_prefix(&file, "online."))?;
-        self.target_params.load_from(&strip_prefix(&file, "target."))?;
+        self.online_params.load_from(&file.strip_prefix("online."))?;
+        self.target_params.load_from(&file.strip_prefix("target."))?;
         self.adam.load_state(&self.online_params, &file.tensors, adam_step)?;
-        self.rng = rng_from_string(&meta("lfs.rng")?).map_err(|e| err(format!("`lfs.rng`: {e}")))?;
+        self.rng = rng_from_string(file.meta("lfs.rng")?).map_err(|e| err(format!("`lfs.rng`: {e}")))?;
         self.step = step;
         Ok(())
     }
-}
-
-/// The tensors under `prefix`, with the prefix removed.
-pub fn strip_prefix(file: &SafetensorsFile, prefix: &str) -> BTreeMap<String, Tensor> {
-    file.tensors
-        .iter()
-        .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), v.clone())))
-        .collect()
-}
-
-/// `seed_hex:stream:word_pos`, the full ChaCha8 state.
-fn rng_to_string(rng: &ChaCha8Rng) -> String {
-    format!(
-        "{}:{}:{}",
-        hex::encode(rng.get_seed()),
-        rng.get_stream(),
-        rng.get_word_pos()
-    )
-}
-
-fn rng_from_string(s: &str) -> std::result::Result<ChaCha8Rng, String> {
-    let parts: Vec<&str> = s.split(':').collect();
-    let [seed, stream, pos] = parts.as_slice() else {
-        return Err(format!("expected seed:stream:word_pos, got {s:?}"));
-    };
-    let seed: [u8; 32] = hex::decode(seed)
-        .map_err(|e| e.to_string())?
-        .try_into()
-        .map_err(|_| "seed is not 32 bytes".to_string())?;
-    let mut rng = ChaCha8Rng::from_seed(seed);
-    rng.set_stream(stream.parse::<u64>().map_err(|e| e.to_string())?);
-    rng.set_word_pos(pos.parse::<u128>().map_err(|e| e.to_string())?);
-    Ok(rng)
 }

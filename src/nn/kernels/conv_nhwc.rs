@@ -1,6 +1,6 @@
 //! 3×3 convolutions (no padding, stride 1 or 2) in channels-last layout, one sample at a
 //! time, on a register-tiled kernel (issue #5): the pre-trainer's tape and candle's custom
-//! ops (super::conv_cpu) both run on them.
+//! ops ([`super::conv_ops`]) both run on them.
 //!
 //! Every pass is the same small matrix product: a tile of P ≤ 6 rows of A (output pixels, or
 //! input channels for the weight gradient) times 16 columns of B (output channels), summed

@@ -1,5 +1,5 @@
 //! A CPU 3×3 convolution (no padding, stride 1 or 2, f32, NCHW) as candle custom ops, because
-//! candle's stock CPU conv2d and its backward dominate the update (SPEC §10).
+//! candle's stock CPU conv2d and its backward dominate the update (docs/design.md §10).
 //!
 //! Each op converts one sample at a time to channels-last and runs the register-tiled kernels
 //! of [`super::conv_nhwc`] (channel counts that are not a multiple of 16 are zero-padded to
@@ -9,7 +9,7 @@
 //! the image). [`conv2d_3x3_bias_relu`] also fuses the bias and the ReLU (its backward masks
 //! the gradient with the saved output and sums the bias gradient itself). Reductions over
 //! samples add fixed groups in order, so results do not depend on rayon's scheduling.
-//! `Encoder::forward` on the CPU runs the whole encoder as one op instead (super::tape), and
+//! `Encoder::forward` on the CPU runs the whole encoder as one op instead ([`super::encoder_op`]), and
 //! uses these per-layer ops only when the image itself tracks a gradient or a layer's output
 //! channels are not a multiple of 16.
 
@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use super::conv_nhwc::{self, padded, Kernel, Shape};
 use super::cpu_storage::contiguous_f32;
+use super::{sum_in_order, GROUPS};
 
 use crate::Result;
 
@@ -86,17 +87,6 @@ impl Geom {
     fn in_len(&self) -> usize {
         self.c * self.h * self.w
     }
-}
-
-/// Sample groups of the weight gradient's partial sums (fixed, so results are reproducible).
-pub(crate) const GROUPS: usize = 16;
-
-/// Σ of equal-length vectors, in the given order.
-pub(crate) fn sum_in_order(parts: Vec<Vec<f32>>, len: usize) -> Vec<f32> {
-    parts.into_iter().fold(vec![0f32; len], |mut acc, p| {
-        acc.iter_mut().zip(&p).for_each(|(a, p)| *a += p);
-        acc
-    })
 }
 
 /// (o, c) of a (o, c, 3, 3) weight.
