@@ -4,8 +4,8 @@
 //! bias + ReLU op against candle's conv2d → broadcast_add → relu, all three gradients.
 
 use candle_core::{Device, Tensor, Var};
-use lfs::nn::kernels::conv_ops::{conv2d_3x3, conv2d_3x3_bias_relu};
 use lfs::nn::kernels::conv_nhwc::{self, Kernel, Shape};
+use lfs::nn::kernels::conv_ops::{conv2d_3x3, conv2d_3x3_bias_relu};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

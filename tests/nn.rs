@@ -340,11 +340,7 @@ fn feature_net_backward_matches_candle_autograd() {
     };
     let mut narrow_params = Params::new(&Device::Cpu);
     let narrow_net = EncoderProjector::new(&narrow, latent, &mut narrow_params, &mut rng).unwrap();
-    let err = narrow_net
-        .forward_pixels(&obs, b, true)
-        .err()
-        .unwrap()
-        .to_string();
+    let err = narrow_net.forward_pixels(&obs, b, true).err().unwrap().to_string();
     assert!(
         err.contains("num_filters = 6") && err.contains("multiple of 16"),
         "{err}"

@@ -391,3 +391,100 @@ fn zero_updates_checkpoints_the_random_init_floor() {
     assert_eq!(w("online.projector.weight"), w("target.projector.weight"));
     assert!(read_metrics(dir.path()).is_empty());
 }
+
+#[test]
+fn target_spread_matches_brute_force_pairwise_cosines() {
+    // Reference: the mean over i != j of cos(z_i, z_j), by a double loop in f64 here.
+    use lfs::pretrain::collapse::spread;
+    let rows: Vec<Vec<f64>> = vec![
+        vec![1.0, 0.0, 2.0],
+        vec![0.5, -1.0, 0.0],
+        vec![3.0, 3.0, 3.0],
+        vec![-1.0, 0.25, 0.5],
+    ];
+    let (mut sum, mut pairs) = (0.0, 0.0);
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    for (i, a) in rows.iter().enumerate() {
+        for (j, b) in rows.iter().enumerate() {
+            if i != j {
+                sum += a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>() / (norm(a) * norm(b));
+                pairs += 1.0;
+            }
+        }
+    }
+    let flat: Vec<f32> = rows.iter().flatten().map(|&v| v as f32).collect();
+    let z = candle_core::Tensor::from_vec(flat, (4, 3), &candle_core::Device::Cpu).unwrap();
+    let s = spread(&z).unwrap();
+    assert!(
+        (s.mean_pairwise_cosine - sum / pairs).abs() < 1e-6,
+        "{s:?} vs {}",
+        sum / pairs
+    );
+    let mean_norm = rows.iter().map(|r| norm(r)).sum::<f64>() / 4.0;
+    assert!((s.mean_norm - mean_norm).abs() < 1e-6);
+    // Parallel rows: cosine 1 whatever their norms.
+    let z = candle_core::Tensor::new(&[[1f32, 2.0], [2.0, 4.0], [0.5, 1.0]], &candle_core::Device::Cpu).unwrap();
+    assert!((spread(&z).unwrap().mean_pairwise_cosine - 1.0).abs() < 1e-6);
+}
+
+#[test]
+fn collapse_monitor_needs_every_sign_for_a_whole_window() {
+    use lfs::pretrain::collapse::{CollapseConfig, CollapseMonitor, CollapseSigns};
+    let cfg = CollapseConfig {
+        window_updates: 5,
+        margin_nats: 0.01,
+        max_target_cosine: 0.999,
+    };
+    let ln_k = (512f64).ln();
+    let stalled = |step| CollapseSigns {
+        step,
+        loss: ln_k + 0.002,
+        sinkhorn_entropy: Some(ln_k - 0.0001),
+        target_cosine: 0.9998,
+    };
+    // A clustering run stalled from update 3 on is reported once, at update 7 (3..=7 is 5 updates).
+    let mut monitor = CollapseMonitor::new(&cfg, Some(512));
+    let mut reports = vec![];
+    for step in 1..=12 {
+        let signs = if step < 3 {
+            CollapseSigns {
+                loss: 6.6,
+                ..stalled(step)
+            }
+        } else {
+            stalled(step)
+        };
+        if let Some(c) = monitor.observe(&signs) {
+            reports.push((step, c.since_step));
+        }
+    }
+    assert_eq!(reports, vec![(7, 3)]);
+    assert!(monitor.current(&stalled(12)).is_some());
+    // A learning run's plateau (loss and entropy at ln K, cosine 0.997 as measured with mixed
+    // batches) is not a collapse; neither are parallel projections with a loss above ln K.
+    let mut monitor = CollapseMonitor::new(&cfg, Some(512));
+    for step in 1..=20 {
+        let plateau = CollapseSigns {
+            target_cosine: 0.997,
+            ..stalled(step)
+        };
+        assert!(monitor.observe(&plateau).is_none());
+        let early = CollapseSigns {
+            loss: 6.3,
+            ..stalled(step)
+        };
+        assert!(monitor.observe(&early).is_none());
+    }
+    // Methods without prototypes: the cosine alone, and the window restarts after a break.
+    let mut monitor = CollapseMonitor::new(&cfg, None);
+    let cos = |step, c| CollapseSigns {
+        step,
+        loss: 1.0,
+        sinkhorn_entropy: None,
+        target_cosine: c,
+    };
+    let fired: Vec<u64> = (1..=15)
+        .filter(|&s| monitor.observe(&cos(s, if s == 4 { 0.5 } else { 0.9995 })).is_some())
+        .collect();
+    assert_eq!(fired, vec![9]);
+}

@@ -99,7 +99,7 @@ impl Adam {
             };
             let (m, v) = match (self.exp_avg.get_mut(name), self.exp_avg_sq.get_mut(name)) {
                 (Some(m), Some(v)) => (m, v),
-                _ => return Err(Error::Config(format!("adam: no moments for parameter {name}"))),
+                _ => return Err(Error::Shape(format!("adam: no moments for parameter {name}"))),
             };
             let grad = grad.contiguous()?; // candle's gradients already are: no copy
             let op = AdamStepOp {
@@ -119,7 +119,7 @@ impl Adam {
             for (kind, map) in [("exp_avg", &self.exp_avg), ("exp_avg_sq", &self.exp_avg_sq)] {
                 let data = map
                     .get(name)
-                    .ok_or_else(|| Error::Config(format!("adam: no {kind} for {name}")))?;
+                    .ok_or_else(|| Error::Shape(format!("adam: no {kind} for {name}")))?;
                 out.insert(
                     format!("adam.{kind}.{name}"),
                     Tensor::from_slice(data, var.shape(), var.device())?,

@@ -166,7 +166,10 @@ impl Encoder {
             let name = layer_name(prefix, layer);
             // (out, in·3·3) orthogonal, reshaped to PyTorch's (out, in, kh, kw).
             let w = orthogonal(c_out, c_in * 9, cfg.conv_gain, rng)?;
-            params.insert(&format!("{name}.weight"), Tensor::from_vec(w, (c_out, c_in, 3, 3), &device)?)?;
+            params.insert(
+                &format!("{name}.weight"),
+                Tensor::from_vec(w, (c_out, c_in, 3, 3), &device)?,
+            )?;
             params.insert(&format!("{name}.bias"), Tensor::zeros(c_out, DType::F32, &device)?)?;
         }
         Self::from_params(cfg, prefix, params)
@@ -186,11 +189,7 @@ impl Encoder {
         })
     }
 
-    fn build(
-        cfg: &EncoderConfig,
-        prefix: &str,
-        get: impl Fn(&str, &[usize]) -> Result<Tensor>,
-    ) -> Result<Self> {
+    fn build(cfg: &EncoderConfig, prefix: &str, get: impl Fn(&str, &[usize]) -> Result<Tensor>) -> Result<Self> {
         let shapes = cfg.layer_shapes()?;
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for layer in 0..cfg.num_layers {
@@ -309,7 +308,10 @@ impl Encoder {
                 format!("{}.weight", layer.name),
                 Tensor::from_vec(grad.weight, w_shape, &Device::Cpu)?,
             ));
-            out.push((format!("{}.bias", layer.name), Tensor::from_vec(grad.bias, n_bias, &Device::Cpu)?));
+            out.push((
+                format!("{}.bias", layer.name),
+                Tensor::from_vec(grad.bias, n_bias, &Device::Cpu)?,
+            ));
         }
         Ok(out)
     }

@@ -84,7 +84,7 @@ impl EncoderProjector {
         let params = Params::from_tensors(&mine, &device)?;
         let net = Self::from_params(cfg, latent_dim, &params)?;
         if params.len() != 2 * cfg.num_layers + 2 {
-            return Err(Error::Config(format!(
+            return Err(Error::Shape(format!(
                 "unexpected encoder/projector tensors: {:?}",
                 params.names()
             )));

@@ -23,7 +23,7 @@ pub fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 /// A `(rows, cols)` row-major orthogonal matrix scaled by `gain`.
 pub fn orthogonal<R: Rng + ?Sized>(rows: usize, cols: usize, gain: f64, rng: &mut R) -> Result<Vec<f32>> {
     if rows == 0 || cols == 0 {
-        return Err(Error::Config(format!(
+        return Err(Error::Shape(format!(
             "orthogonal init of an empty ({rows}, {cols}) matrix"
         )));
     }
@@ -46,7 +46,9 @@ pub fn orthogonal<R: Rng + ?Sized>(rows: usize, cols: usize, gain: f64, rng: &mu
         }
         let norm = vecs[j].iter().map(|v| v * v).sum::<f64>().sqrt();
         if norm < 1e-12 {
-            return Err(Error::Config("orthogonal init: rank-deficient normal draw".to_string()));
+            return Err(Error::Training(
+                "orthogonal init: rank-deficient normal draw".to_string(),
+            ));
         }
         vecs[j].iter_mut().for_each(|v| *v /= norm);
     }

@@ -41,7 +41,7 @@ pub struct LncSelection {
 /// `real` and `synthetic` are row-major (n, dim) latents of the "previous" observations.
 pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) -> Result<LncSelection> {
     if dim == 0 || real.len() % dim != 0 || synthetic.len() % dim != 0 {
-        return Err(Error::Config(format!(
+        return Err(Error::Shape(format!(
             "lnc: latents of length {}/{} are not rows of {dim}",
             real.len(),
             synthetic.len()

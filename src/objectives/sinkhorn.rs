@@ -18,7 +18,7 @@ pub fn sinkhorn(scores: &Tensor, temperature: f64, num_iters: usize) -> Result<T
         .map(|v| v / temperature)
         .fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() {
-        return Err(Error::Config(format!("sinkhorn: non-finite scores (max {max})")));
+        return Err(Error::Training(format!("sinkhorn: non-finite scores (max {max})")));
     }
     let mut q = vec![vec![0f64; b]; k];
     for (i, row) in s.iter().enumerate() {
@@ -57,7 +57,7 @@ pub fn sinkhorn(scores: &Tensor, temperature: f64, num_iters: usize) -> Result<T
         }
     }
     if out.iter().any(|v| !v.is_finite()) {
-        return Err(Error::Config("sinkhorn: non-finite assignments".to_string()));
+        return Err(Error::Training("sinkhorn: non-finite assignments".to_string()));
     }
     Ok(Tensor::from_vec(out, (b, k), scores.device())?)
 }

@@ -8,6 +8,7 @@ use candle_core::Device;
 use serde::{Deserialize, Serialize};
 
 use super::collapse::CollapseConfig;
+use crate::config::{self, StageConfig};
 use crate::data::TaskBatching;
 use crate::nn::kernels::conv_nhwc::OB;
 use crate::nn::{AdamConfig, EncoderConfig};
@@ -15,7 +16,6 @@ use crate::objectives::atc::AtcConfig;
 use crate::objectives::curl::CurlConfig;
 use crate::objectives::lfs::ClusteringConfig;
 use crate::objectives::LncConfig;
-use crate::config::{self, StageConfig};
 use crate::{Error, Result};
 
 /// The whole pre-training config.

@@ -11,6 +11,7 @@ use super::collapse::{Collapse, CollapseMonitor};
 use super::config::PretrainConfig;
 use super::metrics::UpdateMetrics;
 use super::trainer::Trainer;
+use crate::fsutil::write_bytes_atomic;
 use crate::metrics::MetricsLog;
 use crate::shards::{Dataset, Episode};
 use crate::{Error, Result};
@@ -148,10 +149,7 @@ pub fn run_on_episodes(
     on_event: &mut dyn FnMut(RunEvent),
 ) -> Result<RunSummary> {
     check_render_quality(datasets)?;
-    let io_err = |path: &Path, e: std::io::Error| Error::Shard {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
-    };
+    let io_err = |path: &Path, e: std::io::Error| Error::checkpoint(path, e.to_string());
     std::fs::create_dir_all(out_dir).map_err(|e| io_err(out_dir, e))?;
     let mut trainer = Trainer::new(cfg, episodes)?;
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
@@ -165,9 +163,9 @@ pub fn run_on_episodes(
     // Provenance beside the checkpoint (and inside it).
     let datasets_json = serde_json::to_string_pretty(datasets)?;
     let config_path = out_dir.join(CONFIG_FILE);
-    std::fs::write(&config_path, cfg.to_toml()?).map_err(|e| io_err(&config_path, e))?;
+    write_bytes_atomic(&config_path, cfg.to_toml()?.as_bytes()).map_err(|e| io_err(&config_path, e))?;
     let datasets_path = out_dir.join(DATASETS_FILE);
-    std::fs::write(&datasets_path, &datasets_json).map_err(|e| io_err(&datasets_path, e))?;
+    write_bytes_atomic(&datasets_path, datasets_json.as_bytes()).map_err(|e| io_err(&datasets_path, e))?;
     let mut provenance = BTreeMap::new();
     provenance.insert("lfs.datasets".to_string(), datasets_json);
     provenance.insert("lfs.version".to_string(), env!("CARGO_PKG_VERSION").to_string());
@@ -225,7 +223,7 @@ fn write_summary(path: &Path, summary: &RunSummary) -> Result<()> {
         "collapse": summary.collapse,
     });
     let text = serde_json::to_string_pretty(&json)?;
-    crate::fsutil::write_bytes_atomic(path, text.as_bytes()).map_err(|e| Error::checkpoint(path, e.to_string()))
+    write_bytes_atomic(path, text.as_bytes()).map_err(|e| Error::checkpoint(path, e.to_string()))
 }
 
 /// A checkpoint resumes only on the datasets it was trained on (same content ids, same order).
@@ -241,12 +239,12 @@ fn check_same_datasets(checkpoint: &Path, datasets: &[DatasetInfo]) -> Result<()
         .unwrap_or_default();
     let now: Vec<String> = datasets.iter().map(|d| d.id.clone()).collect();
     if saved != now {
-        return Err(Error::Shard {
-            path: checkpoint.to_path_buf(),
-            reason: format!(
+        return Err(Error::checkpoint(
+            checkpoint,
+            format!(
                 "was trained on datasets {saved:?}, these are {now:?} (new videos ingested?); use a new --out-dir or delete the checkpoint"
             ),
-        });
+        ));
     }
     Ok(())
 }

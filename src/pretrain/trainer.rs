@@ -169,7 +169,7 @@ impl<'a> Trainer<'a> {
             },
         };
         let z_leaf = Var::from_tensor(&online.features.z_rows(&online.rows)?)?; // (M, latent)
-        // The target branch builds no graph, so backward never reaches its parameters.
+                                                                                // The target branch builds no graph, so backward never reaches its parameters.
         let t = self.target_net.forward_pixels(&batch.cur, batch.len, false)?.z; // (M, latent)
         let spread = spread(&t)?;
         metrics.target_cosine = spread.mean_pairwise_cosine;
@@ -352,8 +352,8 @@ impl<'a> Trainer<'a> {
     pub fn load_checkpoint(&mut self, path: &Path) -> Result<()> {
         let file = checkpoint::load(path)?;
         let err = |reason: String| Error::checkpoint(path, reason);
-        let saved =
-            PretrainConfig::from_toml_str(file.meta("lfs.config")?, &[]).map_err(|e| err(format!("its config: {e}")))?;
+        let saved = PretrainConfig::from_toml_str(file.meta("lfs.config")?, &[])
+            .map_err(|e| err(format!("its config: {e}")))?;
         if saved.resume_key()? != self.cfg.resume_key()? {
             return Err(err(
                 "was written with different settings (only run.num_updates and run.checkpoint_every_updates may change on resume); \
@@ -361,7 +361,8 @@ impl<'a> Trainer<'a> {
                     .to_string(),
             ));
         }
-        let parse = |key: &str| -> Result<u64> { file.meta(key)?.parse::<u64>().map_err(|e| err(format!("`{key}`: {e}"))) };
+        let parse =
+            |key: &str| -> Result<u64> { file.meta(key)?.parse::<u64>().map_err(|e| err(format!("`{key}`: {e}"))) };
         let step = parse("lfs.step")?;
         let adam_step = parse("lfs.adam_step")?;
         self.online_params.load_from(&file.strip_prefix("online."))?;

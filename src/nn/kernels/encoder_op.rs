@@ -96,7 +96,10 @@ impl CustomOp2 for EncoderOp {
                 .lock()
                 .map_err(|_| candle_core::Error::Msg("encoder: tape lock".into()))? = Some((shapes, tape));
         }
-        Ok((candle_core::CpuStorage::F32(encoded.h), candle_core::Shape::from((b, repr))))
+        Ok((
+            candle_core::CpuStorage::F32(encoded.h),
+            candle_core::Shape::from((b, repr)),
+        ))
     }
 
     fn bwd(
@@ -145,7 +148,10 @@ pub fn encoder_op(obs: &Tensor, layers: &[ConvTensors]) -> Result<Tensor> {
     let packed = Tensor::cat(&parts, 0)?; // Σ (o·c·9 + o)
     let op = EncoderOp {
         strides: layers.iter().map(|l| l.stride).collect(),
-        channels: layers.iter().map(|l| l.weight.dim(0)).collect::<candle_core::Result<_>>()?,
+        channels: layers
+            .iter()
+            .map(|l| l.weight.dim(0))
+            .collect::<candle_core::Result<_>>()?,
         kernel: Kernel::detect(),
         keep: packed.track_op(),
         tape: Mutex::new(None),

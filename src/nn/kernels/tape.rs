@@ -50,7 +50,6 @@ pub fn layer_shapes((mut c, mut h, mut w): (usize, usize, usize), layers: &[(usi
     Some(shapes)
 }
 
-
 /// The conv layers (bias and ReLU each) over a batch of images (b, c, h, w) of pixel values
 /// 0..=255 (u8 from the sampler, f32 from a candle tensor): h (b, repr) in (C, H, W) order and,
 /// with `keep`, the tape.
