@@ -10,8 +10,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::frame_mask::frame_mask_pair;
-use super::frame_stack::{real_pair, stack_frames, PairFrames, FRAME_STACK};
+use super::pair_frames::{real_pair, PairFrames};
 use super::random_shift::RandomShift;
+use crate::observation::{stack_frames, FRAME_STACK};
 use crate::shards::Episode;
 use crate::{Error, Result};
 

@@ -2,14 +2,13 @@
 //!
 //! dm_control runs in Python worker processes (`eval/dmc_worker.py`, embedded in the binary)
 //! that speak a length-prefixed binary protocol on stdin/stdout; [`DmcEnv`] is one worker,
-//! [`EnvPool`] runs N of them in parallel and restarts the ones that die, and [`FrameStack`]
-//! turns frames into the stacked observations of SPEC §1.
+//! [`EnvPool`] runs N of them in parallel and restarts the ones that die. Their frames become
+//! the stacked observations of SPEC §1 through [`crate::observation::FrameStack`].
 //!
 //! Everything follows SPEC §8: 84×84 RGB frames, action repeat 2 (rewards summed), actions in
 //! [-1, 1], camera 0 for suite tasks and `front_close` for reach_duplo.
 
 mod dmc;
-mod frame_stack;
 mod pool;
 
 use std::fmt;
@@ -18,7 +17,6 @@ use std::str::FromStr;
 pub use dmc::{
     check_python, default_python, DmcConfig, DmcEnv, PendingWorker, MAX_SEED, PYTHON_ENV_VAR, WORKER_SOURCE,
 };
-pub use frame_stack::FrameStack;
 pub use pool::{EnvCommand, EnvPool, PoolReply};
 
 use crate::Result;

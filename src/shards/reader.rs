@@ -14,6 +14,7 @@ use super::episodes::EpisodeRecord;
 use super::layout::{FrameCodec, LfsMeta, IMAGE_KEY, LFS_META_PATH, TASKS_PATH};
 use super::tasks::read_tasks;
 use super::writer::{read_all_episodes, read_lfs_meta};
+use crate::observation::{hwc_to_chw, StoredFrames};
 use crate::{Error, Result};
 
 /// One episode's frames, decoded, channel-first per frame.
@@ -36,6 +37,12 @@ impl Episode {
     pub fn frame(&self, t: usize) -> &[u8] {
         let n = 3 * self.height * self.width;
         &self.frames[t * n..(t + 1) * n]
+    }
+}
+
+impl StoredFrames for Episode {
+    fn frame(&self, t: usize) -> &[u8] {
+        Episode::frame(self, t)
     }
 }
 
@@ -269,30 +276,4 @@ fn decode_frames(
         }
     }
     Ok(())
-}
-
-/// (h, w, 3) -> (3, h, w).
-pub fn hwc_to_chw(hwc: &[u8], w: usize, h: usize, chw: &mut [u8]) {
-    let plane = w * h;
-    let (r, gb) = chw[..3 * plane].split_at_mut(plane);
-    let (g, b) = gb.split_at_mut(plane);
-    // Zipped iterators: no bounds checks in the loop.
-    for (((px, r), g), b) in hwc[..3 * plane].chunks_exact(3).zip(r).zip(g).zip(b) {
-        *r = px[0];
-        *g = px[1];
-        *b = px[2];
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hwc_to_chw_splits_channels_into_planes() {
-        // 2×1 image: pixels (1,2,3) and (4,5,6).
-        let mut out = [0u8; 6];
-        hwc_to_chw(&[1, 2, 3, 4, 5, 6], 2, 1, &mut out);
-        assert_eq!(out, [1, 4, 2, 5, 3, 6]);
-    }
 }
