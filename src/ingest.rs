@@ -16,6 +16,7 @@ use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
 use sha2::{Digest, Sha256};
 
+use crate::collect::read_sidecar_beside;
 use crate::shards::{DatasetWriter, EncodedFrames, FeatureStats, FrameCodec, NewEpisode, SourceInfo, WriterSettings};
 use crate::video::{self, DecodeOptions, Source, SourceKind};
 use crate::{Error, Result};
@@ -188,37 +189,6 @@ fn content_hash(source: &Source) -> Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
-/// The `lfs collect` sidecar of a source: same path with `.json`. Returns the raw JSON and
-/// its render quality.
-fn read_sidecar(source: &Path) -> Result<(Option<String>, Option<String>)> {
-    let path = source.with_extension("json");
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, None)),
-        Err(e) => {
-            return Err(Error::Decode {
-                path,
-                reason: format!("cannot read sidecar: {e}"),
-            })
-        }
-    };
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Decode {
-        path: path.clone(),
-        reason: format!("sidecar is not valid JSON: {e}"),
-    })?;
-    let quality = match value.get("render_quality") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(q)) if q == "default" || q == "fast" => Some(q.clone()),
-        Some(other) => {
-            return Err(Error::Decode {
-                path,
-                reason: format!("render_quality must be \"default\" or \"fast\", got {other}"),
-            })
-        }
-    };
-    Ok((Some(text), quality))
-}
-
 /// Encode HWC RGB frames for the image column. PNG uses fast deflate with adaptive
 /// filtering: measured on 84x84 DMControl-like frames, the Sub filter alone made shards 33%
 /// larger and loading 10% slower (more to inflate).
@@ -265,7 +235,7 @@ fn prepare(job: &Job, opts: &IngestOptions, known: &HashMap<String, (i64, String
         }));
     }
     let decoded = video::decode(&job.source, &opts.decode)?;
-    let (sidecar, render_quality) = read_sidecar(&job.source.path)?;
+    let sidecar = read_sidecar_beside(&job.source.path)?;
     let frames = encode_frames(&decoded.frames, decoded.width, decoded.height, opts.frame_codec)?;
     let image_stats = FeatureStats::of_rgb_frames(&decoded.frames, decoded.num_frames());
     let episode = NewEpisode {
@@ -281,8 +251,8 @@ fn prepare(job: &Job, opts: &IngestOptions, known: &HashMap<String, (i64, String
             codec: decoded.codec.clone(),
             rotation: decoded.rotation.into(),
         },
-        render_quality,
-        sidecar,
+        render_quality: sidecar.as_ref().and_then(|s| s.render_quality),
+        sidecar: sidecar.map(|s| s.json),
         timestamps: decoded.timestamps,
         frames,
         image_stats,
@@ -407,7 +377,7 @@ pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestRep
                             episode_index: *episode_index,
                             path: path.clone(),
                         })
-                    } else if let Some(reason) = writer.render_quality_conflict(episode.render_quality.as_deref()) {
+                    } else if let Some(reason) = writer.render_quality_conflict(episode.render_quality) {
                         Outcome::Failed(format!("{}: {reason}", job.source.path.display()))
                     } else {
                         let frames = episode.timestamps.len();

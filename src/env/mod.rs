@@ -102,7 +102,20 @@ impl FromStr for Task {
 
 /// How MuJoCo renders the frames. Recorded with every dataset and run: the two give visibly
 /// different pixels, so pre-training and evaluation must not mix them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum RenderQuality {
     /// dm_control's own settings (shadows, 4× multisampling): what published numbers use.
@@ -114,17 +127,38 @@ pub enum RenderQuality {
 }
 
 impl RenderQuality {
+    /// Both, the default first.
+    pub const ALL: [RenderQuality; 2] = [RenderQuality::Default, RenderQuality::Fast];
+
+    /// The name used on the command line, in sidecars and in datasets.
     pub fn name(self) -> &'static str {
         match self {
             RenderQuality::Default => "default",
             RenderQuality::Fast => "fast",
         }
     }
+
+    /// `"default" or "fast"`, for messages.
+    pub fn names() -> String {
+        let quoted: Vec<String> = RenderQuality::ALL.iter().map(|q| format!("{:?}", q.name())).collect();
+        quoted.join(" or ")
+    }
 }
 
 impl fmt::Display for RenderQuality {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl FromStr for RenderQuality {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        RenderQuality::ALL
+            .into_iter()
+            .find(|q| q.name() == s)
+            .ok_or_else(|| format!("unknown render quality {s:?}; known: {}", RenderQuality::names()))
     }
 }
 

@@ -14,6 +14,7 @@ use parquet::arrow::ArrowWriter;
 use super::layout::FileId;
 use super::stats::FeatureStats;
 use super::writer_props;
+use crate::env::RenderQuality;
 use crate::{Error, Result};
 
 /// Where an episode came from.
@@ -48,7 +49,7 @@ pub struct EpisodeRecord {
     pub meta_file: FileId,
     pub source: SourceInfo,
     /// DMControl render quality from the `lfs collect` sidecar, if any.
-    pub render_quality: Option<String>,
+    pub render_quality: Option<RenderQuality>,
     /// The sidecar JSON (task, seed, actions, rewards…) verbatim, if any.
     pub sidecar: Option<String>,
     /// Per-feature statistics, keyed by feature name (LeRobot's `stats/<key>/<stat>` columns).
@@ -120,7 +121,7 @@ pub fn write_episodes(path: &Path, records: &[EpisodeRecord]) -> Result<()> {
         ("source/rotation".into(), i64s(records, |r| r.source.rotation)),
         (
             "render_quality".into(),
-            strings(records, |r| r.render_quality.as_deref()),
+            strings(records, |r| r.render_quality.map(RenderQuality::name)),
         ),
         ("sidecar".into(), strings(records, |r| r.sidecar.as_deref())),
     ];
@@ -224,6 +225,10 @@ pub fn read_episodes(path: &Path) -> Result<Vec<EpisodeRecord>> {
                 .map(|a| a.value(0).to_string())
                 .ok_or_else(|| shard_err(path, format!("episode row {row} has no task")))?;
             let opt = |a: &StringArray| (!a.is_null(row)).then(|| a.value(row).to_string());
+            let render_quality = opt(quality)
+                .map(|q| q.parse::<RenderQuality>())
+                .transpose()
+                .map_err(|e| Error::shard(path, format!("episode row {row}: {e}")))?;
             let mut stats = Vec::with_capacity(stat_keys.len());
             for key in &stat_keys {
                 let list = |stat: &str| column::<ListArray>(&batch, &format!("stats/{key}/{stat}"), path);
@@ -266,7 +271,7 @@ pub fn read_episodes(path: &Path) -> Result<Vec<EpisodeRecord>> {
                     codec: src_codec.value(row).to_string(),
                     rotation: src_rot.value(row),
                 },
-                render_quality: opt(quality),
+                render_quality,
                 sidecar: opt(sidecar),
                 stats,
             });

@@ -4,6 +4,7 @@
 mod episodes;
 pub mod layout;
 mod reader;
+mod render_quality;
 mod schema;
 pub mod stats;
 mod tasks;
@@ -12,6 +13,7 @@ mod writer;
 pub use episodes::{read_episodes, EpisodeRecord, SourceInfo};
 pub use layout::{FileId, FrameCodec, LfsMeta};
 pub use reader::{Dataset, Episode};
+pub use render_quality::{render_quality_conflict, RenderQualities};
 pub use schema::data_schema;
 pub use stats::FeatureStats;
 pub use writer::{DatasetWriter, EncodedFrames, NewEpisode, WriterSettings};

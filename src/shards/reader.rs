@@ -14,6 +14,7 @@ use super::episodes::EpisodeRecord;
 use super::layout::{FrameCodec, LfsMeta, IMAGE_KEY, LFS_META_PATH, TASKS_PATH};
 use super::tasks::read_tasks;
 use super::writer::{read_all_episodes, read_lfs_meta};
+use crate::env::RenderQuality;
 use crate::observation::{hwc_to_chw, StoredFrames};
 use crate::{Error, Result};
 
@@ -23,8 +24,8 @@ pub struct Episode {
     pub episode_index: u64,
     pub task: String,
     pub task_index: u32,
-    /// `default` or `fast` when the episode came from `lfs collect` (its sidecar JSON), else None.
-    pub render_quality: Option<String>,
+    /// From the `lfs collect` sidecar; None for other videos.
+    pub render_quality: Option<RenderQuality>,
     pub num_frames: usize,
     pub height: usize,
     pub width: usize,
@@ -197,7 +198,7 @@ impl Dataset {
             episode_index: record.episode_index as u64,
             task: record.task.clone(),
             task_index: self.tasks.iter().position(|t| *t == record.task).unwrap_or(0) as u32,
-            render_quality: record.render_quality.clone(),
+            render_quality: record.render_quality,
             num_frames: n,
             height: h,
             width: w,

@@ -25,9 +25,11 @@ use serde_json::json;
 
 use super::episodes::{read_episodes, write_episodes, EpisodeRecord, SourceInfo};
 use super::layout::*;
+use super::render_quality::render_quality_conflict;
 use super::schema::{data_schema, image_columns, lerobot_features};
 use super::stats::FeatureStats;
 use super::{tasks, writer_props};
+use crate::env::RenderQuality;
 use crate::fsutil;
 use crate::video::Crop;
 use crate::{Error, Result};
@@ -55,7 +57,8 @@ impl EncodedFrames {
 pub struct NewEpisode {
     pub task: String,
     pub source: SourceInfo,
-    pub render_quality: Option<String>,
+    /// From the `lfs collect` sidecar; None for other videos.
+    pub render_quality: Option<RenderQuality>,
     pub sidecar: Option<String>,
     pub timestamps: Vec<f32>,
     pub frames: EncodedFrames,
@@ -129,7 +132,8 @@ pub struct DatasetWriter {
     root: PathBuf,
     settings: WriterSettings,
     schema: SchemaRef,
-    render_quality: Option<String>,
+    /// The render quality of the episodes that have one (they all share it).
+    render_quality: Option<RenderQuality>,
     /// Episodes committed by earlier runs.
     earlier: Vec<EpisodeRecord>,
     /// This run's episodes, committed or in the open data file.
@@ -314,13 +318,8 @@ impl DatasetWriter {
     }
 
     /// Why an episode of render quality `quality` cannot join this dataset, if it cannot.
-    pub fn render_quality_conflict(&self, quality: Option<&str>) -> Option<String> {
-        match (self.render_quality.as_deref(), quality) {
-            (Some(have), Some(new)) if have != new => Some(format!(
-                "render quality {new:?} differs from this dataset's {have:?}; ingest it into another dataset (pre-training refuses to mix them)"
-            )),
-            _ => None,
-        }
+    pub fn render_quality_conflict(&self, quality: Option<RenderQuality>) -> Option<String> {
+        render_quality_conflict(self.render_quality, quality)
     }
 
     fn frame_len(&self) -> usize {
@@ -336,14 +335,14 @@ impl DatasetWriter {
                 reason: format!("{} frames but {} timestamps", n, ep.timestamps.len()),
             });
         }
-        if let Some(reason) = self.render_quality_conflict(ep.render_quality.as_deref()) {
+        if let Some(reason) = self.render_quality_conflict(ep.render_quality) {
             return Err(Error::Shard {
                 path: PathBuf::from(&ep.source.path),
                 reason,
             });
         }
         if self.render_quality.is_none() {
-            self.render_quality.clone_from(&ep.render_quality);
+            self.render_quality = ep.render_quality;
         }
         let task_index = match self.tasks.iter().position(|t| *t == ep.task) {
             Some(i) => i,
@@ -478,7 +477,7 @@ impl DatasetWriter {
             width: self.settings.width,
             height: self.settings.height,
             crop: self.settings.crop,
-            render_quality: self.render_quality.clone(),
+            render_quality: self.render_quality,
         };
         fsutil::write_bytes_atomic(&self.root.join(LFS_META_PATH), &serde_json::to_vec_pretty(&meta)?)?;
         Ok(())
