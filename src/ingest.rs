@@ -127,10 +127,7 @@ pub fn task_label(root: &Path, source: &Path) -> String {
 
 /// Size, mtime (ns) of a source; for an image folder, the sum of sizes and latest mtime.
 fn stat(source: &Source) -> Result<(i64, i64)> {
-    let err = |e: std::io::Error| Error::Decode {
-        path: source.path.clone(),
-        reason: format!("cannot read: {e}"),
-    };
+    let err = |e: std::io::Error| Error::decode(&source.path, format!("cannot read: {e}"));
     let mtime = |m: &fs::Metadata| {
         m.modified()
             .ok()
@@ -156,10 +153,7 @@ fn stat(source: &Source) -> Result<(i64, i64)> {
 
 /// SHA-256 of a file, or of an image folder's frame names and bytes in frame order.
 fn content_hash(source: &Source) -> Result<String> {
-    let err = |p: &Path, e: std::io::Error| Error::Decode {
-        path: p.to_path_buf(),
-        reason: format!("cannot read: {e}"),
-    };
+    let err = |p: &Path, e: std::io::Error| Error::decode(p, format!("cannot read: {e}"));
     let mut h = Sha256::new();
     let hash_file = |p: &Path, h: &mut Sha256| -> Result<()> {
         let mut f = File::open(p).map_err(|e| err(p, e))?;
@@ -206,7 +200,8 @@ pub fn encode_frames(frames: &[u8], width: u32, height: u32, codec: FrameCodec) 
                         .map(|()| buf)
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Error::Config(format!("PNG encoding failed: {e}")))?;
+                // Encoding into memory fails only for frames that do not fit width × height.
+                .map_err(|e| Error::Shape(format!("PNG encoding failed: {e}")))?;
             Ok(EncodedFrames::Png(pngs))
         }
     }
@@ -264,23 +259,21 @@ fn prepare(job: &Job, opts: &IngestOptions, known: &HashMap<String, (i64, String
 /// could not be written (and what was committed before stays valid).
 pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestReport> {
     let started = Instant::now();
-    let root = fs::canonicalize(&opts.video_dir).map_err(|e| Error::Decode {
-        path: opts.video_dir.clone(),
-        reason: format!("cannot read the video folder: {e}"),
-    })?;
+    let root = fs::canonicalize(&opts.video_dir)
+        .map_err(|e| Error::decode(&opts.video_dir, format!("cannot read the video folder: {e}")))?;
     // The dataset may be written inside the video folder: never read it back as a source.
     let out_abs = fs::canonicalize(&opts.out)
         .or_else(|_| std::path::absolute(&opts.out))
         .ok();
     let found = video::discover(&root, out_abs.as_deref())?;
     if found.sources.is_empty() {
-        return Err(Error::Decode {
-            path: root,
-            reason: format!(
+        return Err(Error::decode(
+            root,
+            format!(
                 "no videos found (looked for {} files and folders of PNG/JPEG frames)",
                 video::VIDEO_EXTENSIONS.join(", ")
             ),
-        });
+        ));
     }
     let settings = WriterSettings {
         frame_codec: opts.frame_codec,
@@ -346,7 +339,7 @@ pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestRep
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs.max(1))
         .build()
-        .map_err(|e| Error::Config(format!("cannot start worker threads: {e}")))?;
+        .map_err(|e| Error::Io(std::io::Error::other(format!("cannot start worker threads: {e}"))))?;
     let (tx, rx) = mpsc::channel::<(usize, Result<Prepared>)>();
     let shared = Arc::new((opts.clone(), known.clone()));
     // Workers may run ahead of the writer by this many sources (bounds memory).

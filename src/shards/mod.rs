@@ -18,6 +18,10 @@ pub use schema::data_schema;
 pub use stats::FeatureStats;
 pub use writer::{DatasetWriter, EncodedFrames, NewEpisode, WriterSettings};
 
+use std::fs::File;
+use std::path::Path;
+
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
@@ -34,4 +38,11 @@ pub(crate) fn writer_props(binary_columns: &[ColumnPath]) -> WriterProperties {
             .set_column_statistics_enabled(col.clone(), EnabledStatistics::None);
     }
     b.build()
+}
+
+/// Opens the Parquet file at `path` for reading; errors name the file.
+pub(crate) fn open_parquet(path: &Path) -> crate::Result<ParquetRecordBatchReaderBuilder<File>> {
+    let file = File::open(path).map_err(|e| crate::Error::shard(path, format!("cannot open: {e}")))?;
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| crate::Error::shard(path, format!("not a readable Parquet file: {e}")))
 }

@@ -1,17 +1,16 @@
 //! Loading an ingested dataset into memory as contiguous uint8 frame arrays (the trainer's
 //! start-up path: episodes are read in parallel, one Parquet row-group range each).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, BinaryArray, FixedSizeBinaryArray, Int64Array, RecordBatch, StructArray};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::episodes::EpisodeRecord;
 use super::layout::{FrameCodec, LfsMeta, IMAGE_KEY, LFS_META_PATH, TASKS_PATH};
+use super::open_parquet;
 use super::tasks::read_tasks;
 use super::writer::{read_all_episodes, read_lfs_meta};
 use crate::env::RenderQuality;
@@ -56,18 +55,11 @@ pub struct Dataset {
     pub episodes: Vec<EpisodeRecord>,
 }
 
-fn shard_err(path: &Path, reason: impl Into<String>) -> Error {
-    Error::Shard {
-        path: path.to_path_buf(),
-        reason: reason.into(),
-    }
-}
-
 impl Dataset {
     /// Read the dataset's metadata (not its frames).
     pub fn open(root: &Path) -> Result<Self> {
         let meta = read_lfs_meta(root)?.ok_or_else(|| {
-            shard_err(
+            Error::shard(
                 root,
                 format!("not an lfs dataset: {LFS_META_PATH} is missing (run `lfs ingest` first)"),
             )
@@ -80,8 +72,8 @@ impl Dataset {
         };
         for r in &episodes {
             if !tasks.contains(&r.task) {
-                return Err(shard_err(
-                    &root.join(TASKS_PATH),
+                return Err(Error::shard(
+                    root.join(TASKS_PATH),
                     format!("task {:?} of episode {} is not listed", r.task, r.episode_index),
                 ));
             }
@@ -133,9 +125,7 @@ impl Dataset {
             .unwrap_or(record.dataset_from_index);
         let offset = (record.dataset_from_index - file_start) as usize;
 
-        let file = File::open(&path).map_err(|e| shard_err(&path, format!("cannot open: {e}")))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| shard_err(&path, format!("not a readable Parquet file: {e}")))?;
+        let builder = open_parquet(&path)?;
         let parquet_schema = builder.parquet_schema();
         let wanted: Vec<usize> = parquet_schema
             .columns()
@@ -169,7 +159,7 @@ impl Dataset {
         let mut seen = 0usize;
         let mut to_skip = skip;
         for batch in reader {
-            let batch = batch.map_err(|e| shard_err(&path, format!("corrupt data: {e}")))?;
+            let batch = batch.map_err(|e| Error::shard(&path, format!("corrupt data: {e}")))?;
             let start = to_skip.min(batch.num_rows());
             to_skip -= start;
             let take = (batch.num_rows() - start).min(n - seen);
@@ -189,7 +179,7 @@ impl Dataset {
             seen += take;
         }
         if seen != n {
-            return Err(shard_err(
+            return Err(Error::shard(
                 &path,
                 format!("episode {} has {seen} rows, its table says {n}", record.episode_index),
             ));
@@ -211,12 +201,12 @@ impl Dataset {
             batch
                 .column_by_name(name)
                 .and_then(|c| c.as_any().downcast_ref::<Int64Array>().cloned())
-                .ok_or_else(|| shard_err(path, format!("missing int64 column {name:?}")))
+                .ok_or_else(|| Error::shard(path, format!("missing int64 column {name:?}")))
         };
         let (ep, fi) = (col("episode_index")?, col("frame_index")?);
         for i in 0..batch.num_rows() {
             if ep.value(i) != record.episode_index || fi.value(i) != (first + i) as i64 {
-                return Err(shard_err(
+                return Err(Error::shard(
                     path,
                     format!(
                         "row {} holds episode {} frame {}, expected episode {} frame {}",
@@ -245,7 +235,7 @@ fn decode_frames(
     let frame_len = w * h * 3;
     let column = batch
         .column_by_name(IMAGE_KEY)
-        .ok_or_else(|| shard_err(path, format!("missing column {IMAGE_KEY:?}")))?;
+        .ok_or_else(|| Error::shard(path, format!("missing column {IMAGE_KEY:?}")))?;
     for (i, out) in dst.chunks_exact_mut(frame_len).enumerate() {
         match codec {
             FrameCodec::Png => {
@@ -254,12 +244,12 @@ fn decode_frames(
                     .downcast_ref::<StructArray>()
                     .and_then(|s| s.column_by_name("bytes"))
                     .and_then(|b| b.as_any().downcast_ref::<BinaryArray>())
-                    .ok_or_else(|| shard_err(path, "image column is not a {bytes, path} struct"))?;
+                    .ok_or_else(|| Error::shard(path, "image column is not a {bytes, path} struct"))?;
                 let img = image::load_from_memory_with_format(bytes.value(i), image::ImageFormat::Png)
-                    .map_err(|e| shard_err(path, format!("frame {i}: bad PNG: {e}")))?
+                    .map_err(|e| Error::shard(path, format!("frame {i}: bad PNG: {e}")))?
                     .into_rgb8();
                 if img.dimensions() != (w as u32, h as u32) {
-                    return Err(shard_err(
+                    return Err(Error::shard(
                         path,
                         format!("frame {i} is {:?}, dataset says {w}x{h}", img.dimensions()),
                     ));
@@ -271,7 +261,7 @@ fn decode_frames(
                     .as_any()
                     .downcast_ref::<FixedSizeBinaryArray>()
                     .filter(|a| a.value_length() as usize == frame_len)
-                    .ok_or_else(|| shard_err(path, format!("image column is not FixedSizeBinary({frame_len})")))?;
+                    .ok_or_else(|| Error::shard(path, format!("image column is not FixedSizeBinary({frame_len})")))?;
                 hwc_to_chw(raw.value(i), w, h, out);
             }
         }

@@ -100,13 +100,13 @@ impl Lock {
                     let pid = pid.trim();
                     let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
                     if alive {
-                        return Err(Error::Shard {
-                            path: root.to_path_buf(),
-                            reason: format!(
+                        return Err(Error::shard(
+                            root,
+                            format!(
                                 "another ingest (pid {pid}) is writing this dataset; wait for it or remove {}",
                                 path.display()
                             ),
-                        });
+                        ));
                     }
                     // Left by a process that died: take it over.
                     fs::remove_file(&path)?;
@@ -114,10 +114,7 @@ impl Lock {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(Error::Shard {
-            path: root.to_path_buf(),
-            reason: "cannot take the ingest lock".into(),
-        })
+        Err(Error::shard(root, "cannot take the ingest lock"))
     }
 }
 
@@ -190,15 +187,11 @@ fn remove_temp_files(dir: &Path) -> Result<usize> {
 pub(crate) fn read_lfs_meta(root: &Path) -> Result<Option<LfsMeta>> {
     let path = root.join(LFS_META_PATH);
     match fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| Error::Shard {
-            path,
-            reason: format!("invalid JSON: {e}"),
-        }),
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::shard(path, format!("invalid JSON: {e}"))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Shard {
-            path,
-            reason: format!("cannot read: {e}"),
-        }),
+        Err(e) => Err(Error::shard(path, format!("cannot read: {e}"))),
     }
 }
 
@@ -226,13 +219,13 @@ impl DatasetWriter {
                 .filter(|n| !matches!(n.as_str(), "data" | "meta" | ".lfs-ingest.lock"))
                 .collect();
             if !foreign.is_empty() {
-                return Err(Error::Shard {
-                    path: root.to_path_buf(),
-                    reason: format!(
+                return Err(Error::shard(
+                    root,
+                    format!(
                         "exists and is not an lfs dataset (no {LFS_META_PATH}; holds {}); choose a new or empty folder",
                         foreign.join(", ")
                     ),
-                });
+                ));
             }
         }
         let lock = Lock::acquire(root)?;
@@ -330,16 +323,13 @@ impl DatasetWriter {
     pub fn append(&mut self, ep: NewEpisode) -> Result<i64> {
         let n = ep.frames.len(self.frame_len());
         if n == 0 || n != ep.timestamps.len() {
-            return Err(Error::Shard {
-                path: PathBuf::from(&ep.source.path),
-                reason: format!("{} frames but {} timestamps", n, ep.timestamps.len()),
-            });
+            return Err(Error::shard(
+                &ep.source.path,
+                format!("{} frames but {} timestamps", n, ep.timestamps.len()),
+            ));
         }
         if let Some(reason) = self.render_quality_conflict(ep.render_quality) {
-            return Err(Error::Shard {
-                path: PathBuf::from(&ep.source.path),
-                reason,
-            });
+            return Err(Error::shard(&ep.source.path, reason));
         }
         if self.render_quality.is_none() {
             self.render_quality = ep.render_quality;

@@ -11,8 +11,8 @@ use ff::media::Type as MediaType;
 use ff::util::frame::video::Video as VideoFrame;
 use ffmpeg_next as ff;
 
-use super::{decode_error, DecodeOptions, DecodedEpisode, Resampler};
-use crate::Result;
+use super::{DecodeOptions, DecodedEpisode, Resampler};
+use crate::{Error, Result};
 
 static INIT: Once = Once::new();
 
@@ -70,23 +70,23 @@ fn open_reason(err: ff::Error) -> String {
 pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedEpisode> {
     init();
     // Plain file checks first: their errors are clearer than FFmpeg's.
-    let meta = fs::metadata(path).map_err(|e| decode_error(path, format!("cannot read: {e}")))?;
+    let meta = fs::metadata(path).map_err(|e| Error::decode(path, format!("cannot read: {e}")))?;
     if meta.len() == 0 {
-        return Err(decode_error(path, "empty file (0 bytes)"));
+        return Err(Error::decode(path, "empty file (0 bytes)"));
     }
-    File::open(path).map_err(|e| decode_error(path, format!("cannot read: {e}")))?;
+    File::open(path).map_err(|e| Error::decode(path, format!("cannot read: {e}")))?;
 
     let started = Instant::now();
     let deadline = started + opts.timeout;
     let timed_out = || {
-        decode_error(
+        Error::decode(
             path,
             format!("timed out after {:.0} s (--timeout)", opts.timeout.as_secs_f64()),
         )
     };
     // The interrupt callback makes blocking reads inside FFmpeg give up at the deadline.
     let mut input = ff::format::input_with_interrupt(path, move || Instant::now() > deadline)
-        .map_err(|e| decode_error(path, open_reason(e)))?;
+        .map_err(|e| Error::decode(path, open_reason(e)))?;
 
     let video = input
         .streams()
@@ -100,7 +100,7 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
         } else {
             "no video stream"
         };
-        return Err(decode_error(path, reason));
+        return Err(Error::decode(path, reason));
     };
     let stream_index = stream.index();
     let time_base = f64::from(stream.time_base());
@@ -114,7 +114,7 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
         .unwrap_or(0.0);
 
     let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
-        .map_err(|e| decode_error(path, format!("unsupported codec parameters: {e}")))?;
+        .map_err(|e| Error::decode(path, format!("unsupported codec parameters: {e}")))?;
     // One thread per decoder: ingest runs many decoders in parallel (one per core).
     ctx.set_threading(threading::Config {
         kind: threading::Type::Frame,
@@ -124,7 +124,7 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
     let mut decoder = ctx
         .decoder()
         .video()
-        .map_err(|e| decode_error(path, format!("no decoder for this video codec: {e}")))?;
+        .map_err(|e| Error::decode(path, format!("no decoder for this video codec: {e}")))?;
     let codec = decoder
         .codec()
         .map(|c| c.name().to_string())
@@ -155,13 +155,13 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
                 }
                 state
                     .drain(&mut decoder)
-                    .map_err(|e| decode_error(path, format!("conversion failed: {e}")))?;
+                    .map_err(|e| Error::decode(path, format!("conversion failed: {e}")))?;
             }
             Err(ff::Error::Eof) => break,
             Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => continue,
             Err(ff::Error::Exit) => return Err(timed_out()),
             Err(e) => {
-                return Err(decode_error(
+                return Err(Error::decode(
                     path,
                     format!("truncated or corrupt: read error after {} frames: {e}", state.pts.len()),
                 ))
@@ -172,22 +172,22 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
     let _ = decoder.send_eof();
     state
         .drain(&mut decoder)
-        .map_err(|e| decode_error(path, format!("conversion failed: {e}")))?;
+        .map_err(|e| Error::decode(path, format!("conversion failed: {e}")))?;
 
     if let Some(e) = first_error {
-        return Err(decode_error(
+        return Err(Error::decode(
             path,
             format!("truncated or corrupt: {decode_errors} packet(s) failed to decode ({e})"),
         ));
     }
     if state.pts.is_empty() {
-        return Err(decode_error(path, "truncated or corrupt: no decodable video frame"));
+        return Err(Error::decode(path, "truncated or corrupt: no decodable video frame"));
     }
     // A container that declares many more frames than decode lost its end. A small shortfall
     // is legitimate (an MP4 edit list that trims the start keeps the samples in its index).
     let decoded = state.pts.len() as i64;
     if declared_frames > 0 && decoded < declared_frames * 9 / 10 && declared_frames - decoded >= 3 {
-        return Err(decode_error(
+        return Err(Error::decode(
             path,
             format!("truncated: decoded {decoded} of the {declared_frames} frames the container declares"),
         ));
@@ -199,7 +199,7 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
         let interval = if fps > 0.0 { 1.0 / fps } else { 0.0 };
         let covered = f64::from(*timestamps.last().unwrap_or(&0.0)) + interval;
         if covered < 0.9 * declared && declared - covered > 2.0 * interval {
-            return Err(decode_error(
+            return Err(Error::decode(
                 path,
                 format!(
                     "truncated: {} frames cover {covered:.2} s of the {declared:.2} s the container declares",
