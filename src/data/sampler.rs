@@ -111,20 +111,20 @@ impl PairBatch {
         shift.apply_batch(&mut self.cur, (self.len, c, h, w), rng);
     }
 
-    /// Shapes: -> (len, 9, h, w) f32 pixel values 0..=255.
-    pub fn prev_tensor(&self) -> Result<Tensor> {
-        to_tensor(&self.prev, self.len, self.obs_shape)
+    /// Shapes: -> (len, 9, h, w) f32 pixel values 0..=255, on `device`.
+    pub fn prev_tensor(&self, device: &Device) -> Result<Tensor> {
+        to_tensor(&self.prev, self.len, self.obs_shape, device)
     }
 
-    /// Shapes: -> (len, 9, h, w) f32 pixel values 0..=255.
-    pub fn cur_tensor(&self) -> Result<Tensor> {
-        to_tensor(&self.cur, self.len, self.obs_shape)
+    /// Shapes: -> (len, 9, h, w) f32 pixel values 0..=255, on `device`.
+    pub fn cur_tensor(&self, device: &Device) -> Result<Tensor> {
+        to_tensor(&self.cur, self.len, self.obs_shape, device)
     }
 }
 
-/// uint8 stacks (n, c, h, w) -> f32 tensor of the same shape, values unchanged.
-pub fn to_tensor(data: &[u8], n: usize, (c, h, w): (usize, usize, usize)) -> Result<Tensor> {
-    Ok(Tensor::from_slice(data, (n, c, h, w), &Device::Cpu)?.to_dtype(DType::F32)?)
+/// uint8 stacks (n, c, h, w) -> f32 tensor of the same shape on `device`, values unchanged.
+pub fn to_tensor(data: &[u8], n: usize, (c, h, w): (usize, usize, usize), device: &Device) -> Result<Tensor> {
+    Ok(Tensor::from_slice(data, (n, c, h, w), device)?.to_dtype(DType::F32)?)
 }
 
 /// Draws pair batches from in-memory episodes.
