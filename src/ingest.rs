@@ -16,8 +16,11 @@ use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
 use sha2::{Digest, Sha256};
 
-use crate::shards::{DatasetWriter, EncodedFrames, FeatureStats, FrameCodec, NewEpisode, SourceInfo, WriterSettings};
-use crate::video::{self, DecodeOptions, Source, SourceKind};
+use crate::collect::read_sidecar_beside;
+use crate::shards::{
+    DatasetWriter, EncodedFrames, EpisodeRecord, FeatureStats, FrameCodec, NewEpisode, SourceInfo, WriterSettings,
+};
+use crate::video::{self, DecodeOptions, Discovered, Source, SourceKind};
 use crate::{Error, Result};
 
 /// What `lfs ingest` was asked to do.
@@ -93,6 +96,17 @@ impl IngestReport {
             })
             .sum()
     }
+
+    /// Episodes, frames and tasks of the whole dataset: earlier runs' and this run's.
+    fn count_dataset(&mut self, writer: &DatasetWriter) {
+        let all: Vec<_> = writer.earlier().iter().chain(writer.appended()).collect();
+        self.dataset_episodes = all.len();
+        self.dataset_frames = all.iter().map(|r| r.length as u64).sum();
+        let mut tasks: Vec<&str> = all.iter().map(|r| r.task.as_str()).collect();
+        tasks.sort_unstable();
+        tasks.dedup();
+        self.dataset_tasks = tasks.len();
+    }
 }
 
 /// Progress callbacks (the CLI draws a bar or prints lines; the library never prints).
@@ -126,10 +140,7 @@ pub fn task_label(root: &Path, source: &Path) -> String {
 
 /// Size, mtime (ns) of a source; for an image folder, the sum of sizes and latest mtime.
 fn stat(source: &Source) -> Result<(i64, i64)> {
-    let err = |e: std::io::Error| Error::Decode {
-        path: source.path.clone(),
-        reason: format!("cannot read: {e}"),
-    };
+    let err = |e: std::io::Error| Error::decode(&source.path, format!("cannot read: {e}"));
     let mtime = |m: &fs::Metadata| {
         m.modified()
             .ok()
@@ -155,10 +166,7 @@ fn stat(source: &Source) -> Result<(i64, i64)> {
 
 /// SHA-256 of a file, or of an image folder's frame names and bytes in frame order.
 fn content_hash(source: &Source) -> Result<String> {
-    let err = |p: &Path, e: std::io::Error| Error::Decode {
-        path: p.to_path_buf(),
-        reason: format!("cannot read: {e}"),
-    };
+    let err = |p: &Path, e: std::io::Error| Error::decode(p, format!("cannot read: {e}"));
     let mut h = Sha256::new();
     let hash_file = |p: &Path, h: &mut Sha256| -> Result<()> {
         let mut f = File::open(p).map_err(|e| err(p, e))?;
@@ -188,37 +196,6 @@ fn content_hash(source: &Source) -> Result<String> {
     Ok(hex::encode(h.finalize()))
 }
 
-/// The `lfs collect` sidecar of a source: same path with `.json`. Returns the raw JSON and
-/// its render quality.
-fn read_sidecar(source: &Path) -> Result<(Option<String>, Option<String>)> {
-    let path = source.with_extension("json");
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, None)),
-        Err(e) => {
-            return Err(Error::Decode {
-                path,
-                reason: format!("cannot read sidecar: {e}"),
-            })
-        }
-    };
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Decode {
-        path: path.clone(),
-        reason: format!("sidecar is not valid JSON: {e}"),
-    })?;
-    let quality = match value.get("render_quality") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(q)) if q == "default" || q == "fast" => Some(q.clone()),
-        Some(other) => {
-            return Err(Error::Decode {
-                path,
-                reason: format!("render_quality must be \"default\" or \"fast\", got {other}"),
-            })
-        }
-    };
-    Ok((Some(text), quality))
-}
-
 /// Encode HWC RGB frames for the image column. PNG uses fast deflate with adaptive
 /// filtering: measured on 84x84 DMControl-like frames, the Sub filter alone made shards 33%
 /// larger and loading 10% slower (more to inflate).
@@ -236,7 +213,8 @@ pub fn encode_frames(frames: &[u8], width: u32, height: u32, codec: FrameCodec) 
                         .map(|()| buf)
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Error::Config(format!("PNG encoding failed: {e}")))?;
+                // Encoding into memory fails only for frames that do not fit width × height.
+                .map_err(|e| Error::Shape(format!("PNG encoding failed: {e}")))?;
             Ok(EncodedFrames::Png(pngs))
         }
     }
@@ -256,7 +234,9 @@ enum Prepared {
     Episode(Box<NewEpisode>, String),
 }
 
-fn prepare(job: &Job, opts: &IngestOptions, known: &HashMap<String, (i64, String)>) -> Result<Prepared> {
+/// Hashes, decodes and encodes one source (on a worker thread); a source whose content is
+/// already `known` is not decoded.
+fn prepare(job: &Job, opts: &IngestOptions, known: &ByContent) -> Result<Prepared> {
     let sha256 = content_hash(&job.source)?;
     if let Some((episode_index, path)) = known.get(&sha256) {
         return Ok(Prepared::Duplicate(Skip::SameContent {
@@ -265,7 +245,7 @@ fn prepare(job: &Job, opts: &IngestOptions, known: &HashMap<String, (i64, String
         }));
     }
     let decoded = video::decode(&job.source, &opts.decode)?;
-    let (sidecar, render_quality) = read_sidecar(&job.source.path)?;
+    let sidecar = read_sidecar_beside(&job.source.path)?;
     let frames = encode_frames(&decoded.frames, decoded.width, decoded.height, opts.frame_codec)?;
     let image_stats = FeatureStats::of_rgb_frames(&decoded.frames, decoded.num_frames());
     let episode = NewEpisode {
@@ -281,8 +261,8 @@ fn prepare(job: &Job, opts: &IngestOptions, known: &HashMap<String, (i64, String
             codec: decoded.codec.clone(),
             rotation: decoded.rotation.into(),
         },
-        render_quality,
-        sidecar,
+        render_quality: sidecar.as_ref().and_then(|s| s.render_quality),
+        sidecar: sidecar.map(|s| s.json),
         timestamps: decoded.timestamps,
         frames,
         image_stats,
@@ -290,28 +270,60 @@ fn prepare(job: &Job, opts: &IngestOptions, known: &HashMap<String, (i64, String
     Ok(Prepared::Episode(Box::new(episode), sha256))
 }
 
+/// SHA-256 -> (episode index, source path) of every episode in the dataset, earlier runs' and
+/// this run's: a source with the same content is skipped.
+type ByContent = HashMap<String, (i64, String)>;
+
 /// Run an ingest. Per-source problems are in the report; an `Err` means the dataset itself
 /// could not be written (and what was committed before stays valid).
 pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestReport> {
     let started = Instant::now();
-    let root = fs::canonicalize(&opts.video_dir).map_err(|e| Error::Decode {
-        path: opts.video_dir.clone(),
-        reason: format!("cannot read the video folder: {e}"),
-    })?;
+    let (root, found) = find_sources(opts)?;
+    let mut writer = open_dataset(opts)?;
+    let mut report = IngestReport {
+        ignored: found.ignored,
+        ..Default::default()
+    };
+    progress.start(found.sources.len());
+    let mut plan = plan_jobs(opts, &root, found.sources, writer.earlier(), progress);
+    let mut known: ByContent = writer
+        .earlier()
+        .iter()
+        .map(|r| (r.source.sha256.clone(), (r.episode_index, r.source.path.clone())))
+        .collect();
+    prepare_and_append(opts, &mut plan, &mut known, &mut writer, progress)?;
+    writer.commit()?;
+    report.count_dataset(&writer);
+    writer.finish()?;
+    report.sources = plan.slots.into_iter().flatten().collect();
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// The video folder (canonical) and the sources in it; an error when it holds none, before
+/// anything is written.
+fn find_sources(opts: &IngestOptions) -> Result<(PathBuf, Discovered)> {
+    let root = fs::canonicalize(&opts.video_dir)
+        .map_err(|e| Error::decode(&opts.video_dir, format!("cannot read the video folder: {e}")))?;
     // The dataset may be written inside the video folder: never read it back as a source.
     let out_abs = fs::canonicalize(&opts.out)
         .or_else(|_| std::path::absolute(&opts.out))
         .ok();
     let found = video::discover(&root, out_abs.as_deref())?;
     if found.sources.is_empty() {
-        return Err(Error::Decode {
-            path: root,
-            reason: format!(
+        return Err(Error::decode(
+            root,
+            format!(
                 "no videos found (looked for {} files and folders of PNG/JPEG frames)",
                 video::VIDEO_EXTENSIONS.join(", ")
             ),
-        });
+        ));
     }
+    Ok((root, found))
+}
+
+/// Opens (or creates) the dataset at `opts.out` with this run's frame settings.
+fn open_dataset(opts: &IngestOptions) -> Result<DatasetWriter> {
     let settings = WriterSettings {
         frame_codec: opts.frame_codec,
         width: opts.decode.size.width,
@@ -320,15 +332,27 @@ pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestRep
     };
     let mut writer = DatasetWriter::open(&opts.out, settings)?;
     writer.commit_every = opts.commit_every;
-    let mut report = IngestReport {
-        ignored: found.ignored,
-        ..Default::default()
-    };
-    progress.start(found.sources.len());
+    Ok(writer)
+}
 
-    // Unchanged sources (same path, size, mtime) are skipped without reading them.
-    let by_stat: HashMap<(String, i64, i64), i64> = writer
-        .earlier()
+/// The sources still to decode, in source order, and a report slot per source.
+struct Plan {
+    /// (report slot, job) of each source to decode.
+    jobs: Vec<(usize, Job)>,
+    /// Filled at planning time for sources settled without decoding, later for the others.
+    slots: Vec<Option<SourceReport>>,
+}
+
+/// Stats every source: unchanged ones (same path, size and mtime as an `earlier` episode)
+/// are skipped without reading them, unreadable ones fail, the rest become jobs.
+fn plan_jobs(
+    opts: &IngestOptions,
+    root: &Path,
+    sources: Vec<Source>,
+    earlier: &[EpisodeRecord],
+    progress: &dyn Progress,
+) -> Plan {
+    let by_stat: HashMap<(String, i64, i64), i64> = earlier
         .iter()
         .map(|r| {
             (
@@ -337,24 +361,20 @@ pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestRep
             )
         })
         .collect();
-    let mut known: HashMap<String, (i64, String)> = writer
-        .earlier()
-        .iter()
-        .map(|r| (r.source.sha256.clone(), (r.episode_index, r.source.path.clone())))
-        .collect();
-
-    let mut jobs = Vec::new();
-    let mut slots: Vec<Option<SourceReport>> = Vec::new();
-    for source in found.sources {
-        let task = opts.task.clone().unwrap_or_else(|| task_label(&root, &source.path));
+    let mut plan = Plan {
+        jobs: Vec::new(),
+        slots: Vec::new(),
+    };
+    for source in sources {
+        let task = opts.task.clone().unwrap_or_else(|| task_label(root, &source.path));
         let path = source.path.clone();
         let outcome = match stat(&source) {
             Err(e) => Some(Outcome::Failed(e.to_string())),
             Ok((size, mtime)) => match by_stat.get(&(path.to_string_lossy().to_string(), size, mtime)) {
                 Some(&episode_index) => Some(Outcome::Skipped(Skip::Unchanged { episode_index })),
                 None => {
-                    jobs.push((
-                        slots.len(),
+                    plan.jobs.push((
+                        plan.slots.len(),
                         Job {
                             source,
                             task: task.clone(),
@@ -370,22 +390,33 @@ pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestRep
         if let Some(r) = &done {
             progress.source_done(r);
         }
-        slots.push(done);
+        plan.slots.push(done);
     }
+    plan
+}
 
+/// Prepares the jobs on `opts.jobs` worker threads and appends the results in job order (so
+/// episode indices do not depend on which worker finished first), filling their report slots.
+fn prepare_and_append(
+    opts: &IngestOptions,
+    plan: &mut Plan,
+    known: &mut ByContent,
+    writer: &mut DatasetWriter,
+    progress: &dyn Progress,
+) -> Result<()> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.jobs.max(1))
         .build()
-        .map_err(|e| Error::Config(format!("cannot start worker threads: {e}")))?;
+        .map_err(|e| Error::Io(std::io::Error::other(format!("cannot start worker threads: {e}"))))?;
     let (tx, rx) = mpsc::channel::<(usize, Result<Prepared>)>();
     let shared = Arc::new((opts.clone(), known.clone()));
     // Workers may run ahead of the writer by this many sources (bounds memory).
     let window = opts.jobs.max(1) * 4;
     let (mut next_spawn, mut next_write) = (0usize, 0usize);
     let mut ready: BTreeMap<usize, Result<Prepared>> = BTreeMap::new();
-    while next_write < jobs.len() {
-        while next_spawn < jobs.len() && next_spawn < next_write + window {
-            let (tx, job, shared) = (tx.clone(), jobs[next_spawn].1.clone(), shared.clone());
+    while next_write < plan.jobs.len() {
+        while next_spawn < plan.jobs.len() && next_spawn < next_write + window {
+            let (tx, job, shared) = (tx.clone(), plan.jobs[next_spawn].1.clone(), shared.clone());
             let i = next_spawn;
             pool.spawn(move || {
                 let result = prepare(&job, &shared.0, &shared.1);
@@ -397,48 +428,41 @@ pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestRep
         let (i, result) = rx.recv().expect("a worker result");
         ready.insert(i, result);
         while let Some(result) = ready.remove(&next_write) {
-            let (slot, job) = &jobs[next_write];
-            let outcome = match result {
-                Err(e) => Outcome::Failed(e.to_string()),
-                Ok(Prepared::Duplicate(skip)) => Outcome::Skipped(skip),
-                Ok(Prepared::Episode(episode, sha)) => {
-                    if let Some((episode_index, path)) = known.get(&sha) {
-                        Outcome::Skipped(Skip::SameContent {
-                            episode_index: *episode_index,
-                            path: path.clone(),
-                        })
-                    } else if let Some(reason) = writer.render_quality_conflict(episode.render_quality.as_deref()) {
-                        Outcome::Failed(format!("{}: {reason}", job.source.path.display()))
-                    } else {
-                        let frames = episode.timestamps.len();
-                        let episode_index = writer.append(*episode)?;
-                        known.insert(sha, (episode_index, job.source.path.to_string_lossy().to_string()));
-                        Outcome::Ingested { episode_index, frames }
-                    }
-                }
-            };
+            let (slot, job) = &plan.jobs[next_write];
             let r = SourceReport {
                 path: job.source.path.clone(),
                 task: job.task.clone(),
-                outcome,
+                outcome: append(result, job, known, writer)?,
             };
             progress.source_done(&r);
-            slots[*slot] = Some(r);
+            plan.slots[*slot] = Some(r);
             next_write += 1;
         }
     }
-    writer.commit()?;
-    let all: Vec<_> = writer.earlier().iter().chain(writer.appended()).collect();
-    report.dataset_episodes = all.len();
-    report.dataset_frames = all.iter().map(|r| r.length as u64).sum();
-    let mut tasks: Vec<&str> = all.iter().map(|r| r.task.as_str()).collect();
-    tasks.sort_unstable();
-    tasks.dedup();
-    report.dataset_tasks = tasks.len();
-    writer.finish()?;
-    report.sources = slots.into_iter().flatten().collect();
-    report.seconds = started.elapsed().as_secs_f64();
-    Ok(report)
+    Ok(())
+}
+
+/// Appends a prepared source to the dataset, unless it failed, duplicates an episode (one
+/// appended since its worker started included) or has another render quality.
+fn append(result: Result<Prepared>, job: &Job, known: &mut ByContent, writer: &mut DatasetWriter) -> Result<Outcome> {
+    let (episode, sha) = match result {
+        Err(e) => return Ok(Outcome::Failed(e.to_string())),
+        Ok(Prepared::Duplicate(skip)) => return Ok(Outcome::Skipped(skip)),
+        Ok(Prepared::Episode(episode, sha)) => (episode, sha),
+    };
+    if let Some((episode_index, path)) = known.get(&sha) {
+        return Ok(Outcome::Skipped(Skip::SameContent {
+            episode_index: *episode_index,
+            path: path.clone(),
+        }));
+    }
+    if let Some(reason) = writer.render_quality_conflict(episode.render_quality) {
+        return Ok(Outcome::Failed(format!("{}: {reason}", job.source.path.display())));
+    }
+    let frames = episode.timestamps.len();
+    let episode_index = writer.append(*episode)?;
+    known.insert(sha, (episode_index, job.source.path.to_string_lossy().to_string()));
+    Ok(Outcome::Ingested { episode_index, frames })
 }
 
 #[cfg(test)]

@@ -113,7 +113,8 @@ pub fn write_contact_sheet(ds: &Dataset, per_task: usize, out: &Path) -> Result<
     let mut bytes = Vec::new();
     sheet
         .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png)
-        .map_err(|e| crate::Error::Config(format!("PNG encoding failed: {e}")))?;
+        // Encoding into memory fails only for an image that does not fit its own size.
+        .map_err(|e| crate::Error::Shape(format!("PNG encoding failed: {e}")))?;
     fsutil::write_bytes_atomic(out, &bytes)?;
     Ok(())
 }

@@ -3,8 +3,9 @@
 //!
 //! The modules follow the data flow: DMControl ([`mod@env`], [`collect`]) -> video folder ->
 //! [`video`] decode -> [`shards`] (Parquet, LeRobot v3 layout, written by [`ingest`]) ->
-//! real and frame-mask pairs ([`data`]) -> encoder and heads ([`nn`]) trained by an objective
-//! ([`objectives`]) in [`pretrain`] -> checkpoint -> [`export`] (PyTorch `state_dict` names).
+//! stacked frames ([`observation`]) -> real and frame-mask pairs ([`data`]) -> encoder and
+//! heads ([`nn`]) trained by an objective ([`objectives`]) in [`pretrain`] -> checkpoint ->
+//! [`export`] (PyTorch `state_dict` names).
 
 pub mod alloc;
 pub mod collect;
@@ -19,6 +20,7 @@ pub mod inspect;
 pub mod metrics;
 pub mod nn;
 pub mod objectives;
+pub mod observation;
 pub mod pretrain;
 pub mod shards;
 pub mod video;

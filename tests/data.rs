@@ -1,8 +1,7 @@
 //! Frame stacks, frame-mask indices, random shift and the pair sampler (SPEC §1–2).
 
-use lfs::data::{
-    frame_mask_pair, real_pair, stack_frames, PairKind, PairSampler, RandomShift, SamplerConfig, TaskBatching,
-};
+use lfs::data::{frame_mask_pair, real_pair, PairKind, PairSampler, RandomShift, SamplerConfig, TaskBatching};
+use lfs::observation::stack_frames;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -9,9 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use crate::common::python;
-use lfs::env::{
-    DmcConfig, DmcEnv, Env, EnvCommand, EnvPool, FrameStack, PoolReply, RenderQuality, Task, TimeStep, FRAME_BYTES,
-};
+use lfs::env::{DmcConfig, DmcEnv, Env, EnvCommand, EnvPool, PoolReply, RenderQuality, Task, TimeStep, FRAME_BYTES};
+use lfs::observation::FrameStack;
 
 fn config(task: Task, render_quality: RenderQuality) -> DmcConfig {
     DmcConfig {

@@ -8,6 +8,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use lfs::env::RenderQuality;
 use lfs::shards::Dataset;
 
 use crate::common::{
@@ -643,12 +644,12 @@ fn render_qualities_are_recorded_and_never_mixed() {
         "{line}"
     );
     let ds = Dataset::open(&out).unwrap();
-    assert_eq!(ds.meta.render_quality.as_deref(), Some("default"));
+    assert_eq!(ds.meta.render_quality, Some(RenderQuality::Default));
     assert_eq!(ds.episodes.len(), 1);
     assert!(ds.episodes[0].sidecar.as_deref().unwrap().contains("\"seed\": 1"));
     assert_eq!(
-        ds.load_episodes().unwrap()[0].render_quality.as_deref(),
-        Some("default")
+        ds.load_episodes().unwrap()[0].render_quality,
+        Some(RenderQuality::Default)
     );
 }
 

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use lfs::env::RenderQuality;
 use lfs::pretrain::run::{describe, run_on_episodes, DatasetInfo, CHECKPOINT_FILE, METRICS_FILE};
 use lfs::pretrain::{Method, PretrainConfig};
 use lfs::shards::Episode;
@@ -283,8 +284,8 @@ fn every_method_trains_with_its_batch_composition() {
 
 #[test]
 fn mixing_render_qualities_is_refused() {
-    let mut eps = moving_square_episodes("walker_run", 0, 1, 8, Some("default"));
-    let fast = moving_square_episodes("walker_run", 0, 1, 8, Some("fast"));
+    let mut eps = moving_square_episodes("walker_run", 0, 1, 8, Some(RenderQuality::Default));
+    let fast = moving_square_episodes("walker_run", 0, 1, 8, Some(RenderQuality::Fast));
     let info = vec![
         describe(Path::new("a"), "ida".into(), &eps),
         describe(Path::new("b"), "idb".into(), &fast),

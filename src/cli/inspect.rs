@@ -36,8 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         format!("{:?}", ds.meta.crop).to_lowercase(),
         ds.meta
             .render_quality
-            .as_deref()
-            .unwrap_or("unknown (not from lfs collect)")
+            .map_or("unknown (not from lfs collect)", |q| q.name())
     );
     println!(
         "size      {:.1} MiB in {} data file(s)",

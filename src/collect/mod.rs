@@ -7,6 +7,7 @@
 //! renamed, the sidecar last, so an episode with a sidecar is complete: a second run keeps
 //! those and redoes the rest.
 
+mod sidecar;
 mod video_writer;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -17,14 +18,12 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+pub use sidecar::{read_sidecar, read_sidecar_beside, sidecar_path, EpisodeSidecar, FoundSidecar, SOURCE};
 pub use video_writer::{write_lossless_video, VIDEO_CODEC};
 
 use crate::env::{DmcConfig, EnvCommand, EnvPool, EnvSpec, PoolReply, RenderQuality, Task, TimeStep, MAX_SEED};
 use crate::fsutil;
 use crate::{Error, Result};
-
-/// `source` field of every sidecar this module writes.
-pub const SOURCE: &str = "lfs collect";
 
 /// An episode is given up after this many lost attempts (worker crashes, PhysicsError).
 const MAX_ATTEMPTS: u32 = 3;
@@ -48,39 +47,6 @@ pub struct CollectConfig {
     pub render_quality: RenderQuality,
     /// Python interpreter with eval/requirements.txt installed.
     pub python: PathBuf,
-}
-
-/// The JSON file beside each video: everything needed to replay or label the episode.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct EpisodeSidecar {
-    pub task: Task,
-    /// Seed the environment was reset with (and the random policy was seeded with).
-    pub seed: u64,
-    pub action_repeat: u32,
-    pub render_quality: RenderQuality,
-    /// Camera name (`front_close`) or index (`0`).
-    pub camera: String,
-    /// Frames in the video: the reset frame, then one per agent step.
-    pub num_frames: usize,
-    /// One action per agent step (`num_frames - 1`), each in [-1, 1].
-    pub actions: Vec<Vec<f32>>,
-    /// Reward of each agent step, summed over the action repeat.
-    pub rewards: Vec<f64>,
-    /// Always "lfs collect".
-    pub source: String,
-    pub lfs_version: String,
-    /// Episode index within the task folder.
-    pub episode: usize,
-    /// The `--frames` limit of the run that recorded it.
-    pub max_frames: usize,
-    /// The episode reached its natural end (dm_control's last step) within the video.
-    pub episode_ended: bool,
-    /// Simulated seconds between two frames (control timestep × action repeat).
-    pub frame_seconds: f64,
-    pub codec: String,
-    /// Versions of the Python packages that simulated and rendered it.
-    pub mujoco: String,
-    pub dm_control: String,
 }
 
 /// Progress reports, for a progress bar or a log.
@@ -120,17 +86,8 @@ pub struct CollectSummary {
 /// Where episode `episode` of `task` lives: `out/<task>/<episode:05>.mkv` and its `.json`.
 pub fn episode_paths(out_dir: &Path, task: Task, episode: usize) -> (PathBuf, PathBuf) {
     let video = out_dir.join(task.name()).join(format!("{episode:05}.mkv"));
-    let sidecar = video.with_extension("json");
+    let sidecar = sidecar_path(&video);
     (video, sidecar)
-}
-
-/// Reads a sidecar written by [`collect`].
-pub fn read_sidecar(path: &Path) -> Result<EpisodeSidecar> {
-    let bytes = fs::read(path)?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::Shard {
-        path: path.to_path_buf(),
-        reason: format!("not an lfs collect sidecar: {e}"),
-    })
 }
 
 /// One episode to record.
@@ -401,9 +358,7 @@ fn finish_episode(
         mujoco: spec.mujoco.clone(),
         dm_control: spec.dm_control.clone(),
     };
-    let mut json = serde_json::to_vec(&sidecar)?;
-    json.push(b'\n');
-    fsutil::write_bytes_atomic(&sidecar_path, &json)?;
+    sidecar.write(&sidecar_path)?;
     on_event(CollectEvent::EpisodeDone {
         task: rec.job.task,
         episode: rec.job.episode,

@@ -3,7 +3,7 @@
 //! synthetic previous `[F_{t-4}, F_{t-3}, F_{t-1}]`, synthetic current `[F_{t-3}, F_{t-1}, F_t]`
 //! (oldest first, the paper's Eq. 2 reversed to the channel order of SPEC §1).
 
-use super::frame_stack::PairFrames;
+use super::pair_frames::PairFrames;
 
 /// The synthetic pair ending at frame t; `None` when t < 4 (five real frames are needed, so no
 /// synthetic pair uses the repeated first frame).

@@ -2,6 +2,7 @@
 //! benchmarks and tests that need pixels but no dataset on disk. Deterministic: episode e of
 //! task index k moves at speed 2 + e + 3k pixels per frame.
 
+use crate::env::RenderQuality;
 use crate::shards::Episode;
 
 /// `num_episodes` episodes of `num_frames` frames for `task`.
@@ -10,7 +11,7 @@ pub fn moving_square_episodes(
     task_index: u32,
     num_episodes: usize,
     num_frames: usize,
-    render_quality: Option<&str>,
+    render_quality: Option<RenderQuality>,
 ) -> Vec<Episode> {
     let (h, w) = (84usize, 84usize);
     (0..num_episodes)
@@ -38,7 +39,7 @@ pub fn moving_square_episodes(
                 episode_index: e as u64,
                 task: task.to_string(),
                 task_index,
-                render_quality: render_quality.map(str::to_string),
+                render_quality,
                 num_frames,
                 height: h,
                 width: w,

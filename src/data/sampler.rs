@@ -10,8 +10,9 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::frame_mask::frame_mask_pair;
-use super::frame_stack::{real_pair, stack_frames, PairFrames, FRAME_STACK};
+use super::pair_frames::{real_pair, PairFrames};
 use super::random_shift::RandomShift;
+use crate::observation::{stack_frames, FRAME_STACK};
 use crate::shards::Episode;
 use crate::{Error, Result};
 
@@ -92,7 +93,7 @@ impl PairBatch {
     /// `self` followed by `other` (same observation shape).
     pub fn concat(mut self, other: &PairBatch) -> Result<PairBatch> {
         if self.obs_shape != other.obs_shape {
-            return Err(Error::Config(format!(
+            return Err(Error::Shape(format!(
                 "pair batches of shapes {:?} and {:?}",
                 self.obs_shape, other.obs_shape
             )));
@@ -110,20 +111,20 @@ impl PairBatch {
         shift.apply_batch(&mut self.cur, (self.len, c, h, w), rng);
     }
 
-    /// Shapes: -> (len, 9, h, w) f32 pixel values 0..=255.
-    pub fn prev_tensor(&self) -> Result<Tensor> {
-        to_tensor(&self.prev, self.len, self.obs_shape)
+    /// Shapes: -> (len, 9, h, w) f32 pixel values 0..=255, on `device`.
+    pub fn prev_tensor(&self, device: &Device) -> Result<Tensor> {
+        to_tensor(&self.prev, self.len, self.obs_shape, device)
     }
 
-    /// Shapes: -> (len, 9, h, w) f32 pixel values 0..=255.
-    pub fn cur_tensor(&self) -> Result<Tensor> {
-        to_tensor(&self.cur, self.len, self.obs_shape)
+    /// Shapes: -> (len, 9, h, w) f32 pixel values 0..=255, on `device`.
+    pub fn cur_tensor(&self, device: &Device) -> Result<Tensor> {
+        to_tensor(&self.cur, self.len, self.obs_shape, device)
     }
 }
 
-/// uint8 stacks (n, c, h, w) -> f32 tensor of the same shape, values unchanged.
-pub fn to_tensor(data: &[u8], n: usize, (c, h, w): (usize, usize, usize)) -> Result<Tensor> {
-    Ok(Tensor::from_slice(data, (n, c, h, w), &Device::Cpu)?.to_dtype(DType::F32)?)
+/// uint8 stacks (n, c, h, w) -> f32 tensor of the same shape on `device`, values unchanged.
+pub fn to_tensor(data: &[u8], n: usize, (c, h, w): (usize, usize, usize), device: &Device) -> Result<Tensor> {
+    Ok(Tensor::from_slice(data, (n, c, h, w), device)?.to_dtype(DType::F32)?)
 }
 
 /// Draws pair batches from in-memory episodes.
@@ -141,10 +142,11 @@ impl<'a> PairSampler<'a> {
     pub fn new(episodes: &'a [Episode], cfg: SamplerConfig) -> Result<Self> {
         let first = episodes
             .first()
-            .ok_or_else(|| Error::Config("no episodes to sample from".to_string()))?;
+            .ok_or_else(|| Error::Shape("no episodes to sample from".to_string()))?;
         let (h, w) = (first.height, first.width);
         let mut by_task: BTreeMap<String, TaskPairs> = BTreeMap::new();
         for (e, ep) in episodes.iter().enumerate() {
+            // Datasets of different frame sizes: the user's `data.datasets` do not fit together.
             if (ep.height, ep.width) != (h, w) {
                 return Err(Error::Config(format!(
                     "episode {} of task {} is {}x{}, episode {} of task {} is {h}x{w}",
@@ -152,7 +154,7 @@ impl<'a> PairSampler<'a> {
                 )));
             }
             if ep.frames.len() != ep.num_frames * 3 * h * w {
-                return Err(Error::Config(format!(
+                return Err(Error::Shape(format!(
                     "episode {} of task {}: {} bytes of frames for {} frames of 3x{h}x{w}",
                     ep.episode_index,
                     ep.task,
@@ -225,7 +227,7 @@ impl<'a> PairSampler<'a> {
                 let t = self
                     .tasks
                     .get(i)
-                    .ok_or_else(|| Error::Config(format!("task index {i} out of range")))?;
+                    .ok_or_else(|| Error::Shape(format!("task index {i} out of range")))?;
                 vec![pick(t, kind)]
             }
             None => self.tasks.iter().map(|t| pick(t, kind)).collect(),
@@ -236,6 +238,7 @@ impl<'a> PairSampler<'a> {
                 .map(|i| self.tasks[i].name.clone())
                 .unwrap_or_else(|| "any task".to_string());
             let need = if kind == PairKind::Real { "2" } else { "5" };
+            // The user's datasets are too short for the configured objective.
             return Err(Error::Config(format!(
                 "no {kind:?} pairs in {which}: episodes need at least {need} frames"
             )));
@@ -258,7 +261,7 @@ impl<'a> PairSampler<'a> {
                 k -= p.len();
             }
             // Invariant: k < total = sum of the pool lengths, so some slice holds it.
-            let at = at.ok_or_else(|| Error::Config("pair sampler index out of range".to_string()))?;
+            let at = at.ok_or_else(|| Error::Shape("pair sampler index out of range".to_string()))?;
             let ep = &self.episodes[at.episode as usize];
             let frames = pair_frames(kind, at.t as usize)?;
             stack_frames(ep, frames.prev, &mut batch.prev[i * obs_len..(i + 1) * obs_len]);
@@ -280,5 +283,5 @@ fn pair_frames(kind: PairKind, t: usize) -> Result<PairFrames> {
         PairKind::Real => real_pair(t),
         PairKind::Synthetic => frame_mask_pair(t),
     };
-    frames.ok_or_else(|| Error::Config(format!("no {kind:?} pair ends at frame {t}")))
+    frames.ok_or_else(|| Error::Shape(format!("no {kind:?} pair ends at frame {t}")))
 }

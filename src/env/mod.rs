@@ -2,14 +2,13 @@
 //!
 //! dm_control runs in Python worker processes (`eval/dmc_worker.py`, embedded in the binary)
 //! that speak a length-prefixed binary protocol on stdin/stdout; [`DmcEnv`] is one worker,
-//! [`EnvPool`] runs N of them in parallel and restarts the ones that die, and [`FrameStack`]
-//! turns frames into the stacked observations of SPEC §1.
+//! [`EnvPool`] runs N of them in parallel and restarts the ones that die. Their frames become
+//! the stacked observations of SPEC §1 through [`crate::observation::FrameStack`].
 //!
 //! Everything follows SPEC §8: 84×84 RGB frames, action repeat 2 (rewards summed), actions in
 //! [-1, 1], camera 0 for suite tasks and `front_close` for reach_duplo.
 
 mod dmc;
-mod frame_stack;
 mod pool;
 
 use std::fmt;
@@ -18,7 +17,6 @@ use std::str::FromStr;
 pub use dmc::{
     check_python, default_python, DmcConfig, DmcEnv, PendingWorker, MAX_SEED, PYTHON_ENV_VAR, WORKER_SOURCE,
 };
-pub use frame_stack::FrameStack;
 pub use pool::{EnvCommand, EnvPool, PoolReply};
 
 use crate::Result;
@@ -104,7 +102,20 @@ impl FromStr for Task {
 
 /// How MuJoCo renders the frames. Recorded with every dataset and run: the two give visibly
 /// different pixels, so pre-training and evaluation must not mix them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum RenderQuality {
     /// dm_control's own settings (shadows, 4× multisampling): what published numbers use.
@@ -116,17 +127,38 @@ pub enum RenderQuality {
 }
 
 impl RenderQuality {
+    /// Both, the default first.
+    pub const ALL: [RenderQuality; 2] = [RenderQuality::Default, RenderQuality::Fast];
+
+    /// The name used on the command line, in sidecars and in datasets.
     pub fn name(self) -> &'static str {
         match self {
             RenderQuality::Default => "default",
             RenderQuality::Fast => "fast",
         }
     }
+
+    /// `"default" or "fast"`, for messages.
+    pub fn names() -> String {
+        let quoted: Vec<String> = RenderQuality::ALL.iter().map(|q| format!("{:?}", q.name())).collect();
+        quoted.join(" or ")
+    }
 }
 
 impl fmt::Display for RenderQuality {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl FromStr for RenderQuality {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        RenderQuality::ALL
+            .into_iter()
+            .find(|q| q.name() == s)
+            .ok_or_else(|| format!("unknown render quality {s:?}; known: {}", RenderQuality::names()))
     }
 }
 

@@ -96,7 +96,7 @@ impl EnvPool {
     /// failing (`MAX_FAILURES_IN_A_ROW`).
     pub fn execute(&mut self, commands: &[Option<EnvCommand>]) -> Result<Vec<PoolReply>> {
         if commands.len() != self.slots.len() {
-            return Err(Error::Config(format!(
+            return Err(Error::Shape(format!(
                 "{} commands for a pool of {} environments",
                 commands.len(),
                 self.slots.len()

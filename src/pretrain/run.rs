@@ -13,7 +13,7 @@ use super::metrics::UpdateMetrics;
 use super::trainer::Trainer;
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::MetricsLog;
-use crate::shards::{Dataset, Episode};
+use crate::shards::{Dataset, Episode, RenderQualities};
 use crate::{Error, Result};
 
 /// File names inside a run directory.
@@ -33,8 +33,9 @@ pub struct DatasetInfo {
     pub num_episodes: usize,
     pub num_frames: usize,
     pub tasks: Vec<String>,
-    /// `default` / `fast` for `lfs collect` datasets, None for ingested videos.
-    pub render_quality: Option<String>,
+    /// The render qualities of its episodes. Recorded as the one quality they share:
+    /// `"default"` / `"fast"` for `lfs collect` datasets, null for ingested videos.
+    pub render_quality: RenderQualities,
 }
 
 /// Episodes of every dataset, in memory, and their provenance.
@@ -65,7 +66,6 @@ pub fn load_datasets(paths: &[PathBuf]) -> Result<LoadedData> {
 /// Provenance of an in-memory set of episodes.
 pub fn describe(path: &Path, id: String, episodes: &[Episode]) -> DatasetInfo {
     let tasks: BTreeSet<String> = episodes.iter().map(|e| e.task.clone()).collect();
-    let qualities: BTreeSet<Option<String>> = episodes.iter().map(|e| e.render_quality.clone()).collect();
     DatasetInfo {
         path: path.to_path_buf(),
         id,
@@ -73,30 +73,19 @@ pub fn describe(path: &Path, id: String, episodes: &[Episode]) -> DatasetInfo {
         num_frames: episodes.iter().map(|e| e.num_frames).sum(),
         tasks: tasks.into_iter().collect(),
         // A dataset with several qualities is reported by `check_render_quality` below.
-        render_quality: if qualities.len() == 1 {
-            qualities.into_iter().next().flatten()
-        } else {
-            Some("mixed".to_string())
-        },
+        render_quality: episodes.iter().map(|e| e.render_quality).collect(),
     }
 }
 
 /// Errors when the datasets were rendered at different qualities (issue 3: a run trains on
 /// one render quality; comparing encoders across qualities would be meaningless).
 pub fn check_render_quality(datasets: &[DatasetInfo]) -> Result<()> {
-    let distinct: BTreeSet<&Option<String>> = datasets.iter().map(|d| &d.render_quality).collect();
-    if distinct.len() > 1 || distinct.contains(&Some("mixed".to_string())) {
+    // None when some dataset mixes qualities itself.
+    let distinct: Option<BTreeSet<_>> = datasets.iter().map(|d| d.render_quality.single()).collect();
+    if distinct.is_none_or(|d| d.len() > 1) {
         let list: Vec<String> = datasets
             .iter()
-            .map(|d| {
-                format!(
-                    "{} ({})",
-                    d.path.display(),
-                    d.render_quality
-                        .clone()
-                        .unwrap_or_else(|| "videos, no render quality".to_string())
-                )
-            })
+            .map(|d| format!("{} ({})", d.path.display(), d.render_quality))
             .collect();
         return Err(Error::Config(format!(
             "refusing to mix render qualities across datasets: {}",

@@ -2,18 +2,17 @@
 //! LeRobot's columns (`episode_index`, `tasks`, `length`, `data/*`, `dataset_*_index`,
 //! `meta/episodes/*`, `stats/*`) plus this tool's `source/*` provenance columns.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{Float64Builder, Int64Builder, ListBuilder, StringBuilder};
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, ListArray, RecordBatch, StringArray};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
 use super::layout::FileId;
 use super::stats::FeatureStats;
-use super::writer_props;
+use super::{open_parquet, writer_props};
+use crate::env::RenderQuality;
 use crate::{Error, Result};
 
 /// Where an episode came from.
@@ -48,7 +47,7 @@ pub struct EpisodeRecord {
     pub meta_file: FileId,
     pub source: SourceInfo,
     /// DMControl render quality from the `lfs collect` sidecar, if any.
-    pub render_quality: Option<String>,
+    pub render_quality: Option<RenderQuality>,
     /// The sidecar JSON (task, seed, actions, rewards…) verbatim, if any.
     pub sidecar: Option<String>,
     /// Per-feature statistics, keyed by feature name (LeRobot's `stats/<key>/<stat>` columns).
@@ -120,7 +119,7 @@ pub fn write_episodes(path: &Path, records: &[EpisodeRecord]) -> Result<()> {
         ("source/rotation".into(), i64s(records, |r| r.source.rotation)),
         (
             "render_quality".into(),
-            strings(records, |r| r.render_quality.as_deref()),
+            strings(records, |r| r.render_quality.map(RenderQuality::name)),
         ),
         ("sidecar".into(), strings(records, |r| r.sidecar.as_deref())),
     ];
@@ -161,20 +160,13 @@ pub fn write_episodes(path: &Path, records: &[EpisodeRecord]) -> Result<()> {
     Ok(())
 }
 
-fn shard_err(path: &Path, reason: impl Into<String>) -> Error {
-    Error::Shard {
-        path: path.to_path_buf(),
-        reason: reason.into(),
-    }
-}
-
 fn column<'a, T: 'static>(batch: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a T> {
     batch
         .column_by_name(name)
-        .ok_or_else(|| shard_err(path, format!("missing column {name:?}")))?
+        .ok_or_else(|| Error::shard(path, format!("missing column {name:?}")))?
         .as_any()
         .downcast_ref::<T>()
-        .ok_or_else(|| shard_err(path, format!("column {name:?} has an unexpected type")))
+        .ok_or_else(|| Error::shard(path, format!("column {name:?} has an unexpected type")))
 }
 
 fn list_values_f64(list: &ListArray, row: usize) -> Vec<f64> {
@@ -188,13 +180,10 @@ fn list_values_f64(list: &ListArray, row: usize) -> Vec<f64> {
 
 /// Read every row of one episodes file.
 pub fn read_episodes(path: &Path) -> Result<Vec<EpisodeRecord>> {
-    let file = File::open(path).map_err(|e| shard_err(path, format!("cannot open: {e}")))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| shard_err(path, format!("not a readable Parquet file: {e}")))?
-        .build()?;
+    let reader = open_parquet(path)?.build()?;
     let mut out = Vec::new();
     for batch in reader {
-        let batch = batch.map_err(|e| shard_err(path, format!("corrupt data: {e}")))?;
+        let batch = batch.map_err(|e| Error::shard(path, format!("corrupt data: {e}")))?;
         let i64c = |name: &str| column::<Int64Array>(&batch, name, path);
         let strc = |name: &str| column::<StringArray>(&batch, name, path);
         let (episode_index, length) = (i64c("episode_index")?, i64c("length")?);
@@ -222,8 +211,12 @@ pub fn read_episodes(path: &Path) -> Result<Vec<EpisodeRecord>> {
                 .downcast_ref::<StringArray>()
                 .filter(|a| !a.is_empty())
                 .map(|a| a.value(0).to_string())
-                .ok_or_else(|| shard_err(path, format!("episode row {row} has no task")))?;
+                .ok_or_else(|| Error::shard(path, format!("episode row {row} has no task")))?;
             let opt = |a: &StringArray| (!a.is_null(row)).then(|| a.value(row).to_string());
+            let render_quality = opt(quality)
+                .map(|q| q.parse::<RenderQuality>())
+                .transpose()
+                .map_err(|e| Error::shard(path, format!("episode row {row}: {e}")))?;
             let mut stats = Vec::with_capacity(stat_keys.len());
             for key in &stat_keys {
                 let list = |stat: &str| column::<ListArray>(&batch, &format!("stats/{key}/{stat}"), path);
@@ -266,7 +259,7 @@ pub fn read_episodes(path: &Path) -> Result<Vec<EpisodeRecord>> {
                     codec: src_codec.value(row).to_string(),
                     rotation: src_rot.value(row),
                 },
-                render_quality: opt(quality),
+                render_quality,
                 sidecar: opt(sidecar),
                 stats,
             });

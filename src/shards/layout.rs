@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::env::RenderQuality;
 use crate::video::Crop;
 
 pub const CODEBASE_VERSION: &str = "v3.0";
@@ -102,7 +103,7 @@ pub struct LfsMeta {
     pub height: u32,
     pub crop: Crop,
     /// DMControl render quality (`default` | `fast`) when the sources came from `lfs collect`.
-    pub render_quality: Option<String>,
+    pub render_quality: Option<RenderQuality>,
 }
 
 pub const LFS_DATASET_VERSION: u32 = 1;

@@ -4,6 +4,7 @@
 mod episodes;
 pub mod layout;
 mod reader;
+mod render_quality;
 mod schema;
 pub mod stats;
 mod tasks;
@@ -12,10 +13,15 @@ mod writer;
 pub use episodes::{read_episodes, EpisodeRecord, SourceInfo};
 pub use layout::{FileId, FrameCodec, LfsMeta};
 pub use reader::{Dataset, Episode};
+pub use render_quality::{render_quality_conflict, RenderQualities};
 pub use schema::data_schema;
 pub use stats::FeatureStats;
 pub use writer::{DatasetWriter, EncodedFrames, NewEpisode, WriterSettings};
 
+use std::fs::File;
+use std::path::Path;
+
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
@@ -32,4 +38,11 @@ pub(crate) fn writer_props(binary_columns: &[ColumnPath]) -> WriterProperties {
             .set_column_statistics_enabled(col.clone(), EnabledStatistics::None);
     }
     b.build()
+}
+
+/// Opens the Parquet file at `path` for reading; errors name the file.
+pub(crate) fn open_parquet(path: &Path) -> crate::Result<ParquetRecordBatchReaderBuilder<File>> {
+    let file = File::open(path).map_err(|e| crate::Error::shard(path, format!("cannot open: {e}")))?;
+    ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| crate::Error::shard(path, format!("not a readable Parquet file: {e}")))
 }

@@ -1,19 +1,20 @@
 //! Loading an ingested dataset into memory as contiguous uint8 frame arrays (the trainer's
 //! start-up path: episodes are read in parallel, one Parquet row-group range each).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, BinaryArray, FixedSizeBinaryArray, Int64Array, RecordBatch, StructArray};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::episodes::EpisodeRecord;
 use super::layout::{FrameCodec, LfsMeta, IMAGE_KEY, LFS_META_PATH, TASKS_PATH};
+use super::open_parquet;
 use super::tasks::read_tasks;
 use super::writer::{read_all_episodes, read_lfs_meta};
+use crate::env::RenderQuality;
+use crate::observation::{hwc_to_chw, StoredFrames};
 use crate::{Error, Result};
 
 /// One episode's frames, decoded, channel-first per frame.
@@ -22,8 +23,8 @@ pub struct Episode {
     pub episode_index: u64,
     pub task: String,
     pub task_index: u32,
-    /// `default` or `fast` when the episode came from `lfs collect` (its sidecar JSON), else None.
-    pub render_quality: Option<String>,
+    /// From the `lfs collect` sidecar; None for other videos.
+    pub render_quality: Option<RenderQuality>,
     pub num_frames: usize,
     pub height: usize,
     pub width: usize,
@@ -39,6 +40,12 @@ impl Episode {
     }
 }
 
+impl StoredFrames for Episode {
+    fn frame(&self, t: usize) -> &[u8] {
+        Episode::frame(self, t)
+    }
+}
+
 /// An ingested dataset on disk: its settings, tasks and episode table.
 #[derive(Debug, Clone)]
 pub struct Dataset {
@@ -48,18 +55,11 @@ pub struct Dataset {
     pub episodes: Vec<EpisodeRecord>,
 }
 
-fn shard_err(path: &Path, reason: impl Into<String>) -> Error {
-    Error::Shard {
-        path: path.to_path_buf(),
-        reason: reason.into(),
-    }
-}
-
 impl Dataset {
     /// Read the dataset's metadata (not its frames).
     pub fn open(root: &Path) -> Result<Self> {
         let meta = read_lfs_meta(root)?.ok_or_else(|| {
-            shard_err(
+            Error::shard(
                 root,
                 format!("not an lfs dataset: {LFS_META_PATH} is missing (run `lfs ingest` first)"),
             )
@@ -72,8 +72,8 @@ impl Dataset {
         };
         for r in &episodes {
             if !tasks.contains(&r.task) {
-                return Err(shard_err(
-                    &root.join(TASKS_PATH),
+                return Err(Error::shard(
+                    root.join(TASKS_PATH),
                     format!("task {:?} of episode {} is not listed", r.task, r.episode_index),
                 ));
             }
@@ -125,9 +125,7 @@ impl Dataset {
             .unwrap_or(record.dataset_from_index);
         let offset = (record.dataset_from_index - file_start) as usize;
 
-        let file = File::open(&path).map_err(|e| shard_err(&path, format!("cannot open: {e}")))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| shard_err(&path, format!("not a readable Parquet file: {e}")))?;
+        let builder = open_parquet(&path)?;
         let parquet_schema = builder.parquet_schema();
         let wanted: Vec<usize> = parquet_schema
             .columns()
@@ -161,7 +159,7 @@ impl Dataset {
         let mut seen = 0usize;
         let mut to_skip = skip;
         for batch in reader {
-            let batch = batch.map_err(|e| shard_err(&path, format!("corrupt data: {e}")))?;
+            let batch = batch.map_err(|e| Error::shard(&path, format!("corrupt data: {e}")))?;
             let start = to_skip.min(batch.num_rows());
             to_skip -= start;
             let take = (batch.num_rows() - start).min(n - seen);
@@ -181,7 +179,7 @@ impl Dataset {
             seen += take;
         }
         if seen != n {
-            return Err(shard_err(
+            return Err(Error::shard(
                 &path,
                 format!("episode {} has {seen} rows, its table says {n}", record.episode_index),
             ));
@@ -190,7 +188,7 @@ impl Dataset {
             episode_index: record.episode_index as u64,
             task: record.task.clone(),
             task_index: self.tasks.iter().position(|t| *t == record.task).unwrap_or(0) as u32,
-            render_quality: record.render_quality.clone(),
+            render_quality: record.render_quality,
             num_frames: n,
             height: h,
             width: w,
@@ -203,12 +201,12 @@ impl Dataset {
             batch
                 .column_by_name(name)
                 .and_then(|c| c.as_any().downcast_ref::<Int64Array>().cloned())
-                .ok_or_else(|| shard_err(path, format!("missing int64 column {name:?}")))
+                .ok_or_else(|| Error::shard(path, format!("missing int64 column {name:?}")))
         };
         let (ep, fi) = (col("episode_index")?, col("frame_index")?);
         for i in 0..batch.num_rows() {
             if ep.value(i) != record.episode_index || fi.value(i) != (first + i) as i64 {
-                return Err(shard_err(
+                return Err(Error::shard(
                     path,
                     format!(
                         "row {} holds episode {} frame {}, expected episode {} frame {}",
@@ -237,7 +235,7 @@ fn decode_frames(
     let frame_len = w * h * 3;
     let column = batch
         .column_by_name(IMAGE_KEY)
-        .ok_or_else(|| shard_err(path, format!("missing column {IMAGE_KEY:?}")))?;
+        .ok_or_else(|| Error::shard(path, format!("missing column {IMAGE_KEY:?}")))?;
     for (i, out) in dst.chunks_exact_mut(frame_len).enumerate() {
         match codec {
             FrameCodec::Png => {
@@ -246,12 +244,12 @@ fn decode_frames(
                     .downcast_ref::<StructArray>()
                     .and_then(|s| s.column_by_name("bytes"))
                     .and_then(|b| b.as_any().downcast_ref::<BinaryArray>())
-                    .ok_or_else(|| shard_err(path, "image column is not a {bytes, path} struct"))?;
+                    .ok_or_else(|| Error::shard(path, "image column is not a {bytes, path} struct"))?;
                 let img = image::load_from_memory_with_format(bytes.value(i), image::ImageFormat::Png)
-                    .map_err(|e| shard_err(path, format!("frame {i}: bad PNG: {e}")))?
+                    .map_err(|e| Error::shard(path, format!("frame {i}: bad PNG: {e}")))?
                     .into_rgb8();
                 if img.dimensions() != (w as u32, h as u32) {
-                    return Err(shard_err(
+                    return Err(Error::shard(
                         path,
                         format!("frame {i} is {:?}, dataset says {w}x{h}", img.dimensions()),
                     ));
@@ -263,36 +261,10 @@ fn decode_frames(
                     .as_any()
                     .downcast_ref::<FixedSizeBinaryArray>()
                     .filter(|a| a.value_length() as usize == frame_len)
-                    .ok_or_else(|| shard_err(path, format!("image column is not FixedSizeBinary({frame_len})")))?;
+                    .ok_or_else(|| Error::shard(path, format!("image column is not FixedSizeBinary({frame_len})")))?;
                 hwc_to_chw(raw.value(i), w, h, out);
             }
         }
     }
     Ok(())
-}
-
-/// (h, w, 3) -> (3, h, w).
-pub fn hwc_to_chw(hwc: &[u8], w: usize, h: usize, chw: &mut [u8]) {
-    let plane = w * h;
-    let (r, gb) = chw[..3 * plane].split_at_mut(plane);
-    let (g, b) = gb.split_at_mut(plane);
-    // Zipped iterators: no bounds checks in the loop.
-    for (((px, r), g), b) in hwc[..3 * plane].chunks_exact(3).zip(r).zip(g).zip(b) {
-        *r = px[0];
-        *g = px[1];
-        *b = px[2];
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hwc_to_chw_splits_channels_into_planes() {
-        // 2×1 image: pixels (1,2,3) and (4,5,6).
-        let mut out = [0u8; 6];
-        hwc_to_chw(&[1, 2, 3, 4, 5, 6], 2, 1, &mut out);
-        assert_eq!(out, [1, 4, 2, 5, 3, 6]);
-    }
 }

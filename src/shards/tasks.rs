@@ -3,17 +3,15 @@
 //! stores it as a column and names it in the `pandas` schema metadata; we write the same.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use serde_json::json;
 
-use super::writer_props;
+use super::{open_parquet, writer_props};
 use crate::{Error, Result};
 
 /// Write `tasks` (position = task_index) atomically.
@@ -55,14 +53,7 @@ pub fn write_tasks(path: &Path, tasks: &[String]) -> Result<()> {
 
 /// Read the task strings in task_index order.
 pub fn read_tasks(path: &Path) -> Result<Vec<String>> {
-    let err = |reason: String| Error::Shard {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let file = File::open(path).map_err(|e| err(format!("cannot open: {e}")))?;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| err(format!("not a readable Parquet file: {e}")))?
-        .build()?;
+    let reader = open_parquet(path)?.build()?;
     let mut pairs = Vec::new();
     for batch in reader {
         let batch = batch?;
@@ -73,7 +64,10 @@ pub fn read_tasks(path: &Path) -> Result<Vec<String>> {
             .column_by_name("task")
             .and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned());
         let (Some(idx), Some(task)) = (idx, task) else {
-            return Err(err("expected columns task_index (int64) and task (string)".into()));
+            return Err(Error::shard(
+                path,
+                "expected columns task_index (int64) and task (string)",
+            ));
         };
         for i in 0..batch.num_rows() {
             pairs.push((idx.value(i), task.value(i).to_string()));

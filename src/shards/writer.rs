@@ -25,9 +25,11 @@ use serde_json::json;
 
 use super::episodes::{read_episodes, write_episodes, EpisodeRecord, SourceInfo};
 use super::layout::*;
+use super::render_quality::render_quality_conflict;
 use super::schema::{data_schema, image_columns, lerobot_features};
 use super::stats::FeatureStats;
 use super::{tasks, writer_props};
+use crate::env::RenderQuality;
 use crate::fsutil;
 use crate::video::Crop;
 use crate::{Error, Result};
@@ -55,7 +57,8 @@ impl EncodedFrames {
 pub struct NewEpisode {
     pub task: String,
     pub source: SourceInfo,
-    pub render_quality: Option<String>,
+    /// From the `lfs collect` sidecar; None for other videos.
+    pub render_quality: Option<RenderQuality>,
     pub sidecar: Option<String>,
     pub timestamps: Vec<f32>,
     pub frames: EncodedFrames,
@@ -97,13 +100,13 @@ impl Lock {
                     let pid = pid.trim();
                     let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
                     if alive {
-                        return Err(Error::Shard {
-                            path: root.to_path_buf(),
-                            reason: format!(
+                        return Err(Error::shard(
+                            root,
+                            format!(
                                 "another ingest (pid {pid}) is writing this dataset; wait for it or remove {}",
                                 path.display()
                             ),
-                        });
+                        ));
                     }
                     // Left by a process that died: take it over.
                     fs::remove_file(&path)?;
@@ -111,10 +114,7 @@ impl Lock {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(Error::Shard {
-            path: root.to_path_buf(),
-            reason: "cannot take the ingest lock".into(),
-        })
+        Err(Error::shard(root, "cannot take the ingest lock"))
     }
 }
 
@@ -129,7 +129,8 @@ pub struct DatasetWriter {
     root: PathBuf,
     settings: WriterSettings,
     schema: SchemaRef,
-    render_quality: Option<String>,
+    /// The render quality of the episodes that have one (they all share it).
+    render_quality: Option<RenderQuality>,
     /// Episodes committed by earlier runs.
     earlier: Vec<EpisodeRecord>,
     /// This run's episodes, committed or in the open data file.
@@ -186,15 +187,11 @@ fn remove_temp_files(dir: &Path) -> Result<usize> {
 pub(crate) fn read_lfs_meta(root: &Path) -> Result<Option<LfsMeta>> {
     let path = root.join(LFS_META_PATH);
     match fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| Error::Shard {
-            path,
-            reason: format!("invalid JSON: {e}"),
-        }),
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::shard(path, format!("invalid JSON: {e}"))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Shard {
-            path,
-            reason: format!("cannot read: {e}"),
-        }),
+        Err(e) => Err(Error::shard(path, format!("cannot read: {e}"))),
     }
 }
 
@@ -222,13 +219,13 @@ impl DatasetWriter {
                 .filter(|n| !matches!(n.as_str(), "data" | "meta" | ".lfs-ingest.lock"))
                 .collect();
             if !foreign.is_empty() {
-                return Err(Error::Shard {
-                    path: root.to_path_buf(),
-                    reason: format!(
+                return Err(Error::shard(
+                    root,
+                    format!(
                         "exists and is not an lfs dataset (no {LFS_META_PATH}; holds {}); choose a new or empty folder",
                         foreign.join(", ")
                     ),
-                });
+                ));
             }
         }
         let lock = Lock::acquire(root)?;
@@ -314,13 +311,8 @@ impl DatasetWriter {
     }
 
     /// Why an episode of render quality `quality` cannot join this dataset, if it cannot.
-    pub fn render_quality_conflict(&self, quality: Option<&str>) -> Option<String> {
-        match (self.render_quality.as_deref(), quality) {
-            (Some(have), Some(new)) if have != new => Some(format!(
-                "render quality {new:?} differs from this dataset's {have:?}; ingest it into another dataset (pre-training refuses to mix them)"
-            )),
-            _ => None,
-        }
+    pub fn render_quality_conflict(&self, quality: Option<RenderQuality>) -> Option<String> {
+        render_quality_conflict(self.render_quality, quality)
     }
 
     fn frame_len(&self) -> usize {
@@ -331,19 +323,16 @@ impl DatasetWriter {
     pub fn append(&mut self, ep: NewEpisode) -> Result<i64> {
         let n = ep.frames.len(self.frame_len());
         if n == 0 || n != ep.timestamps.len() {
-            return Err(Error::Shard {
-                path: PathBuf::from(&ep.source.path),
-                reason: format!("{} frames but {} timestamps", n, ep.timestamps.len()),
-            });
+            return Err(Error::shard(
+                &ep.source.path,
+                format!("{} frames but {} timestamps", n, ep.timestamps.len()),
+            ));
         }
-        if let Some(reason) = self.render_quality_conflict(ep.render_quality.as_deref()) {
-            return Err(Error::Shard {
-                path: PathBuf::from(&ep.source.path),
-                reason,
-            });
+        if let Some(reason) = self.render_quality_conflict(ep.render_quality) {
+            return Err(Error::shard(&ep.source.path, reason));
         }
         if self.render_quality.is_none() {
-            self.render_quality.clone_from(&ep.render_quality);
+            self.render_quality = ep.render_quality;
         }
         let task_index = match self.tasks.iter().position(|t| *t == ep.task) {
             Some(i) => i,
@@ -478,7 +467,7 @@ impl DatasetWriter {
             width: self.settings.width,
             height: self.settings.height,
             crop: self.settings.crop,
-            render_quality: self.render_quality.clone(),
+            render_quality: self.render_quality,
         };
         fsutil::write_bytes_atomic(&self.root.join(LFS_META_PATH), &serde_json::to_vec_pretty(&meta)?)?;
         Ok(())

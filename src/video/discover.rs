@@ -56,10 +56,7 @@ fn is_hidden(path: &Path) -> bool {
 /// are still walked. Hidden entries, sidecar `.json` files and the folder `skip` (the dataset
 /// being written, when it lies inside `root`) are skipped.
 pub fn discover(root: &Path, skip: Option<&Path>) -> Result<Discovered> {
-    let meta = fs::metadata(root).map_err(|e| Error::Decode {
-        path: root.to_path_buf(),
-        reason: format!("cannot read the video folder: {e}"),
-    })?;
+    let meta = fs::metadata(root).map_err(|e| Error::decode(root, format!("cannot read the video folder: {e}")))?;
     let mut found = Discovered::default();
     if meta.is_file() {
         found.sources.push(Source {
@@ -74,10 +71,7 @@ pub fn discover(root: &Path, skip: Option<&Path>) -> Result<Discovered> {
 }
 
 fn walk(dir: &Path, skip: Option<&Path>, found: &mut Discovered) -> Result<()> {
-    let read_dir = fs::read_dir(dir).map_err(|e| Error::Decode {
-        path: dir.to_path_buf(),
-        reason: format!("cannot list folder: {e}"),
-    })?;
+    let read_dir = fs::read_dir(dir).map_err(|e| Error::decode(dir, format!("cannot list folder: {e}")))?;
     let mut entries: Vec<PathBuf> = read_dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     let mut has_images = false;

@@ -3,7 +3,7 @@
 use std::fs::{self, File};
 use std::path::Path;
 use std::sync::Once;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ff::codec::threading;
 use ff::format::stream::Disposition;
@@ -11,8 +11,8 @@ use ff::media::Type as MediaType;
 use ff::util::frame::video::Video as VideoFrame;
 use ffmpeg_next as ff;
 
-use super::{decode_error, DecodeOptions, DecodedEpisode, Resampler};
-use crate::Result;
+use super::{DecodeOptions, DecodedEpisode, Resampler};
+use crate::{Error, Result};
 
 static INIT: Once = Once::new();
 
@@ -67,149 +67,30 @@ fn open_reason(err: ff::Error) -> String {
     }
 }
 
+/// Decodes every frame of the video at `path` to `opts.size`, each with its timestamp.
 pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedEpisode> {
     init();
-    // Plain file checks first: their errors are clearer than FFmpeg's.
-    let meta = fs::metadata(path).map_err(|e| decode_error(path, format!("cannot read: {e}")))?;
-    if meta.len() == 0 {
-        return Err(decode_error(path, "empty file (0 bytes)"));
-    }
-    File::open(path).map_err(|e| decode_error(path, format!("cannot read: {e}")))?;
-
-    let started = Instant::now();
-    let deadline = started + opts.timeout;
-    let timed_out = || {
-        decode_error(
-            path,
-            format!("timed out after {:.0} s (--timeout)", opts.timeout.as_secs_f64()),
-        )
-    };
-    // The interrupt callback makes blocking reads inside FFmpeg give up at the deadline.
-    let mut input = ff::format::input_with_interrupt(path, move || Instant::now() > deadline)
-        .map_err(|e| decode_error(path, open_reason(e)))?;
-
-    let video = input
-        .streams()
-        .filter(|s| s.parameters().medium() == MediaType::Video)
-        .filter(|s| !s.disposition().contains(Disposition::ATTACHED_PIC))
-        .max_by_key(|s| s.disposition().contains(Disposition::DEFAULT));
-    let Some(stream) = video else {
-        let has_audio = input.streams().any(|s| s.parameters().medium() == MediaType::Audio);
-        let reason = if has_audio {
-            "audio only: no video stream"
-        } else {
-            "no video stream"
-        };
-        return Err(decode_error(path, reason));
-    };
-    let stream_index = stream.index();
-    let time_base = f64::from(stream.time_base());
-    let declared_frames = stream.frames();
-    let declared_seconds = declared_duration(&input, &stream);
-    let rotation = stream_rotation(&stream);
-    let fps = [stream.avg_frame_rate(), stream.rate()]
-        .into_iter()
-        .map(f64::from)
-        .find(|r| r.is_finite() && *r > 0.0)
-        .unwrap_or(0.0);
-
-    let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
-        .map_err(|e| decode_error(path, format!("unsupported codec parameters: {e}")))?;
-    // One thread per decoder: ingest runs many decoders in parallel (one per core).
-    ctx.set_threading(threading::Config {
-        kind: threading::Type::Frame,
-        count: 1,
-        ..Default::default()
-    });
-    let mut decoder = ctx
-        .decoder()
-        .video()
-        .map_err(|e| decode_error(path, format!("no decoder for this video codec: {e}")))?;
+    check_readable(path)?;
+    let deadline = Deadline::after(opts.timeout);
+    let mut input = ff::format::input_with_interrupt(path, deadline.interrupt())
+        .map_err(|e| Error::decode(path, open_reason(e)))?;
+    let stream = VideoStream::select(&input, path)?;
+    let mut decoder = open_decoder(&stream, path)?;
     let codec = decoder
         .codec()
         .map(|c| c.name().to_string())
         .unwrap_or_else(|| "unknown".into());
-
     let mut state = DecodeState {
-        resampler: Resampler::new(opts.size, opts.crop, rotation),
+        resampler: Resampler::new(opts.size, opts.crop, stream.rotation),
         frame: VideoFrame::empty(),
         frames: Vec::new(),
         pts: Vec::new(),
         source_size: None,
     };
-    let mut decode_errors = 0usize;
-    let mut first_error: Option<ff::Error> = None;
-    let mut packet = ff::Packet::empty();
-    loop {
-        if Instant::now() > deadline {
-            return Err(timed_out());
-        }
-        match packet.read(&mut input) {
-            Ok(()) => {
-                if packet.stream() != stream_index {
-                    continue;
-                }
-                if let Err(e) = decoder.send_packet(&packet) {
-                    decode_errors += 1;
-                    first_error.get_or_insert(e);
-                }
-                state
-                    .drain(&mut decoder)
-                    .map_err(|e| decode_error(path, format!("conversion failed: {e}")))?;
-            }
-            Err(ff::Error::Eof) => break,
-            Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => continue,
-            Err(ff::Error::Exit) => return Err(timed_out()),
-            Err(e) => {
-                return Err(decode_error(
-                    path,
-                    format!("truncated or corrupt: read error after {} frames: {e}", state.pts.len()),
-                ))
-            }
-        }
-    }
-    // Flush the frames the decoder still holds (B-frame reordering, frame threading).
-    let _ = decoder.send_eof();
-    state
-        .drain(&mut decoder)
-        .map_err(|e| decode_error(path, format!("conversion failed: {e}")))?;
-
-    if let Some(e) = first_error {
-        return Err(decode_error(
-            path,
-            format!("truncated or corrupt: {decode_errors} packet(s) failed to decode ({e})"),
-        ));
-    }
-    if state.pts.is_empty() {
-        return Err(decode_error(path, "truncated or corrupt: no decodable video frame"));
-    }
-    // A container that declares many more frames than decode lost its end. A small shortfall
-    // is legitimate (an MP4 edit list that trims the start keeps the samples in its index).
-    let decoded = state.pts.len() as i64;
-    if declared_frames > 0 && decoded < declared_frames * 9 / 10 && declared_frames - decoded >= 3 {
-        return Err(decode_error(
-            path,
-            format!("truncated: decoded {decoded} of the {declared_frames} frames the container declares"),
-        ));
-    }
-    let timestamps = timestamps_from_pts(&state.pts, time_base, fps);
-    if let Some(declared) = declared_seconds {
-        // The decoded frames cover [0, last + one interval); a container that promises much
-        // more lost its end (Matroska and WebM demuxers just stop at the cut).
-        let interval = if fps > 0.0 { 1.0 / fps } else { 0.0 };
-        let covered = f64::from(*timestamps.last().unwrap_or(&0.0)) + interval;
-        if covered < 0.9 * declared && declared - covered > 2.0 * interval {
-            return Err(decode_error(
-                path,
-                format!(
-                    "truncated: {} frames cover {covered:.2} s of the {declared:.2} s the container declares",
-                    timestamps.len()
-                ),
-            ));
-        }
-    }
+    decode_packets(&mut input, &mut decoder, &stream, &deadline, &mut state, path)?;
+    let timestamps = complete_timestamps(&state.pts, &stream, path)?;
     let (src_w, src_h) = state.source_size.unwrap_or((0, 0));
-    let (source_width, source_height) = if rotation % 180 == 90 {
+    let (source_width, source_height) = if stream.rotation % 180 == 90 {
         (src_h, src_w)
     } else {
         (src_w, src_h)
@@ -221,10 +102,205 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
         timestamps,
         source_width,
         source_height,
-        fps,
-        rotation,
+        fps: stream.fps,
+        rotation: stream.rotation,
         codec,
     })
+}
+
+/// Plain file checks before FFmpeg sees the file: their errors are clearer than FFmpeg's.
+fn check_readable(path: &Path) -> Result<()> {
+    let meta = fs::metadata(path).map_err(|e| Error::decode(path, format!("cannot read: {e}")))?;
+    if meta.len() == 0 {
+        return Err(Error::decode(path, "empty file (0 bytes)"));
+    }
+    File::open(path).map_err(|e| Error::decode(path, format!("cannot read: {e}")))?;
+    Ok(())
+}
+
+/// The wall-clock limit of one decode (`--timeout`).
+struct Deadline {
+    at: Instant,
+    timeout: Duration,
+}
+
+impl Deadline {
+    fn after(timeout: Duration) -> Self {
+        Self {
+            at: Instant::now() + timeout,
+            timeout,
+        }
+    }
+
+    fn passed(&self) -> bool {
+        Instant::now() > self.at
+    }
+
+    /// FFmpeg's interrupt callback: blocking reads inside FFmpeg give up at the deadline.
+    fn interrupt(&self) -> impl FnMut() -> bool + 'static {
+        let at = self.at;
+        move || Instant::now() > at
+    }
+
+    fn error(&self, path: &Path) -> Error {
+        Error::decode(
+            path,
+            format!("timed out after {:.0} s (--timeout)", self.timeout.as_secs_f64()),
+        )
+    }
+}
+
+/// The video stream of a file (the default one when there are several, never a cover
+/// picture) and what the container declares about it.
+struct VideoStream {
+    index: usize,
+    parameters: ff::codec::Parameters,
+    /// Seconds per pts unit.
+    time_base: f64,
+    /// Frames the container declares; 0 when it does not say.
+    declared_frames: i64,
+    declared_seconds: Option<f64>,
+    /// Clockwise rotation from the display matrix, degrees.
+    rotation: u32,
+    /// Nominal frame rate; 0 when unknown.
+    fps: f64,
+}
+
+impl VideoStream {
+    fn select(input: &ff::format::context::Input, path: &Path) -> Result<Self> {
+        let video = input
+            .streams()
+            .filter(|s| s.parameters().medium() == MediaType::Video)
+            .filter(|s| !s.disposition().contains(Disposition::ATTACHED_PIC))
+            .max_by_key(|s| s.disposition().contains(Disposition::DEFAULT));
+        let Some(stream) = video else {
+            let has_audio = input.streams().any(|s| s.parameters().medium() == MediaType::Audio);
+            let reason = if has_audio {
+                "audio only: no video stream"
+            } else {
+                "no video stream"
+            };
+            return Err(Error::decode(path, reason));
+        };
+        Ok(Self {
+            index: stream.index(),
+            parameters: stream.parameters(),
+            time_base: f64::from(stream.time_base()),
+            declared_frames: stream.frames(),
+            declared_seconds: declared_duration(input, &stream),
+            rotation: stream_rotation(&stream),
+            fps: [stream.avg_frame_rate(), stream.rate()]
+                .into_iter()
+                .map(f64::from)
+                .find(|r| r.is_finite() && *r > 0.0)
+                .unwrap_or(0.0),
+        })
+    }
+}
+
+/// A decoder for the stream, on one thread: ingest runs many decoders in parallel (one per
+/// core).
+fn open_decoder(stream: &VideoStream, path: &Path) -> Result<ff::decoder::Video> {
+    let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters.clone())
+        .map_err(|e| Error::decode(path, format!("unsupported codec parameters: {e}")))?;
+    ctx.set_threading(threading::Config {
+        kind: threading::Type::Frame,
+        count: 1,
+        ..Default::default()
+    });
+    ctx.decoder()
+        .video()
+        .map_err(|e| Error::decode(path, format!("no decoder for this video codec: {e}")))
+}
+
+/// Reads every packet of the stream through the decoder into `state`, then flushes the frames
+/// the decoder still holds (B-frame reordering, frame threading). Any packet that fails to
+/// decode fails the source.
+fn decode_packets(
+    input: &mut ff::format::context::Input,
+    decoder: &mut ff::decoder::Video,
+    stream: &VideoStream,
+    deadline: &Deadline,
+    state: &mut DecodeState,
+    path: &Path,
+) -> Result<()> {
+    let mut decode_errors = 0usize;
+    let mut first_error: Option<ff::Error> = None;
+    let mut packet = ff::Packet::empty();
+    loop {
+        if deadline.passed() {
+            return Err(deadline.error(path));
+        }
+        match packet.read(input) {
+            Ok(()) => {
+                if packet.stream() != stream.index {
+                    continue;
+                }
+                if let Err(e) = decoder.send_packet(&packet) {
+                    decode_errors += 1;
+                    first_error.get_or_insert(e);
+                }
+                state
+                    .drain(decoder)
+                    .map_err(|e| Error::decode(path, format!("conversion failed: {e}")))?;
+            }
+            Err(ff::Error::Eof) => break,
+            Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => continue,
+            Err(ff::Error::Exit) => return Err(deadline.error(path)),
+            Err(e) => {
+                return Err(Error::decode(
+                    path,
+                    format!("truncated or corrupt: read error after {} frames: {e}", state.pts.len()),
+                ))
+            }
+        }
+    }
+    let _ = decoder.send_eof();
+    state
+        .drain(decoder)
+        .map_err(|e| Error::decode(path, format!("conversion failed: {e}")))?;
+    match first_error {
+        Some(e) => Err(Error::decode(
+            path,
+            format!("truncated or corrupt: {decode_errors} packet(s) failed to decode ({e})"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Seconds since the first frame for every decoded frame, once the frames are known to be the
+/// whole video: none decoded, or many fewer frames or seconds than the container declares,
+/// means the file lost its end.
+fn complete_timestamps(pts: &[Option<i64>], stream: &VideoStream, path: &Path) -> Result<Vec<f32>> {
+    if pts.is_empty() {
+        return Err(Error::decode(path, "truncated or corrupt: no decodable video frame"));
+    }
+    // A small shortfall is legitimate (an MP4 edit list that trims the start keeps the samples
+    // in its index).
+    let (decoded, declared_frames) = (pts.len() as i64, stream.declared_frames);
+    if declared_frames > 0 && decoded < declared_frames * 9 / 10 && declared_frames - decoded >= 3 {
+        return Err(Error::decode(
+            path,
+            format!("truncated: decoded {decoded} of the {declared_frames} frames the container declares"),
+        ));
+    }
+    let timestamps = timestamps_from_pts(pts, stream.time_base, stream.fps);
+    if let Some(declared) = stream.declared_seconds {
+        // The decoded frames cover [0, last + one interval); a container that promises much
+        // more lost its end (Matroska and WebM demuxers just stop at the cut).
+        let interval = if stream.fps > 0.0 { 1.0 / stream.fps } else { 0.0 };
+        let covered = f64::from(*timestamps.last().unwrap_or(&0.0)) + interval;
+        if covered < 0.9 * declared && declared - covered > 2.0 * interval {
+            return Err(Error::decode(
+                path,
+                format!(
+                    "truncated: {} frames cover {covered:.2} s of the {declared:.2} s the container declares",
+                    timestamps.len()
+                ),
+            ));
+        }
+    }
+    Ok(timestamps)
 }
 
 /// The video's duration as the container declares it, in seconds: the stream's own duration,

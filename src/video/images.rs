@@ -8,13 +8,13 @@ use ff::util::frame::video::Video as VideoFrame;
 use ffmpeg_next as ff;
 
 use super::discover::sequence_frames;
-use super::{decode_error, DecodeOptions, DecodedEpisode, Resampler};
-use crate::Result;
+use super::{DecodeOptions, DecodedEpisode, Resampler};
+use crate::{Error, Result};
 
 pub(super) fn decode_image_sequence(dir: &Path, opts: &DecodeOptions) -> Result<DecodedEpisode> {
-    let files = sequence_frames(dir).map_err(|e| decode_error(dir, format!("cannot list frames: {e}")))?;
+    let files = sequence_frames(dir).map_err(|e| Error::decode(dir, format!("cannot list frames: {e}")))?;
     if files.is_empty() {
-        return Err(decode_error(dir, "no PNG/JPEG frames in folder"));
+        return Err(Error::decode(dir, "no PNG/JPEG frames in folder"));
     }
     let deadline = Instant::now() + opts.timeout;
     let mut resampler = Resampler::new(opts.size, opts.crop, 0);
@@ -23,19 +23,19 @@ pub(super) fn decode_image_sequence(dir: &Path, opts: &DecodeOptions) -> Result<
     let mut rgb = VideoFrame::empty();
     for file in &files {
         if Instant::now() > deadline {
-            return Err(decode_error(
+            return Err(Error::decode(
                 dir,
                 format!("timed out after {:.0} s", opts.timeout.as_secs_f64()),
             ));
         }
         let img = image::open(file)
-            .map_err(|e| decode_error(file, format!("cannot decode frame image: {e}")))?
+            .map_err(|e| Error::decode(file, format!("cannot decode frame image: {e}")))?
             .into_rgb8();
         let (w, h) = img.dimensions();
         match source_size {
             None => source_size = Some((w, h)),
             Some(size) if size != (w, h) => {
-                return Err(decode_error(
+                return Err(Error::decode(
                     file,
                     format!(
                         "frame is {w}x{h} but the sequence's first frame is {}x{}",
@@ -57,7 +57,7 @@ pub(super) fn decode_image_sequence(dir: &Path, opts: &DecodeOptions) -> Result<
         }
         resampler
             .push(&rgb, &mut frames)
-            .map_err(|e| decode_error(file, format!("conversion failed: {e}")))?;
+            .map_err(|e| Error::decode(file, format!("conversion failed: {e}")))?;
     }
     let n = files.len();
     let step = 1.0 / opts.image_fps;

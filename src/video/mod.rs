@@ -10,7 +10,6 @@ mod frame_ops;
 mod images;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -133,13 +132,5 @@ pub fn decode(source: &Source, opts: &DecodeOptions) -> Result<DecodedEpisode> {
     match source.kind {
         SourceKind::Video => ffmpeg::decode_video(&source.path, opts),
         SourceKind::ImageSequence => images::decode_image_sequence(&source.path, opts),
-    }
-}
-
-/// A decode error for `path`.
-pub(crate) fn decode_error(path: &Path, reason: impl Into<String>) -> crate::Error {
-    crate::Error::Decode {
-        path: PathBuf::from(path),
-        reason: reason.into(),
     }
 }
