@@ -120,7 +120,7 @@ bench-env: setup
 	$(CARGO) test --release --locked --test integration -- --ignored --nocapture --test-threads 1 env::bench_env
 	LFS_BENCH_QUALITY=fast LFS_BENCH_STEPS=300 $(CARGO) test --release --locked --test integration -- --ignored --nocapture --test-threads 1 env::bench_env
 
-# The paper's video set (SPEC §8): 320 random-policy episodes of up to 250 frames per seen task,
+# The paper's video set (docs/design.md §8): 320 random-policy episodes of up to 250 frames per seen task,
 # action repeat 2, dm_control's default rendering. Resumable: run it again after an interruption.
 collect: setup build
 	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --frames 250 --out videos/

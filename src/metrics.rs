@@ -1,6 +1,6 @@
 //! The metrics log of every training stage: JSONL, one object per update (or evaluation), each
-//! with an integer `step`. Updates return a metrics struct and the loop writes it here (STYLE:
-//! algorithm code never prints). On resume the log is cut back to the checkpoint's step, so a
+//! with an integer `step`. Updates return a metrics struct and the loop writes it here (algorithm
+//! code never prints). On resume the log is cut back to the checkpoint's step, so a
 //! resumed run's log equals an uninterrupted one.
 
 use std::io::{BufRead, Write};

@@ -1,4 +1,4 @@
-//! Observations (SPEC §1): the last [`FRAME_STACK`] frames of an episode, channel-first and
+//! Observations (docs/design.md §1): the last [`FRAME_STACK`] frames of an episode, channel-first and
 //! oldest first, `O_t = [F_{t-2}, F_{t-1}, F_t]`; at an episode start the first frame fills the
 //! missing slots, as dm_control's frame-stack wrappers do.
 //!
@@ -9,7 +9,10 @@
 
 use std::collections::VecDeque;
 
-use crate::env::{FRAME_BYTES, FRAME_SIZE};
+/// Frame height and width in pixels of the environments' frames.
+pub const FRAME_SIZE: usize = 84;
+/// Bytes in one (84, 84, 3) RGB frame.
+pub const FRAME_BYTES: usize = FRAME_SIZE * FRAME_SIZE * 3;
 
 /// Frames per observation.
 pub const FRAME_STACK: usize = 3;

@@ -1,4 +1,4 @@
-//! Frame stacks, frame-mask indices, random shift and the pair sampler (SPEC §1–2).
+//! Frame stacks, frame-mask indices, random shift and the pair sampler (docs/design.md §1–2).
 
 use lfs::data::{frame_mask_pair, real_pair, PairKind, PairSampler, RandomShift, SamplerConfig, TaskBatching};
 use lfs::observation::stack_frames;
@@ -9,7 +9,7 @@ use crate::synthetic_episodes::counting_episode;
 
 #[test]
 fn frame_mask_drops_the_middle_frame() {
-    // By hand from SPEC §2 / paper Eq. 2, oldest first: prev [F_{t-4}, F_{t-3}, F_{t-1}],
+    // By hand from docs/design.md §2 / paper Eq. 2, oldest first: prev [F_{t-4}, F_{t-3}, F_{t-1}],
     // cur [F_{t-3}, F_{t-1}, F_t].
     let p = frame_mask_pair(10).unwrap();
     assert_eq!(p.prev, [6, 7, 9]);

@@ -231,7 +231,7 @@ fn seeds_are_honoured() {
     assert!(a[1..].iter().all(|s| s.env_steps == 2 && s.discount == 1.0 && !s.last));
 }
 
-/// SPEC §1: oldest first in channels, the first frame repeated at an episode start.
+/// docs/design.md §1: oldest first in channels, the first frame repeated at an episode start.
 #[test]
 fn frame_stack_is_oldest_first() {
     let mut env = DmcEnv::spawn(config(Task::CartpoleSwingup, RenderQuality::Fast)).unwrap();

@@ -1,5 +1,5 @@
 //! The CPU 3×3 conv op against candle's own conv2d and its autograd: forward, input and weight
-//! gradients to 1e-4 relative, on seeded random inputs, odd batch sizes, the SPEC shapes and an
+//! gradients to 1e-4 relative, on seeded random inputs, odd batch sizes, the paper's shapes and an
 //! odd-sized stride-2 case; the input gradient is skipped for a non-variable input. The fused
 //! bias + ReLU op against candle's conv2d → broadcast_add → relu, all three gradients.
 

@@ -52,7 +52,7 @@ fn orthogonal_init_gives_gain_squared_identity() {
 #[test]
 fn encoder_output_is_39200_and_biases_start_at_zero() {
     let cfg = EncoderConfig::default();
-    assert_eq!(cfg.output_size().unwrap(), 35); // 84 → 41 → 39 → 37 → 35 (SPEC §4)
+    assert_eq!(cfg.output_size().unwrap(), 35); // 84 → 41 → 39 → 37 → 35 (docs/design.md §4)
     assert_eq!(cfg.repr_dim().unwrap(), 39200);
     let mut params = Params::new(&Device::Cpu);
     let enc = Encoder::new(&cfg, "encoder", &mut params, &mut ChaCha8Rng::seed_from_u64(0)).unwrap();

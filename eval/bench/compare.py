@@ -7,7 +7,7 @@ Suites:
 - pretrain: seconds per LFS update, examples/bench_pretrain.rs vs eval/bench/pretrain_torch.py
   (plan entries batch:timed_updates; two untimed warm-up updates each: the first updates of
   a process at a new batch size still grow its heap).
-- encoder: the SPEC encoder's forward and forward+backward, examples/bench_conv.rs (`ops`:
+- encoder: the paper's encoder's forward and forward+backward, examples/bench_conv.rs (`ops`:
   Encoder::forward under candle's autograd, `tape`: the pre-trainer's own calls) vs
   eval/bench/encoder_torch.py (plan entries batch:repeats inside each process).
 

@@ -1,4 +1,4 @@
-"""The SPEC encoder in PyTorch (CPU), the reference for `make bench-encoder`.
+"""The paper's encoder in PyTorch (CPU), the reference for `make bench-encoder`.
 
 Conv(9→32, 3×3, stride 2) ReLU, then 3 × [Conv(32→32, 3×3) ReLU], input divided by 255 inside
 (as lfs's encoder), orthogonal init: pretrain_torch.py's Encoder without its projector. Workloads as examples/bench_conv.rs: `forward` under

@@ -72,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         RunEvent::Update(m) => {
             let n = m.num_synthetic;
             let msg = format!(
-                "loss {:.4} N {n} cos {:.3} {:.2} upd/s",
+                "loss {:.4} N {n} cos {:.4} {:.2} upd/s",
                 m.loss, m.target_cosine, m.updates_per_s
             );
             match &bar {

@@ -1,4 +1,4 @@
-//! `lfs collect`: the paper's action-free demonstration videos (SPEC §8).
+//! `lfs collect`: the paper's action-free demonstration videos (docs/design.md §8).
 //!
 //! A uniform random policy runs in parallel dm_control workers; every episode becomes one
 //! lossless video `out/<task>/<episode>.mkv` (the first folder level names the task, which is

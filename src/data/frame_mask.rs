@@ -1,7 +1,7 @@
 //! Frame mask (paper §3.1, Eq. 2, appendix "PyTorch-style pseudo code for frame mask";
-//! SPEC §2): from five consecutive frames F_{t-4} … F_t of one episode, drop F_{t-2}:
+//! docs/design.md §2): from five consecutive frames F_{t-4} … F_t of one episode, drop F_{t-2}:
 //! synthetic previous `[F_{t-4}, F_{t-3}, F_{t-1}]`, synthetic current `[F_{t-3}, F_{t-1}, F_t]`
-//! (oldest first, the paper's Eq. 2 reversed to the channel order of SPEC §1).
+//! (oldest first, the paper's Eq. 2 reversed to the channel order of docs/design.md §1).
 
 use super::pair_frames::PairFrames;
 

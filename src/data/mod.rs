@@ -1,4 +1,4 @@
-//! From episodes to training pairs (SPEC §1–2): real and frame-mask synthetic pairs (frame
+//! From episodes to training pairs (docs/design.md §1–2): real and frame-mask synthetic pairs (frame
 //! stacking itself is [`crate::observation`]), random-shift augmentation, and the pair
 //! sampler. Works on `&[Episode]` so tests can build episodes in memory.
 

@@ -1,5 +1,5 @@
 //! Pairs of observations as frame indices into one episode. The real pair is two consecutive
-//! observations (SPEC §1); the synthetic pair of [`super::frame_mask`] has the same shape.
+//! observations (docs/design.md §1); the synthetic pair of [`super::frame_mask`] has the same shape.
 
 use crate::observation::{stack_indices, StackIndices};
 

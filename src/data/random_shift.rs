@@ -1,4 +1,4 @@
-//! Random shift augmentation (DrQ / Proto-RL `RandomShiftsAug`, SPEC §1): replicate-pad `pad`
+//! Random shift augmentation (DrQ / Proto-RL `RandomShiftsAug`, docs/design.md §1): replicate-pad `pad`
 //! pixels on each side, then crop back to the original size at an integer offset drawn
 //! uniformly in 0..=2·pad on each axis, independently per image. Done on uint8 before the
 //! conversion to f32: `out[y][x] = in[clamp(y + dy − pad)][clamp(x + dx − pad)]`.

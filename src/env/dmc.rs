@@ -57,7 +57,7 @@ pub fn default_python() -> PathBuf {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DmcConfig {
     pub task: Task,
-    /// Env steps per agent step (SPEC §8: 2).
+    /// Env steps per agent step (docs/design.md §8: 2).
     pub action_repeat: u32,
     pub render_quality: RenderQuality,
     /// Python interpreter with eval/requirements.txt installed.
@@ -68,7 +68,7 @@ pub struct DmcConfig {
 }
 
 impl DmcConfig {
-    /// SPEC §8 defaults for `task`, with the interpreter from [`default_python`].
+    /// docs/design.md §8 defaults for `task`, with the interpreter from [`default_python`].
     pub fn new(task: Task) -> Self {
         Self {
             task,

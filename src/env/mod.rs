@@ -3,9 +3,9 @@
 //! dm_control runs in Python worker processes (`eval/dmc_worker.py`, embedded in the binary)
 //! that speak a length-prefixed binary protocol on stdin/stdout; [`DmcEnv`] is one worker,
 //! [`EnvPool`] runs N of them in parallel and restarts the ones that die. Their frames become
-//! the stacked observations of SPEC §1 through [`crate::observation::FrameStack`].
+//! the stacked observations of docs/design.md §1 through [`crate::observation::FrameStack`].
 //!
-//! Everything follows SPEC §8: 84×84 RGB frames, action repeat 2 (rewards summed), actions in
+//! Everything follows docs/design.md §8: 84×84 RGB frames, action repeat 2 (rewards summed), actions in
 //! [-1, 1], camera 0 for suite tasks and `front_close` for reach_duplo.
 
 mod dmc;
@@ -21,14 +21,11 @@ pub use pool::{EnvCommand, EnvPool, PoolReply};
 
 use crate::Result;
 
-/// Frame height and width in pixels (SPEC §1).
-pub const FRAME_SIZE: usize = 84;
-/// Bytes in one (84, 84, 3) RGB frame.
-pub const FRAME_BYTES: usize = FRAME_SIZE * FRAME_SIZE * 3;
-/// Agent steps repeat each action this many env steps unless told otherwise (SPEC §8).
+pub use crate::observation::{FRAME_BYTES, FRAME_SIZE};
+/// Agent steps repeat each action this many env steps unless told otherwise (docs/design.md §8).
 pub const DEFAULT_ACTION_REPEAT: u32 = 2;
 
-/// The nine tasks of the paper (SPEC §8).
+/// The nine tasks of the paper (docs/design.md §8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Task {

@@ -1,6 +1,6 @@
 //! Adam (Kingma & Ba), written out so its moments can be checkpointed: `candle_nn::AdamW`
 //! keeps them private and defaults to weight_decay 0.01, which torch's Adam does not have
-//! (SPEC §10). The arithmetic is torch.optim.Adam's (foreach=False) step, term for term.
+//! (docs/design.md §10). The arithmetic is torch.optim.Adam's (foreach=False) step, term for term.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

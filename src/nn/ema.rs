@@ -1,4 +1,4 @@
-//! The EMA target update θ' ← (1 − η)·θ' + η·θ (SPEC §4, η = 0.05 for LFS), walking the target's
+//! The EMA target update θ' ← (1 − η)·θ' + η·θ (docs/design.md §4, η = 0.05 for LFS), walking the target's
 //! parameters by sorted name; a missing key or a shape mismatch is an error, not a skip. Each
 //! target parameter is updated in place (no temporaries over the projector's 5M elements).
 

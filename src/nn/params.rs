@@ -1,7 +1,8 @@
 //! A named parameter store with a deterministic (sorted) order.
 //!
-//! `candle_nn::VarMap` is a `HashMap`, so its `all_vars()` order is unspecified (STYLE §1,
-//! ddpg.rs); checkpoints, EMA and Adam walk parameters by sorted name instead.
+//! `candle_nn::VarMap` is a `HashMap`, so its `all_vars()` order is unspecified (candle's own
+//! reinforcement-learning example, ddpg.rs, trips over this); checkpoints, EMA and Adam walk
+//! parameters by sorted name instead.
 
 use std::collections::BTreeMap;
 

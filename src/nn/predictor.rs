@@ -1,4 +1,4 @@
-//! The predictor v: Linear(latent → hidden) ReLU Linear(hidden → latent) (SPEC §4; the paper's
+//! The predictor v: Linear(latent → hidden) ReLU Linear(hidden → latent) (docs/design.md §4; the paper's
 //! table says 1024 hidden units, Proto-RL used 512). Names `predictor.0.*`, `predictor.2.*`
 //! mirror PyTorch's `nn.Sequential` indices.
 

@@ -1,5 +1,5 @@
 //! ATC (Stooke et al. 2021, "Augmented Temporal Contrast"), the action-free video baseline of
-//! SPEC §5: anchor O_t through the online encoder + projector, a residual MLP head
+//! docs/design.md §5: anchor O_t through the online encoder + projector, a residual MLP head
 //! `c = z + MLP(z)`, positive O_{t+1} through the EMA encoder + projector (τ = 0.01), bilinear
 //! W, cross-entropy over the batch. ATC's compressor LayerNorm is left out so that every method
 //! exports the same encoder + projector.

@@ -1,4 +1,4 @@
-//! CURL (Laskin et al. 2020), the second video baseline of SPEC §5: two independent random
+//! CURL (Laskin et al. 2020), the second video baseline of docs/design.md §5: two independent random
 //! shifts of the same observation; query through the online encoder + projector, key through
 //! the EMA encoder + projector (τ = 0.05); logits q·W·kᵀ, cross-entropy over the batch. CURL's
 //! LayerNorm after the projection is left out so that every method exports the same

@@ -1,5 +1,5 @@
 //! Latent Nearest-neighbour Clip (paper §3.2, Eq. 3–4, appendix "PyTorch-style pseudo code for
-//! LNC"; SPEC §3). Distances are computed exactly (‖a − b‖, as `torch.norm` of the difference,
+//! LNC"; docs/design.md §3). Distances are computed exactly (‖a − b‖, as `torch.norm` of the difference,
 //! not via the ‖a‖² + ‖b‖² − 2ab expansion) in f64 on the host.
 
 use serde::{Deserialize, Serialize};

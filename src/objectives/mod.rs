@@ -1,6 +1,6 @@
 //! Training objectives, pure tensor logic (no io, no sampling): the LFS clustering loss with
-//! Sinkhorn–Knopp targets (SPEC §4), the Latent Nearest-neighbour Clip (SPEC §3), InfoNCE for
-//! LFS-CL, and the ATC and CURL baselines (SPEC §5).
+//! Sinkhorn–Knopp targets (docs/design.md §4), the Latent Nearest-neighbour Clip (docs/design.md §3), InfoNCE for
+//! LFS-CL, and the ATC and CURL baselines (docs/design.md §5).
 
 pub mod atc;
 pub mod curl;

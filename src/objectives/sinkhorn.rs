@@ -1,4 +1,4 @@
-//! Sinkhorn–Knopp equipartition over the batch (SwAV; Proto-RL's `Proto.sinkhorn`, SPEC §4):
+//! Sinkhorn–Knopp equipartition over the batch (SwAV; Proto-RL's `Proto.sinkhorn`, docs/design.md §4):
 //! `Q = exp(S/τ − max(S/τ))ᵀ` (K×B), divided by its sum; `num_iters` times {scale rows to sum
 //! 1/K, scale columns to sum 1/B}; finally scale each column to sum 1 and return Qᵀ (B×K).
 //! Computed in f64 on the host: the matrix is at most 512×512, and no gradient flows through it.

@@ -40,7 +40,7 @@ pub struct RunConfig {
     /// Seed of the one ChaCha8 RNG that draws the init, the pairs and the shifts.
     pub seed: u64,
     /// Gradient updates in total (the paper: 60K). 0 writes the initial weights as the
-    /// checkpoint: the randomly initialised encoder every method must beat (SPEC §5).
+    /// checkpoint: the randomly initialised encoder every method must beat (docs/design.md §5).
     pub num_updates: u64,
     /// M: pairs per update, also the number of synthetic candidates LNC screens (512).
     pub batch_size: usize,
@@ -66,8 +66,9 @@ impl Default for RunConfig {
 pub struct DataConfig {
     /// Ingested dataset directories (`lfs ingest` output), relative to the working directory.
     pub datasets: Vec<PathBuf>,
-    /// `round-robin`: one task per update, in turn (the author's protocol); `mixed`: uniform
-    /// over the pairs of all tasks.
+    /// `mixed`: every pair uniform over the pairs of all tasks (the default: it learns);
+    /// `round-robin`: one task per update, in turn (the first author's CRPTpro code), which
+    /// stalls at the clustering objective's fixed point on our data (docs/design.md §5b).
     pub task_batching: TaskBatching,
     /// Random-shift padding in pixels (4); 0 disables augmentation.
     pub random_shift_pad: usize,
@@ -77,7 +78,7 @@ impl Default for DataConfig {
     fn default() -> Self {
         Self {
             datasets: vec![],
-            task_batching: TaskBatching::RoundRobin,
+            task_batching: TaskBatching::Mixed,
             random_shift_pad: 4,
         }
     }
@@ -107,7 +108,7 @@ impl Default for ModelConfig {
     }
 }
 
-/// The training method, one switch (SPEC §5).
+/// The training method, one switch (docs/design.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {

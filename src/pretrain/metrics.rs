@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::collapse::CollapseSigns;
 
-/// What one update reports (STYLE: updates return metrics; the loop logs them).
+/// What one update reports (updates return metrics; the loop logs them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UpdateMetrics {
     /// Updates done after this one (1-based).

@@ -1,4 +1,4 @@
-//! The pre-trainer: config (TOML), the per-update trainer for every method of SPEC §5, the
+//! The pre-trainer: config (TOML), the per-update trainer for every method of docs/design.md §5, the
 //! run loop with metrics, checkpoints and resume.
 
 pub mod collapse;
