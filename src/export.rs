@@ -64,8 +64,9 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
     let method = meta("lfs.method")?;
 
     // Rebuild the encoder + projector from the checkpoint's online tensors.
+    let online = file.strip_prefix("online.");
     let (net, params) =
-        EncoderProjector::from_tensors(&cfg.model.encoder, cfg.model.latent_dim, &file.strip_prefix("online."))?;
+        EncoderProjector::from_tensors(&cfg.model.encoder, cfg.model.latent_dim, &online, &cfg.device())?;
     let tensors: BTreeMap<String, Tensor> = params.snapshot()?;
 
     let enc = &cfg.model.encoder;

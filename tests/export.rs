@@ -134,3 +134,46 @@ fn pytorch_loader_reproduces_the_rust_features() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn an_exported_encoder_loads_as_constants_in_one_call() {
+    // What downstream RL does with an export: its features must be the ones `lfs export`
+    // wrote beside it (the example file, computed by the exporting run's own encoder), and
+    // none of its tensors may be a trainable variable.
+    let (dir, out) = exported();
+    let frozen = lfs::export::load_frozen_encoder(&out).unwrap();
+    assert_eq!(frozen.config.num_layers, 4);
+    assert_eq!(frozen.encoder.repr_dim(), 39200);
+    assert_eq!(frozen.metadata["lfs.method"], "lfs");
+    assert!(frozen.encoder.param_tensors().iter().all(|t| !t.is_variable()));
+    let example = load(&example_path(&out)).unwrap();
+    let obs = example.tensors["obs"].to_dtype(DType::F32).unwrap();
+    let h = frozen.encoder.forward(&obs).unwrap();
+    let expected = &example.tensors["features"];
+    let diff = (h - expected)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap();
+    assert_eq!(diff, 0.0);
+    // A training checkpoint is not an export; a tensor of another shape is named.
+    let err = lfs::export::load_frozen_encoder(&dir.path().join(CHECKPOINT_FILE))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not an encoder written by `lfs export`"), "{err}");
+    let mut tensors = load(&out).unwrap().tensors;
+    tensors.insert(
+        "encoder.convnet.2.weight".into(),
+        candle_core::Tensor::zeros((32, 16, 3, 3), DType::F32, &candle_core::Device::Cpu).unwrap(),
+    );
+    let bad = dir.path().join("bad.safetensors");
+    lfs::nn::checkpoint::save_atomic(&bad, &tensors, &load(&out).unwrap().metadata).unwrap();
+    let err = lfs::export::load_frozen_encoder(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains("encoder.convnet.2.weight") && err.contains("[32, 32, 3, 3]"),
+        "{err}"
+    );
+}

@@ -110,7 +110,7 @@ impl<'a> Trainer<'a> {
         };
         // The target starts as an exact copy of the online encoder and projector.
         let (target_net, target_params) =
-            EncoderProjector::from_tensors(encoder_cfg, latent, &online_params.snapshot()?)?;
+            EncoderProjector::from_tensors(encoder_cfg, latent, &online_params.snapshot()?, online_params.device())?;
         let adam = Adam::new(cfg.optimizer.clone(), &online_params);
         Ok(Self {
             cfg: cfg.clone(),
