@@ -10,6 +10,18 @@ use lfs::pretrain::run::CHECKPOINT_FILE;
 
 use crate::pretrain::{one_update_run, two_task_data};
 
+/// max |a − b| over all elements.
+fn max_abs_diff(a: &candle_core::Tensor, b: &candle_core::Tensor) -> f32 {
+    (a - b)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
+}
+
 fn exported() -> (tempfile::TempDir, PathBuf) {
     let (eps, info) = two_task_data();
     let dir = one_update_run(&eps, &info);
@@ -74,14 +86,7 @@ fn export_writes_pytorch_names_metadata_and_an_example() {
         .unwrap()
         .broadcast_add(&file.tensors["projector.bias"])
         .unwrap();
-    let diff = (z - &ex.tensors["projection"])
-        .unwrap()
-        .abs()
-        .unwrap()
-        .max_all()
-        .unwrap()
-        .to_scalar::<f32>()
-        .unwrap();
+    let diff = max_abs_diff(&z, &ex.tensors["projection"]);
     assert!(diff < 1e-4, "{diff}");
 }
 
@@ -149,16 +154,7 @@ fn an_exported_encoder_loads_as_constants_in_one_call() {
     let example = load(&example_path(&out)).unwrap();
     let obs = example.tensors["obs"].to_dtype(DType::F32).unwrap();
     let h = frozen.encoder.forward(&obs).unwrap();
-    let expected = &example.tensors["features"];
-    let diff = (h - expected)
-        .unwrap()
-        .abs()
-        .unwrap()
-        .max_all()
-        .unwrap()
-        .to_scalar::<f32>()
-        .unwrap();
-    assert_eq!(diff, 0.0);
+    assert_eq!(max_abs_diff(&h, &example.tensors["features"]), 0.0);
     // A training checkpoint is not an export; a tensor of another shape is named.
     let err = lfs::export::load_frozen_encoder(&dir.path().join(CHECKPOINT_FILE))
         .unwrap_err()
