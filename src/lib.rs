@@ -13,6 +13,7 @@ pub mod config;
 pub mod data;
 pub mod env;
 pub mod error;
+pub mod eval;
 pub mod export;
 pub mod fsutil;
 pub mod ingest;
@@ -22,6 +23,7 @@ pub mod nn;
 pub mod objectives;
 pub mod observation;
 pub mod pretrain;
+pub mod rl;
 pub mod shards;
 pub mod video;
 

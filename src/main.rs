@@ -34,6 +34,9 @@ enum Command {
     Export(cli::export::Args),
     /// Record random-policy DMControl episodes as lossless videos with JSON sidecars.
     Collect(cli::collect::Args),
+    /// Train SAC on a DMControl task on top of a frozen encoder and evaluate it; resumes a
+    /// killed run.
+    Eval(cli::eval::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Command::Pretrain(args) => cli::pretrain::run(args),
         Command::Export(args) => cli::export::run(args),
         Command::Collect(args) => cli::collect::run(args),
+        Command::Eval(args) => cli::eval::run(args),
     };
     match result {
         Ok(code) => code,

@@ -26,3 +26,5 @@ mod env;
 // `lfs collect`: lossless videos that replay from their sidecars, resume, a killed worker,
 // the tiny set.
 mod collect;
+// The SAC agent: formulas vs a float64 transcription of Proto-RL, LayerNorm gradients, updates.
+mod sac;

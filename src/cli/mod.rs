@@ -1,6 +1,7 @@
 //! Argument parsing and run functions for each `lfs` subcommand.
 
 pub mod collect;
+pub mod eval;
 pub mod export;
 pub mod ingest;
 pub mod inspect;

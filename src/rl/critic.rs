@@ -1,0 +1,52 @@
+//! The twin-Q critic (docs/design.md §6): trunk `Linear(repr → 50) → LayerNorm`, then two heads
+//! `(50 + A) → 1024 → 1024 → 1`. PyTorch names `trunk.{0,1}`, `Q1.{0,2,4}`, `Q2.{0,2,4}`.
+
+use candle_core::{Tensor, D};
+use rand::Rng;
+
+use super::actor::NetworkDims;
+use super::mlp::{join, Mlp, Trunk};
+use crate::nn::Params;
+use crate::Result;
+
+#[derive(Debug, Clone)]
+pub struct Critic {
+    trunk: Trunk,
+    q1: Mlp,
+    q2: Mlp,
+}
+
+/// The two Q estimates, (b, 1) each.
+#[derive(Debug, Clone)]
+pub struct TwinQ {
+    pub q1: Tensor,
+    pub q2: Tensor,
+}
+
+impl TwinQ {
+    /// min(Q1, Q2): (b, 1).
+    pub fn min(&self) -> Result<Tensor> {
+        Ok(self.q1.minimum(&self.q2)?)
+    }
+}
+
+impl Critic {
+    /// Registers `{prefix}.trunk.*`, `{prefix}.Q1.*`, `{prefix}.Q2.*` in `params`.
+    pub fn new<R: Rng + ?Sized>(dims: NetworkDims, prefix: &str, params: &mut Params, rng: &mut R) -> Result<Self> {
+        let head_in = dims.feature_dim + dims.action_dim;
+        Ok(Self {
+            trunk: Trunk::new(dims.repr_dim, dims.feature_dim, &join(prefix, "trunk"), params, rng)?,
+            q1: Mlp::new(head_in, dims.hidden_dim, 1, &join(prefix, "Q1"), params, rng)?,
+            q2: Mlp::new(head_in, dims.hidden_dim, 1, &join(prefix, "Q2"), params, rng)?,
+        })
+    }
+
+    /// Shapes: h (b, repr), action (b, A) -> Q1, Q2 (b, 1).
+    pub fn forward(&self, h: &Tensor, action: &Tensor) -> Result<TwinQ> {
+        let x = Tensor::cat(&[&self.trunk.forward(h)?, action], D::Minus1)?; // (b, 50 + A)
+        Ok(TwinQ {
+            q1: self.q1.forward(&x)?,
+            q2: self.q2.forward(&x)?,
+        })
+    }
+}

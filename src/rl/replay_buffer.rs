@@ -1,0 +1,304 @@
+//! The replay buffer (docs/design.md §6): each 84×84 frame is stored once, uint8, per episode,
+//! and observations are stacked from it when sampled (docs/design.md §1), so 40000 transitions
+//! take ~0.85 GB where storing both stacks per transition (Proto-RL) takes ~5 GB.
+//!
+//! An episode holds frames F_0 … F_n, actions a_0 … a_{n−1} and rewards r_0 … r_{n−1};
+//! transition t is (O_t, a_t, r_t, O_{t+1}) with O_t = [F_{t−2}, F_{t−1}, F_t] clamped at the
+//! episode start. Sampling is uniform over every stored transition (the episode being recorded
+//! included) and never crosses an episode boundary: both observations come from one episode.
+//! When the buffer holds more than `capacity` transitions, the oldest finished episodes go.
+//!
+//! With the feature cache, each observation's encoder features are stored beside it when its
+//! frame arrives (`set_features`), and batches carry them instead of pixels.
+
+use std::collections::VecDeque;
+
+use rand::Rng;
+
+use crate::observation::{stack_frames, stack_indices, StoredFrames, FRAME_STACK};
+use crate::{Error, Result};
+
+/// One episode's frames, actions, rewards and (with the cache) observation features.
+#[derive(Debug, Clone)]
+pub struct EpisodeRecord {
+    /// F_0 … F_n, (3, h, w) each.
+    pub frames: Vec<u8>,
+    /// a_0 … a_{n−1}, A each.
+    pub actions: Vec<f32>,
+    /// r_0 … r_{n−1}.
+    pub rewards: Vec<f32>,
+    /// Features of O_0 … O_n, repr each (feature cache only).
+    pub features: Vec<f32>,
+    frame_len: usize,
+}
+
+impl EpisodeRecord {
+    /// Stored transitions: one per action.
+    pub fn num_transitions(&self) -> usize {
+        self.rewards.len()
+    }
+
+    pub fn num_frames(&self) -> usize {
+        self.frames.len() / self.frame_len
+    }
+}
+
+impl StoredFrames for EpisodeRecord {
+    fn frame(&self, t: usize) -> &[u8] {
+        &self.frames[t * self.frame_len..(t + 1) * self.frame_len]
+    }
+}
+
+/// A sampled batch: stacked observations (or their cached features), actions, rewards.
+#[derive(Debug, Clone)]
+pub struct Transitions {
+    pub len: usize,
+    /// (len, 9, h, w) uint8; empty when features are cached.
+    pub obs: Vec<u8>,
+    pub next_obs: Vec<u8>,
+    /// (len, repr) f32; empty without the cache.
+    pub obs_features: Vec<f32>,
+    pub next_obs_features: Vec<f32>,
+    /// (len, A).
+    pub action: Vec<f32>,
+    /// (len).
+    pub reward: Vec<f32>,
+    /// (episode index in the buffer, t) of each transition, for tests and diagnostics.
+    pub locations: Vec<(usize, usize)>,
+}
+
+/// Stored episodes, oldest first.
+#[derive(Debug, Clone)]
+pub struct ReplayBuffer {
+    capacity: usize,
+    frame_len: usize,
+    action_dim: usize,
+    /// Features per observation with the cache, 0 without.
+    feature_dim: usize,
+    episodes: VecDeque<EpisodeRecord>,
+    num_transitions: usize,
+}
+
+impl ReplayBuffer {
+    /// Holds about `capacity` transitions of (3·h·w)-byte frames and `action_dim` actions;
+    /// `feature_dim` > 0 keeps that many features per observation (the feature cache).
+    pub fn new(capacity: usize, frame_len: usize, action_dim: usize, feature_dim: usize) -> Self {
+        Self {
+            capacity,
+            frame_len,
+            action_dim,
+            feature_dim,
+            episodes: VecDeque::new(),
+            num_transitions: 0,
+        }
+    }
+
+    /// Transitions stored.
+    pub fn len(&self) -> usize {
+        self.num_transitions
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.num_transitions == 0
+    }
+
+    pub fn episodes(&self) -> &VecDeque<EpisodeRecord> {
+        &self.episodes
+    }
+
+    /// Bytes of frames held (what the capacity bounds).
+    pub fn frame_bytes(&self) -> usize {
+        self.episodes.iter().map(|e| e.frames.len()).sum()
+    }
+
+    /// Starts an episode with its first frame F_0 (3, h, w).
+    pub fn start_episode(&mut self, first_frame: &[u8]) -> Result<()> {
+        self.check_frame(first_frame)?;
+        self.episodes.push_back(EpisodeRecord {
+            frames: first_frame.to_vec(),
+            actions: Vec::new(),
+            rewards: Vec::new(),
+            features: Vec::new(),
+            frame_len: self.frame_len,
+        });
+        Ok(())
+    }
+
+    /// Adds the transition (a_t, r_t) of the current episode and its next frame F_{t+1}.
+    pub fn add(&mut self, action: &[f32], reward: f32, next_frame: &[u8]) -> Result<()> {
+        self.check_frame(next_frame)?;
+        if action.len() != self.action_dim {
+            return Err(Error::Shape(format!(
+                "replay: an action of {} values, expected {}",
+                action.len(),
+                self.action_dim
+            )));
+        }
+        let episode = self
+            .episodes
+            .back_mut()
+            .ok_or_else(|| Error::Shape("replay: add before start_episode".into()))?;
+        episode.frames.extend_from_slice(next_frame);
+        episode.actions.extend_from_slice(action);
+        episode.rewards.push(reward);
+        self.num_transitions += 1;
+        self.evict();
+        Ok(())
+    }
+
+    /// Features of the current episode's newest observation (feature cache).
+    pub fn set_features(&mut self, features: &[f32]) -> Result<()> {
+        let dim = self.feature_dim;
+        let episode = self
+            .episodes
+            .back_mut()
+            .ok_or_else(|| Error::Shape("replay: features before start_episode".into()))?;
+        if features.len() != dim || episode.features.len() != (episode.num_frames() - 1) * dim {
+            return Err(Error::Shape(format!(
+                "replay: {} features for observation {} (feature_dim {dim}, {} stored)",
+                features.len(),
+                episode.num_frames() - 1,
+                episode.features.len() / dim.max(1)
+            )));
+        }
+        episode.features.extend_from_slice(features);
+        Ok(())
+    }
+
+    /// The stacked observation O_t of the current episode's newest frame (9, h, w): what the
+    /// agent acts on and what the cache encodes.
+    pub fn latest_observation(&self) -> Option<Vec<u8>> {
+        let episode = self.episodes.back()?;
+        let t = episode.num_frames() - 1;
+        let mut obs = vec![0u8; FRAME_STACK * self.frame_len];
+        stack_frames(episode, stack_indices(t), &mut obs);
+        Some(obs)
+    }
+
+    /// Drops the oldest finished episodes while more than `capacity` transitions are held.
+    fn evict(&mut self) {
+        while self.num_transitions > self.capacity && self.episodes.len() > 1 {
+            if let Some(old) = self.episodes.pop_front() {
+                self.num_transitions -= old.num_transitions();
+            }
+        }
+    }
+
+    fn check_frame(&self, frame: &[u8]) -> Result<()> {
+        if frame.len() == self.frame_len {
+            Ok(())
+        } else {
+            Err(Error::Shape(format!(
+                "replay: a frame of {} bytes, expected {}",
+                frame.len(),
+                self.frame_len
+            )))
+        }
+    }
+
+    /// `n` transitions uniformly with replacement over everything stored.
+    pub fn sample<R: Rng + ?Sized>(&self, n: usize, rng: &mut R) -> Result<Transitions> {
+        if self.num_transitions == 0 {
+            return Err(Error::Shape("replay: sampling from an empty buffer".into()));
+        }
+        let cached = self.feature_dim > 0;
+        let obs_len = FRAME_STACK * self.frame_len;
+        let mut out = Transitions {
+            len: n,
+            obs: if cached { Vec::new() } else { vec![0u8; n * obs_len] },
+            next_obs: if cached { Vec::new() } else { vec![0u8; n * obs_len] },
+            obs_features: Vec::with_capacity(if cached { n * self.feature_dim } else { 0 }),
+            next_obs_features: Vec::with_capacity(if cached { n * self.feature_dim } else { 0 }),
+            action: Vec::with_capacity(n * self.action_dim),
+            reward: Vec::with_capacity(n),
+            locations: Vec::with_capacity(n),
+        };
+        for i in 0..n {
+            let (e, t) = self.locate(rng.random_range(0..self.num_transitions));
+            let episode = &self.episodes[e];
+            if cached {
+                let dim = self.feature_dim;
+                if episode.features.len() < (t + 2) * dim {
+                    return Err(Error::Shape(format!(
+                        "replay: observation {} of an episode has no features",
+                        t + 1
+                    )));
+                }
+                out.obs_features
+                    .extend_from_slice(&episode.features[t * dim..(t + 1) * dim]);
+                out.next_obs_features
+                    .extend_from_slice(&episode.features[(t + 1) * dim..(t + 2) * dim]);
+            } else {
+                stack_frames(episode, stack_indices(t), &mut out.obs[i * obs_len..(i + 1) * obs_len]);
+                stack_frames(
+                    episode,
+                    stack_indices(t + 1),
+                    &mut out.next_obs[i * obs_len..(i + 1) * obs_len],
+                );
+            }
+            let a = self.action_dim;
+            out.action.extend_from_slice(&episode.actions[t * a..(t + 1) * a]);
+            out.reward.push(episode.rewards[t]);
+            out.locations.push((e, t));
+        }
+        Ok(out)
+    }
+
+    /// (episode, t) of the `index`-th stored transition, oldest first.
+    fn locate(&self, mut index: usize) -> (usize, usize) {
+        for (e, episode) in self.episodes.iter().enumerate() {
+            if index < episode.num_transitions() {
+                return (e, index);
+            }
+            index -= episode.num_transitions();
+        }
+        // Invariant: index < num_transitions, the sum over episodes.
+        unreachable!("replay: transition index beyond the stored episodes")
+    }
+
+    /// Replaces the contents with `episodes` (a checkpoint's), features recomputed by the
+    /// caller when the cache is on.
+    pub fn restore(&mut self, episodes: Vec<(Vec<u8>, Vec<f32>, Vec<f32>)>) -> Result<()> {
+        self.episodes.clear();
+        self.num_transitions = 0;
+        for (frames, actions, rewards) in episodes {
+            let record = EpisodeRecord {
+                frames,
+                actions,
+                rewards,
+                features: Vec::new(),
+                frame_len: self.frame_len,
+            };
+            if record.frames.len() % self.frame_len != 0
+                || record.num_frames() != record.num_transitions() + 1
+                || record.actions.len() != record.num_transitions() * self.action_dim
+            {
+                return Err(Error::Shape(
+                    "replay: a stored episode's frames, actions and rewards disagree".into(),
+                ));
+            }
+            self.num_transitions += record.num_transitions();
+            self.episodes.push_back(record);
+        }
+        Ok(())
+    }
+
+    /// With the cache: the stored observations of episode `e` that have no features yet, as
+    /// stacked pixels (for the caller to encode and hand to [`ReplayBuffer::fill_features`]).
+    pub fn observations_without_features(&self, e: usize) -> Vec<Vec<u8>> {
+        let episode = &self.episodes[e];
+        let have = episode.features.len() / self.feature_dim.max(1);
+        (have..episode.num_frames())
+            .map(|t| {
+                let mut obs = vec![0u8; FRAME_STACK * self.frame_len];
+                stack_frames(episode, stack_indices(t), &mut obs);
+                obs
+            })
+            .collect()
+    }
+
+    /// Appends features to episode `e` (after [`ReplayBuffer::observations_without_features`]).
+    pub fn fill_features(&mut self, e: usize, features: &[f32]) {
+        self.episodes[e].features.extend_from_slice(features);
+    }
+}

@@ -1,0 +1,433 @@
+//! The SAC agent (docs/design.md §6; Proto-RL's `update_critic` and `update_actor_and_alpha`):
+//! twin-Q critic with an EMA target, tanh-squashed Gaussian actor, learned temperature α.
+//! Each network has its own [`Params`] store and its own Adam (explicit settings, no weight
+//! decay). Updates return metrics; nothing here prints, samples environments or encodes pixels.
+
+use std::collections::{BTreeMap, HashMap};
+
+use candle_core::{Device, Tensor};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use super::actor::{Actor, NetworkDims};
+use super::critic::Critic;
+use crate::nn::ema::ema_update;
+use crate::nn::init::standard_normal;
+use crate::nn::{Adam, AdamConfig, Params};
+use crate::{Error, Result};
+
+/// The agent's hyper-parameters (Proto-RL's and the paper's table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SacConfig {
+    /// Output of the actor's and critic's trunks, Linear(repr → feature) → LayerNorm (50).
+    pub feature_dim: usize,
+    /// Hidden units of the policy and Q MLPs (1024).
+    pub hidden_dim: usize,
+    /// The actor's log σ is squashed into [log_std_min, log_std_max] (−10, 2).
+    pub log_std_min: f64,
+    pub log_std_max: f64,
+    /// γ (0.99). Targets bootstrap through the last step: DMC episodes end only at their time
+    /// limit (no done mask, as Proto-RL and DrQ-v2).
+    pub discount: f64,
+    /// Initial α (0.1); log α is learned with target entropy −|A|.
+    pub init_temperature: f64,
+    /// EMA coefficient of the target critic (0.01).
+    pub critic_target_tau: f64,
+    /// The target critic follows every this many agent steps (2).
+    pub critic_target_update_every_steps: u64,
+    /// The actor and α are updated every this many agent steps (2); the critic every step.
+    pub actor_update_every_steps: u64,
+    /// Transitions per update (512).
+    pub batch_size: usize,
+    /// One Adam setting for the actor, the critic and log α (lr 1e-4, no weight decay).
+    pub optimizer: AdamConfig,
+}
+
+impl Default for SacConfig {
+    fn default() -> Self {
+        Self {
+            feature_dim: 50,
+            hidden_dim: 1024,
+            log_std_min: -10.0,
+            log_std_max: 2.0,
+            discount: 0.99,
+            init_temperature: 0.1,
+            critic_target_tau: 0.01,
+            critic_target_update_every_steps: 2,
+            actor_update_every_steps: 2,
+            batch_size: 512,
+            optimizer: AdamConfig::default(),
+        }
+    }
+}
+
+impl SacConfig {
+    /// Checks ranges; errors name the field under `section`.
+    pub fn validate(&self, section: &str) -> Result<()> {
+        let bad = |m: String| Err(Error::Config(format!("{section}.{m}")));
+        if self.feature_dim == 0 || self.hidden_dim == 0 {
+            return bad("feature_dim and hidden_dim must be >= 1".into());
+        }
+        if self.log_std_min >= self.log_std_max {
+            return bad(format!(
+                "log_std_min {} must be < log_std_max {}",
+                self.log_std_min, self.log_std_max
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.discount) {
+            return bad(format!("discount = {} must be in [0, 1]", self.discount));
+        }
+        if self.init_temperature <= 0.0 {
+            return bad(format!("init_temperature = {} must be > 0", self.init_temperature));
+        }
+        if !(self.critic_target_tau > 0.0 && self.critic_target_tau <= 1.0) {
+            return bad(format!(
+                "critic_target_tau = {} must be in (0, 1]",
+                self.critic_target_tau
+            ));
+        }
+        if self.critic_target_update_every_steps == 0 || self.actor_update_every_steps == 0 {
+            return bad("critic_target_update_every_steps and actor_update_every_steps must be >= 1".into());
+        }
+        if self.batch_size == 0 {
+            return bad("batch_size must be >= 1".into());
+        }
+        let opt = &self.optimizer;
+        if opt.lr <= 0.0
+            || !(0.0..1.0).contains(&opt.beta1)
+            || !(0.0..1.0).contains(&opt.beta2)
+            || opt.eps <= 0.0
+            || opt.weight_decay < 0.0
+        {
+            return bad(format!("optimizer: invalid Adam settings {opt:?}"));
+        }
+        Ok(())
+    }
+}
+
+/// One training batch of encoded transitions.
+#[derive(Debug, Clone)]
+pub struct SacBatch {
+    /// Encoder features of the observations: (b, repr).
+    pub obs: Tensor,
+    /// (b, A) in [−1, 1].
+    pub action: Tensor,
+    /// Rewards summed over the action repeat: (b, 1).
+    pub reward: Tensor,
+    /// Encoder features of the next observations: (b, repr).
+    pub next_obs: Tensor,
+}
+
+/// What one update reports (keys `train/<name>` in `train.jsonl`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SacMetrics {
+    #[serde(rename = "train/critic_loss")]
+    pub critic_loss: f64,
+    /// Mean Q1 on the batch.
+    #[serde(rename = "train/critic_q1")]
+    pub critic_q1: f64,
+    /// Mean bootstrapped target.
+    #[serde(rename = "train/critic_target_q")]
+    pub critic_target_q: f64,
+    /// The actor and α losses and the policy entropy estimate −E[log π] (steps that update
+    /// the actor only).
+    #[serde(rename = "train/actor_loss")]
+    pub actor_loss: Option<f64>,
+    #[serde(rename = "train/actor_entropy")]
+    pub actor_entropy: Option<f64>,
+    #[serde(rename = "train/alpha_loss")]
+    pub alpha_loss: Option<f64>,
+    /// α after this update.
+    #[serde(rename = "train/alpha")]
+    pub alpha: f64,
+}
+
+/// The bootstrapped critic target `r + γ·(min(Q1', Q2') − α·log π(a'|s'))` (b, 1), detached.
+pub fn critic_target(
+    reward: &Tensor,
+    target_q1: &Tensor,
+    target_q2: &Tensor,
+    next_log_prob: &Tensor,
+    alpha: f64,
+    discount: f64,
+) -> Result<Tensor> {
+    let target_v = (target_q1.minimum(target_q2)? - (next_log_prob * alpha)?)?; // (b, 1)
+    Ok((reward + (target_v * discount)?)?.detach())
+}
+
+/// MSE(Q1, target) + MSE(Q2, target), each a mean over the batch.
+pub fn critic_loss(q1: &Tensor, q2: &Tensor, target_q: &Tensor) -> Result<Tensor> {
+    let mse = |q: &Tensor| -> Result<Tensor> { Ok(q.sub(target_q)?.sqr()?.mean_all()?) };
+    Ok((mse(q1)? + mse(q2)?)?)
+}
+
+/// `mean(α·log π − min(Q1, Q2))` with α a constant.
+pub fn actor_loss(alpha: f64, log_prob: &Tensor, q1: &Tensor, q2: &Tensor) -> Result<Tensor> {
+    Ok(((log_prob * alpha)? - q1.minimum(q2)?)?.mean_all()?)
+}
+
+/// `mean(α·(−log π − target_entropy))` with α = exp(log α) and the bracket a constant.
+pub fn alpha_loss(log_alpha: &Tensor, log_prob: &Tensor, target_entropy: f64) -> Result<Tensor> {
+    let bracket = ((log_prob.neg()? - target_entropy)?).detach(); // (b, 1)
+    Ok(bracket.broadcast_mul(&log_alpha.exp()?)?.mean_all()?)
+}
+
+/// The name of log α in its store and in checkpoints (Proto-RL's attribute).
+const LOG_ALPHA: &str = "log_alpha";
+
+/// The agent: networks, their stores and their optimisers.
+pub struct SacAgent {
+    cfg: SacConfig,
+    action_dim: usize,
+    actor: Actor,
+    critic: Critic,
+    critic_target: Critic,
+    actor_params: Params,
+    critic_params: Params,
+    critic_target_params: Params,
+    alpha_params: Params,
+    actor_opt: Adam,
+    critic_opt: Adam,
+    alpha_opt: Adam,
+}
+
+impl SacAgent {
+    /// Fresh networks (orthogonal init, zero biases) for `repr_dim` features and `action_dim`
+    /// actions; the target critic starts as a copy of the critic; log α = ln(init_temperature).
+    pub fn new<R: Rng + ?Sized>(
+        cfg: &SacConfig,
+        repr_dim: usize,
+        action_dim: usize,
+        device: &Device,
+        rng: &mut R,
+    ) -> Result<Self> {
+        cfg.validate("agent")?;
+        let dims = NetworkDims {
+            repr_dim,
+            feature_dim: cfg.feature_dim,
+            hidden_dim: cfg.hidden_dim,
+            action_dim,
+        };
+        let mut actor_params = Params::new(device);
+        let actor = Actor::new(dims, (cfg.log_std_min, cfg.log_std_max), "", &mut actor_params, rng)?;
+        let mut critic_params = Params::new(device);
+        let critic = Critic::new(dims, "", &mut critic_params, rng)?;
+        // The target: the same architecture (its own draws are overwritten by the copy).
+        let mut critic_target_params = Params::new(device);
+        let critic_target = Critic::new(dims, "", &mut critic_target_params, rng)?;
+        critic_target_params.load_from(&critic_params.snapshot()?)?;
+        let mut alpha_params = Params::new(device);
+        alpha_params.insert(LOG_ALPHA, Tensor::new(&[cfg.init_temperature.ln() as f32], device)?)?;
+        Ok(Self {
+            actor_opt: Adam::new(cfg.optimizer.clone(), &actor_params),
+            critic_opt: Adam::new(cfg.optimizer.clone(), &critic_params),
+            alpha_opt: Adam::new(cfg.optimizer.clone(), &alpha_params),
+            cfg: cfg.clone(),
+            action_dim,
+            actor,
+            critic,
+            critic_target,
+            actor_params,
+            critic_params,
+            critic_target_params,
+            alpha_params,
+        })
+    }
+
+    pub fn action_dim(&self) -> usize {
+        self.action_dim
+    }
+
+    /// −|A|.
+    pub fn target_entropy(&self) -> f64 {
+        -(self.action_dim as f64)
+    }
+
+    /// Current α.
+    pub fn alpha(&self) -> Result<f64> {
+        Ok(self.log_alpha()?.exp()?.to_vec1::<f32>()?[0] as f64)
+    }
+
+    fn log_alpha(&self) -> Result<&Tensor> {
+        self.alpha_params
+            .get(LOG_ALPHA)
+            .map(|v| v.as_tensor())
+            .ok_or_else(|| Error::Shape("sac: no log_alpha".into()))
+    }
+
+    /// Every trainable store by checkpoint prefix: what the optimisers can reach.
+    pub fn param_stores(&self) -> [(&'static str, &Params); 4] {
+        [
+            ("actor", &self.actor_params),
+            ("critic", &self.critic_params),
+            ("critic_target", &self.critic_target_params),
+            ("alpha", &self.alpha_params),
+        ]
+    }
+
+    /// Actions for encoded observations h (b, repr): sampled from the policy with `rng`
+    /// (training), or tanh(μ) (evaluation). Returns (b, A) row-major.
+    pub fn act<R: Rng + ?Sized>(&self, h: &Tensor, sample: bool, rng: &mut R) -> Result<Vec<f32>> {
+        let dist = self.actor.forward(h)?;
+        let action = if sample {
+            dist.rsample(&self.noise(h.dim(0)?, h.device(), rng)?)?.action
+        } else {
+            dist.mean_action()?
+        };
+        Ok(action.detach().flatten_all()?.to_vec1::<f32>()?)
+    }
+
+    /// Standard normal noise (b, A) from `rng` (so a resumed run draws the same noise).
+    fn noise<R: Rng + ?Sized>(&self, b: usize, device: &Device, rng: &mut R) -> Result<Tensor> {
+        let eps: Vec<f32> = (0..b * self.action_dim).map(|_| standard_normal(rng) as f32).collect();
+        Ok(Tensor::from_vec(eps, (b, self.action_dim), device)?)
+    }
+
+    /// One update at agent step `step`: the critic every step; the actor and α every
+    /// `actor_update_every_steps`; the target critic's EMA every
+    /// `critic_target_update_every_steps`.
+    pub fn update<R: Rng + ?Sized>(&mut self, batch: &SacBatch, step: u64, rng: &mut R) -> Result<SacMetrics> {
+        let mut metrics = self.update_critic(batch, rng)?;
+        if step % self.cfg.actor_update_every_steps == 0 {
+            self.update_actor_and_alpha(&batch.obs, rng, &mut metrics)?;
+        }
+        if step % self.cfg.critic_target_update_every_steps == 0 {
+            ema_update(
+                &self.critic_params,
+                &self.critic_target_params,
+                self.cfg.critic_target_tau,
+            )?;
+        }
+        metrics.alpha = self.alpha()?;
+        Ok(metrics)
+    }
+
+    fn update_critic<R: Rng + ?Sized>(&mut self, batch: &SacBatch, rng: &mut R) -> Result<SacMetrics> {
+        let alpha = self.alpha()?;
+        let b = batch.obs.dim(0)?;
+        let next = self
+            .actor
+            .forward(&batch.next_obs)?
+            .rsample(&self.noise(b, batch.obs.device(), rng)?)?;
+        let target = self.critic_target.forward(&batch.next_obs, &next.action.detach())?;
+        let target_q = critic_target(
+            &batch.reward,
+            &target.q1,
+            &target.q2,
+            &next.log_prob.detach(),
+            alpha,
+            self.cfg.discount,
+        )?; // (b, 1)
+        let q = self.critic.forward(&batch.obs, &batch.action)?;
+        let loss = critic_loss(&q.q1, &q.q2, &target_q)?;
+        let metrics = SacMetrics {
+            critic_loss: scalar(&loss)?,
+            critic_q1: scalar(&q.q1.mean_all()?)?,
+            critic_target_q: scalar(&target_q.mean_all()?)?,
+            ..SacMetrics::default()
+        };
+        check_finite("critic loss", metrics.critic_loss)?;
+        let grads = loss.backward()?;
+        self.critic_opt.step(&self.critic_params, &grads)?;
+        Ok(metrics)
+    }
+
+    fn update_actor_and_alpha<R: Rng + ?Sized>(
+        &mut self,
+        obs: &Tensor,
+        rng: &mut R,
+        metrics: &mut SacMetrics,
+    ) -> Result<()> {
+        let alpha = self.alpha()?;
+        let b = obs.dim(0)?;
+        let sample = self.actor.forward(obs)?.rsample(&self.noise(b, obs.device(), rng)?)?;
+        let q = self.critic.forward(obs, &sample.action)?;
+        let loss = actor_loss(alpha, &sample.log_prob, &q.q1, &q.q2)?;
+        metrics.actor_loss = Some(scalar(&loss)?);
+        metrics.actor_entropy = Some(-scalar(&sample.log_prob.mean_all()?)?);
+        check_finite("actor loss", scalar(&loss)?)?;
+        // Only the actor steps: the critic's gradients from this loss are dropped, as Proto-RL
+        // drops them by zeroing before the critic's next step.
+        let grads = loss.backward()?;
+        self.actor_opt.step(&self.actor_params, &grads)?;
+
+        let loss = alpha_loss(self.log_alpha()?, &sample.log_prob.detach(), self.target_entropy())?;
+        metrics.alpha_loss = Some(scalar(&loss)?);
+        let grads = loss.backward()?;
+        self.alpha_opt.step(&self.alpha_params, &grads)?;
+        Ok(())
+    }
+
+    // ---- checkpoints
+
+    /// Every parameter and optimiser moment under its checkpoint prefix (`actor.…`,
+    /// `critic.…`, `critic_target.…`, `alpha.log_alpha`, `actor_opt.adam.…`, …), and the
+    /// optimisers' step counts for the metadata.
+    pub fn state(&self) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
+        let mut tensors = BTreeMap::new();
+        for (prefix, params) in self.param_stores() {
+            for (name, t) in params.snapshot()? {
+                tensors.insert(format!("{prefix}.{name}"), t);
+            }
+        }
+        let mut meta = HashMap::new();
+        for (prefix, opt, params) in self.optimisers() {
+            for (name, t) in opt.state_tensors(params)? {
+                tensors.insert(format!("{prefix}.{name}"), t);
+            }
+            meta.insert(format!("lfs.{prefix}_step"), opt.step.to_string());
+        }
+        Ok((tensors, meta))
+    }
+
+    /// Restores [`SacAgent::state`]; errors name a missing or mis-shaped tensor.
+    pub fn load_state(&mut self, tensors: &BTreeMap<String, Tensor>, meta: &HashMap<String, String>) -> Result<()> {
+        let under = |prefix: &str| -> BTreeMap<String, Tensor> {
+            tensors
+                .iter()
+                .filter_map(|(k, v)| {
+                    k.strip_prefix(&format!("{prefix}."))
+                        .map(|k| (k.to_string(), v.clone()))
+                })
+                .collect()
+        };
+        for (prefix, params) in self.param_stores() {
+            params.load_from(&under(prefix))?;
+        }
+        let steps: Vec<u64> = ["actor_opt", "critic_opt", "alpha_opt"]
+            .iter()
+            .map(|p| {
+                let key = format!("lfs.{p}_step");
+                meta.get(&key)
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| Error::Shape(format!("sac: no `{key}` in the checkpoint metadata")))
+            })
+            .collect::<Result<_>>()?;
+        let (a, c, l) = (under("actor_opt"), under("critic_opt"), under("alpha_opt"));
+        self.actor_opt.load_state(&self.actor_params, &a, steps[0])?;
+        self.critic_opt.load_state(&self.critic_params, &c, steps[1])?;
+        self.alpha_opt.load_state(&self.alpha_params, &l, steps[2])?;
+        Ok(())
+    }
+
+    fn optimisers(&self) -> [(&'static str, &Adam, &Params); 3] {
+        [
+            ("actor_opt", &self.actor_opt, &self.actor_params),
+            ("critic_opt", &self.critic_opt, &self.critic_params),
+            ("alpha_opt", &self.alpha_opt, &self.alpha_params),
+        ]
+    }
+}
+
+fn scalar(t: &Tensor) -> Result<f64> {
+    Ok(t.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?)
+}
+
+fn check_finite(what: &str, v: f64) -> Result<()> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::Training(format!("{what} is {v}")))
+    }
+}
