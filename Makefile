@@ -8,7 +8,7 @@
 #   make bench     every benchmark (slow; results go to BENCHMARKS.md by hand)
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
-.PHONY: collect bench-env bench-encoder
+.PHONY: collect bench-env bench-encoder bench-batching bench-sac eval
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -63,7 +63,7 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
-bench: bench-ingest bench-env bench-encoder bench-pretrain
+bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac
 
 # lfs ingest vs the ffmpeg CLI vs PyAV+pyarrow on the same files, interleaved, medians.
 bench-ingest: setup build
@@ -124,3 +124,28 @@ bench-env: setup
 # action repeat 2, dm_control's default rendering. Resumable: run it again after an interruption.
 collect: setup build
 	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --frames 250 --out videos/
+
+# Issue 10: round-robin vs mixed task batches at batch 16/64/512, on the embedded sample and a
+# collected 36-episode set (about 75 minutes); the summary table goes in BENCHMARKS.md.
+bench-batching: setup build
+	eval/bench/task_batching.sh
+
+# ---- Frozen-encoder SAC (issue 11) ---------------------------------------------------------
+# make eval TASK=cartpole_swingup [ENCODER=runs/tiny/encoder.safetensors|random]
+#           [EVAL_CONFIG=pipelines/sac/mini.toml] [SEED=1]
+TASK ?= cartpole_swingup
+ENCODER ?= $(RUN_DIR)/encoder.safetensors
+EVAL_CONFIG ?= pipelines/sac/tiny.toml
+SEED ?= 1
+eval: setup build
+	$(LFS) eval --config $(EVAL_CONFIG) --encoder $(ENCODER) --task $(TASK) --seed $(SEED) \
+		--out-dir runs/eval/$(basename $(notdir $(EVAL_CONFIG)))/$(TASK)/$(notdir $(ENCODER))/$(SEED)
+
+# One SAC update on features (the feature cache) and on pixels (two frozen-encoder passes),
+# B = 128 and 512, medians of the examples/bench_sac lines.
+bench-sac:
+	$(CARGO) build --release --locked --example bench_sac
+	for b in 128 512; do \
+		target/release/examples/bench_sac --batch $$b --updates 5 --warmup 2; \
+		target/release/examples/bench_sac --batch $$b --updates 5 --warmup 2 --pixels; \
+	done
