@@ -28,3 +28,5 @@ mod env;
 mod collect;
 // The SAC agent: formulas vs a float64 transcription of Proto-RL, LayerNorm gradients, updates.
 mod sac;
+// `lfs eval` on DMControl: bad input refused with nothing written, a killed run resumes exactly.
+mod eval;

@@ -1,0 +1,162 @@
+//! `lfs eval` end to end on DMControl (needs `make setup`): bad input is refused by name with
+//! exit 2 and nothing written, and a run killed with SIGKILL resumes from its checkpoint and
+//! ends with the same evaluations and episode logs as an uninterrupted run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// pipelines/sac/tiny.toml at toy network sizes and budgets: 3 cartpole episodes of 500 agent
+/// steps, updates from step 200, evaluations of one episode at frames 0, 1500 and 3000.
+const SMALL: [&str; 9] = [
+    "agent.hidden_dim=32",
+    "agent.feature_dim=8",
+    "agent.batch_size=16",
+    "run.num_train_frames=3000",
+    "run.num_seed_frames=400",
+    "run.eval_every_frames=1500",
+    "run.num_eval_episodes=1",
+    "run.checkpoint_every_frames=1000",
+    "replay.capacity=5000",
+];
+
+fn eval_command(out: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lfs"));
+    cmd.current_dir(repo())
+        .env("MUJOCO_GL", std::env::var("MUJOCO_GL").unwrap_or_else(|_| "egl".into()))
+        .args(["eval", "--config", "pipelines/sac/tiny.toml", "--out-dir"])
+        .arg(out);
+    for s in SMALL {
+        cmd.args(["--set", s]);
+    }
+    cmd.args(extra);
+    cmd
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// eval.csv without its wall-clock column, and train.jsonl without frames/s.
+fn results(dir: &Path) -> (Vec<String>, Vec<serde_json::Value>) {
+    let eval = std::fs::read_to_string(dir.join("eval.csv")).unwrap();
+    let rows = eval
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect();
+    let train = std::fs::read_to_string(dir.join("train.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("train/fps");
+            v
+        })
+        .collect();
+    (rows, train)
+}
+
+#[test]
+fn bad_input_is_refused_by_name_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let garbage = dir.path().join("encoder.safetensors");
+    std::fs::write(&garbage, b"not a safetensors file").unwrap();
+    let garbage = garbage.to_str().unwrap().to_string();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--encoder", "random", "--task", "walker_fly"],
+            "unknown task \"walker_fly\"",
+        ),
+        (
+            &[
+                "--encoder",
+                "random",
+                "--task",
+                "cartpole_swingup",
+                "--set",
+                "run.num_train_frames=300",
+            ],
+            "is not more than run.num_seed_frames",
+        ),
+        (
+            &["--encoder", &garbage, "--task", "cartpole_swingup"],
+            "encoder.safetensors",
+        ),
+        (
+            &[
+                "--encoder",
+                "random",
+                "--task",
+                "cartpole_swingup",
+                "--set",
+                "agent.batch_size=0",
+            ],
+            "agent.batch_size must be >= 1",
+        ),
+    ];
+    for (args, expected) in cases {
+        let result = eval_command(&out, args).output().unwrap();
+        let said = text(&result);
+        assert_eq!(result.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(expected), "{args:?}: {said}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+}
+
+#[test]
+fn a_killed_run_resumes_to_the_same_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--encoder", "random", "--task", "cartpole_swingup"];
+    // Uninterrupted.
+    let whole = dir.path().join("whole");
+    let result = eval_command(&whole, &args).output().unwrap();
+    assert!(result.status.success(), "{}", text(&result));
+    // Killed once its first checkpoint (frame 1000) is on disk, then run again.
+    let killed = dir.path().join("killed");
+    let mut child = eval_command(&killed, &args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !killed.join("checkpoint.safetensors").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "no checkpoint after 5 minutes"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its first checkpoint"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = results(&killed);
+    let result = eval_command(&killed, &args).output().unwrap();
+    let said = text(&result);
+    assert!(result.status.success(), "{said}");
+    assert!(said.contains("resuming at frame"), "{said}");
+    assert_eq!(results(&killed), results(&whole), "killed after {before:?}");
+    let (rows, episodes) = results(&whole);
+    assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 1500, 3000
+    assert_eq!(episodes.len(), 3);
+    // A different config does not resume the checkpoint, and the run's files stay as they are.
+    let eval_csv = std::fs::read(killed.join("eval.csv")).unwrap();
+    let result = eval_command(&killed, &[&args[..], &["--set", "agent.hidden_dim=64"]].concat())
+        .output()
+        .unwrap();
+    let said = text(&result);
+    assert_eq!(result.status.code(), Some(2), "{said}");
+    assert!(said.contains("different config"), "{said}");
+    assert_eq!(std::fs::read(killed.join("eval.csv")).unwrap(), eval_csv);
+}
