@@ -1,6 +1,7 @@
 //! `lfs eval` end to end on DMControl (needs `make setup`): bad input is refused by name with
 //! exit 2 and nothing written, and a run killed with SIGKILL resumes from its checkpoint and
-//! ends with the same evaluations and episode logs as an uninterrupted run.
+//! ends with the same evaluations and episode logs as an uninterrupted run; `--save-video`
+//! writes playable H.264 videos of the evaluation episodes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -116,10 +117,33 @@ fn bad_input_is_refused_by_name_with_nothing_written() {
 fn a_killed_run_resumes_to_the_same_results() {
     let dir = tempfile::tempdir().unwrap();
     let args = ["--encoder", "random", "--task", "cartpole_swingup"];
-    // Uninterrupted.
+    // Uninterrupted, with the first episode of each evaluation as a video.
     let whole = dir.path().join("whole");
-    let result = eval_command(&whole, &args).output().unwrap();
+    let result = eval_command(&whole, &[&args[..], &["--save-video"]].concat())
+        .output()
+        .unwrap();
     assert!(result.status.success(), "{}", text(&result));
+    for frame in [0, 1500, 3000] {
+        // An 84×84 H.264 MP4 of the whole episode: its first frame and 500 agent steps.
+        let video = whole.join(format!("eval_video/{frame}.mp4"));
+        let probe = Command::new("ffprobe")
+            .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+            .args([
+                "-show_entries",
+                "stream=codec_name,width,height,nb_read_frames",
+                "-of",
+                "csv=p=0",
+            ])
+            .arg(&video)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&probe.stdout).trim(),
+            "h264,84,84,501",
+            "{}",
+            video.display()
+        );
+    }
     // Killed once its first checkpoint (frame 1000) is on disk, then run again.
     let killed = dir.path().join("killed");
     let mut child = eval_command(&killed, &args)

@@ -36,6 +36,9 @@ pub struct Args {
     /// Evaluate even though the encoder was pre-trained on videos of another render quality.
     #[arg(long)]
     pub allow_render_quality_mismatch: bool,
+    /// Write the first episode of every evaluation as <out-dir>/eval_video/<frame>.mp4.
+    #[arg(long)]
+    pub save_video: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -53,6 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         task,
         encoder,
         allow_render_quality_mismatch: args.allow_render_quality_mismatch,
+        save_video: args.save_video,
     };
     let total = cfg.run.num_train_frames.0;
     let bar = std::io::stderr().is_terminal().then(|| {

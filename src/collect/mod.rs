@@ -19,7 +19,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 pub use sidecar::{read_sidecar, read_sidecar_beside, sidecar_path, EpisodeSidecar, FoundSidecar, SOURCE};
-pub use video_writer::{write_lossless_video, VIDEO_CODEC};
+pub use video_writer::{write_lossless_video, write_preview_video, VIDEO_CODEC};
 
 use crate::env::{DmcConfig, EnvCommand, EnvPool, EnvSpec, PoolReply, RenderQuality, Task, TimeStep, MAX_SEED};
 use crate::fsutil;

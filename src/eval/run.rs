@@ -39,6 +39,8 @@ pub const TRAIN_LOG: &str = "train.jsonl";
 pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
 pub const CONFIG_FILE: &str = "config.resolved.toml";
 pub const RUN_FILE: &str = "run.json";
+/// Folder of the evaluation videos (`--save-video`), as DrQ-v2's `eval_video/`.
+pub const VIDEO_DIR: &str = "eval_video";
 
 /// `eval.csv`'s columns (DrQ-v2's).
 const EVAL_HEADER: &str = "frame,step,episode,episode_reward,total_time";
@@ -60,6 +62,8 @@ pub struct EvalSpec {
     pub encoder: EncoderChoice,
     /// Evaluate on a render quality other than the encoder's training videos'.
     pub allow_render_quality_mismatch: bool,
+    /// Write the first episode of every evaluation as `eval_video/<frame>.mp4`.
+    pub save_video: bool,
 }
 
 /// One evaluation: a row of `eval.csv`.
@@ -270,7 +274,8 @@ pub fn run(
         if ws.evaluations * eval_every <= ws.step
             || (ws.step == total_steps && episode.is_none() && !ws.evaluated_at_end(eval_every, total_steps))
         {
-            let row = ws.evaluate(start)?;
+            let video_dir = spec.save_video.then(|| out_dir.join(VIDEO_DIR));
+            let row = ws.evaluate(start, video_dir.as_deref())?;
             eval_log.append(&row)?;
             on_event(EvalEvent::Evaluation(&row));
             last_eval = Some(row);
@@ -565,15 +570,20 @@ impl Workspace {
         })
     }
 
-    /// `num_eval_episodes` deterministic episodes on the evaluation environment.
-    fn evaluate(&mut self, start: Instant) -> Result<EvalRow> {
+    /// `num_eval_episodes` deterministic episodes on the evaluation environment; with
+    /// `video_dir`, the first one is also written there as `<frame>.mp4`.
+    fn evaluate(&mut self, start: Instant, video_dir: Option<&Path>) -> Result<EvalRow> {
         let mut returns = Vec::new();
         let mut k = 0;
         while returns.len() < self.cfg.run.num_eval_episodes {
             let seed = eval_seed(self.cfg.run.seed, self.evaluations, k);
             k += 1;
-            if let Some(ret) = self.eval_episode(seed)? {
+            let mut frames = (returns.is_empty() && video_dir.is_some()).then(Vec::new);
+            if let Some(ret) = self.eval_episode(seed, frames.as_mut())? {
                 returns.push(ret);
+                if let (Some(dir), Some(frames)) = (video_dir, frames) {
+                    self.write_video(dir, &frames)?;
+                }
             }
         }
         self.evaluations += 1;
@@ -586,14 +596,28 @@ impl Workspace {
         })
     }
 
-    /// One evaluation episode's return, or None if it was lost.
-    fn eval_episode(&mut self, seed: u64) -> Result<Option<f64>> {
+    /// `eval_video/<frame>.mp4`, written atomically.
+    fn write_video(&self, dir: &Path, frames: &[Vec<u8>]) -> Result<()> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::checkpoint(dir, e.to_string()))?;
+        let path = dir.join(format!("{}.mp4", self.frame()));
+        let tmp = crate::fsutil::temp_path(&path);
+        let seconds = self.pool.spec(EVAL).agent_timestep();
+        crate::collect::write_preview_video(&tmp, frames, seconds)?;
+        crate::fsutil::commit_temp(&tmp, &path).map_err(|e| Error::checkpoint(&path, e.to_string()))
+    }
+
+    /// One evaluation episode's return, or None if it was lost; its (84, 84, 3) frames go to
+    /// `frames` when given.
+    fn eval_episode(&mut self, seed: u64, mut frames: Option<&mut Vec<Vec<u8>>>) -> Result<Option<f64>> {
         let mut stack = crate::observation::FrameStack::new();
         let first = match self.reset(EVAL, seed)? {
             Ok(step) => step,
             Err(_) => return Ok(None),
         };
         stack.reset(&first.frame);
+        if let Some(frames) = frames.as_mut() {
+            frames.push(first.frame.clone());
+        }
         let mut ret = 0.0;
         loop {
             let h = self.encode(&stack.observation(), 1)?;
@@ -603,6 +627,9 @@ impl Workspace {
                 Err(_) => return Ok(None),
             };
             ret += step.reward;
+            if let Some(frames) = frames.as_mut() {
+                frames.push(step.frame.clone());
+            }
             if step.last {
                 return Ok(Some(ret));
             }

@@ -41,6 +41,16 @@ impl Critic {
         })
     }
 
+    /// The critic over its parameters already in `params` (e.g. a copy: the EMA target).
+    pub fn from_params(dims: NetworkDims, prefix: &str, params: &Params) -> Result<Self> {
+        let head_in = dims.feature_dim + dims.action_dim;
+        Ok(Self {
+            trunk: Trunk::from_params(dims.repr_dim, dims.feature_dim, &join(prefix, "trunk"), params)?,
+            q1: Mlp::from_params(head_in, dims.hidden_dim, 1, &join(prefix, "Q1"), params)?,
+            q2: Mlp::from_params(head_in, dims.hidden_dim, 1, &join(prefix, "Q2"), params)?,
+        })
+    }
+
     /// Shapes: h (b, repr), action (b, A) -> Q1, Q2 (b, 1).
     pub fn forward(&self, h: &Tensor, action: &Tensor) -> Result<TwinQ> {
         let x = Tensor::cat(&[&self.trunk.forward(h)?, action], D::Minus1)?; // (b, 50 + A)

@@ -51,6 +51,15 @@ impl Trunk {
         })
     }
 
+    /// The trunk over `{prefix}.0.*` and `{prefix}.1.*` already in `params`.
+    pub fn from_params(in_dim: usize, out_dim: usize, prefix: &str, params: &Params) -> Result<Self> {
+        Ok(Self {
+            linear: linear_from_params(in_dim, out_dim, &join(prefix, "0"), params)?,
+            ln_weight: params.tensor(&join(prefix, "1.weight"), &[out_dim])?,
+            ln_bias: params.tensor(&join(prefix, "1.bias"), &[out_dim])?,
+        })
+    }
+
     /// Shapes: h (b, in) -> (b, out).
     pub fn forward(&self, h: &Tensor) -> Result<Tensor> {
         let x = self.linear.forward(h)?; // (b, out)
@@ -88,6 +97,23 @@ impl Mlp {
         })
     }
 
+    /// The MLP over `{prefix}.{0,2,4}.*` already in `params`.
+    pub fn from_params(
+        in_dim: usize,
+        hidden_dim: usize,
+        out_dim: usize,
+        prefix: &str,
+        params: &Params,
+    ) -> Result<Self> {
+        Ok(Self {
+            layers: [
+                linear_from_params(in_dim, hidden_dim, &join(prefix, "0"), params)?,
+                linear_from_params(hidden_dim, hidden_dim, &join(prefix, "2"), params)?,
+                linear_from_params(hidden_dim, out_dim, &join(prefix, "4"), params)?,
+            ],
+        })
+    }
+
     /// Shapes: x (b, in) -> (b, out).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let [l0, l2, l4] = &self.layers;
@@ -95,4 +121,12 @@ impl Mlp {
         let x = l2.forward(&x)?.relu()?; // (b, hidden)
         Ok(l4.forward(&x)?) // (b, out)
     }
+}
+
+/// A Linear(in → out) over `{name}.weight` (out, in) and `{name}.bias` (out) in `params`.
+fn linear_from_params(in_dim: usize, out_dim: usize, name: &str, params: &Params) -> Result<Linear> {
+    Ok(Linear::new(
+        params.tensor(&format!("{name}.weight"), &[out_dim, in_dim])?,
+        Some(params.tensor(&format!("{name}.bias"), &[out_dim])?),
+    ))
 }

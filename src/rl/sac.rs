@@ -213,10 +213,9 @@ impl SacAgent {
         let actor = Actor::new(dims, (cfg.log_std_min, cfg.log_std_max), "", &mut actor_params, rng)?;
         let mut critic_params = Params::new(device);
         let critic = Critic::new(dims, "", &mut critic_params, rng)?;
-        // The target: the same architecture (its own draws are overwritten by the copy).
-        let mut critic_target_params = Params::new(device);
-        let critic_target = Critic::new(dims, "", &mut critic_target_params, rng)?;
-        critic_target_params.load_from(&critic_params.snapshot()?)?;
+        // The target starts as an exact copy of the critic.
+        let critic_target_params = Params::from_tensors(&critic_params.snapshot()?, device)?;
+        let critic_target = Critic::from_params(dims, "", &critic_target_params)?;
         let mut alpha_params = Params::new(device);
         alpha_params.insert(LOG_ALPHA, Tensor::new(&[cfg.init_temperature.ln() as f32], device)?)?;
         Ok(Self {

@@ -18,7 +18,7 @@ static INIT: Once = Once::new();
 
 /// Initialise FFmpeg once per process and silence its log: every failure is reported by us,
 /// once, with the file name. `LFS_FFMPEG_LOG=1` brings FFmpeg's own messages back.
-fn init() {
+pub(crate) fn init() {
     INIT.call_once(|| {
         let _ = ff::init();
         let level = if std::env::var_os("LFS_FFMPEG_LOG").is_some() {

@@ -5,7 +5,7 @@
 //! swscale), so a video and its frames exported as images give the same pixels.
 
 mod discover;
-mod ffmpeg;
+pub(crate) mod ffmpeg;
 mod frame_ops;
 mod images;
 
