@@ -174,8 +174,12 @@ fn a_killed_run_resumes_to_the_same_results() {
     let (rows, episodes) = results(&whole);
     assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 1500, 3000
     assert_eq!(episodes.len(), 3);
-    // A different config does not resume the checkpoint, and the run's files stay as they are.
+    // Running a finished run again evaluates nothing twice.
     let eval_csv = std::fs::read(killed.join("eval.csv")).unwrap();
+    let result = eval_command(&killed, &args).output().unwrap();
+    assert!(result.status.success(), "{}", text(&result));
+    assert_eq!(std::fs::read(killed.join("eval.csv")).unwrap(), eval_csv);
+    // A different config does not resume the checkpoint, and the run's files stay as they are.
     let result = eval_command(&killed, &[&args[..], &["--set", "agent.hidden_dim=64"]].concat())
         .output()
         .unwrap();

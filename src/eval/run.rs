@@ -207,8 +207,9 @@ struct Workspace {
     step: u64,
     /// Training episodes started.
     episode: u64,
-    /// Evaluations done.
+    /// Evaluations done, and the agent step of the last one.
     evaluations: u64,
+    last_eval_step: Option<u64>,
     action_dim: usize,
 }
 
@@ -271,9 +272,11 @@ pub fn run(
     let mut last_eval = None;
     let mut episode: Option<EpisodeState> = None;
     loop {
-        if ws.evaluations * eval_every <= ws.step
-            || (ws.step == total_steps && episode.is_none() && !ws.evaluated_at_end(eval_every, total_steps))
-        {
+        // Every eval_every steps (mid-episode too: evaluation has its own environment), and
+        // once at the end of the budget.
+        let due = ws.evaluations * eval_every <= ws.step;
+        let at_end = ws.step >= total_steps && ws.last_eval_step != Some(ws.step);
+        if due || at_end {
             let video_dir = spec.save_video.then(|| out_dir.join(VIDEO_DIR));
             let row = ws.evaluate(start, video_dir.as_deref())?;
             eval_log.append(&row)?;
@@ -419,17 +422,13 @@ impl Workspace {
             step: 0,
             episode: 0,
             evaluations: 0,
+            last_eval_step: None,
             action_dim,
         })
     }
 
     fn frame(&self) -> u64 {
         Frames::from_steps(self.step, self.cfg.env.action_repeat).0
-    }
-
-    /// Whether the last evaluation was at `total_steps` already.
-    fn evaluated_at_end(&self, eval_every: u64, total_steps: u64) -> bool {
-        self.evaluations > 0 && (self.evaluations - 1) * eval_every >= total_steps
     }
 
     /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), through the frozen encoder's kernels.
@@ -587,6 +586,7 @@ impl Workspace {
             }
         }
         self.evaluations += 1;
+        self.last_eval_step = Some(self.step);
         Ok(EvalRow {
             frame: self.frame(),
             step: self.step,
@@ -663,6 +663,9 @@ impl Workspace {
         meta.insert("lfs.step".into(), self.step.to_string());
         meta.insert("lfs.episode".into(), self.episode.to_string());
         meta.insert("lfs.evaluations".into(), self.evaluations.to_string());
+        if let Some(step) = self.last_eval_step {
+            meta.insert("lfs.last_eval_step".into(), step.to_string());
+        }
         meta.insert("lfs.rng".into(), rng_to_string(&self.rng));
         meta.insert("lfs.version".into(), env!("CARGO_PKG_VERSION").into());
         checkpoint::save_atomic(path, &tensors, &meta)
@@ -701,6 +704,10 @@ impl Workspace {
         self.step = number("lfs.step")?;
         self.episode = number("lfs.episode")?;
         self.evaluations = number("lfs.evaluations")?;
+        self.last_eval_step = match file.metadata.contains_key("lfs.last_eval_step") {
+            true => Some(number("lfs.last_eval_step")?),
+            false => None,
+        };
         self.rng = rng_from_string(file.meta("lfs.rng")?).map_err(|e| err(format!("`lfs.rng`: {e}")))?;
         Ok(())
     }
