@@ -123,7 +123,7 @@ bench-env: setup
 # The paper's video set (docs/design.md §8): 320 random-policy episodes of up to 250 frames per seen task,
 # action repeat 2, dm_control's default rendering. Resumable: run it again after an interruption.
 collect: setup build
-	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --frames 250 --out videos/
+	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --video-frames 250 --out videos/
 
 # Issue 10: round-robin vs mixed task batches at batch 16/64/512, on the embedded sample and a
 # collected 36-episode set (about 75 minutes); the summary table goes in BENCHMARKS.md.

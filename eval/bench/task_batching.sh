@@ -20,7 +20,7 @@ run() { # name config overrides...
 TINY="data.datasets=[\"$OUT/tiny-ds\"]"
 # The larger set: 3 tasks x 12 random-policy episodes x 250 frames, fast rendering.
 [ -d "$OUT/ds36" ] || {
-  "$LFS" collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 12 --frames 250 \
+  "$LFS" collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 12 --video-frames 250 \
     --render-quality fast --out "$OUT/videos36" > "$OUT/logs/collect.log" 2>&1
   "$LFS" ingest "$OUT/videos36" --out "$OUT/ds36"
 }

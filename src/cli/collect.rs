@@ -1,4 +1,4 @@
-//! `lfs collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --frames 250 --out videos/`
+//! `lfs collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --video-frames 250 --out videos/`
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -23,8 +23,10 @@ pub struct Args {
     /// Episodes (videos) per task.
     #[arg(long, default_value_t = 320)]
     pub episodes: usize,
-    /// Frames per video at most, the reset frame included; shorter episodes give shorter videos.
-    #[arg(long, default_value_t = 250)]
+    /// Video frames per episode at most, the reset frame included; shorter episodes give
+    /// shorter videos. A video frame is one agent step, i.e. action-repeat env frames (2): the
+    /// "frames" of RL budgets (`lfs eval`) are env frames. `--frames` is an alias.
+    #[arg(long = "video-frames", alias = "frames", default_value_t = 250)]
     pub frames: usize,
     /// Output folder: `<out>/<task>/<episode>.mkv` plus a `.json` sidecar each.
     #[arg(long)]

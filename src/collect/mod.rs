@@ -278,7 +278,7 @@ fn validate(config: &CollectConfig) -> Result<()> {
     let problem = if config.tasks.is_empty() {
         Some("no tasks given".to_string())
     } else if config.max_frames < 2 {
-        Some(format!("--frames must be at least 2, got {}", config.max_frames))
+        Some(format!("--video-frames must be at least 2, got {}", config.max_frames))
     } else if config.workers == 0 {
         Some("--workers must be at least 1".to_string())
     } else if config.action_repeat == 0 {
@@ -377,7 +377,7 @@ fn is_complete(config: &CollectConfig, task: Task, episode: usize) -> Result<boo
     }
     let sidecar = read_sidecar(&sidecar_path)?;
     let describe = |task: Task, repeat: u32, quality: RenderQuality, frames: usize| {
-        format!("task {task}, action repeat {repeat}, render quality {quality}, --frames {frames}")
+        format!("task {task}, action repeat {repeat}, render quality {quality}, --video-frames {frames}")
     };
     let ours = describe(task, config.action_repeat, config.render_quality, config.max_frames);
     let theirs = describe(

@@ -35,7 +35,7 @@ pub struct EpisodeSidecar {
     pub lfs_version: String,
     /// Episode index within the task folder.
     pub episode: usize,
-    /// The `--frames` limit of the run that recorded it.
+    /// The `--video-frames` limit of the run that recorded it.
     pub max_frames: usize,
     /// The episode reached its natural end (dm_control's last step) within the video.
     pub episode_ended: bool,
