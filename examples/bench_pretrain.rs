@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::pretrain::{PretrainConfig, Trainer};
 
@@ -15,16 +14,9 @@ use lfs::pretrain::{PretrainConfig, Trainer};
 #[global_allocator]
 static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
 
-fn arg(args: &[String], name: &str, default: usize) -> anyhow::Result<usize> {
-    match args.iter().position(|a| a == name) {
-        Some(i) => args
-            .get(i + 1)
-            .with_context(|| format!("{name} needs a value"))?
-            .parse()
-            .with_context(|| format!("{name} must be a number")),
-        None => Ok(default),
-    }
-}
+#[path = "common/args.rs"]
+mod args;
+use args::arg;
 
 fn main() -> anyhow::Result<()> {
     lfs::alloc::keep_freed_memory();

@@ -7,7 +7,6 @@
 
 use std::time::Instant;
 
-use anyhow::Context;
 use candle_core::{Device, Tensor};
 use lfs::data::RandomShift;
 use lfs::nn::{Encoder, EncoderConfig, Params};
@@ -19,16 +18,9 @@ use rand_chacha::ChaCha8Rng;
 #[global_allocator]
 static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
 
-fn arg(args: &[String], name: &str, default: usize) -> anyhow::Result<usize> {
-    match args.iter().position(|a| a == name) {
-        Some(i) => args
-            .get(i + 1)
-            .with_context(|| format!("{name} needs a value"))?
-            .parse()
-            .with_context(|| format!("{name} must be a number")),
-        None => Ok(default),
-    }
-}
+#[path = "common/args.rs"]
+mod args;
+use args::arg;
 
 fn main() -> anyhow::Result<()> {
     lfs::alloc::keep_freed_memory();

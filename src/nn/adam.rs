@@ -43,6 +43,21 @@ impl Default for AdamConfig {
     }
 }
 
+impl AdamConfig {
+    /// Checks ranges; the error names the config section `section`.
+    pub fn validate(&self, section: &str) -> Result<()> {
+        if self.lr <= 0.0
+            || !(0.0..1.0).contains(&self.beta1)
+            || !(0.0..1.0).contains(&self.beta2)
+            || self.eps <= 0.0
+            || self.weight_decay < 0.0
+        {
+            return Err(Error::Config(format!("{section}: invalid Adam settings {self:?}")));
+        }
+        Ok(())
+    }
+}
+
 /// Adam state: step count and per-parameter moments (`exp_avg`, `exp_avg_sq`, torch's names).
 #[derive(Debug, Clone)]
 pub struct Adam {

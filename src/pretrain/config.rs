@@ -308,15 +308,6 @@ impl StageConfig for PretrainConfig {
                 "collapse: need window_updates >= 1, margin_nats > 0, 0 < max_target_cosine <= 1 ({collapse:?})"
             ));
         }
-        let opt = &self.optimizer;
-        if opt.lr <= 0.0
-            || !(0.0..1.0).contains(&opt.beta1)
-            || !(0.0..1.0).contains(&opt.beta2)
-            || opt.eps <= 0.0
-            || opt.weight_decay < 0.0
-        {
-            return bad(format!("optimizer: invalid Adam settings {opt:?}"));
-        }
-        Ok(())
+        self.optimizer.validate("optimizer")
     }
 }

@@ -93,16 +93,7 @@ impl SacConfig {
         if self.batch_size == 0 {
             return bad("batch_size must be >= 1".into());
         }
-        let opt = &self.optimizer;
-        if opt.lr <= 0.0
-            || !(0.0..1.0).contains(&opt.beta1)
-            || !(0.0..1.0).contains(&opt.beta2)
-            || opt.eps <= 0.0
-            || opt.weight_decay < 0.0
-        {
-            return bad(format!("optimizer: invalid Adam settings {opt:?}"));
-        }
-        Ok(())
+        self.optimizer.validate(&format!("{section}.optimizer"))
     }
 }
 
