@@ -141,11 +141,11 @@ eval: setup build
 	$(LFS) eval --config $(EVAL_CONFIG) --encoder $(ENCODER) --task $(TASK) --seed $(SEED) \
 		--out-dir runs/eval/$(basename $(notdir $(EVAL_CONFIG)))/$(TASK)/$(notdir $(ENCODER))/$(SEED)
 
-# One SAC update on features (the feature cache) and on pixels (two frozen-encoder passes),
-# B = 128 and 512, medians of the examples/bench_sac lines.
+# One full SAC update (critic, actor, alpha, target) on pixels: candle (examples/bench_sac.rs,
+# shift + two frozen-encoder passes) vs PyTorch (eval/bench/sac_torch.py, Proto-RL's update),
+# interleaved, medians; then candle on cached features alone.
+BENCH_SAC_PLAN ?= 128:4,512:2
 bench-sac:
 	$(CARGO) build --release --locked --example bench_sac
-	for b in 128 512; do \
-		target/release/examples/bench_sac --batch $$b --updates 5 --warmup 2; \
-		target/release/examples/bench_sac --batch $$b --updates 5 --warmup 2 --pixels; \
-	done
+	python3 eval/bench/compare.py --suite sac --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_SAC_PLAN) --repeats 2
+	for b in 128 512; do target/release/examples/bench_sac --batch $$b --updates 5 --warmup 2; done

@@ -72,7 +72,8 @@ fn main() -> anyhow::Result<()> {
             )?,
             next_obs,
         };
-        // Even steps update the actor and α too (actor_update_every_steps = 2).
+        // Every timed update is a full one: even steps update the actor, α and the target too
+        // (actor_update_every_steps = 2), as eval/bench/sac_torch.py times it.
         let step = 2 * i as u64;
         agent.update(&sac_batch, step, &mut rng)?;
         let end = Instant::now();

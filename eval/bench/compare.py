@@ -7,6 +7,8 @@ Suites:
 - pretrain: seconds per LFS update, examples/bench_pretrain.rs vs eval/bench/pretrain_torch.py
   (plan entries batch:timed_updates; two untimed warm-up updates each: the first updates of
   a process at a new batch size still grow its heap).
+- sac: seconds per full frozen-encoder SAC update on pixels (shift, two encoder passes,
+  critic, actor, alpha, target), examples/bench_sac.rs --pixels vs eval/bench/sac_torch.py.
 - encoder: the paper's encoder's forward and forward+backward, examples/bench_conv.rs (`ops`:
   Encoder::forward under candle's autograd, `tape`: the pre-trainer's own calls) vs
   eval/bench/encoder_torch.py (plan entries batch:repeats inside each process).
@@ -37,10 +39,12 @@ def run(cmd):
 
 def commands(suite, batch, n, torch_python, threads):
     """(candle command, torch command) for one batch size."""
-    if suite == "pretrain":
+    if suite in ("pretrain", "sac"):
         args = ["--batch", str(batch), "--updates", str(n), "--warmup", "2"]
-        return ([os.path.join(ROOT, "target/release/examples/bench_pretrain"), *args],
-                [torch_python, "eval/bench/pretrain_torch.py", *args, "--threads", str(threads)])
+        candle = "bench_pretrain" if suite == "pretrain" else "bench_sac"
+        extra = [] if suite == "pretrain" else ["--pixels"]
+        return ([os.path.join(ROOT, f"target/release/examples/{candle}"), *args, *extra],
+                [torch_python, f"eval/bench/{suite}_torch.py", *args, "--threads", str(threads)])
     args = ["--batch", str(batch), "--repeats", str(n)]
     return ([os.path.join(ROOT, "target/release/examples/bench_conv"), *args, "--no-stock"],
             [torch_python, "eval/bench/encoder_torch.py", *args, "--threads", str(threads)])
@@ -53,7 +57,7 @@ def record(r):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--suite", choices=["pretrain", "encoder"], default="pretrain")
+    p.add_argument("--suite", choices=["pretrain", "encoder", "sac"], default="pretrain")
     p.add_argument("--torch-python", default=os.path.join(ROOT, ".venv-bench/bin/python"))
     p.add_argument("--plan", default="32:4,128:3,512:2", help="batch:n,... (n: timed updates or repeats)")
     p.add_argument("--repeats", type=int, default=2)
