@@ -272,9 +272,11 @@ pub fn run(
     let mut last_eval = None;
     let mut episode: Option<EpisodeState> = None;
     loop {
-        // Every eval_every steps (mid-episode too: evaluation has its own environment), and
-        // once at the end of the budget.
-        let due = ws.evaluations * eval_every <= ws.step;
+        // At step 0, at every multiple of eval_every after the last evaluation (mid-episode
+        // too: evaluation has its own environment), and once at the end of the budget.
+        let due = ws
+            .last_eval_step
+            .is_none_or(|last| ws.step >= (last / eval_every + 1) * eval_every);
         let at_end = ws.step >= total_steps && ws.last_eval_step != Some(ws.step);
         if due || at_end {
             let video_dir = spec.save_video.then(|| out_dir.join(VIDEO_DIR));
