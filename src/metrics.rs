@@ -1,9 +1,10 @@
-//! The metrics log of every training stage: JSONL, one object per update (or evaluation), each
-//! with an integer `step`. Updates return a metrics struct and the loop writes it here (algorithm
-//! code never prints). On resume the log is cut back to the checkpoint's step, so a
-//! resumed run's log equals an uninterrupted one.
+//! The logs of every training stage: JSONL, one object per update (or episode) with an integer
+//! `step` ([`MetricsLog`]), and CSV tables whose rows start with an integer key ([`CsvLog`],
+//! `eval.csv`). Updates return a metrics struct and the loop writes it here (algorithm code never
+//! prints). On resume a log is cut back to the checkpoint's step or frame, so a resumed run's
+//! logs equal an uninterrupted one's.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -20,27 +21,17 @@ impl MetricsLog {
     /// Opens `path` for appending, first dropping any lines with `step > keep_through_step`
     /// (a run killed after its last checkpoint logged updates that will be redone).
     pub fn open(path: &Path, keep_through_step: u64) -> Result<Self> {
-        let err = |e: std::io::Error| Error::checkpoint(path, format!("metrics log: {e}"));
-        if path.exists() {
-            let reader = std::io::BufReader::new(std::fs::File::open(path).map_err(err)?);
-            let mut kept = String::new();
-            for line in reader.lines() {
-                let line = line.map_err(err)?;
-                let step = serde_json::from_str::<serde_json::Value>(&line)
-                    .ok()
-                    .and_then(|v| v.get("step").and_then(|s| s.as_u64()));
-                if matches!(step, Some(s) if s <= keep_through_step) {
-                    kept.push_str(&line);
-                    kept.push('\n');
-                }
-            }
-            crate::fsutil::write_bytes_atomic(path, kept.as_bytes()).map_err(err)?;
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(err)?;
+        let step = |line: &str| {
+            serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("step").and_then(|s| s.as_u64()))
+        };
+        let file = reopen_cut_back(
+            path,
+            "metrics log",
+            None,
+            |line| matches!(step(line), Some(s) if s <= keep_through_step),
+        )?;
         Ok(Self {
             path: path.to_path_buf(),
             file,
@@ -52,4 +43,64 @@ impl MetricsLog {
         let line = serde_json::to_string(metrics)?;
         writeln!(self.file, "{line}").map_err(|e| Error::checkpoint(&self.path, format!("metrics log: {e}")))
     }
+}
+
+/// A CSV table with a header whose rows start with an integer key (a frame).
+pub struct CsvLog {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl CsvLog {
+    /// Opens `path` for appending under `header`, first dropping the rows whose key is greater
+    /// than `keep_through` (they will be written again).
+    pub fn open(path: &Path, header: &str, keep_through: u64) -> Result<Self> {
+        let key = |line: &str| line.split(',').next().and_then(|k| k.parse::<u64>().ok());
+        let file = reopen_cut_back(
+            path,
+            "log",
+            Some(header),
+            |line| matches!(key(line), Some(k) if k <= keep_through),
+        )?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Appends one row (synced: a row is a result).
+    pub fn append(&mut self, row: &str) -> Result<()> {
+        writeln!(self.file, "{row}")
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| Error::checkpoint(&self.path, e.to_string()))
+    }
+}
+
+/// Rewrites `path` atomically with `header` (if any) and the existing lines after it that
+/// `keep` accepts, then opens it for appending; errors name the file and `what` it is.
+fn reopen_cut_back(
+    path: &Path,
+    what: &str,
+    header: Option<&str>,
+    keep: impl Fn(&str) -> bool,
+) -> Result<std::fs::File> {
+    let err = |e: std::io::Error| Error::checkpoint(path, format!("{what}: {e}"));
+    let mut kept = header.map(|h| format!("{h}\n")).unwrap_or_default();
+    if path.exists() {
+        let text = std::fs::read_to_string(path).map_err(err)?;
+        for line in text.lines().skip(usize::from(header.is_some())) {
+            if keep(line) {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+        }
+    }
+    if header.is_some() || path.exists() {
+        crate::fsutil::write_bytes_atomic(path, kept.as_bytes()).map_err(err)?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)
 }

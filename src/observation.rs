@@ -84,7 +84,7 @@ impl FrameStack {
 }
 
 /// One environment frame, (84, 84, 3) -> (3, 84, 84).
-fn env_frame_to_chw(frame: &[u8]) -> Vec<u8> {
+pub fn env_frame_to_chw(frame: &[u8]) -> Vec<u8> {
     assert_eq!(frame.len(), FRAME_BYTES, "frames are 84x84 RGB");
     let mut chw = vec![0u8; FRAME_BYTES];
     hwc_to_chw(frame, FRAME_SIZE, FRAME_SIZE, &mut chw);

@@ -9,7 +9,6 @@
 //! progress goes to the caller's callback.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -25,11 +24,11 @@ use crate::data::RandomShift;
 use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, Task, TimeStep, FRAME_BYTES};
 use crate::export::load_frozen_encoder;
 use crate::fsutil::write_bytes_atomic;
-use crate::metrics::MetricsLog;
+use crate::metrics::{CsvLog, MetricsLog};
 use crate::nn::checkpoint::{self, rng_from_string, rng_to_string};
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Encoder, EncoderConfig, Params};
-use crate::observation::{hwc_to_chw, FRAME_SIZE, FRAME_STACK};
+use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
 use crate::rl::{ReplayBuffer, SacAgent, SacBatch, SacMetrics};
 use crate::{Error, Result};
 
@@ -281,7 +280,10 @@ pub fn run(
         if due || at_end {
             let video_dir = spec.save_video.then(|| out_dir.join(VIDEO_DIR));
             let row = ws.evaluate(start, video_dir.as_deref())?;
-            eval_log.append(&row)?;
+            eval_log.append(&format!(
+                "{},{},{},{},{}",
+                row.frame, row.step, row.episode, row.episode_reward, row.total_time
+            ))?;
             on_event(EvalEvent::Evaluation(&row));
             last_eval = Some(row);
         }
@@ -464,9 +466,7 @@ impl Workspace {
                 Err(_) => continue, // the pool gives up after repeated failures
             }
         };
-        let mut chw = vec![0u8; FRAME_BYTES];
-        hwc_to_chw(&first.frame, FRAME_SIZE, FRAME_SIZE, &mut chw);
-        self.replay.start_episode(&chw)?;
+        self.replay.start_episode(&env_frame_to_chw(&first.frame))?;
         self.cache_latest_features()?;
         Ok(EpisodeState {
             reward: 0.0,
@@ -524,9 +524,8 @@ impl Workspace {
             Ok(step) => step,
             Err(error) => return Ok(StepOutcome::Lost(error)),
         };
-        let mut chw = vec![0u8; FRAME_BYTES];
-        hwc_to_chw(&step.frame, FRAME_SIZE, FRAME_SIZE, &mut chw);
-        self.replay.add(&action, step.reward as f32, &chw)?;
+        self.replay
+            .add(&action, step.reward as f32, &env_frame_to_chw(&step.frame))?;
         self.cache_latest_features()?;
         self.step += 1;
         state.reward += step.reward;
@@ -751,45 +750,5 @@ impl MetricSums {
             alpha_loss: self.sum.alpha_loss.map(|v| v / na),
             alpha: self.sum.alpha,
         }
-    }
-}
-
-/// A CSV log whose rows start with an integer frame; on resume the rows after the
-/// checkpoint's frame are dropped (they will be written again).
-struct CsvLog {
-    path: PathBuf,
-    file: std::fs::File,
-}
-
-impl CsvLog {
-    fn open(path: &Path, header: &str, keep_through_frame: u64) -> Result<Self> {
-        let err = |e: std::io::Error| Error::checkpoint(path, format!("{e}"));
-        let mut kept = format!("{header}\n");
-        if path.exists() {
-            let text = std::fs::read_to_string(path).map_err(err)?;
-            for line in text.lines().skip(1) {
-                let frame = line.split(',').next().and_then(|f| f.parse::<u64>().ok());
-                if matches!(frame, Some(f) if f <= keep_through_frame) {
-                    kept.push_str(line);
-                    kept.push('\n');
-                }
-            }
-        }
-        write_bytes_atomic(path, kept.as_bytes()).map_err(err)?;
-        let file = std::fs::OpenOptions::new().append(true).open(path).map_err(err)?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            file,
-        })
-    }
-
-    fn append(&mut self, row: &EvalRow) -> Result<()> {
-        writeln!(
-            self.file,
-            "{},{},{},{},{}",
-            row.frame, row.step, row.episode, row.episode_reward, row.total_time
-        )
-        .and_then(|_| self.file.sync_data())
-        .map_err(|e| Error::checkpoint(&self.path, e.to_string()))
     }
 }
