@@ -32,11 +32,16 @@ impl SafetensorsFile {
 
     /// The tensors under `prefix`, with the prefix removed.
     pub fn strip_prefix(&self, prefix: &str) -> BTreeMap<String, Tensor> {
-        self.tensors
-            .iter()
-            .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), v.clone())))
-            .collect()
+        strip_prefix(&self.tensors, prefix)
     }
+}
+
+/// The tensors of `tensors` under `prefix`, with the prefix removed.
+pub fn strip_prefix(tensors: &BTreeMap<String, Tensor>, prefix: &str) -> BTreeMap<String, Tensor> {
+    tensors
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), v.clone())))
+        .collect()
 }
 
 /// Writes `tensors` and `metadata` to `path` atomically.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::actor::{Actor, NetworkDims};
 use super::critic::Critic;
+use crate::nn::checkpoint::strip_prefix;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
@@ -373,15 +374,7 @@ impl SacAgent {
 
     /// Restores [`SacAgent::state`]; errors name a missing or mis-shaped tensor.
     pub fn load_state(&mut self, tensors: &BTreeMap<String, Tensor>, meta: &HashMap<String, String>) -> Result<()> {
-        let under = |prefix: &str| -> BTreeMap<String, Tensor> {
-            tensors
-                .iter()
-                .filter_map(|(k, v)| {
-                    k.strip_prefix(&format!("{prefix}."))
-                        .map(|k| (k.to_string(), v.clone()))
-                })
-                .collect()
-        };
+        let under = |prefix: &str| strip_prefix(tensors, &format!("{prefix}."));
         for (prefix, params) in self.param_stores() {
             params.load_from(&under(prefix))?;
         }
