@@ -8,7 +8,7 @@
 #   make bench     every benchmark (slow; results go to BENCHMARKS.md by hand)
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
-.PHONY: collect bench-env bench-encoder bench-batching bench-sac eval
+.PHONY: collect bench-env bench-encoder bench-batching bench-sac eval suite suite-tiny
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -21,10 +21,12 @@ PYTHON := $(VENV)/bin/python
 export MUJOCO_GL ?= egl
 
 # Debian 12 packages: FFmpeg's libraries and headers (ffmpeg-next), clang/libclang (bindgen),
-# the ffmpeg CLI (test fixtures, reference decoder), Mesa's EGL (headless MuJoCo), venv.
+# the ffmpeg CLI (test fixtures, reference decoder), Mesa's EGL (headless MuJoCo), venv, and
+# SLURM + munge (the suite's test starts a throwaway one-node cluster: eval/slurm/run_suite.sh).
 APT_PACKAGES := build-essential pkg-config clang libclang-dev ffmpeg libavcodec-dev \
 	libavformat-dev libavutil-dev libswscale-dev libavfilter-dev libavdevice-dev \
-	libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglfw3 python3-venv python3-pip curl
+	libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglfw3 python3-venv python3-pip curl \
+	slurm-wlm munge
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: setup pretrain
@@ -149,3 +151,19 @@ bench-sac:
 	$(CARGO) build --release --locked --example bench_sac
 	python3 eval/bench/compare.py --suite sac --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_SAC_PLAN) --repeats 2
 	for b in 128 512; do target/release/examples/bench_sac --batch $$b --updates 5 --warmup 2; done
+
+# ---- Benchmark suite (issue 12) ----------------------------------------------------------
+# make suite [SUITE=eval/suites/mini.toml] [JOBS=2]: every unfinished cell of the suite in a
+# local pool (resumes, retries failed cells), then the report, into runs/suite-<name>/.
+# On a SLURM cluster: lfs suite sbatch $(SUITE) --out <dir> ... (eval/suites/README.md).
+SUITE ?= eval/suites/tiny.toml
+SUITE_OUT ?= runs/suite-$(basename $(notdir $(SUITE)))
+JOBS ?= 2
+suite: setup build
+	$(LFS) suite run $(SUITE) --out $(SUITE_OUT) -j $(JOBS)
+	$(LFS) report $(SUITE_OUT) --out $(SUITE_OUT)/report
+
+# The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a
+# report in runs/suite-tiny/report/: a few minutes; CI runs it.
+suite-tiny: pretrain
+	$(MAKE) suite SUITE=eval/suites/tiny.toml

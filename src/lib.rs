@@ -25,6 +25,7 @@ pub mod observation;
 pub mod pretrain;
 pub mod rl;
 pub mod shards;
+pub mod suite;
 pub mod video;
 
 pub use error::{Error, Result};

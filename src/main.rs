@@ -37,6 +37,8 @@ enum Command {
     /// Train SAC on a DMControl task on top of a frozen encoder and evaluate it; resumes a
     /// killed run.
     Eval(cli::eval::Args),
+    /// Run a benchmark suite (encoders × tasks × seeds of `lfs eval`) locally or on SLURM.
+    Suite(cli::suite::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cli::export::run(args),
         Command::Collect(args) => cli::collect::run(args),
         Command::Eval(args) => cli::eval::run(args),
+        Command::Suite(args) => cli::suite::run(args),
     };
     match result {
         Ok(code) => code,

@@ -53,15 +53,12 @@ pub struct CsvLog {
 
 impl CsvLog {
     /// Opens `path` for appending under `header`, first dropping the rows whose key is greater
-    /// than `keep_through` (they will be written again).
-    pub fn open(path: &Path, header: &str, keep_through: u64) -> Result<Self> {
+    /// than `keep_through`, or every row when it is `None` (they will be written again).
+    pub fn open(path: &Path, header: &str, keep_through: Option<u64>) -> Result<Self> {
         let key = |line: &str| line.split(',').next().and_then(|k| k.parse::<u64>().ok());
-        let file = reopen_cut_back(
-            path,
-            "log",
-            Some(header),
-            |line| matches!(key(line), Some(k) if k <= keep_through),
-        )?;
+        let file = reopen_cut_back(path, "log", Some(header), |line| {
+            matches!((key(line), keep_through), (Some(k), Some(through)) if k <= through)
+        })?;
         Ok(Self {
             path: path.to_path_buf(),
             file,

@@ -144,8 +144,23 @@ fn a_killed_run_resumes_to_the_same_results() {
             video.display()
         );
     }
-    // Killed once its first checkpoint (frame 1000) is on disk, then run again.
+    // Killed after its first evaluation but before any checkpoint: it starts over, and
+    // evaluates frame 0 once.
     let killed = dir.path().join("killed");
+    let mut child = eval_command(&killed, &args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(killed.join("eval.csv")).map_or(true, |t| t.lines().count() < 2) {
+        assert!(start.elapsed() < Duration::from_secs(300), "no evaluation after 5 minutes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!killed.join("checkpoint.safetensors").exists());
+    // Then killed once its first checkpoint (frame 1000) is on disk, and run again.
     let mut child = eval_command(&killed, &args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -252,7 +252,12 @@ pub fn run(
     };
     std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
     write_provenance(out_dir, &ws)?;
-    let mut eval_log = CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, ws.frame())?;
+    // The evaluations the checkpoint knows of stay; a row written after it (or any row, when
+    // there is no checkpoint) is evaluated again.
+    let evaluated_through = ws
+        .last_eval_step
+        .map(|step| Frames::from_steps(step, cfg.env.action_repeat).0);
+    let mut eval_log = CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, evaluated_through)?;
     let mut train_log = MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?;
     on_event(EvalEvent::Started {
         start_frame: ws.frame(),

@@ -1,0 +1,235 @@
+//! `lfs suite run SUITE --out DIR [-j N] [--job-index I]`, `lfs suite status DIR`,
+//! `lfs suite sbatch SUITE --out DIR [--partition P --time T --cpus-per-task C --mem M]`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use lfs::eval::EvalEvent;
+use lfs::suite::runner::{self, CellOutcome, PoolEvent};
+use lfs::suite::sbatch::{self, SbatchOptions};
+use lfs::suite::status;
+use lfs::suite::{Cell, CellState, SuiteFile};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: SuiteCommand,
+}
+
+#[derive(clap::Subcommand)]
+pub enum SuiteCommand {
+    /// Run every unfinished cell in a local pool of processes, or one cell (--job-index, or
+    /// SLURM_ARRAY_TASK_ID / JOB_COMPLETION_INDEX from a scheduler). Finished cells are
+    /// skipped, unfinished ones resume from their checkpoints, failed ones are retried.
+    Run {
+        /// Suite file, e.g. eval/suites/tiny.toml.
+        suite: PathBuf,
+        /// Output directory: cells/<index>-<encoder>-<task>-s<seed>/ per cell.
+        #[arg(long)]
+        out: PathBuf,
+        /// Cells run at once by the local pool.
+        #[arg(short = 'j', long, default_value_t = 1)]
+        jobs: usize,
+        /// Run this cell only, in this process.
+        #[arg(long)]
+        job_index: Option<usize>,
+    },
+    /// Print a table of done / running / failed / interrupted / pending cells.
+    Status {
+        /// A suite's output directory.
+        dir: PathBuf,
+    },
+    /// Write the SLURM job-array script of a suite (one task per cell) and print its sbatch line.
+    Sbatch {
+        suite: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        partition: Option<String>,
+        /// Time limit per cell, e.g. 24:00:00.
+        #[arg(long)]
+        time: Option<String>,
+        #[arg(long, default_value_t = 2)]
+        cpus_per_task: usize,
+        /// Memory per cell, e.g. 8G.
+        #[arg(long)]
+        mem: Option<String>,
+        /// At most this many cells at once.
+        #[arg(long)]
+        max_parallel: Option<usize>,
+    },
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        SuiteCommand::Run {
+            suite,
+            out,
+            jobs,
+            job_index,
+        } => {
+            let file = SuiteFile::load(&suite)?;
+            let index = match job_index {
+                Some(i) => Some(i),
+                None => runner::index_from_env()?,
+            };
+            match index {
+                Some(index) => run_one(&file, &out, index),
+                None => run_pool(&suite, &file, &out, jobs),
+            }
+        }
+        SuiteCommand::Status { dir } => {
+            let rows = status::status(&dir)?;
+            print!("{}", status::render(&rows));
+            Ok(ExitCode::SUCCESS)
+        }
+        SuiteCommand::Sbatch {
+            suite,
+            out,
+            partition,
+            time,
+            cpus_per_task,
+            mem,
+            max_parallel,
+        } => {
+            let file = SuiteFile::load(&suite)?;
+            let opts = SbatchOptions {
+                partition,
+                time,
+                cpus_per_task,
+                mem,
+                max_parallel,
+            };
+            let written = sbatch::write_sbatch(&suite, &file, &out, &opts)?;
+            eprintln!("wrote {}; submit it with:", written.script.display());
+            println!("{}", written.command);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// One cell in this process: lines, not a bar (its output goes to a log or the scheduler's file).
+fn run_one(file: &SuiteFile, out: &std::path::Path, index: usize) -> anyhow::Result<ExitCode> {
+    if let Some(threads) = file.threads_per_cell {
+        // Before any thread pool starts: candle and rayon read it on first use.
+        std::env::set_var("RAYON_NUM_THREADS", threads.to_string());
+    }
+    let cells = Cell::all(file);
+    let name = cells.get(index).map(Cell::name).unwrap_or_default();
+    let mut on_event = |event: EvalEvent| match event {
+        EvalEvent::Started {
+            start_frame,
+            num_train_frames,
+            resumed,
+            encoder,
+        } => eprintln!(
+            "cell {name}: {} at frame {start_frame} of {num_train_frames}, encoder {encoder}",
+            if resumed { "resuming" } else { "starting" }
+        ),
+        EvalEvent::Evaluation(row) => eprintln!(
+            "cell {name}: eval at frame {}: episode_reward {:.1} ({:.0} s)",
+            row.frame, row.episode_reward, row.total_time
+        ),
+        EvalEvent::EpisodeLost { error } => eprintln!("cell {name}: warning: an episode was lost: {error}"),
+        _ => {}
+    };
+    let outcome = runner::run_cell(file, out, index, &mut on_event).with_context(|| format!("cell {index} {name}"))?;
+    match outcome {
+        CellOutcome::Finished(summary) => eprintln!("cell {name}: done, {} frames", summary.frames_done),
+        CellOutcome::AlreadyDone => eprintln!("cell {name}: already done"),
+        CellOutcome::Busy => {
+            eprintln!("cell {name}: another process is running it; leaving it alone");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jobs: usize) -> anyhow::Result<ExitCode> {
+    let budget = file.num_train_frames.0;
+    let mut bar: Option<ProgressBar> = None;
+    let mut frames_before = 0u64;
+    let mut finished_frames = 0u64;
+    let terminal = std::io::stderr().is_terminal();
+    let say = |bar: &Option<ProgressBar>, line: String| match bar {
+        Some(bar) => bar.println(line),
+        None => eprintln!("{line}"),
+    };
+    let mut on_event = |event: PoolEvent| match event {
+        PoolEvent::Started {
+            todo,
+            done,
+            total,
+            jobs,
+            threads_per_cell,
+        } => {
+            eprintln!(
+                "lfs suite {}: {total} cells, {done} done, {todo} to run, {jobs} at once, {threads_per_cell} threads each → {}",
+                file.name,
+                out.display()
+            );
+            if terminal && todo > 0 {
+                let b = ProgressBar::new(todo as u64 * budget);
+                b.set_style(
+                    ProgressStyle::with_template(
+                        "suite [{elapsed_precise}] {wide_bar} {pos}/{len} frames, {per_sec}, ETA {eta} {msg}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                bar = Some(b);
+            }
+        }
+        PoolEvent::CellStarted { cell } => say(&bar, format!("cell {}: started", cell.name())),
+        PoolEvent::CellBusy { cell } => say(
+            &bar,
+            format!("cell {}: another process holds it; skipped", cell.name()),
+        ),
+        PoolEvent::CellEnded { cell, record } => {
+            finished_frames += budget;
+            frames_before = 0;
+            let line = match record.state {
+                CellState::Done => format!(
+                    "cell {}: done, {} frames in {:.0} s ({:.1} frames/s)",
+                    cell.name(),
+                    record.frames_done,
+                    record.wall_clock_s,
+                    record.frames_per_s
+                ),
+                _ => format!(
+                    "cell {}: FAILED at frame {}: {}",
+                    cell.name(),
+                    record.frames_done,
+                    record.error.as_deref().unwrap_or("unknown error")
+                ),
+            };
+            say(&bar, line);
+        }
+        PoolEvent::Progress { frames } => {
+            frames_before = frames;
+            if let Some(b) = &bar {
+                b.set_position(finished_frames + frames_before);
+            }
+        }
+    };
+    let summary = runner::run_pool(suite, file, out, jobs, &mut on_event)?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    eprintln!(
+        "lfs suite {}: {} done, {} failed, {} held by other processes; `lfs suite status {}` for the table",
+        file.name,
+        summary.done,
+        summary.failed,
+        summary.busy,
+        out.display()
+    );
+    if summary.failed > 0 {
+        eprintln!("run the same command again to retry the failed cells");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

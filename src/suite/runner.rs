@@ -1,0 +1,366 @@
+//! Running a suite's cells: one cell in this process ([`run_cell`], what a SLURM array task
+//! does), or all of them through a local pool of `lfs suite run --job-index` processes
+//! ([`run_pool`]). Either way a cell resumes from its checkpoint, a finished cell is skipped,
+//! and a failed one is recorded and retried on the next run.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::eval::{self, EvalEvent, EvalSpec, EvalSummary};
+use crate::fsutil;
+use crate::suite::cell::{Cell, CellLock, CellRecord, CellState, LOG_FILE};
+use crate::suite::suite_file::SuiteFile;
+use crate::{Error, Result};
+
+/// The suite as first run into a directory; later runs must match it.
+pub const SUITE_FILE: &str = "suite.toml";
+/// The SAC config every cell runs (before its seed), as resolved on the first run.
+pub const SAC_FILE: &str = "sac.resolved.toml";
+
+/// The environment variables a scheduler sets to a job array task's index: SLURM's, then
+/// Kubernetes' indexed jobs'.
+pub const INDEX_ENV_VARS: [&str; 2] = ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"];
+
+/// The job index a scheduler gave this process, if any.
+pub fn index_from_env() -> Result<Option<usize>> {
+    for var in INDEX_ENV_VARS {
+        if let Ok(value) = std::env::var(var) {
+            return value
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| Error::Config(format!("{var}={value:?} is not a job index")));
+        }
+    }
+    Ok(None)
+}
+
+/// Writes the suite and its resolved SAC config into `out` on the first run; on later runs
+/// refuses a suite that differs from the one whose cells are there.
+pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<()> {
+    // Every encoder row must point at something before anything is written.
+    for row in &suite.encoders {
+        row.choice()?;
+    }
+    let files = [
+        (SUITE_FILE, toml::to_string(suite).map_err(|e| Error::Config(e.to_string()))?),
+        (SAC_FILE, suite.sac_config()?.to_toml()?),
+    ];
+    for (name, text) in files {
+        let path = out.join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(existing) if existing == text => {}
+            Ok(_) => {
+                return Err(Error::Config(format!(
+                    "{} holds another suite ({name} differs from this one's): use another --out, or the suite file it was run with",
+                    out.display()
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                fsutil::write_bytes_atomic(&path, text.as_bytes())
+                    .map_err(|e| Error::checkpoint(&path, format!("writing: {e}")))?;
+            }
+            Err(e) => return Err(Error::checkpoint(&path, e.to_string())),
+        }
+    }
+    Ok(())
+}
+
+/// What became of a cell this process was asked to run.
+#[derive(Debug)]
+pub enum CellOutcome {
+    /// It ran to its budget now.
+    Finished(EvalSummary),
+    /// It had already finished.
+    AlreadyDone,
+    /// Another process holds its lock.
+    Busy,
+}
+
+/// Runs cell `index` of `suite` in this process, into `out/cells/<name>/`, keeping its
+/// `cell.json` current; an error is recorded there before it is returned.
+pub fn run_cell(
+    suite: &SuiteFile,
+    out: &Path,
+    index: usize,
+    on_event: &mut dyn FnMut(EvalEvent),
+) -> Result<CellOutcome> {
+    let cells = Cell::all(suite);
+    let cell = cells.get(index).ok_or_else(|| {
+        Error::Config(format!(
+            "job index {index} is out of range: the suite has {} cells (0..={})",
+            cells.len(),
+            cells.len() - 1
+        ))
+    })?;
+    prepare(suite, out)?;
+    let dir = cell.dir(out);
+    let Some(_lock) = CellLock::acquire(&dir)? else {
+        return Ok(CellOutcome::Busy);
+    };
+    let budget = suite.num_train_frames.0;
+    let mut record = match CellRecord::read(&dir)? {
+        Some(r) => r,
+        None => CellRecord::pending(cell, &cell.encoder.source, budget),
+    };
+    if record.state == CellState::Done && record.frames_done >= budget {
+        return Ok(CellOutcome::AlreadyDone);
+    }
+    record.state = CellState::Running;
+    record.error = None;
+    record.attempts += 1;
+    record.host = hostname();
+    record.pid = Some(std::process::id());
+    record.write(&dir)?;
+
+    let started = Instant::now();
+    let wall_before = record.wall_clock_s;
+    let result = (|| {
+        let spec = EvalSpec {
+            task: cell.task,
+            encoder: cell.encoder.choice()?,
+            allow_render_quality_mismatch: suite.allow_render_quality_mismatch,
+            save_video: false,
+        };
+        if let eval::EncoderChoice::Exported(path) = &spec.encoder {
+            record.encoder_source = path.display().to_string();
+        }
+        let mut cfg = suite.sac_config()?;
+        cfg.run.seed = cell.seed;
+        let mut note = |event: EvalEvent| {
+            if let EvalEvent::Episode(log) = &event {
+                record.frames_done = log.frame;
+                record.wall_clock_s = wall_before + started.elapsed().as_secs_f64();
+                // Progress only: a record that cannot be written now is written at the end.
+                let _ = record.write(&dir);
+            }
+            on_event(event);
+        };
+        eval::run(&cfg, &spec, &dir, &mut note)
+    })();
+    record.wall_clock_s = wall_before + started.elapsed().as_secs_f64();
+    match result {
+        Ok(summary) => {
+            record.state = CellState::Done;
+            record.frames_done = summary.frames_done;
+            record.frames_per_s = record.frames_done as f64 / record.wall_clock_s.max(1e-9);
+            record.write(&dir)?;
+            Ok(CellOutcome::Finished(summary))
+        }
+        Err(err) => {
+            record.state = CellState::Failed;
+            record.error = Some(err.to_string());
+            record.write(&dir)?;
+            Err(err)
+        }
+    }
+}
+
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+}
+
+/// What the pool reports to its caller.
+#[derive(Debug)]
+pub enum PoolEvent<'a> {
+    Started {
+        todo: usize,
+        done: usize,
+        total: usize,
+        jobs: usize,
+        threads_per_cell: usize,
+    },
+    /// A cell's process started.
+    CellStarted { cell: &'a Cell },
+    /// A cell's process ended; its record as it left it.
+    CellEnded { cell: &'a Cell, record: &'a CellRecord },
+    /// Another process holds this cell's lock; the pool leaves it alone.
+    CellBusy { cell: &'a Cell },
+    /// About once a second: frames done over the cells this run works on.
+    Progress { frames: u64 },
+}
+
+/// How the pool ended.
+#[derive(Debug, Default)]
+pub struct PoolSummary {
+    pub done: usize,
+    pub failed: usize,
+    pub busy: usize,
+}
+
+/// Runs every unfinished cell of the suite at `suite_path` in up to `jobs` child processes
+/// (`<this executable> suite run <suite> --out <out> --job-index I`), each with its output in
+/// its cell's `log.txt`. Children die with the pool (`PR_SET_PDEATHSIG`), so a killed pool
+/// leaves no cell running unsupervised; run it again to resume.
+pub fn run_pool(
+    suite_path: &Path,
+    suite: &SuiteFile,
+    out: &Path,
+    jobs: usize,
+    on_event: &mut dyn FnMut(PoolEvent),
+) -> Result<PoolSummary> {
+    if jobs == 0 {
+        return Err(Error::Config("-j must be >= 1".into()));
+    }
+    prepare(suite, out)?;
+    let exe = std::env::current_exe().map_err(|e| Error::Config(format!("locating the lfs executable: {e}")))?;
+    let cells = Cell::all(suite);
+    let budget = suite.num_train_frames.0;
+    let mut todo = Vec::new();
+    let mut summary = PoolSummary::default();
+    for cell in &cells {
+        match CellRecord::read(&cell.dir(out))? {
+            Some(r) if r.state == CellState::Done && r.frames_done >= budget => summary.done += 1,
+            _ => todo.push(cell),
+        }
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = suite.threads_per_cell.unwrap_or((cores / jobs.min(todo.len().max(1))).max(1));
+    on_event(PoolEvent::Started {
+        todo: todo.len(),
+        done: summary.done,
+        total: cells.len(),
+        jobs,
+        threads_per_cell: threads,
+    });
+
+    let mut queue = todo.into_iter();
+    let mut running: Vec<(&Cell, Child)> = Vec::new();
+    let mut last_progress = Instant::now();
+    loop {
+        while running.len() < jobs {
+            let Some(cell) = queue.next() else { break };
+            if CellLock::is_held(&cell.dir(out)) {
+                summary.busy += 1;
+                on_event(PoolEvent::CellBusy { cell });
+                continue;
+            }
+            let child = spawn_cell(&exe, suite_path, out, cell, threads)?;
+            on_event(PoolEvent::CellStarted { cell });
+            running.push((cell, child));
+        }
+        if running.is_empty() {
+            break;
+        }
+        let mut i = 0;
+        while i < running.len() {
+            let status = running[i]
+                .1
+                .try_wait()
+                .map_err(|e| Error::Config(format!("waiting for a cell process: {e}")))?;
+            match status {
+                None => i += 1,
+                Some(status) => {
+                    let (cell, _) = running.swap_remove(i);
+                    let record = settle(cell, out, budget, status)?;
+                    match record.state {
+                        CellState::Done => summary.done += 1,
+                        _ => summary.failed += 1,
+                    }
+                    on_event(PoolEvent::CellEnded { cell, record: &record });
+                }
+            }
+        }
+        if last_progress.elapsed() >= Duration::from_secs(1) {
+            let frames = running
+                .iter()
+                .filter_map(|(cell, _)| CellRecord::read(&cell.dir(out)).ok().flatten())
+                .map(|r| r.frames_done)
+                .sum::<u64>();
+            on_event(PoolEvent::Progress { frames });
+            last_progress = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(summary)
+}
+
+fn spawn_cell(exe: &Path, suite_path: &Path, out: &Path, cell: &Cell, threads: usize) -> Result<Child> {
+    let dir = cell.dir(out);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::checkpoint(&dir, e.to_string()))?;
+    let log_path = dir.join(LOG_FILE);
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| Error::checkpoint(&log_path, e.to_string()))?;
+    let log2 = log.try_clone().map_err(|e| Error::checkpoint(&log_path, e.to_string()))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("suite")
+        .arg("run")
+        .arg(suite_path)
+        .arg("--out")
+        .arg(out)
+        .arg("--job-index")
+        .arg(cell.index.to_string())
+        .env("RAYON_NUM_THREADS", threads.to_string())
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2);
+    // The scheduler variables are this process's, not the cell's: the flag names the cell.
+    for var in INDEX_ENV_VARS {
+        command.env_remove(var);
+    }
+    die_with_parent(&mut command);
+    command
+        .spawn()
+        .map_err(|e| Error::Config(format!("starting {} for cell {}: {e}", exe.display(), cell.name())))
+}
+
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
+
+/// The record of a cell whose process has exited: what it wrote, or `failed` with the exit
+/// status when it died without saying (a signal, a crash).
+fn settle(cell: &Cell, out: &Path, budget: u64, status: ExitStatus) -> Result<CellRecord> {
+    let dir = cell.dir(out);
+    let mut record = CellRecord::read(&dir)?.unwrap_or_else(|| CellRecord::pending(cell, &cell.encoder.source, budget));
+    let finished = record.state == CellState::Done && record.frames_done >= budget;
+    if status.success() && finished {
+        return Ok(record);
+    }
+    if record.state != CellState::Failed {
+        record.state = CellState::Failed;
+        record.error = Some(format!(
+            "the cell's process {} (see {})",
+            describe(status),
+            dir.join(LOG_FILE).display()
+        ));
+        record.write(&dir)?;
+    }
+    Ok(record)
+}
+
+fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        _ => format!("ended: {status}"),
+    }
+}
+
+/// The absolute form of `path` (relative to the working directory), for scripts that run
+/// elsewhere.
+pub fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+}

@@ -1,0 +1,294 @@
+//! `lfs suite` on DMControl (needs `make setup`): suite files and job indices are checked
+//! before anything is written; a suite killed mid-run (SIGKILL of one cell's process, then of
+//! the pool) resumes to the same results as an uninterrupted `-j 2` run; and the same suite
+//! run as a job array on a real one-node SLURM cluster (eval/slurm/run_suite.sh) gives the
+//! same results again.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use lfs::export::export;
+use lfs::pretrain::run::CHECKPOINT_FILE;
+
+use crate::pretrain::{one_update_run, two_task_data};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn lfs_command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lfs"));
+    cmd.current_dir(repo())
+        .env("MUJOCO_GL", std::env::var("MUJOCO_GL").unwrap_or_else(|_| "egl".into()))
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .args(args);
+    cmd
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    said
+}
+
+/// eval/suites/tiny.toml with its `lfs-tiny` row pointing at `encoder` instead of the
+/// make-pretrain run (an export of a one-update LFS run made here).
+fn tiny_suite(dir: &Path, encoder: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("eval/suites/tiny.toml")).unwrap();
+    assert!(text.contains("source = \"runs/tiny\""), "{text}");
+    let text = text.replace("source = \"runs/tiny\"", &format!("source = {:?}", encoder.display().to_string()));
+    let path = dir.join("tiny.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn exported_encoder(dir: &Path) -> (tempfile::TempDir, PathBuf) {
+    let (eps, info) = two_task_data();
+    let run = one_update_run(&eps, &info);
+    let out = dir.join("encoder.safetensors");
+    export(&run.path().join(CHECKPOINT_FILE), &out).unwrap();
+    (run, out)
+}
+
+/// Every cell's evaluations (eval.csv without its wall-clock column) and episode logs
+/// (train.jsonl without frames/s), by cell folder name.
+fn results(out: &Path) -> Vec<CellResults> {
+    let mut cells: Vec<_> = std::fs::read_dir(out.join("cells"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    cells.sort();
+    cells
+        .iter()
+        .map(|dir| {
+            let eval = std::fs::read_to_string(dir.join("eval.csv")).unwrap();
+            let rows = eval
+                .lines()
+                .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+                .collect();
+            let train = std::fs::read_to_string(dir.join("train.jsonl"))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    v.as_object_mut().unwrap().remove("train/fps");
+                    v
+                })
+                .collect();
+            (dir.file_name().unwrap().to_string_lossy().into_owned(), rows, train)
+        })
+        .collect()
+}
+
+type CellResults = (String, Vec<String>, Vec<serde_json::Value>);
+
+/// Cell by cell, naming the first cell and line that differ.
+fn assert_same_results(got: &[CellResults], expected: &[CellResults], what: &str) {
+    assert_eq!(got.len(), expected.len(), "{what}: cell count");
+    for ((name, rows, eps), (name_e, rows_e, eps_e)) in got.iter().zip(expected) {
+        assert_eq!(name, name_e, "{what}");
+        assert_eq!(rows, rows_e, "{what}: eval.csv of {name}");
+        assert_eq!(eps.len(), eps_e.len(), "{what}: train.jsonl lines of {name}");
+        for (i, (a, b)) in eps.iter().zip(eps_e).enumerate() {
+            assert_eq!(a, b, "{what}: train.jsonl line {} of {name}", i + 1);
+        }
+    }
+}
+
+fn record(out: &Path, cell: &str) -> serde_json::Value {
+    let path = out.join("cells").join(cell).join("cell.json");
+    serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+/// Waits until `cond` holds, failing after `secs` or if the pool ends first.
+fn wait_for(child: &mut Child, secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < Duration::from_secs(secs), "waited {secs} s for {what}");
+        assert!(child.try_wait().unwrap().is_none(), "the pool ended before {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out_s = out.to_str().unwrap();
+    let tiny = std::fs::read_to_string(repo().join("eval/suites/tiny.toml")).unwrap();
+    let cases = [
+        ("unknown = 1\n", "unknown field `unknown`"),
+        ("", "runs/nowhere is neither `random`, an export file nor a run directory"),
+    ];
+    for (i, (extra, expected)) in cases.iter().enumerate() {
+        let body = format!("{extra}{}", tiny.replace("runs/tiny", "runs/nowhere"));
+        let suite = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&suite, body).unwrap();
+        let result = lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s])
+            .output()
+            .unwrap();
+        let said = text(&result);
+        assert_eq!(result.status.code(), Some(2), "{said}");
+        assert!(said.contains(expected), "{said}");
+        if i == 0 {
+            assert!(said.contains(suite.to_str().unwrap()), "the error names the file: {said}");
+        }
+        assert!(!out.exists(), "{said}");
+    }
+    // Duplicate encoder labels.
+    let dup = tiny.replace("name = \"lfs-tiny\"", "name = \"random\"").replace("runs/tiny", "random");
+    let suite = dir.path().join("dup.toml");
+    std::fs::write(&suite, dup).unwrap();
+    let result = lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s]).output().unwrap();
+    assert_eq!(result.status.code(), Some(2));
+    assert!(text(&result).contains("encoder name \"random\" appears twice"), "{}", text(&result));
+
+    // A job index beyond the 8 cells, given or taken from SLURM's variable.
+    let random_only = dir.path().join("random.toml");
+    std::fs::write(&random_only, tiny.replace("runs/tiny", "random")).unwrap();
+    let suite_s = random_only.to_str().unwrap();
+    let result = lfs_command(&["suite", "run", suite_s, "--out", out_s, "--job-index", "8"]).output().unwrap();
+    assert_eq!(result.status.code(), Some(2));
+    assert!(text(&result).contains("job index 8 is out of range: the suite has 8 cells (0..=7)"));
+    let result = lfs_command(&["suite", "run", suite_s, "--out", out_s])
+        .env("SLURM_ARRAY_TASK_ID", "x1")
+        .output()
+        .unwrap();
+    assert_eq!(result.status.code(), Some(2));
+    assert!(text(&result).contains("SLURM_ARRAY_TASK_ID=\"x1\" is not a job index"), "{}", text(&result));
+    assert!(!out.exists());
+
+    // status of a folder that is not a suite's.
+    let result = lfs_command(&["suite", "status", dir.path().to_str().unwrap()]).output().unwrap();
+    assert_eq!(result.status.code(), Some(2));
+    assert!(text(&result).contains("is not a suite directory"));
+
+    // The array script: one task per cell, absolute paths, the thread count of the suite file.
+    let said = run_ok(&mut lfs_command(&[
+        "suite", "sbatch", suite_s, "--out", out_s, "--cpus-per-task", "1", "--time", "01:00:00", "--partition", "cpu",
+    ]));
+    let script_path = out.join("slurm/tiny.sbatch");
+    assert_eq!(said.lines().find(|l| l.starts_with("sbatch ")), Some(format!("sbatch {}", script_path.display()).as_str()));
+    let script = std::fs::read_to_string(&script_path).unwrap();
+    for line in [
+        "#SBATCH --array=0-7",
+        "#SBATCH --cpus-per-task=1",
+        "#SBATCH --time=01:00:00",
+        "#SBATCH --partition=cpu",
+        "export RAYON_NUM_THREADS=1",
+        &format!("#SBATCH --chdir={}", repo().display()),
+        &format!("exec {} suite run {} --out {}", env!("CARGO_BIN_EXE_lfs"), suite_s, out_s),
+    ] {
+        assert!(script.lines().any(|l| l == line), "no line {line:?} in\n{script}");
+    }
+    let syntax = Command::new("bash").arg("-n").arg(&script_path).output().unwrap();
+    assert!(syntax.status.success(), "{}", text(&syntax));
+    // Another suite into the same folder is refused.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, tiny.replace("runs/tiny", "random").replace("seeds = [1, 2]", "seeds = [1, 3]")).unwrap();
+    let result = lfs_command(&["suite", "run", other.to_str().unwrap(), "--out", out_s]).output().unwrap();
+    assert_eq!(result.status.code(), Some(2));
+    assert!(text(&result).contains("holds another suite"), "{}", text(&result));
+}
+
+#[test]
+fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_run, encoder) = exported_encoder(dir.path());
+    let suite = tiny_suite(dir.path(), &encoder);
+    let suite_s = suite.to_str().unwrap();
+
+    // Uninterrupted: 8 cells, 2 at a time.
+    let whole = dir.path().join("whole");
+    let said = run_ok(&mut lfs_command(&["suite", "run", suite_s, "--out", whole.to_str().unwrap(), "-j", "2"]));
+    assert!(said.contains("8 done, 0 failed"), "{said}");
+    let expected = results(&whole);
+    assert_eq!(expected.len(), 8);
+    for (name, rows, episodes) in &expected {
+        assert_eq!(rows.len(), 4, "{name}: header + frames 0, 500, 1000: {rows:?}");
+        // 1000 frames: four reach_duplo episodes (250 frames), one walker_stand episode.
+        let per_episode = if name.contains("reach_duplo") { 250 } else { 1000 };
+        assert_eq!(episodes.len(), 1000 / per_episode, "{name}");
+    }
+    // Run again: every cell is skipped.
+    let said = run_ok(&mut lfs_command(&["suite", "run", suite_s, "--out", whole.to_str().unwrap(), "-j", "2"]));
+    assert!(said.contains("8 done, 0 to run"), "{said}");
+
+    // Killed: SIGKILL one cell's process once its checkpoint is on disk, then the pool itself.
+    let killed = dir.path().join("killed");
+    let killed_s = killed.to_str().unwrap();
+    let mut pool = lfs_command(&["suite", "run", suite_s, "--out", killed_s, "-j", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = "000-random-reach_duplo-s1";
+    let checkpoint = killed.join("cells").join(first).join("checkpoint.safetensors");
+    wait_for(&mut pool, 300, "cell 0's first checkpoint (frame 500)", || checkpoint.exists());
+    let pid = record(&killed, first)["pid"].as_u64().unwrap();
+    assert!(Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
+    wait_for(&mut pool, 60, "cell 0 recorded as failed", || {
+        record(&killed, first)["state"] == "failed"
+    });
+    let error = record(&killed, first)["error"].as_str().unwrap().to_string();
+    assert!(error.contains("was killed by signal 9"), "{error}");
+    // The pool goes on with the other cells; kill it once a later cell is half-way.
+    let later = killed.join("cells/004-lfs-tiny-reach_duplo-s1/checkpoint.safetensors");
+    wait_for(&mut pool, 600, "cell 4's first checkpoint", || later.exists());
+    pool.kill().unwrap();
+    pool.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500)); // the cells die with the pool
+    let status = run_ok(&mut lfs_command(&["suite", "status", killed_s]));
+    assert!(status.contains("0 running"), "no cell outlives its pool:\n{status}");
+    let row = status.lines().find(|l| l.trim_start().starts_with("0 ")).unwrap();
+    assert!(row.contains("failed") && row.contains("was killed by signal 9"), "{status}");
+    assert!(!status.contains("8 done"), "{status}");
+    // Run again: everything resumes and ends as the uninterrupted pool did.
+    let said = run_ok(&mut lfs_command(&["suite", "run", suite_s, "--out", killed_s, "-j", "2"]));
+    assert!(said.contains("0 failed"), "{said}");
+    assert_same_results(&results(&killed), &expected, "killed and resumed");
+    assert_eq!(record(&killed, first)["attempts"], 2);
+    assert_eq!(record(&killed, first)["state"], "done");
+
+    // A job array on a one-node SLURM cluster started for the purpose.
+    if std::env::var_os("LFS_SKIP_SLURM").is_some() {
+        eprintln!("LFS_SKIP_SLURM is set: the SLURM half of this test did not run");
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: the SLURM half of this test did not run (its daemons run as root; CI runs it)");
+        return;
+    }
+    let slurm = dir.path().join("slurm");
+    let out = Command::new(repo().join("eval/slurm/run_suite.sh"))
+        .current_dir(repo())
+        .args([suite_s, slurm.to_str().unwrap(), env!("CARGO_BIN_EXE_lfs")])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(
+        out.status.success(),
+        "eval/slurm/run_suite.sh failed (it needs root and `apt-get install slurm-wlm munge`; \
+         set LFS_SKIP_SLURM=1 to skip this half): {said}"
+    );
+    assert!(said.contains("8 cells: 8 done"), "{said}");
+    assert_same_results(&results(&slurm), &expected, "SLURM array");
+    // Each array task wrote its scheduler log.
+    let logs = std::fs::read_dir(slurm.join("slurm"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "out"))
+        .count();
+    assert_eq!(logs, 8);
+}
