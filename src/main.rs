@@ -37,6 +37,9 @@ enum Command {
     /// Train SAC on a DMControl task on top of a frozen encoder and evaluate it; resumes a
     /// killed run.
     Eval(cli::eval::Args),
+    /// Turn a benchmark-suite directory into report.md, results.csv and pictures (per-task
+    /// curves, normalised IQM, rliable's aggregates with bootstrap intervals).
+    Report(cli::report::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cli::export::run(args),
         Command::Collect(args) => cli::collect::run(args),
         Command::Eval(args) => cli::eval::run(args),
+        Command::Report(args) => cli::report::run(args),
     };
     match result {
         Ok(code) => code,

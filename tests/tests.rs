@@ -30,3 +30,6 @@ mod collect;
 mod sac;
 // `lfs eval` on DMControl: bad input refused with nothing written, a killed run resumes exactly.
 mod eval;
+// `lfs report`: rliable's aggregates vs rliable, a synthetic suite's report and pictures,
+// mismatched cells refused with nothing written, results.csv read back (and by pandas).
+mod report;

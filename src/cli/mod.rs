@@ -6,3 +6,4 @@ pub mod export;
 pub mod ingest;
 pub mod inspect;
 pub mod pretrain;
+pub mod report;
