@@ -2,7 +2,8 @@
 //!
 //! Each kind says what went wrong, not where it was noticed: a bad input file names the file
 //! (`Decode`, `Encode`, `Shard`, `Checkpoint`), a bad setting is `Config`, a run that cannot go
-//! on is `Training`, and buffers of the wrong size handed between modules are `Shape`.
+//! on is `Training`, buffers of the wrong size handed between modules are `Shape`, and
+//! benchmark cells that cannot be reported side by side are `CellMismatch`.
 
 use std::path::PathBuf;
 
@@ -33,6 +34,17 @@ pub enum Error {
     /// A DMControl environment worker that failed to start, crashed or rejected a request.
     #[error("environment {task}: {reason}")]
     Env { task: String, reason: String },
+    /// A benchmark-suite cell (`cells/<name>/`: cell.json, eval.csv, run.json, the resolved
+    /// config) that is missing or malformed (`lfs report`).
+    #[error("{path}: {reason}")]
+    Cell { path: PathBuf, reason: String },
+    /// Benchmark cells that differ in a setting that makes their scores incomparable (render
+    /// quality, feature cache, budget): which setting, which values, which cells.
+    #[error("cells differ in a setting that matters: {0}")]
+    CellMismatch(String),
+    /// A picture of `lfs report` that could not be drawn or encoded.
+    #[error("plot: {0}")]
+    Plot(String),
     /// A checkpoint tensor that is missing or has the wrong shape.
     #[error("checkpoint tensor {key}: expected {expected}, got {got}")]
     CheckpointMismatch { key: String, expected: String, got: String },
@@ -60,6 +72,14 @@ impl Error {
     /// [`Error::Checkpoint`] for `path`.
     pub fn checkpoint(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
         Error::Checkpoint {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// [`Error::Cell`] for `path`.
+    pub fn cell(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::Cell {
             path: path.into(),
             reason: reason.into(),
         }

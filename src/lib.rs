@@ -5,7 +5,8 @@
 //! [`video`] decode -> [`shards`] (Parquet, LeRobot v3 layout, written by [`ingest`]) ->
 //! stacked frames ([`observation`]) -> real and frame-mask pairs ([`data`]) -> encoder and
 //! heads ([`nn`]) trained by an objective ([`objectives`]) in [`pretrain`] -> checkpoint ->
-//! [`export`] (PyTorch `state_dict` names).
+//! [`export`] (PyTorch `state_dict` names) -> frozen-encoder SAC ([`rl`], [`mod@eval`]) -> a
+//! benchmark suite's [`report`].
 
 pub mod alloc;
 pub mod collect;
@@ -23,6 +24,7 @@ pub mod nn;
 pub mod objectives;
 pub mod observation;
 pub mod pretrain;
+pub mod report;
 pub mod rl;
 pub mod shards;
 pub mod suite;

@@ -39,6 +39,9 @@ enum Command {
     Eval(cli::eval::Args),
     /// Run a benchmark suite (encoders × tasks × seeds of `lfs eval`) locally or on SLURM.
     Suite(cli::suite::Args),
+    /// Turn a benchmark-suite directory into report.md, results.csv and pictures (per-task
+    /// curves, normalised IQM, rliable's aggregates with bootstrap intervals).
+    Report(cli::report::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Collect(args) => cli::collect::run(args),
         Command::Eval(args) => cli::eval::run(args),
         Command::Suite(args) => cli::suite::run(args),
+        Command::Report(args) => cli::report::run(args),
     };
     match result {
         Ok(code) => code,

@@ -34,3 +34,6 @@ mod eval;
 // uninterrupted pool, and a real one-node SLURM cluster runs the tiny suite as a job array to
 // the same results (needs root and slurm-wlm + munge, or LFS_SKIP_SLURM=1).
 mod suite;
+// `lfs report`: rliable's aggregates vs rliable, a synthetic suite's report and pictures,
+// mismatched cells refused with nothing written, results.csv read back (and by pandas).
+mod report;

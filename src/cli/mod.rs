@@ -7,3 +7,4 @@ pub mod ingest;
 pub mod inspect;
 pub mod pretrain;
 pub mod suite;
+pub mod report;

@@ -1,0 +1,268 @@
+//! Reading a benchmark-suite directory: `DIR/cells/<name>/` for every cell, as the suite runner
+//! writes it. Each cell holds `cell.json` (what the cell is and how far it got), and once it has
+//! run, `eval.csv`, `run.json` and `config.resolved.toml` from `lfs eval` (src/eval/run.rs).
+//! Only a cell whose state is `done` is read beyond its `cell.json`; the others are reported as
+//! missing or failed.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::env::Task;
+use crate::eval::run::{EvalRow, CONFIG_FILE, EVAL_CSV, RUN_FILE};
+use crate::{Error, Result};
+
+/// The folder of cells inside a suite directory.
+pub const CELLS_DIR: &str = "cells";
+/// A cell's description and progress, written by the suite runner.
+pub const CELL_FILE: &str = "cell.json";
+
+/// Where a cell is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CellState {
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+impl CellState {
+    pub fn name(self) -> &'static str {
+        match self {
+            CellState::Pending => "pending",
+            CellState::Running => "running",
+            CellState::Done => "done",
+            CellState::Failed => "failed",
+        }
+    }
+}
+
+/// `cell.json`. Fields the runner adds later are ignored; progress fields may be missing or
+/// null for a cell that has not started.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CellMeta {
+    pub index: u64,
+    /// The suite's label for the encoder row (one colour per encoder in the pictures).
+    pub encoder: String,
+    /// `random` or the path of an exported encoder.
+    pub encoder_source: String,
+    /// `sac` for frozen-encoder runs.
+    pub agent: String,
+    pub task: Task,
+    pub seed: u64,
+    pub state: CellState,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub attempts: u64,
+    #[serde(default)]
+    pub frames_done: u64,
+    pub num_train_frames: u64,
+    #[serde(default)]
+    pub wall_clock_s: Option<f64>,
+    #[serde(default)]
+    pub frames_per_s: Option<f64>,
+}
+
+/// `run.json` of `lfs eval`: the provenance the report quotes.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunInfo {
+    pub encoder: String,
+    pub encoder_sha256: String,
+    #[serde(default)]
+    pub encoder_render_quality: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+/// The settings of a finished cell that decide whether its scores can stand beside another's,
+/// and those that describe its scale, read from `config.resolved.toml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellSettings {
+    /// `[env] render_quality`.
+    pub render_quality: String,
+    /// `[replay] feature_cache`.
+    pub feature_cache: bool,
+    /// `[run] num_train_frames`: the budget.
+    pub num_train_frames: u64,
+    /// `[env] action_repeat`: what a frame is worth in agent steps.
+    pub action_repeat: u64,
+    /// `[run] eval_every_frames`.
+    pub eval_every_frames: u64,
+    /// `[run] num_eval_episodes`.
+    pub num_eval_episodes: u64,
+    /// `[agent] batch_size`.
+    pub batch_size: u64,
+    /// `[replay] capacity`.
+    pub replay_capacity: u64,
+}
+
+/// One cell of the suite.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// The folder name under `cells/`.
+    pub name: String,
+    pub dir: PathBuf,
+    pub meta: CellMeta,
+    /// Read for done cells only.
+    pub finished: Option<FinishedCell>,
+}
+
+/// What a done cell produced.
+#[derive(Debug, Clone)]
+pub struct FinishedCell {
+    pub run: RunInfo,
+    pub settings: CellSettings,
+    /// `eval.csv`, in file order (frames increasing).
+    pub evals: Vec<EvalRow>,
+}
+
+impl Cell {
+    pub fn is_done(&self) -> bool {
+        self.finished.is_some()
+    }
+
+    /// The column the report compares: the encoder label, or `encoder+agent` when the suite
+    /// mixes agents (then an encoder alone does not say what was run).
+    pub fn method(&self, agents_differ: bool) -> String {
+        if agents_differ {
+            format!("{}+{}", self.meta.encoder, self.meta.agent)
+        } else {
+            self.meta.encoder.clone()
+        }
+    }
+}
+
+/// Every cell of the suite at `suite_dir`, ordered by index. A done cell whose files are
+/// missing or malformed is an error; the files of other cells are not read.
+pub fn read_suite(suite_dir: &Path) -> Result<Vec<Cell>> {
+    let cells_dir = suite_dir.join(CELLS_DIR);
+    let entries = std::fs::read_dir(&cells_dir)
+        .map_err(|e| Error::cell(&cells_dir, format!("not a benchmark-suite cells folder: {e}")))?;
+    let mut cells = Vec::new();
+    for entry in entries {
+        let dir = entry?.path();
+        if !dir.join(CELL_FILE).is_file() {
+            continue;
+        }
+        cells.push(read_cell(&dir)?);
+    }
+    if cells.is_empty() {
+        return Err(Error::cell(&cells_dir, format!("no cell folder with a {CELL_FILE}")));
+    }
+    cells.sort_by(|a, b| (a.meta.index, &a.name).cmp(&(b.meta.index, &b.name)));
+    Ok(cells)
+}
+
+/// One cell folder.
+pub fn read_cell(dir: &Path) -> Result<Cell> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let meta: CellMeta = read_json(&dir.join(CELL_FILE))?;
+    let finished = match meta.state {
+        CellState::Done => Some(FinishedCell {
+            run: read_json(&dir.join(RUN_FILE))?,
+            settings: read_settings(&dir.join(CONFIG_FILE))?,
+            evals: read_eval_csv(&dir.join(EVAL_CSV))?,
+        }),
+        _ => None,
+    };
+    if let Some(f) = &finished {
+        if f.evals.is_empty() {
+            return Err(Error::cell(dir.join(EVAL_CSV), "a done cell with no evaluation"));
+        }
+    }
+    Ok(Cell {
+        name,
+        dir: dir.to_path_buf(),
+        meta,
+        finished,
+    })
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::cell(path, e.to_string()))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    serde_json::from_str(&read_text(path)?).map_err(|e| Error::cell(path, e.to_string()))
+}
+
+/// The settings of `config.resolved.toml`, read field by field rather than through
+/// `EvalConfig` so that configs of other agents (end-to-end runs) are read the same way.
+pub fn read_settings(path: &Path) -> Result<CellSettings> {
+    let value: toml::Table = read_text(path)?
+        .parse()
+        .map_err(|e: toml::de::Error| Error::cell(path, e.to_string()))?;
+    let get = |section: &str, key: &str| -> Result<&toml::Value> {
+        value
+            .get(section)
+            .and_then(|s| s.get(key))
+            .ok_or_else(|| Error::cell(path, format!("no [{section}] {key}")))
+    };
+    let int = |section: &str, key: &str| -> Result<u64> {
+        get(section, key)?
+            .as_integer()
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(|| Error::cell(path, format!("[{section}] {key} is not a count")))
+    };
+    Ok(CellSettings {
+        render_quality: get("env", "render_quality")?
+            .as_str()
+            .ok_or_else(|| Error::cell(path, "[env] render_quality is not a string"))?
+            .to_string(),
+        feature_cache: get("replay", "feature_cache")?
+            .as_bool()
+            .ok_or_else(|| Error::cell(path, "[replay] feature_cache is not a boolean"))?,
+        num_train_frames: int("run", "num_train_frames")?,
+        action_repeat: int("env", "action_repeat")?,
+        eval_every_frames: int("run", "eval_every_frames")?,
+        num_eval_episodes: int("run", "num_eval_episodes")?,
+        batch_size: int("agent", "batch_size")?,
+        replay_capacity: int("replay", "capacity")?,
+    })
+}
+
+/// `eval.csv` (DrQ-v2's columns `frame,step,episode,episode_reward,total_time`, found by name).
+pub fn read_eval_csv(path: &Path) -> Result<Vec<EvalRow>> {
+    let text = read_text(path)?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').map(str::trim).collect();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| Error::cell(path, format!("no column {name:?} in {header:?}")))
+    };
+    let idx = [
+        column("frame")?,
+        column("step")?,
+        column("episode")?,
+        column("episode_reward")?,
+        column("total_time")?,
+    ];
+    let mut rows = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let field = |k: usize| {
+            fields
+                .get(idx[k])
+                .copied()
+                .ok_or_else(|| Error::cell(path, format!("row {}: too few fields", i + 1)))
+        };
+        let bad = |k: usize| Error::cell(path, format!("row {}: bad {}", i + 1, header[idx[k]]));
+        let count = |k: usize| field(k)?.parse::<u64>().map_err(|_| bad(k));
+        let real = |k: usize| field(k)?.parse::<f64>().map_err(|_| bad(k));
+        rows.push(EvalRow {
+            frame: count(0)?,
+            step: count(1)?,
+            episode: count(2)?,
+            episode_reward: real(3)?,
+            total_time: real(4)?,
+        });
+    }
+    Ok(rows)
+}

@@ -1,0 +1,567 @@
+//! `report.md`: the suite's scale beside the paper's, the cells not counted, per-task scores
+//! (raw and expert-normalised) beside the paper's Table 3, seen vs unseen tasks, rliable's
+//! aggregates, the pictures, and what the suite cost. Every number says what it is at: ours at
+//! the suite's budget and seeds, the paper's at 500K frames and 5 seeds (docs/design.md §9);
+//! a reduced-scale number is never presented as the paper's.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use super::aggregate::{Aggregate, Estimate};
+use super::cells::{Cell, CellSettings, CellState};
+use super::plots::frames_label;
+use super::reference::{expert_score, is_seen, PaperColumn, EXPERT_SOURCE, PAPER_SCALE, PAPER_TABLE3};
+use super::scores::{BudgetScores, SeedStats, TaskSet};
+use super::{BudgetReport, Report, RESULTS_CSV};
+use crate::env::Task;
+
+/// The paper's budget and seeds (docs/design.md §8–§9).
+const PAPER_FRAMES: u64 = 500_000;
+const PAPER_SEEDS: usize = 5;
+
+/// Distinct values, in order, joined.
+fn distinct<T: Ord + ToString>(values: impl Iterator<Item = T>) -> String {
+    let set: BTreeSet<T> = values.collect();
+    set.iter().map(ToString::to_string).collect::<Vec<_>>().join(" / ")
+}
+
+fn settings(report: &Report) -> impl Iterator<Item = &CellSettings> + Clone {
+    report
+        .done_cells()
+        .filter_map(|c| c.finished.as_ref().map(|f| &f.settings))
+}
+
+/// Seeds per task over every method and task with a done run: "3" or "2–3".
+fn seeds_per_task(report: &Report) -> String {
+    let counts: BTreeSet<usize> = report
+        .methods
+        .iter()
+        .flat_map(|m| m.by_task.values().map(Vec::len))
+        .collect();
+    match (counts.first(), counts.last()) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) => format!("{a}–{b}"),
+        _ => "0".to_string(),
+    }
+}
+
+/// One line of scale for the pictures' subtitles.
+pub fn scale_line(report: &Report) -> String {
+    let frames: BTreeSet<u64> = settings(report).map(|s| s.num_train_frames).collect();
+    let frames: Vec<String> = frames.iter().map(|f| frames_label(*f as f64)).collect();
+    format!(
+        "ours: {} frames, {} per task (the paper: 500K frames, 5 seeds)",
+        frames.join("/"),
+        seeds_count(&seeds_per_task(report))
+    )
+}
+
+fn fmt_stats(s: Option<SeedStats>, decimals: usize) -> String {
+    match s {
+        Some(s) => format!("{:.*} ± {:.*} ({})", decimals, s.mean, decimals, s.std, s.n),
+        None => "–".to_string(),
+    }
+}
+
+fn fmt_estimate(e: &Estimate) -> String {
+    format!("{:.3} [{:.3}, {:.3}]", e.point, e.lower, e.upper)
+}
+
+/// "1 task", "3 tasks".
+fn tasks_count(n: usize) -> String {
+    format!("{n} task{}", if n == 1 { "" } else { "s" })
+}
+
+/// "1 seed", "3 seeds", "2–3 seeds".
+fn seeds_count(n: &str) -> String {
+    format!("{n} seed{}", if n == "1" { "" } else { "s" })
+}
+
+fn fmt_hours(seconds: f64) -> String {
+    if seconds >= 3600.0 {
+        format!("{:.2} h", seconds / 3600.0)
+    } else {
+        format!("{:.1} min", seconds / 60.0)
+    }
+}
+
+/// The whole file. `pictures` are the stems of the pictures written beside it.
+pub fn render(report: &Report, pictures: &[&str]) -> String {
+    let mut md = String::new();
+    header(&mut md, report);
+    scale(&mut md, report);
+    not_counted(&mut md, report);
+    mismatches(&mut md, report);
+    for budget in &report.budgets {
+        scores_at_budget(&mut md, report, budget);
+    }
+    pictures_section(&mut md, pictures);
+    compute_cost(&mut md, report);
+    provenance(&mut md, report);
+    md
+}
+
+fn header(md: &mut String, report: &Report) {
+    let count = |state: CellState| report.cells.iter().filter(|c| c.meta.state == state).count();
+    let _ = writeln!(md, "# Benchmark report\n");
+    let _ = writeln!(
+        md,
+        "Suite `{}`: {} cells, {} done, {} failed, {} running, {} pending. Only done cells count in \
+         scores, aggregates and pictures. Written by `lfs report` (lfs {}).\n",
+        report.suite_dir.display(),
+        report.cells.len(),
+        count(CellState::Done),
+        count(CellState::Failed),
+        count(CellState::Running),
+        count(CellState::Pending),
+        env!("CARGO_PKG_VERSION"),
+    );
+}
+
+fn scale(md: &mut String, report: &Report) {
+    let s = settings(report);
+    let _ = writeln!(md, "## Scale\n");
+    if report.methods.is_empty() {
+        let _ = writeln!(md, "No cell is done yet: nothing to score.\n");
+        return;
+    }
+    let frames = distinct(s.clone().map(|s| s.num_train_frames));
+    let feature_cache = distinct(s.clone().map(|s| {
+        if s.feature_cache {
+            "on (features cached, no augmentation)"
+        } else {
+            "off (random shift on every batch)"
+        }
+    }));
+    let _ = writeln!(md, "| | frames (env steps) | seeds per task | evaluation | settings |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| ours (this suite) | {frames} (action repeat {}) | {} | episodes: {}, every {} frames | batch {}, replay {}, \
+         feature cache {feature_cache}, render quality {} |",
+        distinct(s.clone().map(|s| s.action_repeat)),
+        seeds_per_task(report),
+        distinct(s.clone().map(|s| s.num_eval_episodes)),
+        distinct(s.clone().map(|s| s.eval_every_frames)),
+        distinct(s.clone().map(|s| s.batch_size)),
+        distinct(s.clone().map(|s| s.replay_capacity)),
+        distinct(s.map(|s| s.render_quality.clone())),
+    );
+    let _ = writeln!(
+        md,
+        "| the paper (Table 3) | {PAPER_FRAMES} (action repeat 2) | {PAPER_SEEDS} | episodes: 10, every 20000 frames | \
+         the paper's (docs/design.md §6, §8): batch 512, replay 40000, augmentation, default rendering |\n"
+    );
+    let max_frames = settings(report).map(|s| s.num_train_frames).max().unwrap_or(0);
+    let min_seeds = report
+        .methods
+        .iter()
+        .flat_map(|m| m.by_task.values().map(Vec::len))
+        .min()
+        .unwrap_or(0);
+    if max_frames < PAPER_FRAMES || min_seeds < PAPER_SEEDS {
+        let _ = writeln!(
+            md,
+            "**Reduced scale.** Our numbers come from at most {} frames and as few as {} per task; \
+             the paper's from {} frames and {PAPER_SEEDS} seeds. They are not the paper's numbers, and neither \
+             reproduce nor refute them.\n",
+            frames_label(max_frames as f64),
+            seeds_count(&min_seeds.to_string()),
+            frames_label(PAPER_FRAMES as f64),
+        );
+    }
+    let _ = writeln!(
+        md,
+        "The paper's columns below are copied from {PAPER_SCALE}; nothing in them is computed here except where \
+         a column says \"derived\".\n"
+    );
+}
+
+fn not_counted(md: &mut String, report: &Report) {
+    let others: Vec<&Cell> = report.cells.iter().filter(|c| !c.is_done()).collect();
+    if others.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Cells not counted\n");
+    let _ = writeln!(
+        md,
+        "| cell | method | task | seed | state | frames done | attempts | error |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    for c in others {
+        let error = c
+            .meta
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .replace('|', "\\|")
+            .replace('\n', " ");
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            c.name,
+            c.method(report.agents_differ),
+            c.meta.task,
+            c.meta.seed,
+            c.meta.state.name(),
+            c.meta.frames_done,
+            c.meta.num_train_frames,
+            c.meta.attempts,
+            error
+        );
+    }
+    let _ = writeln!(md);
+}
+
+fn mismatches(md: &mut String, report: &Report) {
+    if report.mismatches.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Settings that differ between cells\n");
+    let _ = writeln!(
+        md,
+        "Reported with `--allow-mismatch`: these cells differ in settings that change what a score means, \
+         so the numbers below pool or set side by side runs that are not the same experiment.\n"
+    );
+    for m in &report.mismatches {
+        let _ = writeln!(md, "- {m}");
+    }
+    let _ = writeln!(md);
+}
+
+/// Column headers for our methods at a budget: the method, its budget and seeds.
+fn our_header(scores: &BudgetScores, method: usize) -> String {
+    let m = &scores.methods[method];
+    let seeds: BTreeSet<usize> = m.by_task.values().map(Vec::len).collect();
+    let seeds = match (seeds.first(), seeds.last()) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) => format!("{a}–{b}"),
+        _ => "0".into(),
+    };
+    format!(
+        "{} (ours, {}, {})",
+        m.method,
+        frames_label(scores.budget as f64),
+        seeds_count(&seeds)
+    )
+}
+
+fn paper_header(p: &PaperColumn) -> String {
+    format!("paper {} (500K, 5 seeds)", p.method)
+}
+
+fn tasks_in(scores: &BudgetScores) -> Vec<Task> {
+    Task::ALL
+        .into_iter()
+        .filter(|t| scores.methods.iter().any(|m| m.by_task.contains_key(t)))
+        .collect()
+}
+
+fn scores_at_budget(md: &mut String, report: &Report, budget: &BudgetReport) {
+    let scores = &budget.scores;
+    let label = frames_label(scores.budget as f64);
+    let _ = writeln!(md, "## Scores at {label} frames ({} frames)\n", scores.budget);
+    let tasks = tasks_in(scores);
+    if tasks.is_empty() {
+        let _ = writeln!(md, "No done run reached {} frames.\n", scores.budget);
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "A run's score is its last evaluation at or before {} frames (the mean return of its evaluation \
+         episodes). Per task: mean ± std over seeds (std with ddof = 0, NumPy's default), number of runs in \
+         brackets. Normalised: score ÷ expert score, the expert being {EXPERT_SOURCE}, whatever the budget of \
+         ours.\n",
+        scores.budget
+    );
+    raw_table(md, scores, &tasks);
+    normalised_table(md, scores, &tasks);
+    seen_unseen_table(md, scores);
+    aggregates_table(md, report, budget);
+}
+
+fn table_header(md: &mut String, first: &[&str], scores: &BudgetScores, paper: &[String]) {
+    let mut cols: Vec<String> = first.iter().map(|s| s.to_string()).collect();
+    cols.extend((0..scores.methods.len()).map(|i| our_header(scores, i)));
+    cols.extend(paper.iter().cloned());
+    let _ = writeln!(md, "| {} |", cols.join(" | "));
+    let _ = writeln!(md, "|{}", "---|".repeat(cols.len()));
+}
+
+fn raw_table(md: &mut String, scores: &BudgetScores, tasks: &[Task]) {
+    let _ = writeln!(md, "### Returns per task\n");
+    let paper: Vec<String> = PAPER_TABLE3.iter().map(paper_header).collect();
+    table_header(md, &["task", "seen", "expert"], scores, &paper);
+    for &task in tasks {
+        let mut row = vec![
+            task.name().to_string(),
+            if is_seen(task) { "seen" } else { "unseen" }.to_string(),
+            format!("{:.0}", expert_score(task)),
+        ];
+        row.extend(scores.methods.iter().map(|m| fmt_stats(m.stats(task), 1)));
+        row.extend(PAPER_TABLE3.iter().map(|p| {
+            let (mean, std) = p.score(task);
+            format!("{mean:.0} ± {std:.0}")
+        }));
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    let mut row = vec!["**mean over tasks**".to_string(), String::new(), String::new()];
+    row.extend(scores.methods.iter().map(|m| match m.mean_raw(TaskSet::All) {
+        Some((mean, n)) => format!("{mean:.1} ({})", tasks_count(n)),
+        None => "–".into(),
+    }));
+    row.extend(PAPER_TABLE3.iter().map(|p| format!("{:.0} (9 tasks)", p.mean)));
+    let _ = writeln!(md, "| {} |", row.join(" | "));
+    if tasks.len() < Task::ALL.len() {
+        // the paper's mean over the same tasks as ours, so the two means can be read together
+        let mut row = vec![
+            "**mean over the tasks shown**".to_string(),
+            String::new(),
+            String::new(),
+        ];
+        row.extend(scores.methods.iter().map(|_| String::new()));
+        row.extend(PAPER_TABLE3.iter().map(|p| {
+            let mean = tasks.iter().map(|t| p.score(*t).0).sum::<f64>() / tasks.len() as f64;
+            format!("{mean:.1} (derived here, {})", tasks_count(tasks.len()))
+        }));
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(md);
+}
+
+fn normalised_table(md: &mut String, scores: &BudgetScores, tasks: &[Task]) {
+    let _ = writeln!(md, "### Expert-normalised scores per task\n");
+    let paper: Vec<String> = PAPER_TABLE3
+        .iter()
+        .map(|p| format!("paper {} ÷ expert (derived here; 500K, 5 seeds)", p.method))
+        .collect();
+    table_header(md, &["task", "seen"], scores, &paper);
+    for &task in tasks {
+        let mut row = vec![
+            task.name().to_string(),
+            if is_seen(task) { "seen" } else { "unseen" }.to_string(),
+        ];
+        row.extend(scores.methods.iter().map(|m| fmt_stats(m.normalised_stats(task), 3)));
+        row.extend(
+            PAPER_TABLE3
+                .iter()
+                .map(|p| format!("{:.3}", p.score(task).0 / expert_score(task))),
+        );
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    let mut row = vec!["**mean over tasks**".to_string(), String::new()];
+    row.extend(scores.methods.iter().map(|m| {
+        let table = m.table(TaskSet::All);
+        format!("{:.3} ({})", Aggregate::Mean.of(&table), tasks_count(table.tasks.len()))
+    }));
+    row.extend(
+        PAPER_TABLE3
+            .iter()
+            .map(|p| format!("{:.3} (9 tasks)", paper_normalised_mean(p, TaskSet::All))),
+    );
+    let _ = writeln!(md, "| {} |", row.join(" | "));
+    if tasks.len() < Task::ALL.len() {
+        let mut row = vec!["**mean over the tasks shown**".to_string(), String::new()];
+        row.extend(scores.methods.iter().map(|_| String::new()));
+        row.extend(PAPER_TABLE3.iter().map(|p| {
+            let mean = tasks.iter().map(|t| p.score(*t).0 / expert_score(*t)).sum::<f64>() / tasks.len() as f64;
+            format!("{mean:.3} (derived here, {})", tasks_count(tasks.len()))
+        }));
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(md);
+}
+
+/// The mean over the tasks of `set` of the paper's task means ÷ expert (derived here).
+fn paper_normalised_mean(p: &PaperColumn, set: TaskSet) -> f64 {
+    let xs: Vec<f64> = Task::ALL
+        .into_iter()
+        .filter(|t| set.contains(*t))
+        .map(|t| p.score(t).0 / expert_score(t))
+        .collect();
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+fn paper_raw_mean(p: &PaperColumn, set: TaskSet) -> f64 {
+    let xs: Vec<f64> = Task::ALL
+        .into_iter()
+        .filter(|t| set.contains(*t))
+        .map(|t| p.score(t).0)
+        .collect();
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+fn seen_unseen_table(md: &mut String, scores: &BudgetScores) {
+    let seen: Vec<&str> = Task::SEEN.iter().map(|t| t.name()).collect();
+    let _ = writeln!(md, "### Seen vs unseen tasks\n");
+    let _ = writeln!(
+        md,
+        "Seen tasks are those whose videos the encoders were pre-trained on: {} (docs/design.md §8). Means \
+         over the tasks of each set of the per-task means; the paper's rows are derived here from its Table 3.\n",
+        seen.join(", ")
+    );
+    let _ = writeln!(
+        md,
+        "| method | seen: mean return | seen: mean normalised | unseen: mean return | unseen: mean normalised |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for (i, m) in scores.methods.iter().enumerate() {
+        let mut row = vec![our_header(scores, i)];
+        for set in [TaskSet::Seen, TaskSet::Unseen] {
+            match m.mean_raw(set) {
+                Some((mean, n)) => {
+                    row.push(format!("{mean:.1} ({})", tasks_count(n)));
+                    row.push(format!("{:.3}", Aggregate::Mean.of(&m.table(set))));
+                }
+                None => row.extend(["–".to_string(), "–".to_string()]),
+            }
+        }
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    for p in &PAPER_TABLE3 {
+        let mut row = vec![paper_header(p)];
+        for set in [TaskSet::Seen, TaskSet::Unseen] {
+            row.push(format!("{:.1}", paper_raw_mean(p, set)));
+            row.push(format!("{:.3}", paper_normalised_mean(p, set)));
+        }
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(md);
+}
+
+fn aggregates_table(md: &mut String, report: &Report, budget: &BudgetReport) {
+    let b = &report.bootstrap;
+    let _ = writeln!(md, "### Aggregates (rliable)\n");
+    let _ = writeln!(
+        md,
+        "Expert-normalised scores aggregated as rliable does (Agarwal et al. 2021): IQM (25% trimmed mean of \
+         all runs of all tasks), median and mean of the per-task means, optimality gap (1 − mean of scores \
+         clipped at 1; lower is better). Brackets: {:.0}% stratified-bootstrap percentile intervals (runs \
+         resampled with replacement within each task, {} replications, seed {}). A method's aggregates cover \
+         only the tasks it has runs on.\n",
+        100.0 * b.confidence,
+        b.reps,
+        b.seed
+    );
+    let names: Vec<&str> = Aggregate::ALL.iter().map(|a| a.name()).collect();
+    let _ = writeln!(md, "| method | tasks | runs | {} |", names.join(" | "));
+    let _ = writeln!(md, "|---|---|---|{}", "---|".repeat(names.len()));
+    for set in TaskSet::ALL {
+        for row in budget.aggregates.rows.iter().filter(|r| r.set == set) {
+            let est: Vec<String> = row.estimates.iter().map(fmt_estimate).collect();
+            let _ = writeln!(
+                md,
+                "| {} | {} ({}) | {} | {} |",
+                row.method,
+                set.name(),
+                row.num_tasks,
+                row.num_runs,
+                est.join(" | ")
+            );
+        }
+    }
+    let _ = writeln!(md);
+}
+
+fn pictures_section(md: &mut String, pictures: &[&str]) {
+    let _ = writeln!(md, "## Pictures\n");
+    if pictures.is_empty() {
+        let _ = writeln!(md, "None: no cell is done.\n");
+        return;
+    }
+    for stem in pictures {
+        let what = match *stem {
+            "learning_curves" => "Learning curves per task: evaluation return, mean and ±1 std over seeds",
+            "iqm_curve" => "IQM of expert-normalised scores over frames, 95% stratified-bootstrap interval",
+            "aggregates" => "rliable's aggregates at the largest budget, 95% stratified-bootstrap intervals",
+            _ => stem,
+        };
+        let _ = writeln!(md, "{what} (also [{stem}.svg]({stem}.svg)):\n\n![{what}]({stem}.png)\n");
+    }
+}
+
+fn compute_cost(md: &mut String, report: &Report) {
+    let _ = writeln!(md, "## Compute cost\n");
+    let _ = writeln!(
+        md,
+        "Wall-clock time and frames per second of each cell as the suite runner recorded them (`cell.json`).\n"
+    );
+    let _ = writeln!(md, "| method | done cells | frames | wall-clock | mean frames/s |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for m in &report.methods {
+        let cells: Vec<&Cell> = m.by_task.values().flatten().map(|&i| &report.cells[i]).collect();
+        let frames: u64 = cells.iter().map(|c| c.meta.frames_done).sum();
+        let seconds: f64 = cells.iter().filter_map(|c| c.meta.wall_clock_s).sum();
+        let fps: Vec<f64> = cells.iter().filter_map(|c| c.meta.frames_per_s).collect();
+        let mean_fps = if fps.is_empty() {
+            "–".to_string()
+        } else {
+            format!("{:.1}", fps.iter().sum::<f64>() / fps.len() as f64)
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {mean_fps} |",
+            m.method,
+            cells.len(),
+            frames,
+            fmt_hours(seconds)
+        );
+    }
+    let total: f64 = report.cells.iter().filter_map(|c| c.meta.wall_clock_s).sum();
+    let _ = writeln!(md, "\nAll cells together (done or not): {}.\n", fmt_hours(total));
+    let _ = writeln!(
+        md,
+        "| cell | method | task | seed | state | frames | wall-clock (s) | frames/s | attempts |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    for c in &report.cells {
+        let opt = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} |",
+            c.name,
+            c.method(report.agents_differ),
+            c.meta.task,
+            c.meta.seed,
+            c.meta.state.name(),
+            c.meta.frames_done,
+            c.meta.num_train_frames,
+            opt(c.meta.wall_clock_s),
+            opt(c.meta.frames_per_s),
+            c.meta.attempts
+        );
+    }
+    let _ = writeln!(md);
+}
+
+fn provenance(md: &mut String, report: &Report) {
+    let _ = writeln!(md, "## Provenance\n");
+    if !report.methods.is_empty() {
+        let _ = writeln!(
+            md,
+            "| method | encoder source | encoder sha256 | encoder pre-training render quality |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|");
+        for m in &report.methods {
+            let cells: Vec<&Cell> = m.by_task.values().flatten().map(|&i| &report.cells[i]).collect();
+            let runs = cells.iter().filter_map(|c| c.finished.as_ref().map(|f| &f.run));
+            let source = distinct(cells.iter().map(|c| c.meta.encoder_source.clone()));
+            // a random encoder's id is per seed (`random:<seed>`); one line says so
+            let sha = distinct(runs.clone().map(|r| {
+                if r.encoder_sha256.starts_with("random:") {
+                    "random:<seed>".to_string()
+                } else {
+                    r.encoder_sha256.clone()
+                }
+            }));
+            let quality = distinct(runs.map(|r| r.encoder_render_quality.clone().unwrap_or_else(|| "–".into())));
+            let _ = writeln!(md, "| {} | `{source}` | `{sha}` | {quality} |", m.method);
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(
+        md,
+        "Every evaluation of every done cell is in [{RESULTS_CSV}]({RESULTS_CSV}), in DrQ-v2's long format \
+         (`agent,encoder,task,seed,frame,episode_reward,hour`)."
+    );
+}

@@ -1,0 +1,239 @@
+//! `lfs report`: a benchmark-suite directory becomes a report to paste into a paper.
+//!
+//! [`analyse`] reads the suite's cells ([`cells`]), refuses cells that cannot stand side by
+//! side ([`mismatch`]), and computes the scores of the done cells at each budget ([`scores`]),
+//! expert-normalised by the published references ([`reference`], docs/design.md §8–§9), with
+//! rliable's aggregates and intervals ([`aggregate`]). [`render`] turns that into the files:
+//! `report.md` ([`markdown`]), `results.csv` ([`results_csv`]) and the pictures ([`plots`]),
+//! all in memory, so that [`write`] either writes every one of them (atomically, one by one)
+//! or, when anything failed before, nothing.
+
+pub mod aggregate;
+pub mod cells;
+pub mod markdown;
+pub mod mismatch;
+pub mod plots;
+pub mod reference;
+pub mod results_csv;
+pub mod scores;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use aggregate::{BootstrapConfig, Estimate};
+use cells::Cell;
+use mismatch::Mismatch;
+use scores::{BudgetAggregates, BudgetScores, MethodCells};
+
+use crate::fsutil::write_bytes_atomic;
+use crate::{Error, Result};
+
+/// The report's main file.
+pub const REPORT_MD: &str = "report.md";
+/// Every evaluation in DrQ-v2's long format.
+pub const RESULTS_CSV: &str = "results.csv";
+
+/// What the user asked for beyond the suite directory.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// Report cells that differ in render quality, feature cache, budget or action repeat,
+    /// listing the differences, instead of refusing.
+    pub allow_mismatch: bool,
+    /// Budgets (frames) to score the runs at; empty: the budgets of the done cells.
+    pub budgets: Vec<u64>,
+    pub bootstrap: BootstrapConfig,
+}
+
+/// The suite, analysed.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub suite_dir: PathBuf,
+    /// Every cell, done or not, by index.
+    pub cells: Vec<Cell>,
+    /// The suite mixes agents, so a method is `encoder+agent`.
+    pub agents_differ: bool,
+    /// The done cells by method; methods in the order of their first cell (their colours).
+    pub methods: Vec<MethodCells>,
+    /// Differences reported with `allow_mismatch` (empty otherwise).
+    pub mismatches: Vec<Mismatch>,
+    /// One entry per budget, increasing.
+    pub budgets: Vec<BudgetReport>,
+    /// Normalised IQM over frames, one curve per method.
+    pub iqm_curves: Vec<Vec<(u64, Estimate)>>,
+    pub bootstrap: BootstrapConfig,
+}
+
+/// Scores and aggregates at one budget.
+#[derive(Debug, Clone)]
+pub struct BudgetReport {
+    pub scores: BudgetScores,
+    pub aggregates: BudgetAggregates,
+}
+
+impl Report {
+    pub fn method_names(&self) -> Vec<String> {
+        self.methods.iter().map(|m| m.method.clone()).collect()
+    }
+
+    pub fn done_cells(&self) -> impl Iterator<Item = &Cell> + Clone {
+        self.cells.iter().filter(|c| c.is_done())
+    }
+}
+
+/// Read and analyse the suite at `suite_dir`. Cells that differ in a setting that matters are
+/// an [`Error::CellMismatch`] naming the settings and cells, unless `allow_mismatch`.
+pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
+    let cells = cells::read_suite(suite_dir)?;
+    let mismatches = mismatch::find_mismatches(&cells);
+    if !mismatches.is_empty() && !opts.allow_mismatch {
+        let list: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
+        return Err(Error::CellMismatch(list.join("; ")));
+    }
+    let agents: BTreeSet<&str> = cells.iter().map(|c| c.meta.agent.as_str()).collect();
+    let agents_differ = agents.len() > 1;
+    let methods = scores::group_by_method(&cells, agents_differ);
+    let budgets: BTreeSet<u64> = if opts.budgets.is_empty() {
+        cells
+            .iter()
+            .filter_map(|c| c.finished.as_ref().map(|f| f.settings.num_train_frames))
+            .collect()
+    } else {
+        opts.budgets.iter().copied().collect()
+    };
+    let budgets = budgets
+        .into_iter()
+        .map(|budget| {
+            let scores = scores::scores_at(&cells, &methods, budget);
+            let aggregates = scores::aggregates_at(&scores, &opts.bootstrap);
+            BudgetReport { scores, aggregates }
+        })
+        .collect();
+    let iqm_curves = methods
+        .iter()
+        .map(|m| scores::iqm_curve(&cells, m, &opts.bootstrap))
+        .collect();
+    Ok(Report {
+        suite_dir: suite_dir.to_path_buf(),
+        cells,
+        agents_differ,
+        methods,
+        mismatches: if opts.allow_mismatch { mismatches } else { Vec::new() },
+        budgets,
+        iqm_curves,
+        bootstrap: opts.bootstrap,
+    })
+}
+
+/// One output file: its name in the report folder and its bytes.
+#[derive(Debug, Clone)]
+pub struct ReportFile {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Every file of the report, in memory. Pictures are drawn only when some cell is done.
+pub fn render(report: &Report) -> Result<Vec<ReportFile>> {
+    let pictures = if report.methods.is_empty() {
+        Vec::new()
+    } else {
+        draw_pictures(report)?
+    };
+    let stems: Vec<&str> = pictures.iter().map(|p| p.stem).collect();
+    let mut files = vec![
+        ReportFile {
+            name: REPORT_MD.to_string(),
+            bytes: markdown::render(report, &stems).into_bytes(),
+        },
+        ReportFile {
+            name: RESULTS_CSV.to_string(),
+            bytes: results_csv::to_csv(&results_csv::rows(&report.cells)).into_bytes(),
+        },
+    ];
+    for p in pictures {
+        files.push(ReportFile {
+            name: format!("{}.png", p.stem),
+            bytes: p.png,
+        });
+        files.push(ReportFile {
+            name: format!("{}.svg", p.stem),
+            bytes: p.svg.into_bytes(),
+        });
+    }
+    Ok(files)
+}
+
+fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
+    let methods = report.method_names();
+    let scale = markdown::scale_line(report);
+    let panels: Vec<plots::TaskPanel> = crate::env::Task::ALL
+        .into_iter()
+        .filter_map(|task| {
+            let series: Vec<plots::CurveSeries> = report
+                .methods
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| {
+                    let idx = m.by_task.get(&task)?;
+                    Some(plots::CurveSeries {
+                        method: i,
+                        points: scores::task_curve(&report.cells, idx),
+                    })
+                })
+                .collect();
+            (!series.is_empty()).then(|| plots::TaskPanel {
+                task,
+                seen: reference::is_seen(task),
+                series,
+            })
+        })
+        .collect();
+    let mut pictures = vec![
+        plots::learning_curves(
+            &panels,
+            &methods,
+            &["mean and ±1 std over seeds".to_string(), scale.clone()],
+        )?,
+        plots::iqm_curves(
+            &report.iqm_curves,
+            &methods,
+            &[
+                "95% stratified-bootstrap intervals (rliable); expert score: DrQ-v2 at 500K frames".to_string(),
+                scale.clone(),
+            ],
+        )?,
+    ];
+    if let Some(last) = report.budgets.last() {
+        let rows: Vec<scores::AggregateRow> = last
+            .aggregates
+            .rows
+            .iter()
+            .filter(|r| r.set == scores::TaskSet::All)
+            .cloned()
+            .collect();
+        pictures.push(plots::aggregate_bars(
+            &rows,
+            &methods,
+            &[
+                format!(
+                    "all tasks, scores at {} frames; expert score: DrQ-v2 at 500K frames",
+                    plots::frames_label(last.scores.budget as f64)
+                ),
+                scale,
+            ],
+        )?);
+    }
+    Ok(pictures)
+}
+
+/// Write the files into `out_dir` (created if needed), each atomically; returns their paths.
+pub fn write(files: &[ReportFile], out_dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out_dir)?;
+    files
+        .iter()
+        .map(|f| {
+            let path = out_dir.join(&f.name);
+            write_bytes_atomic(&path, &f.bytes)?;
+            Ok(path)
+        })
+        .collect()
+}

@@ -1,0 +1,459 @@
+//! The report's pictures, each as PNG and SVG: per-task learning curves (mean and a band of ±1
+//! std over seeds, one colour per method), the normalised IQM over frames with its 95%
+//! interval, and rliable's interval-estimate bars.
+//!
+//! Text is drawn with DejaVu Sans embedded in the binary (`font/`, with its licence) through
+//! ab_glyph, so the pictures render the same on a headless machine without system fonts or
+//! fontconfig. PNGs are drawn into memory and encoded with `image`; nothing is written here.
+
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use super::aggregate::{Aggregate, Estimate};
+use super::scores::{AggregateRow, CurvePoint};
+use crate::env::Task;
+use crate::{Error, Result};
+
+/// DejaVu Sans (src/report/font/LICENSE).
+static FONT: &[u8] = include_bytes!("font/DejaVuSans.ttf");
+const FAMILY: &str = "sans-serif";
+
+/// A drawn picture: its file stem and both encodings.
+#[derive(Debug, Clone)]
+pub struct Picture {
+    pub stem: &'static str,
+    pub png: Vec<u8>,
+    pub svg: String,
+}
+
+/// One colour per method, in method order (matplotlib's `tab10`, which rliable's plots use).
+pub fn method_colour(i: usize) -> RGBColor {
+    const TAB10: [(u8, u8, u8); 10] = [
+        (31, 119, 180),
+        (255, 127, 14),
+        (44, 160, 44),
+        (214, 39, 40),
+        (148, 103, 189),
+        (140, 86, 75),
+        (227, 119, 194),
+        (127, 127, 127),
+        (188, 189, 34),
+        (23, 190, 207),
+    ];
+    let (r, g, b) = TAB10[i % TAB10.len()];
+    RGBColor(r, g, b)
+}
+
+/// Register the embedded font once for the whole process.
+fn ensure_font() -> Result<()> {
+    static REGISTERED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            plotters::style::register_font(FAMILY, FontStyle::Normal, FONT)
+                .map_err(|_| "the embedded DejaVu Sans font does not parse".to_string())
+        })
+        .clone()
+        .map_err(Error::Plot)
+}
+
+fn font(size: f64) -> TextStyle<'static> {
+    (FAMILY, size).into_font().into()
+}
+
+/// What a picture draws, on any backend.
+trait Figure {
+    fn size(&self) -> (u32, u32);
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult;
+}
+
+type DrawResult = std::result::Result<(), String>;
+
+/// Any drawing error as text (the backends' error types differ).
+fn e<T: std::fmt::Display>(err: T) -> String {
+    err.to_string()
+}
+
+fn render(stem: &'static str, figure: &impl Figure) -> Result<Picture> {
+    ensure_font()?;
+    let (w, h) = figure.size();
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        figure.draw(&root).map_err(Error::Plot)?;
+        root.present().map_err(|err| Error::Plot(err.to_string()))?;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+        figure.draw(&root).map_err(Error::Plot)?;
+        root.present().map_err(|err| Error::Plot(err.to_string()))?;
+    }
+    let image = image::RgbImage::from_raw(w, h, rgb).ok_or_else(|| Error::Plot("bitmap of the wrong size".into()))?;
+    let mut png = Vec::new();
+    image
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .map_err(|err| Error::Plot(format!("encoding {stem}.png: {err}")))?;
+    Ok(Picture { stem, png, svg })
+}
+
+/// Frames as axis labels: 0, 500, 2K, 2.5K, 100K, 1M.
+pub fn frames_label(frames: f64) -> String {
+    let (value, unit) = match frames.abs() {
+        f if f >= 1e6 => (frames / 1e6, "M"),
+        f if f >= 1e3 => (frames / 1e3, "K"),
+        _ => (frames, ""),
+    };
+    let text = format!("{value:.1}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{unit}")
+}
+
+/// Subtitle lines under a picture's title.
+fn draw_subtitle<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, subtitle: &[String]) -> DrawResult {
+    for (i, line) in subtitle.iter().enumerate() {
+        area.draw(&Text::new(line.clone(), (20, 38 + 20 * i as i32), font(16.0)))
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Decimals that tell apart the labels of an axis spanning `span` (returns near 0 need some).
+fn label_decimals(span: f64) -> usize {
+    match span {
+        s if s >= 50.0 => 0,
+        s if s >= 5.0 => 1,
+        _ => 2,
+    }
+}
+
+/// A row of coloured swatches with method names.
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, methods: &[String], y: i32) -> DrawResult {
+    let mut x = 20;
+    for (i, m) in methods.iter().enumerate() {
+        let colour = method_colour(i);
+        area.draw(&Rectangle::new(
+            [(x, y - 7), (x + 28, y + 7)],
+            colour.mix(0.35).filled(),
+        ))
+        .map_err(e)?;
+        area.draw(&PathElement::new(vec![(x, y), (x + 28, y)], colour.stroke_width(3)))
+            .map_err(e)?;
+        area.draw(&Text::new(m.clone(), (x + 36, y - 9), font(18.0)))
+            .map_err(e)?;
+        let width = area.estimate_text_size(m, &font(18.0)).map_err(e)?.0 as i32;
+        x += 36 + width + 30;
+    }
+    Ok(())
+}
+
+/// One method's learning curve on one task.
+#[derive(Debug, Clone)]
+pub struct CurveSeries {
+    /// Index into the method list (the colour).
+    pub method: usize,
+    pub points: Vec<CurvePoint>,
+}
+
+/// One panel of the learning-curve grid.
+#[derive(Debug, Clone)]
+pub struct TaskPanel {
+    pub task: Task,
+    pub seen: bool,
+    pub series: Vec<CurveSeries>,
+}
+
+struct LearningCurves<'a> {
+    panels: &'a [TaskPanel],
+    methods: &'a [String],
+    subtitle: &'a [String],
+}
+
+/// Title, two subtitle lines and the legend.
+const HEADER_PX: u32 = 120;
+
+impl LearningCurves<'_> {
+    fn grid(&self) -> (usize, usize) {
+        let cols = self.panels.len().clamp(1, 3);
+        (self.panels.len().div_ceil(cols).max(1), cols)
+    }
+}
+
+impl Figure for LearningCurves<'_> {
+    fn size(&self) -> (u32, u32) {
+        let (rows, cols) = self.grid();
+        (cols as u32 * 520, HEADER_PX + rows as u32 * 380)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
+        root.fill(&WHITE).map_err(e)?;
+        let (header, body) = root.split_vertically(HEADER_PX);
+        header
+            .draw(&Text::new("Learning curves: evaluation return", (20, 8), font(24.0)))
+            .map_err(e)?;
+        draw_subtitle(&header, self.subtitle)?;
+        draw_legend(&header, self.methods, HEADER_PX as i32 - 18)?;
+        for (panel, area) in self.panels.iter().zip(body.split_evenly(self.grid())) {
+            draw_task_panel(&area, panel)?;
+        }
+        Ok(())
+    }
+}
+
+fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &TaskPanel) -> DrawResult {
+    let points = panel.series.iter().flat_map(|s| &s.points);
+    let max_frame = points.clone().map(|p| p.frame).max().unwrap_or(1).max(1) as f64;
+    let max_y = points.clone().map(|p| p.stats.mean + p.stats.std).fold(1.0, f64::max);
+    let min_y = points.map(|p| p.stats.mean - p.stats.std).fold(0.0, f64::min);
+    let caption = format!("{} ({})", panel.task, if panel.seen { "seen" } else { "unseen" });
+    let decimals = label_decimals(max_y - min_y);
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, font(20.0))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..max_frame, min_y..max_y * 1.05)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_labels(6)
+        .y_labels(6)
+        .x_label_formatter(&|x| frames_label(*x))
+        .y_label_formatter(&|y| format!("{y:.decimals$}"))
+        .x_desc("frames")
+        .y_desc("return")
+        .label_style(font(14.0))
+        .axis_desc_style(font(15.0))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(e)?;
+    for s in &panel.series {
+        let colour = method_colour(s.method);
+        let upper = s.points.iter().map(|p| (p.frame as f64, p.stats.mean + p.stats.std));
+        let lower = s
+            .points
+            .iter()
+            .rev()
+            .map(|p| (p.frame as f64, p.stats.mean - p.stats.std));
+        chart
+            .draw_series(std::iter::once(Polygon::new(
+                upper.chain(lower).collect::<Vec<_>>(),
+                colour.mix(0.2).filled(),
+            )))
+            .map_err(e)?;
+        let line: Vec<(f64, f64)> = s.points.iter().map(|p| (p.frame as f64, p.stats.mean)).collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), colour.stroke_width(2)))
+            .map_err(e)?;
+        chart
+            .draw_series(line.into_iter().map(|p| Circle::new(p, 3, colour.filled())))
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Per-task learning curves in a grid, one panel per task.
+pub fn learning_curves(panels: &[TaskPanel], methods: &[String], subtitle: &[String]) -> Result<Picture> {
+    render(
+        "learning_curves",
+        &LearningCurves {
+            panels,
+            methods,
+            subtitle,
+        },
+    )
+}
+
+struct IqmCurves<'a> {
+    curves: &'a [Vec<(u64, Estimate)>],
+    methods: &'a [String],
+    subtitle: &'a [String],
+}
+
+impl Figure for IqmCurves<'_> {
+    fn size(&self) -> (u32, u32) {
+        (1000, 640)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
+        root.fill(&WHITE).map_err(e)?;
+        let (header, body) = root.split_vertically(HEADER_PX);
+        header
+            .draw(&Text::new(
+                "IQM of expert-normalised scores over frames",
+                (20, 8),
+                font(24.0),
+            ))
+            .map_err(e)?;
+        draw_subtitle(&header, self.subtitle)?;
+        draw_legend(&header, self.methods, HEADER_PX as i32 - 18)?;
+        let all = self.curves.iter().flatten();
+        let max_frame = all.clone().map(|(f, _)| *f).max().unwrap_or(1).max(1) as f64;
+        let max_y = all.clone().map(|(_, est)| est.upper).fold(0.1, f64::max);
+        let min_y = all.map(|(_, est)| est.lower).fold(0.0, f64::min);
+        let mut chart = ChartBuilder::on(&body)
+            .margin(16)
+            .x_label_area_size(52)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.0..max_frame, min_y..max_y * 1.05)
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_labels(8)
+            .y_labels(8)
+            .x_label_formatter(&|x| frames_label(*x))
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .x_desc("frames")
+            .y_desc("IQM normalised score")
+            .label_style(font(15.0))
+            .axis_desc_style(font(16.0))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(e)?;
+        for (i, curve) in self.curves.iter().enumerate() {
+            let colour = method_colour(i);
+            let upper = curve.iter().map(|(f, est)| (*f as f64, est.upper));
+            let lower = curve.iter().rev().map(|(f, est)| (*f as f64, est.lower));
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    upper.chain(lower).collect::<Vec<_>>(),
+                    colour.mix(0.2).filled(),
+                )))
+                .map_err(e)?;
+            let line: Vec<(f64, f64)> = curve.iter().map(|(f, est)| (*f as f64, est.point)).collect();
+            chart
+                .draw_series(LineSeries::new(line.clone(), colour.stroke_width(3)))
+                .map_err(e)?;
+            chart
+                .draw_series(line.into_iter().map(|p| Circle::new(p, 4, colour.filled())))
+                .map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
+/// The aggregate curve: normalised IQM over frames with its interval, one curve per method
+/// (`curves[i]` belongs to `methods[i]`).
+pub fn iqm_curves(curves: &[Vec<(u64, Estimate)>], methods: &[String], subtitle: &[String]) -> Result<Picture> {
+    render(
+        "iqm_curve",
+        &IqmCurves {
+            curves,
+            methods,
+            subtitle,
+        },
+    )
+}
+
+struct AggregateBars<'a> {
+    /// One row per method, in method order, over all tasks.
+    rows: &'a [AggregateRow],
+    methods: &'a [String],
+    subtitle: &'a [String],
+}
+
+const LABEL_PX: u32 = 200;
+
+impl Figure for AggregateBars<'_> {
+    fn size(&self) -> (u32, u32) {
+        (
+            LABEL_PX + 4 * 300,
+            HEADER_PX + 100 + 56 * self.methods.len().max(1) as u32,
+        )
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
+        root.fill(&WHITE).map_err(e)?;
+        let (header, body) = root.split_vertically(HEADER_PX - 36);
+        header
+            .draw(&Text::new(
+                "Aggregate expert-normalised scores, 95% stratified-bootstrap intervals",
+                (20, 8),
+                font(24.0),
+            ))
+            .map_err(e)?;
+        draw_subtitle(&header, self.subtitle)?;
+        let (labels, panels) = body.split_horizontally(LABEL_PX);
+        let n = self.methods.len();
+        for (k, (agg, area)) in Aggregate::ALL.iter().zip(panels.split_evenly((1, 4))).enumerate() {
+            let values = self
+                .rows
+                .iter()
+                .flat_map(|r| [r.estimates[k].lower, r.estimates[k].upper]);
+            let lo = values.clone().fold(f64::INFINITY, f64::min);
+            let hi = values.fold(f64::NEG_INFINITY, f64::max);
+            // centred on the intervals, at least 0.05 wide (one run per task gives none)
+            let (mid, half) = ((lo + hi) / 2.0, 0.55 * (hi - lo).max(0.05));
+            let mut chart = ChartBuilder::on(&area)
+                .caption(agg.name(), font(20.0))
+                .margin(14)
+                .x_label_area_size(56)
+                .build_cartesian_2d(mid - half..mid + half, 0.0..n as f64)
+                .map_err(e)?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(0)
+                .x_labels(5)
+                .x_label_formatter(&|x| format!("{x:.2}"))
+                .x_desc("normalised score")
+                .label_style(font(14.0))
+                .axis_desc_style(font(15.0))
+                .light_line_style(WHITE.mix(0.0))
+                .draw()
+                .map_err(e)?;
+            for row in self.rows {
+                let Some(i) = self.methods.iter().position(|m| *m == row.method) else {
+                    continue;
+                };
+                let est = row.estimates[k];
+                // method 0 at the top, as rliable's plots list them
+                let y = (n - 1 - i) as f64;
+                let colour = method_colour(i);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(est.lower, y + 0.2), (est.upper, y + 0.8)],
+                        colour.mix(0.75).filled(),
+                    )))
+                    .map_err(e)?;
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(est.point, y + 0.12), (est.point, y + 0.88)],
+                        BLACK.stroke_width(3),
+                    )))
+                    .map_err(e)?;
+                if k == 0 {
+                    // the method names, level with the bars of the first panel
+                    // (backend_coord is in the picture's pixels, Text in the label area's)
+                    let (_, py) = chart.backend_coord(&(est.point, y + 0.5));
+                    let (_, ly) = labels.get_base_pixel();
+                    let text = row.method.clone();
+                    let width = labels.estimate_text_size(&text, &font(18.0)).map_err(e)?.0 as i32;
+                    labels
+                        .draw(&Text::new(
+                            text,
+                            (LABEL_PX as i32 - 12 - width, py - ly - 10),
+                            font(18.0),
+                        ))
+                        .map_err(e)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// rliable's interval-estimate bars: per aggregate, one bar per method from the lower to the
+/// upper bound, with the point estimate marked.
+pub fn aggregate_bars(rows: &[AggregateRow], methods: &[String], subtitle: &[String]) -> Result<Picture> {
+    render(
+        "aggregates",
+        &AggregateBars {
+            rows,
+            methods,
+            subtitle,
+        },
+    )
+}

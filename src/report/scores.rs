@@ -1,0 +1,291 @@
+//! From done cells to the numbers the report shows: the score of every run at a budget, its
+//! expert-normalised value, per-task learning curves, and the aggregate curve over frames.
+//!
+//! A run's score at a budget of B frames is its last evaluation at or before frame B (DrQ-v2's
+//! `eval.csv` rows: the mean return of the evaluation episodes); a run whose own budget is
+//! smaller than B has no score there.
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+
+use super::aggregate::{interval_estimates, Aggregate, BootstrapConfig, Estimate, ScoreTable};
+use super::cells::Cell;
+use super::reference::{expert_score, is_seen};
+use crate::env::Task;
+use crate::eval::run::EvalRow;
+
+/// The done cells of one method, by task (tasks in the paper's order), as indices into the
+/// suite's cells.
+#[derive(Debug, Clone)]
+pub struct MethodCells {
+    pub method: String,
+    pub by_task: BTreeMap<Task, Vec<usize>>,
+}
+
+/// Group the done cells by method, methods in the order of their first cell.
+pub fn group_by_method(cells: &[Cell], agents_differ: bool) -> Vec<MethodCells> {
+    let mut methods: Vec<MethodCells> = Vec::new();
+    for (i, cell) in cells.iter().enumerate().filter(|(_, c)| c.is_done()) {
+        let name = cell.method(agents_differ);
+        let pos = match methods.iter().position(|m| m.method == name) {
+            Some(pos) => pos,
+            None => {
+                methods.push(MethodCells {
+                    method: name,
+                    by_task: BTreeMap::new(),
+                });
+                methods.len() - 1
+            }
+        };
+        methods[pos].by_task.entry(cell.meta.task).or_default().push(i);
+    }
+    methods
+}
+
+/// The evaluation a run is scored by at `budget` frames.
+pub fn eval_at(cell: &Cell, budget: u64) -> Option<&EvalRow> {
+    let finished = cell.finished.as_ref()?;
+    if finished.settings.num_train_frames < budget {
+        return None;
+    }
+    finished.evals.iter().rfind(|r| r.frame <= budget)
+}
+
+/// Mean and standard deviation over seeds (NumPy's default `ddof = 0`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeedStats {
+    pub mean: f64,
+    pub std: f64,
+    pub n: usize,
+}
+
+impl SeedStats {
+    pub fn of(xs: &[f64]) -> Option<Self> {
+        if xs.is_empty() {
+            return None;
+        }
+        let n = xs.len();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        Some(SeedStats {
+            mean,
+            std: var.sqrt(),
+            n,
+        })
+    }
+}
+
+/// Which tasks an aggregate is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSet {
+    All,
+    /// Tasks whose videos the encoders were pre-trained on (`Task::SEEN`, docs/design.md §8).
+    Seen,
+    Unseen,
+}
+
+impl TaskSet {
+    pub const ALL: [TaskSet; 3] = [TaskSet::All, TaskSet::Seen, TaskSet::Unseen];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskSet::All => "all",
+            TaskSet::Seen => "seen",
+            TaskSet::Unseen => "unseen",
+        }
+    }
+
+    pub fn contains(self, task: Task) -> bool {
+        match self {
+            TaskSet::All => true,
+            TaskSet::Seen => is_seen(task),
+            TaskSet::Unseen => !is_seen(task),
+        }
+    }
+}
+
+/// Every method's runs at one budget.
+#[derive(Debug, Clone)]
+pub struct BudgetScores {
+    pub budget: u64,
+    pub methods: Vec<MethodScores>,
+}
+
+/// One method's raw scores at a budget, by task, one per run (runs in cell order).
+#[derive(Debug, Clone)]
+pub struct MethodScores {
+    pub method: String,
+    pub by_task: BTreeMap<Task, Vec<f64>>,
+}
+
+impl MethodScores {
+    pub fn stats(&self, task: Task) -> Option<SeedStats> {
+        SeedStats::of(self.by_task.get(&task)?)
+    }
+
+    pub fn normalised_stats(&self, task: Task) -> Option<SeedStats> {
+        SeedStats::of(&self.normalised(task)?)
+    }
+
+    /// Scores divided by the task's expert score (docs/design.md §8).
+    pub fn normalised(&self, task: Task) -> Option<Vec<f64>> {
+        let raw = self.by_task.get(&task)?;
+        Some(raw.iter().map(|s| s / expert_score(task)).collect())
+    }
+
+    /// The normalised scores of the tasks in `set`, as rliable's table.
+    pub fn table(&self, set: TaskSet) -> ScoreTable {
+        let tasks = self
+            .by_task
+            .keys()
+            .filter(|t| set.contains(**t))
+            .filter_map(|t| self.normalised(*t))
+            .collect();
+        ScoreTable { tasks }
+    }
+
+    /// The mean over the tasks of `set` of the per-task mean raw scores, and how many tasks.
+    pub fn mean_raw(&self, set: TaskSet) -> Option<(f64, usize)> {
+        let means: Vec<f64> = self
+            .by_task
+            .iter()
+            .filter(|(t, runs)| set.contains(**t) && !runs.is_empty())
+            .filter_map(|(t, _)| self.stats(*t).map(|s| s.mean))
+            .collect();
+        (!means.is_empty()).then(|| (means.iter().sum::<f64>() / means.len() as f64, means.len()))
+    }
+}
+
+/// Scores of every method's done cells at `budget`.
+pub fn scores_at(cells: &[Cell], methods: &[MethodCells], budget: u64) -> BudgetScores {
+    let methods = methods
+        .iter()
+        .map(|m| MethodScores {
+            method: m.method.clone(),
+            by_task: m
+                .by_task
+                .iter()
+                .map(|(task, idx)| {
+                    let runs = idx
+                        .iter()
+                        .filter_map(|&i| eval_at(&cells[i], budget).map(|r| r.episode_reward))
+                        .collect();
+                    (*task, runs)
+                })
+                .filter(|(_, runs): &(Task, Vec<f64>)| !runs.is_empty())
+                .collect(),
+        })
+        .collect();
+    BudgetScores { budget, methods }
+}
+
+/// rliable's four aggregates with intervals, for every method and task set at one budget.
+#[derive(Debug, Clone)]
+pub struct BudgetAggregates {
+    pub budget: u64,
+    /// One row per method and task set; sets a method has no run in are left out.
+    pub rows: Vec<AggregateRow>,
+}
+
+/// rliable's aggregates of one method over one set of tasks.
+#[derive(Debug, Clone)]
+pub struct AggregateRow {
+    pub method: String,
+    pub set: TaskSet,
+    /// In `Aggregate::ALL` order.
+    pub estimates: Vec<Estimate>,
+    pub num_runs: usize,
+    pub num_tasks: usize,
+}
+
+/// rliable's aggregates with intervals of every method's normalised scores, over all tasks,
+/// the seen and the unseen ones.
+pub fn aggregates_at(scores: &BudgetScores, bootstrap: &BootstrapConfig) -> BudgetAggregates {
+    let mut rows = Vec::new();
+    for m in &scores.methods {
+        for set in TaskSet::ALL {
+            let table = m.table(set);
+            if table.num_runs() == 0 {
+                continue;
+            }
+            rows.push(AggregateRow {
+                method: m.method.clone(),
+                set,
+                estimates: interval_estimates(&table, &Aggregate::ALL, bootstrap),
+                num_runs: table.num_runs(),
+                num_tasks: table.tasks.len(),
+            });
+        }
+    }
+    BudgetAggregates {
+        budget: scores.budget,
+        rows,
+    }
+}
+
+/// One point of a learning curve: raw returns over seeds at one evaluation frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CurvePoint {
+    pub frame: u64,
+    pub stats: SeedStats,
+}
+
+/// The learning curve of one method on one task: at every evaluation frame, the mean and
+/// standard deviation over the runs evaluated there.
+pub fn task_curve(cells: &[Cell], idx: &[usize]) -> Vec<CurvePoint> {
+    let mut by_frame: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for &i in idx {
+        for row in cells[i].finished.iter().flat_map(|f| &f.evals) {
+            by_frame.entry(row.frame).or_default().push(row.episode_reward);
+        }
+    }
+    by_frame
+        .into_iter()
+        .filter_map(|(frame, xs)| SeedStats::of(&xs).map(|stats| CurvePoint { frame, stats }))
+        .collect()
+}
+
+/// The IQM of normalised scores over frames, with its interval, for one method: at every
+/// frame that all the method's runs were evaluated at (runs are only pooled where each one
+/// contributes, so the curve does not jump when a short run drops out).
+pub fn iqm_curve(cells: &[Cell], method: &MethodCells, bootstrap: &BootstrapConfig) -> Vec<(u64, Estimate)> {
+    let all: Vec<usize> = method.by_task.values().flatten().copied().collect();
+    let frame_sets: Vec<Vec<u64>> = all
+        .iter()
+        .map(|&i| {
+            cells[i]
+                .finished
+                .iter()
+                .flat_map(|f| &f.evals)
+                .map(|r| r.frame)
+                .collect()
+        })
+        .collect();
+    let Some(first) = frame_sets.first() else {
+        return Vec::new();
+    };
+    let common: Vec<u64> = first
+        .iter()
+        .copied()
+        .filter(|f| frame_sets.iter().all(|s| s.contains(f)))
+        .collect();
+    common
+        .into_par_iter()
+        .map(|frame| {
+            let tasks = method
+                .by_task
+                .iter()
+                .map(|(task, idx)| {
+                    idx.iter()
+                        .filter_map(|&i| cells[i].finished.as_ref())
+                        .filter_map(|f| f.evals.iter().find(|r| r.frame == frame))
+                        .map(|r| r.episode_reward / expert_score(*task))
+                        .collect()
+                })
+                .collect();
+            let table = ScoreTable { tasks };
+            (frame, interval_estimates(&table, &[Aggregate::Iqm], bootstrap)[0])
+        })
+        .collect()
+}

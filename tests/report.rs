@@ -1,0 +1,528 @@
+//! `lfs report`: rliable's statistics against rliable itself, the report of a synthetic suite
+//! (files, paper numbers with their scale, cells not counted, pictures that decode), refused
+//! mismatches with nothing written, and `results.csv` read back by us and by pandas.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use lfs::report::aggregate::{self, Aggregate, BootstrapConfig, ScoreTable};
+use lfs::report::{cells, results_csv};
+
+use crate::common::{lfs, temp_dir, text};
+
+// ---------------------------------------------------------------------------------------------
+// rliable's statistics
+
+/// tests/fixtures/report/rliable_reference.json, written by rliable_reference.py beside it.
+fn rliable_fixture() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/rliable_reference.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn key(agg: Aggregate) -> &'static str {
+    match agg {
+        Aggregate::Iqm => "iqm",
+        Aggregate::Median => "median",
+        Aggregate::Mean => "mean",
+        Aggregate::OptimalityGap => "optimality_gap",
+    }
+}
+
+/// Point estimates equal rliable's (rliable 1.2.0, NumPy 2.4.6, SciPy 1.17.1) to rounding; the
+/// 95% stratified-bootstrap percentile intervals (50000 replications) agree within 0.01
+/// normalised score. The bootstraps draw from different generators, so the bounds can only
+/// agree up to Monte Carlo error: rliable's own bounds move by up to 0.0026 between NumPy seeds
+/// on this table (`interval_spread_over_5_seeds`), and the tolerance is about four times that.
+#[test]
+fn aggregates_match_rliable() {
+    const INTERVAL_TOLERANCE: f64 = 0.01;
+    let fx = rliable_fixture();
+    let rows: Vec<Vec<f64>> = serde_json::from_value(fx["scores"].clone()).unwrap();
+    let table = ScoreTable::from_runs_by_task(&rows);
+    assert_eq!(table.tasks.len(), 5);
+    assert_eq!(table.num_runs(), 50);
+    let cfg = BootstrapConfig {
+        reps: fx["reps"].as_u64().unwrap() as usize,
+        confidence: fx["confidence_interval_size"].as_f64().unwrap(),
+        seed: 0,
+    };
+    let estimates = aggregate::interval_estimates(&table, &Aggregate::ALL, &cfg);
+    for (agg, est) in Aggregate::ALL.iter().zip(&estimates) {
+        let k = key(*agg);
+        let point = fx["point_estimates"][k].as_f64().unwrap();
+        assert!(
+            (est.point - point).abs() < 1e-12,
+            "{k}: {} vs rliable {point}",
+            est.point
+        );
+        let spread = &fx["interval_spread_over_5_seeds"][k];
+        for (bound, ours, i) in [("lower", est.lower, 0), ("upper", est.upper, 1)] {
+            let theirs = fx["intervals_seed0"][k][i].as_f64().unwrap();
+            assert!(
+                spread[i].as_f64().unwrap() < INTERVAL_TOLERANCE / 2.0,
+                "{k} {bound}: rliable's own spread {spread} is not small against the tolerance"
+            );
+            assert!(
+                (ours - theirs).abs() < INTERVAL_TOLERANCE,
+                "{k} {bound}: {ours} vs rliable {theirs}"
+            );
+        }
+        assert!(est.lower <= est.point && est.point <= est.upper, "{k}: {est:?}");
+    }
+}
+
+/// scipy's `trim_mean` docstring example, its rounding down of the cut, NumPy's linear
+/// percentile, and the per-task means of a ragged table (a partly finished suite).
+#[test]
+fn aggregates_small_cases() {
+    let one_task = |xs: &[f64]| ScoreTable {
+        tasks: vec![xs.to_vec()],
+    };
+    // stats.trim_mean([1, 2, 3, 5], 0.25) == 2.5
+    assert_eq!(aggregate::iqm(&one_task(&[1.0, 2.0, 3.0, 5.0])), 2.5);
+    // 5 values: int(1.25) = 1 cut from each end
+    assert_eq!(aggregate::iqm(&one_task(&[9.0, 1.0, 2.0, 3.0, 4.0])), 3.0);
+    // np.percentile([1, 2, 3, 4], [2.5, 97.5]) == [1.075, 3.925]
+    let sorted = [1.0, 2.0, 3.0, 4.0];
+    assert!((aggregate::percentile(&sorted, 2.5) - 1.075).abs() < 1e-12);
+    assert!((aggregate::percentile(&sorted, 97.5) - 3.925).abs() < 1e-12);
+    let ragged = ScoreTable {
+        tasks: vec![vec![1.0], vec![0.0, 0.5, 1.0], vec![2.0, 2.0]],
+    };
+    assert!((aggregate::aggregate_mean(&ragged) - (1.0 + 0.5 + 2.0) / 3.0).abs() < 1e-12);
+    assert_eq!(aggregate::aggregate_median(&ragged), 1.0);
+    assert!((aggregate::optimality_gap(&ragged, 1.0) - (1.0 - 4.5 / 6.0)).abs() < 1e-12);
+    // one run per task: every replicate is the table itself
+    let cfg = BootstrapConfig {
+        reps: 100,
+        ..BootstrapConfig::default()
+    };
+    let fixed = ScoreTable {
+        tasks: vec![vec![0.3], vec![0.7]],
+    };
+    let est = aggregate::interval_estimates(&fixed, &[Aggregate::Mean], &cfg)[0];
+    assert!(
+        (est.lower - 0.5).abs() < 1e-12 && (est.upper - 0.5).abs() < 1e-12,
+        "{est:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A synthetic suite, laid out as the suite runner writes it
+
+#[derive(Clone)]
+struct CellSpec {
+    encoder: &'static str,
+    task: &'static str,
+    seed: u64,
+    state: &'static str,
+    num_train_frames: u64,
+    render_quality: &'static str,
+    feature_cache: bool,
+}
+
+impl CellSpec {
+    fn name(&self) -> String {
+        format!("{}-{}-s{}", self.encoder, self.task, self.seed)
+    }
+}
+
+const EVAL_EVERY: u64 = 2000;
+
+/// A made-up but deterministic learning curve: rises towards a level set by encoder and task.
+fn reward(spec: &CellSpec, frame: u64) -> f64 {
+    let level = match spec.encoder {
+        "random" => 200.0,
+        _ => 500.0,
+    } + 37.0 * spec.task.len() as f64;
+    let noise = ((spec.seed * 7919 + frame / 10) % 97) as f64;
+    level * (1.0 - (-(frame as f64) / 4000.0).exp()) + noise
+}
+
+fn write_cell(suite: &Path, index: usize, spec: &CellSpec) -> PathBuf {
+    let dir = suite.join("cells").join(spec.name());
+    std::fs::create_dir_all(&dir).unwrap();
+    let done = spec.state == "done";
+    let frames_done = if done { spec.num_train_frames } else { 0 };
+    let cell = serde_json::json!({
+        "index": index,
+        "encoder": spec.encoder,
+        "encoder_source": if spec.encoder == "random" { "random".to_string() } else { format!("/runs/{}/encoder.safetensors", spec.encoder) },
+        "agent": "sac",
+        "task": spec.task,
+        "seed": spec.seed,
+        "state": spec.state,
+        "error": if spec.state == "failed" { Some("environment walker_stand: worker died (signal 9)") } else { None },
+        "attempts": if spec.state == "failed" { 2 } else { 1 },
+        "frames_done": frames_done,
+        "num_train_frames": spec.num_train_frames,
+        "wall_clock_s": if done { Some(120.0 + spec.seed as f64) } else { None },
+        "frames_per_s": if done { Some(spec.num_train_frames as f64 / (120.0 + spec.seed as f64)) } else { None },
+    });
+    std::fs::write(dir.join("cell.json"), serde_json::to_string_pretty(&cell).unwrap()).unwrap();
+    if !done {
+        return dir;
+    }
+    let mut csv = String::from("frame,step,episode,episode_reward,total_time\n");
+    let mut frame = 0;
+    while frame <= spec.num_train_frames {
+        csv += &format!(
+            "{frame},{},{},{},{}\n",
+            frame / 2,
+            frame / 1000,
+            reward(spec, frame),
+            0.03 * frame as f64
+        );
+        frame += EVAL_EVERY;
+    }
+    std::fs::write(dir.join("eval.csv"), csv).unwrap();
+    let run = serde_json::json!({
+        "encoder": spec.encoder, "encoder_render_quality": null,
+        "encoder_sha256": if spec.encoder == "random" { format!("random:{}", spec.seed) } else { "ab12".repeat(16) },
+        "feature_cache": spec.feature_cache, "render_quality": spec.render_quality,
+        "seed": spec.seed, "task": spec.task, "version": "0.1.0",
+    });
+    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    let config = format!(
+        "[run]\nseed = {}\nnum_train_frames = {}\nnum_seed_frames = 1000\neval_every_frames = {EVAL_EVERY}\n\
+         num_eval_episodes = 1\ncheckpoint_every_frames = 2000\n\n[env]\naction_repeat = 2\nrender_quality = \"{}\"\n\n\
+         [agent]\nbatch_size = 64\nhidden_dim = 1024\n\n[replay]\ncapacity = 10000\nrandom_shift_pad = 4\nfeature_cache = {}\n",
+        spec.seed, spec.num_train_frames, spec.render_quality, spec.feature_cache
+    );
+    std::fs::write(dir.join("config.resolved.toml"), config).unwrap();
+    std::fs::write(dir.join("train.jsonl"), "").unwrap();
+    dir
+}
+
+/// 2 encoders × 3 tasks (one seen) × 3 seeds, all done, plus a failed and a pending cell.
+fn suite_specs() -> Vec<CellSpec> {
+    let mut specs = Vec::new();
+    for encoder in ["random", "lfs"] {
+        for task in ["cartpole_swingup", "walker_stand", "finger_spin"] {
+            for seed in 1..=3 {
+                specs.push(CellSpec {
+                    encoder,
+                    task,
+                    seed,
+                    state: "done",
+                    num_train_frames: 10_000,
+                    render_quality: "fast",
+                    feature_cache: true,
+                });
+            }
+        }
+    }
+    let base = specs[0].clone();
+    specs.push(CellSpec {
+        task: "walker_stand",
+        seed: 4,
+        state: "failed",
+        ..base.clone()
+    });
+    specs.push(CellSpec {
+        encoder: "lfs",
+        task: "finger_spin",
+        seed: 4,
+        state: "pending",
+        ..base
+    });
+    specs
+}
+
+fn write_suite(name: &str, specs: &[CellSpec]) -> PathBuf {
+    let suite = temp_dir(name);
+    for (i, spec) in specs.iter().enumerate() {
+        write_cell(&suite, i, spec);
+    }
+    suite
+}
+
+fn run_report(suite: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "report",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--reps",
+        "2000",
+    ];
+    args.extend_from_slice(extra);
+    lfs(&args)
+}
+
+const PICTURES: [&str; 3] = ["learning_curves", "iqm_curve", "aggregates"];
+
+/// The whole report of a suite: every file, the paper's numbers with their scale beside ours,
+/// the cells not counted with their errors, numbers computed independently here.
+#[test]
+fn report_of_a_suite() {
+    let specs = suite_specs();
+    let suite = write_suite("report-suite", &specs);
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "lfs report failed: {}", text(&res.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected = vec!["report.md".to_string(), "results.csv".to_string()];
+    for p in PICTURES {
+        expected.push(format!("{p}.png"));
+        expected.push(format!("{p}.svg"));
+    }
+    expected.sort();
+    assert_eq!(names, expected, "no temporary files left, nothing missing");
+
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    // our scale and the paper's, never mixed up
+    assert!(
+        md.contains("| ours (this suite) | 10000 (action repeat 2) | 3 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| the paper (Table 3) | 500000 (action repeat 2) | 5 |"),
+        "{md}"
+    );
+    assert!(md.contains("**Reduced scale.**"), "{md}");
+    assert!(md.contains("lfs (ours, 10K, 3 seeds)"), "{md}");
+    assert!(md.contains("paper LFS (500K, 5 seeds)"), "{md}");
+    // Table 3 (docs/design.md §9): walker_stand LFS, ATC, CURL; the paper's mean row
+    assert!(md.contains("| 941 ± 32 | 933 ± 12 | 939 ± 16 |"), "{md}");
+    assert!(md.contains("659 (9 tasks)"), "{md}");
+    // expert scores (docs/design.md §8) and their source
+    assert!(md.contains("| walker_stand | unseen | 957 |"), "{md}");
+    assert!(md.contains("| cartpole_swingup | seen | 846 |"), "{md}");
+    assert!(md.contains("DrQ-v2's score at 500K frames"), "{md}");
+    // mean ± std (ddof 0) of lfs on walker_stand at 10K, computed here
+    let finals: Vec<f64> = (1..=3)
+        .map(|seed| {
+            let spec = specs
+                .iter()
+                .find(|s| s.encoder == "lfs" && s.task == "walker_stand" && s.seed == seed)
+                .unwrap();
+            reward(spec, 10_000)
+        })
+        .collect();
+    let mean = finals.iter().sum::<f64>() / 3.0;
+    let std = (finals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 3.0).sqrt();
+    let cell = format!("{mean:.1} ± {std:.1} (3)");
+    assert!(md.contains(&cell), "no {cell} in {md}");
+    let normalised = format!("{:.3} ± {:.3} (3)", mean / 957.0, std / 957.0);
+    assert!(md.contains(&normalised), "no {normalised} in {md}");
+    // seen vs unseen, rliable's aggregates, pictures, compute cost
+    assert!(md.contains("### Seen vs unseen tasks"), "{md}");
+    assert!(md.contains("| lfs | seen (1) | 3 |"), "{md}");
+    assert!(md.contains("| lfs | unseen (2) | 6 |"), "{md}");
+    assert!(md.contains("| random | all (3) | 9 |"), "{md}");
+    assert!(md.contains("2000 replications, seed 0"), "{md}");
+    for p in PICTURES {
+        assert!(md.contains(&format!("]({p}.png)")), "{md}");
+    }
+    assert!(md.contains("## Compute cost"), "{md}");
+    // cells not counted, with their state and error
+    assert!(md.contains("| random-walker_stand-s4 | random | walker_stand | 4 | failed | 0 / 10000 | 2 | environment walker_stand: worker died (signal 9) |"), "{md}");
+    assert!(
+        md.contains("| lfs-finger_spin-s4 | lfs | finger_spin | 4 | pending |"),
+        "{md}"
+    );
+    assert!(md.contains("18 done, 1 failed, 0 running, 1 pending"), "{md}");
+
+    // pictures: PNGs decode at their size with the methods' colours and dark text in them;
+    // SVGs hold the text
+    for p in PICTURES {
+        let img = image::open(out.join(format!("{p}.png"))).unwrap().to_rgb8();
+        assert!(img.width() >= 800 && img.height() >= 250, "{p}: {:?}", img.dimensions());
+        // a method's colour, drawn solid (lines) or at 75% over white (the bars)
+        let has = |rgb: [u8; 3]| {
+            let bar = rgb.map(|c| (0.75 * c as f64 + 0.25 * 255.0) as u8);
+            img.pixels()
+                .any(|px| px.0 == rgb || px.0.iter().zip(bar).all(|(a, b)| a.abs_diff(b) <= 2))
+        };
+        assert!(
+            has([31, 119, 180]) && has([255, 127, 14]),
+            "{p}: the two methods' colours"
+        );
+        let dark = img.pixels().filter(|px| px.0.iter().all(|c| *c < 60)).count();
+        assert!(dark > 500, "{p}: {dark} dark pixels: no text drawn?");
+        let svg = std::fs::read_to_string(out.join(format!("{p}.svg"))).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("lfs") && svg.contains("random"),
+            "{p}.svg"
+        );
+    }
+    let svg = std::fs::read_to_string(out.join("learning_curves.svg")).unwrap();
+    assert!(svg.contains("walker_stand (unseen)") && svg.contains("cartpole_swingup (seen)"));
+
+    // --budget scores every run at its last evaluation at or before each budget
+    let out = suite.join("report-budgets");
+    let res = run_report(&suite, &out, &["--budget", "5000", "--budget", "10000"]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Scores at 5K frames (5000 frames)"), "{md}");
+    assert!(md.contains("## Scores at 10K frames (10000 frames)"), "{md}");
+    let at_4000: Vec<f64> = (1..=3)
+        .map(|seed| {
+            let spec = specs
+                .iter()
+                .find(|s| s.encoder == "lfs" && s.task == "walker_stand" && s.seed == seed)
+                .unwrap();
+            reward(spec, 4000)
+        })
+        .collect();
+    let mean = at_4000.iter().sum::<f64>() / 3.0;
+    assert!(md.contains(&format!("{mean:.1} ± ")), "no {mean:.1} in {md}");
+}
+
+/// `results.csv` holds every evaluation of every done cell and reads back to the same rows,
+/// here and (when the project venv has it) in pandas.
+#[test]
+fn results_csv_round_trip() {
+    let specs = suite_specs();
+    let suite = write_suite("report-csv", &specs);
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let written = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let rows = results_csv::rows(&cells::read_suite(&suite).unwrap());
+    assert_eq!(rows.len(), 18 * 6, "18 done cells, 6 evaluations each");
+    assert_eq!(written, results_csv::to_csv(&rows));
+    assert_eq!(results_csv::from_csv(&written).unwrap(), rows);
+    assert!(written.starts_with("agent,encoder,task,seed,frame,episode_reward,hour\n"));
+
+    // labels that need quoting, floats that need every digit
+    let mut odd = rows[0].clone();
+    odd.encoder = "lfs, \"60K\" updates".to_string();
+    odd.episode_reward = 0.1 + 0.2;
+    odd.hour = 1.0 / 3.0;
+    let odd_rows = vec![odd, rows[1].clone()];
+    assert_eq!(
+        results_csv::from_csv(&results_csv::to_csv(&odd_rows)).unwrap(),
+        odd_rows
+    );
+
+    pandas_reads(&out.join("results.csv"), &rows);
+}
+
+fn pandas_reads(path: &Path, rows: &[results_csv::ResultRow]) {
+    let python = lfs::env::default_python();
+    let has_pandas = python.exists()
+        && Command::new(&python)
+            .args(["-c", "import pandas"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !has_pandas {
+        eprintln!("skipping the pandas check: no pandas in {}", python.display());
+        return;
+    }
+    let script = "import sys, pandas as pd\n\
+                  df = pd.read_csv(sys.argv[1])\n\
+                  assert list(df.columns) == ['agent','encoder','task','seed','frame','episode_reward','hour'], df.columns\n\
+                  assert str(df['seed'].dtype).startswith('int') and str(df['frame'].dtype).startswith('int')\n\
+                  print(len(df), repr(float(df['episode_reward'].sum())), df['task'].nunique(), df['encoder'].nunique())\n";
+    let out = Command::new(&python).args(["-c", script]).arg(path).output().unwrap();
+    assert!(out.status.success(), "pandas: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let fields: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(fields[0].parse::<usize>().unwrap(), rows.len());
+    let sum: f64 = rows.iter().map(|r| r.episode_reward).sum();
+    assert!(
+        (fields[1].parse::<f64>().unwrap() - sum).abs() < 1e-6 * sum.abs(),
+        "{stdout}"
+    );
+    assert_eq!(fields[2..], ["3", "2"]);
+}
+
+/// Cells that differ in render quality, feature cache or budget are refused, with the field and
+/// the cell named, exit code 2 and nothing written; `--allow-mismatch` reports them and says so.
+#[test]
+fn mismatched_cells_are_refused() {
+    type Change = fn(&mut CellSpec);
+    let cases: [(&str, Change); 3] = [
+        ("env.render_quality", |s| s.render_quality = "default"),
+        ("replay.feature_cache", |s| s.feature_cache = false),
+        ("run.num_train_frames", |s| s.num_train_frames = 6000),
+    ];
+    for (field, change) in cases {
+        let mut specs = suite_specs();
+        change(&mut specs[4]);
+        let odd = specs[4].name();
+        let suite = write_suite("report-mismatch", &specs);
+        let out = suite.join("report");
+        let res = run_report(&suite, &out, &[]);
+        let stderr = text(&res.stderr);
+        assert_eq!(res.status.code(), Some(2), "{field}: {stderr}");
+        assert!(stderr.contains("cells differ in a setting that matters"), "{stderr}");
+        assert!(
+            stderr.contains(field) && stderr.contains(&odd),
+            "{field}, {odd}: {stderr}"
+        );
+        assert!(stderr.contains("--allow-mismatch"), "{stderr}");
+        assert!(!out.exists(), "{field}: something was written");
+
+        let res = run_report(&suite, &out, &["--allow-mismatch"]);
+        assert!(res.status.success(), "{field}: {}", text(&res.stderr));
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains("## Settings that differ between cells"), "{md}");
+        assert!(md.contains(&format!("- {field}: ")) && md.contains(&odd), "{md}");
+    }
+    // budgets that differ are each scored: a 6K cell counts at 6K, not at 10K
+    let suite = write_suite("report-budgets", &{
+        let mut specs = suite_specs();
+        specs[4].num_train_frames = 6000;
+        specs
+    });
+    let res = run_report(&suite, &suite.join("report"), &["--allow-mismatch"]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(suite.join("report/report.md")).unwrap();
+    assert!(md.contains("## Scores at 6K frames (6000 frames)"), "{md}");
+    assert!(md.contains("## Scores at 10K frames (10000 frames)"), "{md}");
+    assert!(
+        md.contains("| random | all (3) | 9 |") && md.contains("| random | all (3) | 8 |"),
+        "{md}"
+    );
+}
+
+/// A suite with nothing done yet still gets a report (the cells and their states), without
+/// pictures; a done cell with a missing eval.csv is an error naming the file.
+#[test]
+fn partial_and_broken_suites() {
+    let mut specs = suite_specs();
+    for s in &mut specs {
+        s.state = "running";
+    }
+    let suite = write_suite("report-none-done", &specs);
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("No cell is done yet"), "{md}");
+    assert!(md.contains("0 done, 0 failed, 20 running"), "{md}");
+    assert!(!out.join("learning_curves.png").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.csv")).unwrap(),
+        "agent,encoder,task,seed,frame,episode_reward,hour\n"
+    );
+
+    let specs = suite_specs();
+    let suite = write_suite("report-broken", &specs);
+    let broken = suite.join("cells").join(specs[2].name()).join("eval.csv");
+    std::fs::remove_file(&broken).unwrap();
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    assert_eq!(res.status.code(), Some(2));
+    assert!(
+        text(&res.stderr).contains(broken.to_str().unwrap()),
+        "{}",
+        text(&res.stderr)
+    );
+    assert!(!out.exists());
+
+    let res = run_report(&suite.join("nowhere"), &out, &[]);
+    assert_eq!(res.status.code(), Some(2));
+    assert!(
+        text(&res.stderr).contains("not a benchmark-suite cells folder"),
+        "{}",
+        text(&res.stderr)
+    );
+}
