@@ -56,9 +56,12 @@ impl CsvLog {
     /// than `keep_through`, or every row when it is `None` (they will be written again).
     pub fn open(path: &Path, header: &str, keep_through: Option<u64>) -> Result<Self> {
         let key = |line: &str| line.split(',').next().and_then(|k| k.parse::<u64>().ok());
-        let file = reopen_cut_back(path, "log", Some(header), |line| {
-            matches!((key(line), keep_through), (Some(k), Some(through)) if k <= through)
-        })?;
+        let file = reopen_cut_back(
+            path,
+            "log",
+            Some(header),
+            |line| matches!((key(line), keep_through), (Some(k), Some(through)) if k <= through),
+        )?;
         Ok(Self {
             path: path.to_path_buf(),
             file,

@@ -154,7 +154,10 @@ fn a_killed_run_resumes_to_the_same_results() {
         .unwrap();
     let start = Instant::now();
     while std::fs::read_to_string(killed.join("eval.csv")).map_or(true, |t| t.lines().count() < 2) {
-        assert!(start.elapsed() < Duration::from_secs(300), "no evaluation after 5 minutes");
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "no evaluation after 5 minutes"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap(); // SIGKILL

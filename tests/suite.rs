@@ -47,7 +47,10 @@ fn run_ok(cmd: &mut Command) -> String {
 fn tiny_suite(dir: &Path, encoder: &Path) -> PathBuf {
     let text = std::fs::read_to_string(repo().join("eval/suites/tiny.toml")).unwrap();
     assert!(text.contains("source = \"runs/tiny\""), "{text}");
-    let text = text.replace("source = \"runs/tiny\"", &format!("source = {:?}", encoder.display().to_string()));
+    let text = text.replace(
+        "source = \"runs/tiny\"",
+        &format!("source = {:?}", encoder.display().to_string()),
+    );
     let path = dir.join("tiny.toml");
     std::fs::write(&path, text).unwrap();
     path
@@ -115,7 +118,10 @@ fn record(out: &Path, cell: &str) -> serde_json::Value {
 fn wait_for(child: &mut Child, secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "waited {secs} s for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "waited {secs} s for {what}"
+        );
         assert!(child.try_wait().unwrap().is_none(), "the pool ended before {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -129,7 +135,10 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
     let tiny = std::fs::read_to_string(repo().join("eval/suites/tiny.toml")).unwrap();
     let cases = [
         ("unknown = 1\n", "unknown field `unknown`"),
-        ("", "runs/nowhere is neither `random`, an export file nor a run directory"),
+        (
+            "",
+            "runs/nowhere is neither `random`, an export file nor a run directory",
+        ),
     ];
     for (i, (extra, expected)) in cases.iter().enumerate() {
         let body = format!("{extra}{}", tiny.replace("runs/tiny", "runs/nowhere"));
@@ -142,23 +151,36 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
         assert_eq!(result.status.code(), Some(2), "{said}");
         assert!(said.contains(expected), "{said}");
         if i == 0 {
-            assert!(said.contains(suite.to_str().unwrap()), "the error names the file: {said}");
+            assert!(
+                said.contains(suite.to_str().unwrap()),
+                "the error names the file: {said}"
+            );
         }
         assert!(!out.exists(), "{said}");
     }
     // Duplicate encoder labels.
-    let dup = tiny.replace("name = \"lfs-tiny\"", "name = \"random\"").replace("runs/tiny", "random");
+    let dup = tiny
+        .replace("name = \"lfs-tiny\"", "name = \"random\"")
+        .replace("runs/tiny", "random");
     let suite = dir.path().join("dup.toml");
     std::fs::write(&suite, dup).unwrap();
-    let result = lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s]).output().unwrap();
+    let result = lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s])
+        .output()
+        .unwrap();
     assert_eq!(result.status.code(), Some(2));
-    assert!(text(&result).contains("encoder name \"random\" appears twice"), "{}", text(&result));
+    assert!(
+        text(&result).contains("encoder name \"random\" appears twice"),
+        "{}",
+        text(&result)
+    );
 
     // A job index beyond the 8 cells, given or taken from SLURM's variable.
     let random_only = dir.path().join("random.toml");
     std::fs::write(&random_only, tiny.replace("runs/tiny", "random")).unwrap();
     let suite_s = random_only.to_str().unwrap();
-    let result = lfs_command(&["suite", "run", suite_s, "--out", out_s, "--job-index", "8"]).output().unwrap();
+    let result = lfs_command(&["suite", "run", suite_s, "--out", out_s, "--job-index", "8"])
+        .output()
+        .unwrap();
     assert_eq!(result.status.code(), Some(2));
     assert!(text(&result).contains("job index 8 is out of range: the suite has 8 cells (0..=7)"));
     let result = lfs_command(&["suite", "run", suite_s, "--out", out_s])
@@ -166,20 +188,39 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
         .output()
         .unwrap();
     assert_eq!(result.status.code(), Some(2));
-    assert!(text(&result).contains("SLURM_ARRAY_TASK_ID=\"x1\" is not a job index"), "{}", text(&result));
+    assert!(
+        text(&result).contains("SLURM_ARRAY_TASK_ID=\"x1\" is not a job index"),
+        "{}",
+        text(&result)
+    );
     assert!(!out.exists());
 
     // status of a folder that is not a suite's.
-    let result = lfs_command(&["suite", "status", dir.path().to_str().unwrap()]).output().unwrap();
+    let result = lfs_command(&["suite", "status", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(result.status.code(), Some(2));
     assert!(text(&result).contains("is not a suite directory"));
 
     // The array script: one task per cell, absolute paths, the thread count of the suite file.
     let said = run_ok(&mut lfs_command(&[
-        "suite", "sbatch", suite_s, "--out", out_s, "--cpus-per-task", "1", "--time", "01:00:00", "--partition", "cpu",
+        "suite",
+        "sbatch",
+        suite_s,
+        "--out",
+        out_s,
+        "--cpus-per-task",
+        "1",
+        "--time",
+        "01:00:00",
+        "--partition",
+        "cpu",
     ]));
     let script_path = out.join("slurm/tiny.sbatch");
-    assert_eq!(said.lines().find(|l| l.starts_with("sbatch ")), Some(format!("sbatch {}", script_path.display()).as_str()));
+    assert_eq!(
+        said.lines().find(|l| l.starts_with("sbatch ")),
+        Some(format!("sbatch {}", script_path.display()).as_str())
+    );
     let script = std::fs::read_to_string(&script_path).unwrap();
     for line in [
         "#SBATCH --array=0-7",
@@ -188,7 +229,12 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
         "#SBATCH --partition=cpu",
         "export RAYON_NUM_THREADS=1",
         &format!("#SBATCH --chdir={}", repo().display()),
-        &format!("exec {} suite run {} --out {}", env!("CARGO_BIN_EXE_lfs"), suite_s, out_s),
+        &format!(
+            "exec {} suite run {} --out {}",
+            env!("CARGO_BIN_EXE_lfs"),
+            suite_s,
+            out_s
+        ),
     ] {
         assert!(script.lines().any(|l| l == line), "no line {line:?} in\n{script}");
     }
@@ -196,8 +242,15 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
     assert!(syntax.status.success(), "{}", text(&syntax));
     // Another suite into the same folder is refused.
     let other = dir.path().join("other.toml");
-    std::fs::write(&other, tiny.replace("runs/tiny", "random").replace("seeds = [1, 2]", "seeds = [1, 3]")).unwrap();
-    let result = lfs_command(&["suite", "run", other.to_str().unwrap(), "--out", out_s]).output().unwrap();
+    std::fs::write(
+        &other,
+        tiny.replace("runs/tiny", "random")
+            .replace("seeds = [1, 2]", "seeds = [1, 3]"),
+    )
+    .unwrap();
+    let result = lfs_command(&["suite", "run", other.to_str().unwrap(), "--out", out_s])
+        .output()
+        .unwrap();
     assert_eq!(result.status.code(), Some(2));
     assert!(text(&result).contains("holds another suite"), "{}", text(&result));
 }
@@ -211,7 +264,15 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
 
     // Uninterrupted: 8 cells, 2 at a time.
     let whole = dir.path().join("whole");
-    let said = run_ok(&mut lfs_command(&["suite", "run", suite_s, "--out", whole.to_str().unwrap(), "-j", "2"]));
+    let said = run_ok(&mut lfs_command(&[
+        "suite",
+        "run",
+        suite_s,
+        "--out",
+        whole.to_str().unwrap(),
+        "-j",
+        "2",
+    ]));
     assert!(said.contains("8 done, 0 failed"), "{said}");
     let expected = results(&whole);
     assert_eq!(expected.len(), 8);
@@ -222,7 +283,15 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
         assert_eq!(episodes.len(), 1000 / per_episode, "{name}");
     }
     // Run again: every cell is skipped.
-    let said = run_ok(&mut lfs_command(&["suite", "run", suite_s, "--out", whole.to_str().unwrap(), "-j", "2"]));
+    let said = run_ok(&mut lfs_command(&[
+        "suite",
+        "run",
+        suite_s,
+        "--out",
+        whole.to_str().unwrap(),
+        "-j",
+        "2",
+    ]));
     assert!(said.contains("8 done, 0 to run"), "{said}");
 
     // Killed: SIGKILL one cell's process once its checkpoint is on disk, then the pool itself.
@@ -235,9 +304,15 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
         .unwrap();
     let first = "000-random-reach_duplo-s1";
     let checkpoint = killed.join("cells").join(first).join("checkpoint.safetensors");
-    wait_for(&mut pool, 300, "cell 0's first checkpoint (frame 500)", || checkpoint.exists());
+    wait_for(&mut pool, 300, "cell 0's first checkpoint (frame 500)", || {
+        checkpoint.exists()
+    });
     let pid = record(&killed, first)["pid"].as_u64().unwrap();
-    assert!(Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
     wait_for(&mut pool, 60, "cell 0 recorded as failed", || {
         record(&killed, first)["state"] == "failed"
     });
@@ -252,10 +327,15 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
     let status = run_ok(&mut lfs_command(&["suite", "status", killed_s]));
     assert!(status.contains("0 running"), "no cell outlives its pool:\n{status}");
     let row = status.lines().find(|l| l.trim_start().starts_with("0 ")).unwrap();
-    assert!(row.contains("failed") && row.contains("was killed by signal 9"), "{status}");
+    assert!(
+        row.contains("failed") && row.contains("was killed by signal 9"),
+        "{status}"
+    );
     assert!(!status.contains("8 done"), "{status}");
     // Run again: everything resumes and ends as the uninterrupted pool did.
-    let said = run_ok(&mut lfs_command(&["suite", "run", suite_s, "--out", killed_s, "-j", "2"]));
+    let said = run_ok(&mut lfs_command(&[
+        "suite", "run", suite_s, "--out", killed_s, "-j", "2",
+    ]));
     assert!(said.contains("0 failed"), "{said}");
     assert_same_results(&results(&killed), &expected, "killed and resumed");
     assert_eq!(record(&killed, first)["attempts"], 2);

@@ -6,5 +6,5 @@ pub mod export;
 pub mod ingest;
 pub mod inspect;
 pub mod pretrain;
-pub mod suite;
 pub mod report;
+pub mod suite;

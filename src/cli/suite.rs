@@ -184,10 +184,7 @@ fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jo
             }
         }
         PoolEvent::CellStarted { cell } => say(&bar, format!("cell {}: started", cell.name())),
-        PoolEvent::CellBusy { cell } => say(
-            &bar,
-            format!("cell {}: another process holds it; skipped", cell.name()),
-        ),
+        PoolEvent::CellBusy { cell } => say(&bar, format!("cell {}: another process holds it; skipped", cell.name())),
         PoolEvent::CellEnded { cell, record } => {
             finished_frames += budget;
             frames_before = 0;

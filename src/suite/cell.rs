@@ -171,10 +171,10 @@ impl CellLock {
             .write(true)
             .open(&path)
             .map_err(|e| Error::checkpoint(&path, e.to_string()))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(CellLock { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::checkpoint(&path, format!("locking: {e}"))),
+        match try_flock(&file) {
+            Ok(true) => Ok(Some(CellLock { _file: file })),
+            Ok(false) => Ok(None),
+            Err(e) => Err(Error::checkpoint(&path, format!("locking: {e}"))),
         }
     }
 
@@ -183,6 +183,22 @@ impl CellLock {
         let Ok(file) = File::options().write(true).open(dir.join(LOCK_FILE)) else {
             return false;
         };
-        matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+        matches!(try_flock(&file), Ok(false))
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: true when taken, false when another open file holds it. (The
+/// lock goes with the file: closing it, or the process dying, releases it.)
+fn try_flock(file: &File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor this `File` owns for the duration of the call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(err)
     }
 }

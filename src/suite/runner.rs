@@ -45,7 +45,10 @@ pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<()> {
         row.choice()?;
     }
     let files = [
-        (SUITE_FILE, toml::to_string(suite).map_err(|e| Error::Config(e.to_string()))?),
+        (
+            SUITE_FILE,
+            toml::to_string(suite).map_err(|e| Error::Config(e.to_string()))?,
+        ),
         (SAC_FILE, suite.sac_config()?.to_toml()?),
     ];
     for (name, text) in files {
@@ -219,7 +222,9 @@ pub fn run_pool(
         }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = suite.threads_per_cell.unwrap_or((cores / jobs.min(todo.len().max(1))).max(1));
+    let threads = suite
+        .threads_per_cell
+        .unwrap_or((cores / jobs.min(todo.len().max(1))).max(1));
     on_event(PoolEvent::Started {
         todo: todo.len(),
         done: summary.done,
@@ -288,7 +293,9 @@ fn spawn_cell(exe: &Path, suite_path: &Path, out: &Path, cell: &Cell, threads: u
         .append(true)
         .open(&log_path)
         .map_err(|e| Error::checkpoint(&log_path, e.to_string()))?;
-    let log2 = log.try_clone().map_err(|e| Error::checkpoint(&log_path, e.to_string()))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| Error::checkpoint(&log_path, e.to_string()))?;
     let mut command = Command::new(exe);
     command
         .arg("suite")

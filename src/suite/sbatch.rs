@@ -51,7 +51,10 @@ pub fn write_sbatch(suite_path: &Path, suite: &SuiteFile, out: &Path, opts: &Sba
         None => format!("0-{}", cells - 1),
     };
     let mut s = String::from("#!/bin/bash\n");
-    s.push_str(&format!("# lfs suite {}: {cells} cells (scale: {}), one array task each.\n", suite.name, suite.scale));
+    s.push_str(&format!(
+        "# lfs suite {}: {cells} cells (scale: {}), one array task each.\n",
+        suite.name, suite.scale
+    ));
     s.push_str(&format!("#SBATCH --job-name=lfs-{}\n", suite.name));
     s.push_str(&format!("#SBATCH --array={array}\n"));
     s.push_str(&format!("#SBATCH --cpus-per-task={}\n", opts.cpus_per_task));
@@ -65,7 +68,10 @@ pub fn write_sbatch(suite_path: &Path, suite: &SuiteFile, out: &Path, opts: &Sba
         s.push_str(&format!("#SBATCH --mem={m}\n"));
     }
     s.push_str(&format!("#SBATCH --chdir={}\n", quote(&cwd)));
-    s.push_str(&format!("#SBATCH --output={}\n", quote(&out_abs.join(SLURM_DIR).join("%A_%a.out"))));
+    s.push_str(&format!(
+        "#SBATCH --output={}\n",
+        quote(&out_abs.join(SLURM_DIR).join("%A_%a.out"))
+    ));
     s.push_str("set -eu\n");
     s.push_str("export MUJOCO_GL=\"${MUJOCO_GL:-egl}\"\n");
     let threads = match suite.threads_per_cell {
@@ -80,7 +86,8 @@ pub fn write_sbatch(suite_path: &Path, suite: &SuiteFile, out: &Path, opts: &Sba
         quote(&out_abs)
     ));
     let script = out_abs.join(SLURM_DIR).join(format!("{}.sbatch", suite.name));
-    fsutil::write_bytes_atomic(&script, s.as_bytes()).map_err(|e| Error::checkpoint(&script, format!("writing: {e}")))?;
+    fsutil::write_bytes_atomic(&script, s.as_bytes())
+        .map_err(|e| Error::checkpoint(&script, format!("writing: {e}")))?;
     let command = format!("sbatch {}", quote(&script));
     Ok(Sbatch { script, command })
 }
@@ -88,7 +95,10 @@ pub fn write_sbatch(suite_path: &Path, suite: &SuiteFile, out: &Path, opts: &Sba
 /// A path as one shell word.
 fn quote(path: &Path) -> String {
     let text = path.display().to_string();
-    if text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-%+=:,".contains(c)) {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-%+=:,".contains(c))
+    {
         text
     } else {
         format!("'{}'", text.replace('\'', r"'\''"))

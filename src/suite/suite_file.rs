@@ -132,7 +132,10 @@ impl SuiteFile {
             }
             names.push(&row.name);
         }
-        for (what, dup) in [("task", has_duplicate(&self.tasks)), ("seed", has_duplicate(&self.seeds))] {
+        for (what, dup) in [
+            ("task", has_duplicate(&self.tasks)),
+            ("seed", has_duplicate(&self.seeds)),
+        ] {
             if dup {
                 return bad(format!("a {what} appears twice"));
             }
