@@ -240,6 +240,24 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
     }
     let syntax = Command::new("bash").arg("-n").arg(&script_path).output().unwrap();
     assert!(syntax.status.success(), "{}", text(&syntax));
+    // A larger budget is the same suite, extended (its cells resume); the folder records it.
+    let longer = dir.path().join("longer.toml");
+    std::fs::write(
+        &longer,
+        tiny.replace("runs/tiny", "random")
+            .replace("num_train_frames = 1000", "num_train_frames = 3000"),
+    )
+    .unwrap();
+    run_ok(&mut lfs_command(&[
+        "suite",
+        "sbatch",
+        longer.to_str().unwrap(),
+        "--out",
+        out_s,
+    ]));
+    assert!(std::fs::read_to_string(out.join("suite.toml"))
+        .unwrap()
+        .contains("num_train_frames = 3000"));
     // Another suite into the same folder is refused.
     let other = dir.path().join("other.toml");
     std::fs::write(

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::eval::{self, EvalEvent, EvalSpec, EvalSummary};
+use crate::eval::{self, EvalConfig, EvalEvent, EvalSpec, EvalSummary};
 use crate::fsutil;
 use crate::suite::cell::{Cell, CellLock, CellRecord, CellState, LOG_FILE};
 use crate::suite::suite_file::SuiteFile;
 use crate::{Error, Result};
 
-/// The suite as first run into a directory; later runs must match it.
+/// The suite as last run into a directory; later runs must match it but for the budget.
 pub const SUITE_FILE: &str = "suite.toml";
 /// The SAC config every cell runs (before its seed), as resolved on the first run.
 pub const SAC_FILE: &str = "sac.resolved.toml";
@@ -37,38 +37,60 @@ pub fn index_from_env() -> Result<Option<usize>> {
     Ok(None)
 }
 
-/// Writes the suite and its resolved SAC config into `out` on the first run; on later runs
-/// refuses a suite that differs from the one whose cells are there.
+/// Writes the suite and its resolved SAC config into `out`; refuses a suite that differs from
+/// the one whose cells are there in anything but the frame budget (raising the budget extends
+/// the cells, which resume from their checkpoints).
 pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<()> {
     // Every encoder row must point at something before anything is written.
     for row in &suite.encoders {
         row.choice()?;
     }
+    let sac = suite.sac_config()?;
+    let suite_path = out.join(SUITE_FILE);
+    let sac_path = out.join(SAC_FILE);
+    let another = |what: &str| {
+        Error::Config(format!(
+            "{} holds another suite ({what} differs from this one's, beyond the budget): use another --out, or the suite file it was run with",
+            out.display()
+        ))
+    };
+    if let Some(text) = read_if_exists(&suite_path)? {
+        let mut before: SuiteFile =
+            toml::from_str(&text).map_err(|e| Error::checkpoint(&suite_path, format!("malformed: {e}")))?;
+        before.num_train_frames = suite.num_train_frames;
+        if &before != suite {
+            return Err(another(SUITE_FILE));
+        }
+    }
+    if let Some(text) = read_if_exists(&sac_path)? {
+        let before = EvalConfig::from_toml_str(&text, &[])
+            .map_err(|e| Error::checkpoint(&sac_path, format!("malformed: {e}")))?;
+        if before.resume_key()? != sac.resume_key()? {
+            return Err(another(SAC_FILE));
+        }
+    }
     let files = [
         (
-            SUITE_FILE,
+            suite_path,
             toml::to_string(suite).map_err(|e| Error::Config(e.to_string()))?,
         ),
-        (SAC_FILE, suite.sac_config()?.to_toml()?),
+        (sac_path, sac.to_toml()?),
     ];
-    for (name, text) in files {
-        let path = out.join(name);
-        match std::fs::read_to_string(&path) {
-            Ok(existing) if existing == text => {}
-            Ok(_) => {
-                return Err(Error::Config(format!(
-                    "{} holds another suite ({name} differs from this one's): use another --out, or the suite file it was run with",
-                    out.display()
-                )))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                fsutil::write_bytes_atomic(&path, text.as_bytes())
-                    .map_err(|e| Error::checkpoint(&path, format!("writing: {e}")))?;
-            }
-            Err(e) => return Err(Error::checkpoint(&path, e.to_string())),
+    for (path, text) in files {
+        if read_if_exists(&path)?.as_deref() != Some(text.as_str()) {
+            fsutil::write_bytes_atomic(&path, text.as_bytes())
+                .map_err(|e| Error::checkpoint(&path, format!("writing: {e}")))?;
         }
     }
     Ok(())
+}
+
+fn read_if_exists(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::checkpoint(path, e.to_string())),
+    }
 }
 
 /// What became of a cell this process was asked to run.
