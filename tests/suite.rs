@@ -1,8 +1,8 @@
 //! `lfs suite` on DMControl (needs `make setup`): suite files and job indices are checked
 //! before anything is written; a suite killed mid-run (SIGKILL of one cell's process, then of
-//! the pool) resumes to the same results as an uninterrupted `-j 2` run; and the same suite
-//! run as a job array on a real one-node SLURM cluster (eval/slurm/run_suite.sh) gives the
-//! same results again.
+//! the pool) resumes to the same results (every cell's logs, and `lfs report`'s results.csv
+//! but for its wall-clock column) as an uninterrupted `-j 2` run; and the same suite run as a
+//! job array on a real one-node SLURM cluster (eval/slurm/run_suite.sh) gives them again.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -107,6 +107,21 @@ fn assert_same_results(got: &[CellResults], expected: &[CellResults], what: &str
             assert_eq!(a, b, "{what}: train.jsonl line {} of {name}", i + 1);
         }
     }
+}
+
+/// `lfs report`'s results.csv of a suite folder, without its wall-clock column (`hour`).
+fn results_csv(out: &Path) -> Vec<String> {
+    let report = out.join("report");
+    run_ok(&mut lfs_command(&[
+        "report",
+        out.to_str().unwrap(),
+        "--out",
+        report.to_str().unwrap(),
+    ]));
+    let text = std::fs::read_to_string(report.join("results.csv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("agent,encoder,task,seed,frame,episode_reward,hour"));
+    lines.map(|l| l.rsplit_once(',').unwrap().0.to_string()).collect()
 }
 
 fn record(out: &Path, cell: &str) -> serde_json::Value {
@@ -293,6 +308,8 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
     ]));
     assert!(said.contains("8 done, 0 failed"), "{said}");
     let expected = results(&whole);
+    let expected_csv = results_csv(&whole);
+    assert_eq!(expected_csv.len(), 8 * 3, "3 evaluations per cell");
     assert_eq!(expected.len(), 8);
     for (name, rows, episodes) in &expected {
         assert_eq!(rows.len(), 4, "{name}: header + frames 0, 500, 1000: {rows:?}");
@@ -356,6 +373,11 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
     ]));
     assert!(said.contains("0 failed"), "{said}");
     assert_same_results(&results(&killed), &expected, "killed and resumed");
+    assert_eq!(
+        results_csv(&killed),
+        expected_csv,
+        "results.csv of the killed and resumed suite"
+    );
     assert_eq!(record(&killed, first)["attempts"], 2);
     assert_eq!(record(&killed, first)["state"], "done");
 
@@ -383,6 +405,7 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
     );
     assert!(said.contains("8 cells: 8 done"), "{said}");
     assert_same_results(&results(&slurm), &expected, "SLURM array");
+    assert_eq!(results_csv(&slurm), expected_csv, "results.csv of the SLURM array");
     // Each array task wrote its scheduler log.
     let logs = std::fs::read_dir(slurm.join("slurm"))
         .unwrap()
