@@ -1,6 +1,7 @@
 //! Crash-safe file writes: every file the project produces is written to a temporary name in
 //! the destination folder and renamed into place, so a reader sees the old file or the new one,
-//! never a torn one.
+//! never a torn one. And the one lock ([`FileLock`], [`claim_dir`]) by which a process claims a
+//! folder it writes, so that a second writer is refused by name instead of clobbering it.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -67,4 +68,58 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn commit_temp(tmp: &Path, path: &Path) -> io::Result<()> {
     File::open(tmp)?.sync_all()?;
     fs::rename(tmp, path)
+}
+
+/// An exclusive lock on a file (`flock`), held while the value lives: the one way a process
+/// claims a folder it writes (a dataset, a run, a suite cell). The kernel releases it when the
+/// process dies, however it dies, so a lock is never stale; the file itself stays.
+pub struct FileLock {
+    _file: File,
+}
+
+impl FileLock {
+    /// Takes the lock at `path` (creating the file and its folder), or `None` when another
+    /// open file holds it, in this process or another.
+    pub fn try_acquire(path: &Path) -> io::Result<Option<FileLock>> {
+        ensure_parent(path)?;
+        let file = File::options().create(true).truncate(false).write(true).open(path)?;
+        Ok(try_flock(&file)?.then_some(FileLock { _file: file }))
+    }
+
+    /// Whether some open file holds the lock at `path` now.
+    pub fn is_held(path: &Path) -> bool {
+        let Ok(file) = File::options().write(true).open(path) else {
+            return false;
+        };
+        matches!(try_flock(&file), Ok(false))
+    }
+}
+
+/// Claims the output folder `dir` of an `lfs <stage>` run for this process: a [`FileLock`] on
+/// `dir/.lfs-<stage>.lock`, or an error naming the folder when another process writes it.
+pub fn claim_dir(dir: &Path, stage: &str) -> crate::Result<FileLock> {
+    let path = dir.join(format!(".lfs-{stage}.lock"));
+    match FileLock::try_acquire(&path) {
+        Ok(Some(lock)) => Ok(lock),
+        Ok(None) => Err(crate::Error::checkpoint(
+            dir,
+            format!("another `lfs {stage}` is writing this folder; wait for it to finish or use another one"),
+        )),
+        Err(e) => Err(crate::Error::checkpoint(&path, format!("locking: {e}"))),
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: true when taken, false when held elsewhere.
+fn try_flock(file: &File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor this `File` owns for the duration of the call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(err)
+    }
 }

@@ -181,6 +181,14 @@ fn a_killed_run_resumes_to_the_same_results() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // A second run into the folder while the first writes it (between frames 1000 and 3000) is refused by name.
+    let second = eval_command(&killed, &args).output().unwrap();
+    assert_eq!(second.status.code(), Some(2), "{}", text(&second));
+    assert!(
+        text(&second).contains("another `lfs eval` is writing this folder"),
+        "{}",
+        text(&second)
+    );
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let before = results(&killed);

@@ -534,3 +534,28 @@ fn issue_10_shipped_tiny_settings_learn_on_the_embedded_sample() {
     assert!(report["collapse"].is_null(), "{report}");
     assert_eq!(report["steps_done"], 500);
 }
+
+#[test]
+fn a_second_writer_of_a_run_folder_is_refused() {
+    // The lock is per open file, so a lock held here stands for another process.
+    let dir = tempfile::tempdir().unwrap();
+    let lock_path = dir.path().join(".lfs-pretrain.lock");
+    let held = lfs::fsutil::FileLock::try_acquire(&lock_path)
+        .unwrap()
+        .expect("a free lock");
+    assert!(lfs::fsutil::FileLock::try_acquire(&lock_path).unwrap().is_none());
+    assert!(lfs::fsutil::FileLock::is_held(&lock_path));
+    let (eps, info) = two_task_data();
+    let cfg = tiny_config(&["run.num_updates=1"]);
+    let err = run_on_episodes(&cfg, &eps, &info, dir.path(), &mut |_| {}).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("another `lfs pretrain` is writing this folder"),
+        "{err}"
+    );
+    assert!(!dir.path().join(CHECKPOINT_FILE).exists());
+    drop(held);
+    assert!(!lfs::fsutil::FileLock::is_held(&lock_path));
+    run_on_episodes(&cfg, &eps, &info, dir.path(), &mut |_| {}).unwrap();
+    assert!(dir.path().join(CHECKPOINT_FILE).exists());
+}

@@ -120,6 +120,8 @@ struct Recording {
 /// Records the videos `config` asks for, keeping complete ones from an earlier run.
 pub fn collect(config: &CollectConfig, on_event: &mut dyn FnMut(CollectEvent)) -> Result<CollectSummary> {
     validate(config)?;
+    std::fs::create_dir_all(&config.out_dir).map_err(|e| Error::checkpoint(&config.out_dir, e.to_string()))?;
+    let _claim = crate::fsutil::claim_dir(&config.out_dir, "collect")?;
     let start = Instant::now();
     let mut summary = CollectSummary::default();
     // Pending episodes per task; a slot keeps taking its own task's episodes.

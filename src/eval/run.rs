@@ -251,6 +251,7 @@ pub fn run(
         None => None,
     };
     std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
+    let _claim = crate::fsutil::claim_dir(out_dir, "eval")?;
     write_provenance(out_dir, &ws)?;
     // The evaluations the checkpoint knows of stay; a row written after it (or any row, when
     // there is no checkpoint) is evaluated again.

@@ -140,6 +140,7 @@ pub fn run_on_episodes(
     check_render_quality(datasets)?;
     let io_err = |path: &Path, e: std::io::Error| Error::checkpoint(path, e.to_string());
     std::fs::create_dir_all(out_dir).map_err(|e| io_err(out_dir, e))?;
+    let _claim = crate::fsutil::claim_dir(out_dir, "pretrain")?;
     let mut trainer = Trainer::new(cfg, episodes)?;
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
     let resumed_from = if checkpoint.exists() {

@@ -9,8 +9,7 @@
 //! [`DatasetWriter::open`] deletes both, and the sources they held are ingested again.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +29,7 @@ use super::schema::{data_schema, image_columns, lerobot_features};
 use super::stats::FeatureStats;
 use super::{tasks, writer_props};
 use crate::env::RenderQuality;
-use crate::fsutil;
+use crate::fsutil::{self, FileLock};
 use crate::video::Crop;
 use crate::{Error, Result};
 
@@ -82,45 +81,19 @@ struct OpenDataFile {
     writer: ArrowWriter<File>,
 }
 
-/// A lock file held for the writer's lifetime: two ingests into one dataset would clobber
-/// each other's files.
-struct Lock(PathBuf);
+/// The lock file a writer holds for its lifetime ([`FileLock`]): two ingests into one dataset
+/// would clobber each other's files.
+const LOCK_FILE: &str = ".lfs-ingest.lock";
 
-impl Lock {
-    fn acquire(root: &Path) -> Result<Self> {
-        let path = root.join(".lfs-ingest.lock");
-        for _ in 0..2 {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut f) => {
-                    writeln!(f, "{}", std::process::id())?;
-                    return Ok(Self(path));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let pid = fs::read_to_string(&path).unwrap_or_default();
-                    let pid = pid.trim();
-                    let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
-                    if alive {
-                        return Err(Error::shard(
-                            root,
-                            format!(
-                                "another ingest (pid {pid}) is writing this dataset; wait for it or remove {}",
-                                path.display()
-                            ),
-                        ));
-                    }
-                    // Left by a process that died: take it over.
-                    fs::remove_file(&path)?;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(Error::shard(root, "cannot take the ingest lock"))
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.0);
+fn lock_dataset(root: &Path) -> Result<FileLock> {
+    let path = root.join(LOCK_FILE);
+    match FileLock::try_acquire(&path) {
+        Ok(Some(lock)) => Ok(lock),
+        Ok(None) => Err(Error::shard(
+            root,
+            "another ingest is writing this dataset; wait for it to finish",
+        )),
+        Err(e) => Err(Error::shard(&path, format!("cannot take the ingest lock: {e}"))),
     }
 }
 
@@ -144,7 +117,7 @@ pub struct DatasetWriter {
     last_commit: Instant,
     /// Commit at least this often, so a crash loses little work.
     pub commit_every: Duration,
-    _lock: Lock,
+    _lock: FileLock,
 }
 
 /// Every `*.parquet` file under `dir/chunk-*/`.
@@ -216,7 +189,7 @@ impl DatasetWriter {
             let foreign: Vec<String> = fs::read_dir(root)?
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| !matches!(n.as_str(), "data" | "meta" | ".lfs-ingest.lock"))
+                .filter(|n| !matches!(n.as_str(), "data" | "meta" | LOCK_FILE))
                 .collect();
             if !foreign.is_empty() {
                 return Err(Error::shard(
@@ -228,7 +201,7 @@ impl DatasetWriter {
                 ));
             }
         }
-        let lock = Lock::acquire(root)?;
+        let lock = lock_dataset(root)?;
         if let Some(meta) = &existing {
             let have = (meta.frame_codec, meta.width, meta.height, meta.crop);
             let want = (settings.frame_codec, settings.width, settings.height, settings.crop);

@@ -4,13 +4,12 @@
 //! `cell.json` is what `lfs suite status` and `lfs report` read; its fields are the contract
 //! between them (docs/design.md §11).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::env::Task;
-use crate::fsutil;
+use crate::fsutil::{self, FileLock};
 use crate::suite::suite_file::{EncoderRow, SuiteFile};
 use crate::{Error, Result};
 
@@ -154,51 +153,22 @@ impl CellRecord {
     }
 }
 
-/// The exclusive lock a cell's process holds while it runs (`flock`, so a killed process
-/// releases it).
+/// The exclusive lock a cell's process holds while it runs ([`FileLock`] on `.lock`).
 pub struct CellLock {
-    _file: File,
+    _lock: FileLock,
 }
 
 impl CellLock {
-    /// Takes the lock, or says who has it.
+    /// Takes the lock, or `None` when another process runs the cell.
     pub fn acquire(dir: &Path) -> Result<Option<Self>> {
         let path = dir.join(LOCK_FILE);
-        std::fs::create_dir_all(dir).map_err(|e| Error::checkpoint(dir, e.to_string()))?;
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::checkpoint(&path, e.to_string()))?;
-        match try_flock(&file) {
-            Ok(true) => Ok(Some(CellLock { _file: file })),
-            Ok(false) => Ok(None),
-            Err(e) => Err(Error::checkpoint(&path, format!("locking: {e}"))),
-        }
+        FileLock::try_acquire(&path)
+            .map(|lock| lock.map(|l| CellLock { _lock: l }))
+            .map_err(|e| Error::checkpoint(&path, format!("locking: {e}")))
     }
 
-    /// Whether some process holds the lock of the cell in `dir` now.
+    /// Whether some process runs the cell in `dir` now.
     pub fn is_held(dir: &Path) -> bool {
-        let Ok(file) = File::options().write(true).open(dir.join(LOCK_FILE)) else {
-            return false;
-        };
-        matches!(try_flock(&file), Ok(false))
-    }
-}
-
-/// `flock(LOCK_EX | LOCK_NB)`: true when taken, false when another open file holds it. (The
-/// lock goes with the file: closing it, or the process dying, releases it.)
-fn try_flock(file: &File) -> std::io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock on a file descriptor this `File` owns for the duration of the call.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(err)
+        FileLock::is_held(&dir.join(LOCK_FILE))
     }
 }
