@@ -126,3 +126,23 @@ pub fn chw_to_hwc(chw: &[u8], w: usize, h: usize) -> Vec<u8> {
     }
     out
 }
+
+/// An `lfs eval` run folder's results but for wall-clock: eval.csv's rows without their
+/// `total_time` column, and train.jsonl's lines without `train/fps`.
+pub fn run_results(dir: &Path) -> (Vec<String>, Vec<serde_json::Value>) {
+    let eval = std::fs::read_to_string(dir.join("eval.csv")).unwrap();
+    let rows = eval
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect();
+    let train = std::fs::read_to_string(dir.join("train.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("train/fps");
+            v
+        })
+        .collect();
+    (rows, train)
+}

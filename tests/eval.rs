@@ -46,24 +46,7 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// eval.csv without its wall-clock column, and train.jsonl without frames/s.
-fn results(dir: &Path) -> (Vec<String>, Vec<serde_json::Value>) {
-    let eval = std::fs::read_to_string(dir.join("eval.csv")).unwrap();
-    let rows = eval
-        .lines()
-        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
-        .collect();
-    let train = std::fs::read_to_string(dir.join("train.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v.as_object_mut().unwrap().remove("train/fps");
-            v
-        })
-        .collect();
-    (rows, train)
-}
+use crate::common::run_results as results;
 
 #[test]
 fn bad_input_is_refused_by_name_with_nothing_written() {

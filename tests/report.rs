@@ -156,8 +156,8 @@ fn write_cell(suite: &Path, index: usize, spec: &CellSpec) -> PathBuf {
         "attempts": if spec.state == "failed" { 2 } else { 1 },
         "frames_done": frames_done,
         "num_train_frames": spec.num_train_frames,
-        "wall_clock_s": if done { Some(120.0 + spec.seed as f64) } else { None },
-        "frames_per_s": if done { Some(spec.num_train_frames as f64 / (120.0 + spec.seed as f64)) } else { None },
+        "wall_clock_s": if done { 120.0 + spec.seed as f64 } else { 0.0 },
+        "frames_per_s": if done { spec.num_train_frames as f64 / (120.0 + spec.seed as f64) } else { 0.0 },
     });
     std::fs::write(dir.join("cell.json"), serde_json::to_string_pretty(&cell).unwrap()).unwrap();
     if !done {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use lfs::export::export;
 use lfs::pretrain::run::CHECKPOINT_FILE;
 
+use crate::common::run_results;
 use crate::pretrain::{one_update_run, two_task_data};
 
 fn repo() -> PathBuf {
@@ -64,8 +65,9 @@ fn exported_encoder(dir: &Path) -> (tempfile::TempDir, PathBuf) {
     (run, out)
 }
 
-/// Every cell's evaluations (eval.csv without its wall-clock column) and episode logs
-/// (train.jsonl without frames/s), by cell folder name.
+/// Every cell's results but for wall-clock ([`run_results`]), by cell folder name.
+type CellResults = (String, Vec<String>, Vec<serde_json::Value>);
+
 fn results(out: &Path) -> Vec<CellResults> {
     let mut cells: Vec<_> = std::fs::read_dir(out.join("cells"))
         .unwrap()
@@ -75,26 +77,11 @@ fn results(out: &Path) -> Vec<CellResults> {
     cells
         .iter()
         .map(|dir| {
-            let eval = std::fs::read_to_string(dir.join("eval.csv")).unwrap();
-            let rows = eval
-                .lines()
-                .map(|l| l.rsplit_once(',').unwrap().0.to_string())
-                .collect();
-            let train = std::fs::read_to_string(dir.join("train.jsonl"))
-                .unwrap()
-                .lines()
-                .map(|l| {
-                    let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-                    v.as_object_mut().unwrap().remove("train/fps");
-                    v
-                })
-                .collect();
+            let (rows, train) = run_results(dir);
             (dir.file_name().unwrap().to_string_lossy().into_owned(), rows, train)
         })
         .collect()
 }
-
-type CellResults = (String, Vec<String>, Vec<serde_json::Value>);
 
 /// Cell by cell, naming the first cell and line that differ.
 fn assert_same_results(got: &[CellResults], expected: &[CellResults], what: &str) {

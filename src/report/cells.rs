@@ -8,62 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::env::Task;
 use crate::eval::run::{EvalRow, CONFIG_FILE, EVAL_CSV, RUN_FILE};
 use crate::{Error, Result};
 
-/// The folder of cells inside a suite directory.
-pub const CELLS_DIR: &str = "cells";
-/// A cell's description and progress, written by the suite runner.
-pub const CELL_FILE: &str = "cell.json";
-
-/// Where a cell is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CellState {
-    Pending,
-    Running,
-    Done,
-    Failed,
-}
-
-impl CellState {
-    pub fn name(self) -> &'static str {
-        match self {
-            CellState::Pending => "pending",
-            CellState::Running => "running",
-            CellState::Done => "done",
-            CellState::Failed => "failed",
-        }
-    }
-}
-
-/// `cell.json`. Fields the runner adds later are ignored; progress fields may be missing or
-/// null for a cell that has not started.
-#[derive(Debug, Clone, Deserialize)]
-pub struct CellMeta {
-    pub index: u64,
-    /// The suite's label for the encoder row (one colour per encoder in the pictures).
-    pub encoder: String,
-    /// `random` or the path of an exported encoder.
-    pub encoder_source: String,
-    /// `sac` for frozen-encoder runs.
-    pub agent: String,
-    pub task: Task,
-    pub seed: u64,
-    pub state: CellState,
-    #[serde(default)]
-    pub error: Option<String>,
-    #[serde(default)]
-    pub attempts: u64,
-    #[serde(default)]
-    pub frames_done: u64,
-    pub num_train_frames: u64,
-    #[serde(default)]
-    pub wall_clock_s: Option<f64>,
-    #[serde(default)]
-    pub frames_per_s: Option<f64>,
-}
+pub use crate::suite::cell::{CellRecord, CellState, CELLS_DIR, CELL_FILE};
 
 /// `run.json` of `lfs eval`: the provenance the report quotes.
 #[derive(Debug, Clone, Deserialize)]
@@ -104,7 +52,7 @@ pub struct Cell {
     /// The folder name under `cells/`.
     pub name: String,
     pub dir: PathBuf,
-    pub meta: CellMeta,
+    pub meta: CellRecord,
     /// Read for done cells only.
     pub finished: Option<FinishedCell>,
 }
@@ -161,7 +109,7 @@ pub fn read_cell(dir: &Path) -> Result<Cell> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let meta: CellMeta = read_json(&dir.join(CELL_FILE))?;
+    let meta: CellRecord = read_json(&dir.join(CELL_FILE))?;
     let finished = match meta.state {
         CellState::Done => Some(FinishedCell {
             run: read_json(&dir.join(RUN_FILE))?,

@@ -491,8 +491,8 @@ fn compute_cost(md: &mut String, report: &Report) {
     for m in &report.methods {
         let cells: Vec<&Cell> = m.by_task.values().flatten().map(|&i| &report.cells[i]).collect();
         let frames: u64 = cells.iter().map(|c| c.meta.frames_done).sum();
-        let seconds: f64 = cells.iter().filter_map(|c| c.meta.wall_clock_s).sum();
-        let fps: Vec<f64> = cells.iter().filter_map(|c| c.meta.frames_per_s).collect();
+        let seconds: f64 = cells.iter().map(|c| c.meta.wall_clock_s).sum();
+        let fps: Vec<f64> = cells.iter().map(|c| c.meta.frames_per_s).collect();
         let mean_fps = if fps.is_empty() {
             "–".to_string()
         } else {
@@ -507,7 +507,7 @@ fn compute_cost(md: &mut String, report: &Report) {
             fmt_hours(seconds)
         );
     }
-    let total: f64 = report.cells.iter().filter_map(|c| c.meta.wall_clock_s).sum();
+    let total: f64 = report.cells.iter().map(|c| c.meta.wall_clock_s).sum();
     let _ = writeln!(md, "\nAll cells together (done or not): {}.\n", fmt_hours(total));
     let _ = writeln!(
         md,
@@ -526,8 +526,8 @@ fn compute_cost(md: &mut String, report: &Report) {
             c.meta.state.name(),
             c.meta.frames_done,
             c.meta.num_train_frames,
-            opt(c.meta.wall_clock_s),
-            opt(c.meta.frames_per_s),
+            opt((c.meta.attempts > 0).then_some(c.meta.wall_clock_s)),
+            opt((c.meta.attempts > 0).then_some(c.meta.frames_per_s)),
             c.meta.attempts
         );
     }

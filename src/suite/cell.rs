@@ -76,6 +76,17 @@ pub enum CellState {
     Failed,
 }
 
+impl CellState {
+    pub fn name(self) -> &'static str {
+        match self {
+            CellState::Pending => "pending",
+            CellState::Running => "running",
+            CellState::Done => "done",
+            CellState::Failed => "failed",
+        }
+    }
+}
+
 /// `cell.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellRecord {
