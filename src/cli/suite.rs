@@ -143,7 +143,7 @@ fn run_one(file: &SuiteFile, out: &std::path::Path, index: usize) -> anyhow::Res
         CellOutcome::AlreadyDone => eprintln!("cell {name}: already done"),
         CellOutcome::Busy => {
             eprintln!("cell {name}: another process is running it; leaving it alone");
-            return Ok(ExitCode::from(1));
+            return Ok(ExitCode::from(runner::BUSY_EXIT_CODE as u8));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -19,6 +19,10 @@ pub const SUITE_FILE: &str = "suite.toml";
 /// The SAC config every cell runs (before its seed), as resolved on the first run.
 pub const SAC_FILE: &str = "sac.resolved.toml";
 
+/// The exit status of `lfs suite run --job-index I` when another process holds the cell: the
+/// pool leaves that cell's record alone.
+pub const BUSY_EXIT_CODE: i32 = 3;
+
 /// The environment variables a scheduler sets to a job array task's index: SLURM's, then
 /// Kubernetes' indexed jobs'.
 pub const INDEX_ENV_VARS: [&str; 2] = ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"];
@@ -281,6 +285,12 @@ pub fn run_pool(
                 .map_err(|e| Error::Config(format!("waiting for a cell process: {e}")))?;
             match status {
                 None => i += 1,
+                Some(status) if status.code() == Some(BUSY_EXIT_CODE) => {
+                    // Another process took the cell between our check and the child's start.
+                    let (cell, _) = running.swap_remove(i);
+                    summary.busy += 1;
+                    on_event(PoolEvent::CellBusy { cell });
+                }
                 Some(status) => {
                     let (cell, _) = running.swap_remove(i);
                     let record = settle(cell, out, budget, status)?;
