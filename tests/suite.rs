@@ -36,6 +36,11 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// `lfs suite run SUITE --out OUT -j 2`, which must succeed; what it said.
+fn run_pool(suite: &str, out: &str) -> String {
+    run_ok(&mut lfs_command(&["suite", "run", suite, "--out", out, "-j", "2"]))
+}
+
 fn run_ok(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
     let said = text(&out);
@@ -284,15 +289,7 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
 
     // Uninterrupted: 8 cells, 2 at a time.
     let whole = dir.path().join("whole");
-    let said = run_ok(&mut lfs_command(&[
-        "suite",
-        "run",
-        suite_s,
-        "--out",
-        whole.to_str().unwrap(),
-        "-j",
-        "2",
-    ]));
+    let said = run_pool(suite_s, whole.to_str().unwrap());
     assert!(said.contains("8 done, 0 failed"), "{said}");
     let expected = results(&whole);
     let expected_csv = results_csv(&whole);
@@ -305,15 +302,7 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
         assert_eq!(episodes.len(), 1000 / per_episode, "{name}");
     }
     // Run again: every cell is skipped.
-    let said = run_ok(&mut lfs_command(&[
-        "suite",
-        "run",
-        suite_s,
-        "--out",
-        whole.to_str().unwrap(),
-        "-j",
-        "2",
-    ]));
+    let said = run_pool(suite_s, whole.to_str().unwrap());
     assert!(said.contains("8 done, 0 to run"), "{said}");
 
     // Killed: SIGKILL one cell's process once its checkpoint is on disk, then the pool itself.
@@ -355,9 +344,7 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
     );
     assert!(!status.contains("8 done"), "{status}");
     // Run again: everything resumes and ends as the uninterrupted pool did.
-    let said = run_ok(&mut lfs_command(&[
-        "suite", "run", suite_s, "--out", killed_s, "-j", "2",
-    ]));
+    let said = run_pool(suite_s, killed_s);
     assert!(said.contains("0 failed"), "{said}");
     assert_same_results(&results(&killed), &expected, "killed and resumed");
     assert_eq!(

@@ -1,13 +1,12 @@
 //! `lfs eval --config pipelines/sac/<name>.toml --encoder <encoder.safetensors|random>
 //! --task <task> [--seed N] [--set key=value]… --out-dir <dir>`
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
 
+use super::progress::{say, terminal_bar};
 use lfs::env::Task;
 use lfs::eval::{self, EncoderChoice, EvalConfig, EvalEvent, EvalSpec};
 
@@ -59,21 +58,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         save_video: args.save_video,
     };
     let total = cfg.run.num_train_frames.0;
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new(total);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} frames, {per_sec}, ETA {eta} {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
+    let bar = terminal_bar(
+        total,
+        "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} frames, {per_sec}, ETA {eta} {msg}",
+    );
+    if let Some(bar) = &bar {
         bar.set_prefix(format!("eval {task}"));
-        bar
-    });
-    let say = |bar: &Option<ProgressBar>, line: String| match bar {
-        Some(bar) => bar.println(line),
-        None => eprintln!("{line}"),
-    };
+    }
     let mut on_event = |event: EvalEvent| match event {
         EvalEvent::Started {
             start_frame,

@@ -6,5 +6,6 @@ pub mod export;
 pub mod ingest;
 pub mod inspect;
 pub mod pretrain;
+pub mod progress;
 pub mod report;
 pub mod suite;

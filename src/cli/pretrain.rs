@@ -1,12 +1,12 @@
 //! `lfs pretrain --config pipelines/<name>.toml [--set key=value]… [--out-dir runs/<name>]`
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
+
+use super::progress::terminal_bar;
 
 use lfs::pretrain::collapse::Collapse;
 use lfs::pretrain::{self, PretrainConfig, RunEvent};
@@ -39,17 +39,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .out_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs").join(&cfg.run.name));
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new(cfg.run.num_updates);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} updates, ETA {eta} {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
+    let bar = terminal_bar(
+        cfg.run.num_updates,
+        "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} updates, ETA {eta} {msg}",
+    );
+    if let Some(bar) = &bar {
         bar.set_prefix(format!("pretrain {}", cfg.objective.method.name()));
-        bar
-    });
+    }
     // Off a terminal (CI, logs): one line per checkpoint and at most one line every 30 s.
     let mut last_line = Instant::now();
     let mut on_event = |event: RunEvent| match event {

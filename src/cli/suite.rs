@@ -1,13 +1,13 @@
 //! `lfs suite run SUITE --out DIR [-j N] [--job-index I]`, `lfs suite status DIR`,
 //! `lfs suite sbatch SUITE --out DIR [--partition P --time T --cpus-per-task C --mem M]`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
+use super::progress::{say, terminal_bar};
 use lfs::eval::EvalEvent;
 use lfs::suite::runner::{self, CellOutcome, PoolEvent};
 use lfs::suite::sbatch::{self, SbatchOptions};
@@ -154,11 +154,6 @@ fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jo
     let mut bar: Option<ProgressBar> = None;
     let mut frames_before = 0u64;
     let mut finished_frames = 0u64;
-    let terminal = std::io::stderr().is_terminal();
-    let say = |bar: &Option<ProgressBar>, line: String| match bar {
-        Some(bar) => bar.println(line),
-        None => eprintln!("{line}"),
-    };
     let mut on_event = |event: PoolEvent| match event {
         PoolEvent::Started {
             todo,
@@ -172,15 +167,11 @@ fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jo
                 file.name,
                 out.display()
             );
-            if terminal && todo > 0 {
-                let b = ProgressBar::new(todo as u64 * budget);
-                b.set_style(
-                    ProgressStyle::with_template(
-                        "suite [{elapsed_precise}] {wide_bar} {pos}/{len} frames, {per_sec}, ETA {eta} {msg}",
-                    )
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            if todo > 0 {
+                bar = terminal_bar(
+                    todo as u64 * budget,
+                    "suite [{elapsed_precise}] {wide_bar} {pos}/{len} frames, {per_sec}, ETA {eta} {msg}",
                 );
-                bar = Some(b);
             }
         }
         PoolEvent::CellStarted { cell } => say(&bar, format!("cell {}: started", cell.name())),
