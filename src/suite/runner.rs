@@ -16,7 +16,7 @@ use crate::{Error, Result};
 
 /// The suite as last run into a directory; later runs must match it but for the budget.
 pub const SUITE_FILE: &str = "suite.toml";
-/// The SAC config every cell runs (before its seed), as resolved on the first run.
+/// The SAC config every cell runs (before its seed), as the last run resolved it.
 pub const SAC_FILE: &str = "sac.resolved.toml";
 
 /// The exit status of `lfs suite run --job-index I` when another process holds the cell: the
