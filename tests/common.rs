@@ -1,7 +1,13 @@
 //! Helpers shared by the integration tests: running the `lfs` binary and FFmpeg.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+/// The checkout the tests run from (pipelines/, eval/, datasets/ are read relative to it).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
 
 /// The project venv's interpreter (`LFS_PYTHON`, else `.venv/bin/python`, as `lfs` itself
 /// chooses); a missing venv is a test failure with the fix in the message.
@@ -25,6 +31,35 @@ pub fn lfs(args: &[&str]) -> Output {
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The `lfs` binary as a command run in the checkout, with headless MuJoCo (`MUJOCO_GL`, egl
+/// unless set) and no scheduler job-array index inherited from the environment.
+pub fn lfs_in_repo() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lfs"));
+    cmd.current_dir(repo())
+        .env("MUJOCO_GL", std::env::var("MUJOCO_GL").unwrap_or_else(|_| "egl".into()))
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("JOB_COMPLETION_INDEX");
+    cmd
+}
+
+/// What a finished command said: stdout, then stderr.
+pub fn output_text(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+/// Waits until `cond` holds, failing after `secs` or if `child` ends first.
+pub fn wait_for(child: &mut Child, secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "waited {secs} s for {what}"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the process ended before {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Run the `ffmpeg` command line (the independent reference decoder and fixture maker).

@@ -3,13 +3,10 @@
 //! ends with the same evaluations and episode logs as an uninterrupted run; `--save-video`
 //! writes playable H.264 videos of the evaluation episodes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::{lfs_in_repo, output_text as text, run_results as results, wait_for};
 
 /// pipelines/sac/tiny.toml at toy network sizes and budgets: 3 cartpole episodes of 500 agent
 /// steps, updates from step 200, evaluations of one episode at frames 0, 1500 and 3000.
@@ -26,10 +23,8 @@ const SMALL: [&str; 9] = [
 ];
 
 fn eval_command(out: &Path, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lfs"));
-    cmd.current_dir(repo())
-        .env("MUJOCO_GL", std::env::var("MUJOCO_GL").unwrap_or_else(|_| "egl".into()))
-        .args(["eval", "--config", "pipelines/sac/tiny.toml", "--out-dir"])
+    let mut cmd = lfs_in_repo();
+    cmd.args(["eval", "--config", "pipelines/sac/tiny.toml", "--out-dir"])
         .arg(out);
     for s in SMALL {
         cmd.args(["--set", s]);
@@ -37,16 +32,6 @@ fn eval_command(out: &Path, extra: &[&str]) -> Command {
     cmd.args(extra);
     cmd
 }
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-use crate::common::run_results as results;
 
 #[test]
 fn bad_input_is_refused_by_name_with_nothing_written() {
@@ -130,40 +115,18 @@ fn a_killed_run_resumes_to_the_same_results() {
     // Killed after its first evaluation but before any checkpoint: it starts over, and
     // evaluates frame 0 once.
     let killed = dir.path().join("killed");
-    let mut child = eval_command(&killed, &args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while std::fs::read_to_string(killed.join("eval.csv")).map_or(true, |t| t.lines().count() < 2) {
-        assert!(
-            start.elapsed() < Duration::from_secs(300),
-            "no evaluation after 5 minutes"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = spawn_quiet(&mut eval_command(&killed, &args));
+    wait_for(&mut child, 300, "the first evaluation", || {
+        std::fs::read_to_string(killed.join("eval.csv")).is_ok_and(|t| t.lines().count() >= 2)
+    });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert!(!killed.join("checkpoint.safetensors").exists());
     // Then killed once its first checkpoint (frame 1000) is on disk, and run again.
-    let mut child = eval_command(&killed, &args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while !killed.join("checkpoint.safetensors").exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(300),
-            "no checkpoint after 5 minutes"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before its first checkpoint"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut child = spawn_quiet(&mut eval_command(&killed, &args));
+    wait_for(&mut child, 300, "the first checkpoint", || {
+        killed.join("checkpoint.safetensors").exists()
+    });
     // A second run into the folder while the first writes it (between frames 1000 and 3000) is refused by name.
     let second = eval_command(&killed, &args).output().unwrap();
     assert_eq!(second.status.code(), Some(2), "{}", text(&second));
@@ -196,4 +159,9 @@ fn a_killed_run_resumes_to_the_same_results() {
     assert_eq!(result.status.code(), Some(2), "{said}");
     assert!(said.contains("different config"), "{said}");
     assert_eq!(std::fs::read(killed.join("eval.csv")).unwrap(), eval_csv);
+}
+
+/// Starts `cmd` with its output discarded.
+fn spawn_quiet(cmd: &mut Command) -> std::process::Child {
+    cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
 }

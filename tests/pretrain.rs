@@ -1,17 +1,14 @@
 //! The pre-trainer: configs, every method on tiny, metrics, resume = uninterrupted, refusals.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use lfs::env::RenderQuality;
 use lfs::pretrain::run::{describe, run_on_episodes, DatasetInfo, CHECKPOINT_FILE, METRICS_FILE};
 use lfs::pretrain::{Method, PretrainConfig};
 use lfs::shards::Episode;
 
+use crate::common::repo;
 use crate::synthetic_episodes::moving_square_episodes;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// pipelines/tiny.toml at batch 8 (to keep the suite quick on 2 cores), then `overrides`.
 pub fn tiny_config(overrides: &[&str]) -> PretrainConfig {

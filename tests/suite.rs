@@ -5,40 +5,33 @@
 //! job array on a real one-node SLURM cluster (eval/slurm/run_suite.sh) gives them again.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use lfs::export::export;
 use lfs::pretrain::run::CHECKPOINT_FILE;
 
-use crate::common::run_results;
+use crate::common::{lfs_in_repo, output_text as text, repo, run_results, wait_for};
 use crate::pretrain::{one_update_run, two_task_data};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn lfs_command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lfs"));
-    cmd.current_dir(repo())
-        .env("MUJOCO_GL", std::env::var("MUJOCO_GL").unwrap_or_else(|_| "egl".into()))
-        .env_remove("SLURM_ARRAY_TASK_ID")
-        .env_remove("JOB_COMPLETION_INDEX")
-        .args(args);
+    let mut cmd = lfs_in_repo();
+    cmd.args(args);
     cmd
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// `lfs suite run SUITE --out OUT -j 2`, which must succeed; what it said.
 fn run_pool(suite: &str, out: &str) -> String {
     run_ok(&mut lfs_command(&["suite", "run", suite, "--out", out, "-j", "2"]))
+}
+
+/// Runs `cmd`, which must be refused (exit 2) with `expected` in what it says; what it said.
+fn refused(cmd: &mut Command, expected: &str) -> String {
+    let out = cmd.output().unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains(expected), "expected {expected:?} in: {said}");
+    said
 }
 
 fn run_ok(cmd: &mut Command) -> String {
@@ -121,19 +114,6 @@ fn record(out: &Path, cell: &str) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
 
-/// Waits until `cond` holds, failing after `secs` or if the pool ends first.
-fn wait_for(child: &mut Child, secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_secs(secs),
-            "waited {secs} s for {what}"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "the pool ended before {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
     let dir = tempfile::tempdir().unwrap();
@@ -151,12 +131,10 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
         let body = format!("{extra}{}", tiny.replace("runs/tiny", "runs/nowhere"));
         let suite = dir.path().join(format!("bad{i}.toml"));
         std::fs::write(&suite, body).unwrap();
-        let result = lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s])
-            .output()
-            .unwrap();
-        let said = text(&result);
-        assert_eq!(result.status.code(), Some(2), "{said}");
-        assert!(said.contains(expected), "{said}");
+        let said = refused(
+            &mut lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s]),
+            expected,
+        );
         if i == 0 {
             assert!(
                 said.contains(suite.to_str().unwrap()),
@@ -171,43 +149,30 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
         .replace("runs/tiny", "random");
     let suite = dir.path().join("dup.toml");
     std::fs::write(&suite, dup).unwrap();
-    let result = lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s])
-        .output()
-        .unwrap();
-    assert_eq!(result.status.code(), Some(2));
-    assert!(
-        text(&result).contains("encoder name \"random\" appears twice"),
-        "{}",
-        text(&result)
+    refused(
+        &mut lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s]),
+        "encoder name \"random\" appears twice",
     );
 
     // A job index beyond the 8 cells, given or taken from SLURM's variable.
     let random_only = dir.path().join("random.toml");
     std::fs::write(&random_only, tiny.replace("runs/tiny", "random")).unwrap();
     let suite_s = random_only.to_str().unwrap();
-    let result = lfs_command(&["suite", "run", suite_s, "--out", out_s, "--job-index", "8"])
-        .output()
-        .unwrap();
-    assert_eq!(result.status.code(), Some(2));
-    assert!(text(&result).contains("job index 8 is out of range: the suite has 8 cells (0..=7)"));
-    let result = lfs_command(&["suite", "run", suite_s, "--out", out_s])
-        .env("SLURM_ARRAY_TASK_ID", "x1")
-        .output()
-        .unwrap();
-    assert_eq!(result.status.code(), Some(2));
-    assert!(
-        text(&result).contains("SLURM_ARRAY_TASK_ID=\"x1\" is not a job index"),
-        "{}",
-        text(&result)
+    refused(
+        &mut lfs_command(&["suite", "run", suite_s, "--out", out_s, "--job-index", "8"]),
+        "job index 8 is out of range: the suite has 8 cells (0..=7)",
+    );
+    refused(
+        lfs_command(&["suite", "run", suite_s, "--out", out_s]).env("SLURM_ARRAY_TASK_ID", "x1"),
+        "SLURM_ARRAY_TASK_ID=\"x1\" is not a job index",
     );
     assert!(!out.exists());
 
     // status of a folder that is not a suite's.
-    let result = lfs_command(&["suite", "status", dir.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(result.status.code(), Some(2));
-    assert!(text(&result).contains("is not a suite directory"));
+    refused(
+        &mut lfs_command(&["suite", "status", dir.path().to_str().unwrap()]),
+        "is not a suite directory",
+    );
 
     // The array script: one task per cell, absolute paths, the thread count of the suite file.
     let said = run_ok(&mut lfs_command(&[
@@ -273,11 +238,10 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
             .replace("seeds = [1, 2]", "seeds = [1, 3]"),
     )
     .unwrap();
-    let result = lfs_command(&["suite", "run", other.to_str().unwrap(), "--out", out_s])
-        .output()
-        .unwrap();
-    assert_eq!(result.status.code(), Some(2));
-    assert!(text(&result).contains("holds another suite"), "{}", text(&result));
+    refused(
+        &mut lfs_command(&["suite", "run", other.to_str().unwrap(), "--out", out_s]),
+        "holds another suite",
+    );
 }
 
 #[test]
