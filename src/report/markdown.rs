@@ -198,14 +198,8 @@ fn not_counted(md: &mut String, report: &Report) {
             .replace('\n', " ");
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} / {} | {} | {} |",
-            c.name,
-            c.method(report.agents_differ),
-            c.meta.task,
-            c.meta.seed,
-            c.meta.state.name(),
-            c.meta.frames_done,
-            c.meta.num_train_frames,
+            "| {} | {} | {} |",
+            cell_columns(c, report.agents_differ),
             c.meta.attempts,
             error
         );
@@ -518,14 +512,8 @@ fn compute_cost(md: &mut String, report: &Report) {
         let opt = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} |",
-            c.name,
-            c.method(report.agents_differ),
-            c.meta.task,
-            c.meta.seed,
-            c.meta.state.name(),
-            c.meta.frames_done,
-            c.meta.num_train_frames,
+            "| {} | {} | {} | {} |",
+            cell_columns(c, report.agents_differ),
             opt((c.meta.attempts > 0).then_some(c.meta.wall_clock_s)),
             opt((c.meta.attempts > 0).then_some(c.meta.frames_per_s)),
             c.meta.attempts
@@ -564,4 +552,18 @@ fn provenance(md: &mut String, report: &Report) {
         "Every evaluation of every done cell is in [{RESULTS_CSV}]({RESULTS_CSV}), in DrQ-v2's long format \
          (`agent,encoder,task,seed,frame,episode_reward,hour`)."
     );
+}
+
+/// The columns every table of cells starts with: cell, method, task, seed, state, frames.
+fn cell_columns(c: &Cell, agents_differ: bool) -> String {
+    format!(
+        "{} | {} | {} | {} | {} | {} / {}",
+        c.name,
+        c.method(agents_differ),
+        c.meta.task,
+        c.meta.seed,
+        c.meta.state.name(),
+        c.meta.frames_done,
+        c.meta.num_train_frames
+    )
 }
