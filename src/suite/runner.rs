@@ -41,10 +41,10 @@ pub fn index_from_env() -> Result<Option<usize>> {
     Ok(None)
 }
 
-/// Writes the suite and its resolved SAC config into `out`; refuses a suite that differs from
-/// the one whose cells are there in anything but the frame budget (raising the budget extends
-/// the cells, which resume from their checkpoints).
-pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<()> {
+/// Writes the suite and its resolved SAC config into `out`, and returns that config; refuses a
+/// suite that differs from the one whose cells are there in anything but the frame budget
+/// (raising the budget extends the cells, which resume from their checkpoints).
+pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<EvalConfig> {
     // Every encoder row must point at something before anything is written.
     for row in &suite.encoders {
         row.choice()?;
@@ -86,7 +86,7 @@ pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<()> {
                 .map_err(|e| Error::checkpoint(&path, format!("writing: {e}")))?;
         }
     }
-    Ok(())
+    Ok(sac)
 }
 
 fn read_if_exists(path: &Path) -> Result<Option<String>> {
@@ -124,7 +124,8 @@ pub fn run_cell(
             cells.len() - 1
         ))
     })?;
-    prepare(suite, out)?;
+    let mut cfg = prepare(suite, out)?;
+    cfg.run.seed = cell.seed;
     let dir = cell.dir(out);
     let Some(_lock) = CellLock::acquire(&dir)? else {
         return Ok(CellOutcome::Busy);
@@ -156,8 +157,6 @@ pub fn run_cell(
         if let eval::EncoderChoice::Exported(path) = &spec.encoder {
             record.encoder_source = path.display().to_string();
         }
-        let mut cfg = suite.sac_config()?;
-        cfg.run.seed = cell.seed;
         let mut note = |event: EvalEvent| {
             if let EvalEvent::Episode(log) = &event {
                 record.frames_done = log.frame;
