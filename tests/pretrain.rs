@@ -556,3 +556,186 @@ fn a_second_writer_of_a_run_folder_is_refused() {
     run_on_episodes(&cfg, &eps, &info, dir.path(), &mut |_| {}).unwrap();
     assert!(dir.path().join(CHECKPOINT_FILE).exists());
 }
+
+#[test]
+fn short_episodes_are_refused_or_reported_before_anything_is_written() {
+    // Issue 15: a synthetic pair needs 5 frames and a real pair 2 (docs/design.md §1–2). A task
+    // whose every episode is shorter than a pair the method draws is refused before the run
+    // folder is touched; a task with only some short episodes trains and is reported.
+    let mut eps = moving_square_episodes("walker_run", 0, 2, 12, None);
+    eps.extend(moving_square_episodes("cartpole_swingup", 1, 3, 4, None));
+    let info = vec![describe(Path::new("in-memory"), "test-id".to_string(), &eps)];
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let err = run_on_episodes(&tiny_config(&["run.num_updates=1"]), &eps, &info, &out, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("task cartpole_swingup: 3 of 3 episodes are shorter than the 5 frames"),
+        "{err}"
+    );
+    assert!(!out.exists(), "the refused run created {}", out.display());
+    // Methods on real pairs only need 2 frames: the same data trains.
+    let no_fm = tiny_config(&["run.num_updates=1", "objective.method=lfs-no-fm"]);
+    let mut reported = Vec::new();
+    run_on_episodes(&no_fm, &eps, &info, &out, &mut |e| {
+        if let lfs::pretrain::RunEvent::ShortEpisodes(tasks) = e {
+            reported.extend(tasks.iter().cloned());
+        }
+    })
+    .unwrap();
+    let expected = lfs::data::TaskEpisodeLengths {
+        task: "cartpole_swingup".to_string(),
+        episodes: 3,
+        without_real_pair: 0,
+        without_synthetic_pair: 3,
+    };
+    assert_eq!(reported, vec![expected]);
+    // One-frame episodes give no pair at all: refused for every method.
+    let mut eps = moving_square_episodes("walker_run", 0, 2, 12, None);
+    eps.extend(moving_square_episodes("reach_duplo", 2, 2, 1, None));
+    let err = run_on_episodes(&no_fm, &eps, &info, &dir.path().join("run2"), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("task reach_duplo: 2 of 2 episodes are shorter than the 2 frames a real pair needs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_checkpoint_of_another_lfs_version_is_refused() {
+    let (eps, info) = two_task_data();
+    let dir = one_update_run(&eps, &info);
+    let path = dir.path().join(CHECKPOINT_FILE);
+    let mut file = lfs::nn::checkpoint::load(&path).unwrap();
+    file.metadata.insert("lfs.version".into(), "0.0.1-other".into());
+    lfs::nn::checkpoint::save_atomic(&path, &file.tensors, &file.metadata).unwrap();
+    let err = run_on_episodes(
+        &tiny_config(&["run.num_updates=2"]),
+        &eps,
+        &info,
+        dir.path(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(CHECKPOINT_FILE)
+            && err.contains("written by lfs 0.0.1-other")
+            && err.contains(env!("CARGO_PKG_VERSION")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_config_value_of_the_wrong_type_names_the_file_and_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "[run]\nnum_updates = \"ten\"\n").unwrap();
+    let err = PretrainConfig::load(&path, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("bad.toml") && err.contains("num_updates") && err.contains("invalid type"),
+        "{err}"
+    );
+    let err = PretrainConfig::load(&repo().join("pipelines/tiny.toml"), &["run.batch_size=\"8\"".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("batch_size") && err.contains("invalid type"), "{err}");
+}
+
+/// The uninterrupted or killed `lfs pretrain` of the SIGKILL test: 30 updates at batch 8,
+/// a checkpoint every 5.
+fn kill_test_pretrain(dataset: &Path, out: &Path) -> std::process::Command {
+    let mut cmd = crate::common::lfs_in_repo();
+    cmd.args(["pretrain", "--config", "pipelines/tiny.toml", "--out-dir"])
+        .arg(out)
+        .args(["--set", &format!("data.datasets=[{:?}]", dataset.to_str().unwrap())])
+        .args(["--set", "run.num_updates=30", "--set", "run.checkpoint_every_updates=5"])
+        .args(["--set", "run.batch_size=8"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd
+}
+
+fn checkpoint_step(run: &Path) -> u64 {
+    let meta = lfs::nn::checkpoint::read_metadata(&run.join(CHECKPOINT_FILE)).unwrap();
+    meta["lfs.step"].parse().unwrap()
+}
+
+#[test]
+fn runs_killed_mid_update_and_mid_checkpoint_resume_to_the_uninterrupted_result() {
+    // Issue 15: real SIGKILLs of `lfs pretrain`, (1) between checkpoints, during updates, and
+    // (2) while the checkpoint's temporary file is being written; each resumed run must end
+    // with the checkpoint and metrics an uninterrupted run writes.
+    let videos = repo().join("datasets/tiny/videos");
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("dataset");
+    lfs(&["ingest", videos.to_str().unwrap(), "--out", dataset.to_str().unwrap()]);
+    let full = dir.path().join("full");
+    assert!(kill_test_pretrain(&dataset, &full).status().unwrap().success());
+
+    let cut = dir.path().join("cut");
+    let lines = |run: &Path| {
+        std::fs::read_to_string(run.join(METRICS_FILE))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    // (1) Killed after update 7 was logged: checkpoint 5 holds, updates 6.. are redone.
+    let mut child = kill_test_pretrain(&dataset, &cut).spawn().unwrap();
+    crate::common::wait_for(&mut child, 120, "update 7", || lines(&cut) >= 7);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (logged, step) = (lines(&cut), checkpoint_step(&cut));
+    assert!(
+        logged > step as usize,
+        "the kill must land between checkpoints: {logged} updates logged, checkpoint at {step}"
+    );
+
+    // (2) Killed while `.checkpoint.safetensors.tmp` exists (the write is under way). Resume and
+    // watch for the temporary file; a kill that came after the rename does not count.
+    let tmp = lfs::fsutil::temp_path(&cut.join(CHECKPOINT_FILE));
+    let mut kills_mid_write = 0;
+    for _attempt in 0..20 {
+        let before = checkpoint_step(&cut);
+        let mut child = kill_test_pretrain(&dataset, &cut).spawn().unwrap();
+        let mut seen = false;
+        while child.try_wait().unwrap().is_none() {
+            if tmp.exists() {
+                child.kill().unwrap();
+                seen = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        child.wait().unwrap();
+        if seen && tmp.exists() {
+            kills_mid_write += 1;
+            // The old checkpoint is intact and still loads.
+            assert_eq!(checkpoint_step(&cut), before);
+            lfs::nn::checkpoint::load(&cut.join(CHECKPOINT_FILE)).unwrap();
+            break;
+        }
+        if !seen {
+            break; // the run finished before a write was caught
+        }
+    }
+    assert_eq!(
+        kills_mid_write, 1,
+        "no kill landed during a checkpoint write in 20 tries"
+    );
+
+    // The last run resumes to the end and matches the uninterrupted one.
+    assert!(kill_test_pretrain(&dataset, &cut).status().unwrap().success());
+    assert!(!tmp.exists(), "the resumed run left {}", tmp.display());
+    let a = lfs::nn::checkpoint::load(&full.join(CHECKPOINT_FILE)).unwrap();
+    let b = lfs::nn::checkpoint::load(&cut.join(CHECKPOINT_FILE)).unwrap();
+    assert_eq!(a.metadata["lfs.step"], "30");
+    assert_eq!(a.tensors.len(), b.tensors.len());
+    for (k, ta) in &a.tensors {
+        let va = ta.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let vb = b.tensors[k].flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert!(va == vb, "{k} differs after the killed runs");
+    }
+    assert_eq!(timeless(read_metrics(&full)), timeless(read_metrics(&cut)));
+}

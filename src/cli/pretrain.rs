@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use super::progress::terminal_bar;
 
+use lfs::data::TaskEpisodeLengths;
 use lfs::pretrain::collapse::Collapse;
 use lfs::pretrain::{self, PretrainConfig, RunEvent};
 
@@ -90,6 +91,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => eprintln!("{line}"),
             }
         }
+        RunEvent::ShortEpisodes(tasks) => {
+            for t in tasks {
+                eprintln!("{}", short_episodes_warning(t));
+            }
+        }
         RunEvent::Checkpoint { step, path } => {
             let line = format!("checkpoint at update {step}: {}", path.display());
             match &bar {
@@ -123,5 +129,18 @@ fn collapse_warning(collapse: &Collapse) -> String {
         "warning: the representation has collapsed since update {}: {}. The encoder is not learning; \
          see docs/design.md (\"Multi-task batches\") for the settings that avoid it",
         collapse.since_step, collapse.reason
+    )
+}
+
+fn short_episodes_warning(t: &TaskEpisodeLengths) -> String {
+    use lfs::data::episode_lengths::{min_frames_for_real_pair, min_frames_for_synthetic_pair};
+    format!(
+        "warning: task {}: {} of {} episodes are shorter than {} frames (no synthetic pair) and {} shorter than {} (no pair at all); they add nothing of those kinds",
+        t.task,
+        t.without_synthetic_pair,
+        t.episodes,
+        min_frames_for_synthetic_pair(),
+        t.without_real_pair,
+        min_frames_for_real_pair()
     )
 }

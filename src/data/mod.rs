@@ -2,12 +2,14 @@
 //! stacking itself is [`crate::observation`]), random-shift augmentation, and the pair
 //! sampler. Works on `&[Episode]` so tests can build episodes in memory.
 
+pub mod episode_lengths;
 pub mod frame_mask;
 pub mod moving_squares;
 pub mod pair_frames;
 pub mod random_shift;
 pub mod sampler;
 
+pub use episode_lengths::{episode_lengths, TaskEpisodeLengths};
 pub use frame_mask::frame_mask_pair;
 pub use pair_frames::{real_pair, PairFrames};
 pub use random_shift::RandomShift;

@@ -344,6 +344,7 @@ fn check_resumable(
             file.meta("lfs.kind")?
         )));
     }
+    checkpoint::check_same_version(file)?;
     let saved =
         EvalConfig::from_toml_str(file.meta("lfs.config")?, &[]).map_err(|e| err(format!("its config: {e}")))?;
     if saved.resume_key()? != cfg.resume_key()? {
@@ -674,7 +675,7 @@ impl Workspace {
             meta.insert("lfs.last_eval_step".into(), step.to_string());
         }
         meta.insert("lfs.rng".into(), rng_to_string(&self.rng));
-        meta.insert("lfs.version".into(), env!("CARGO_PKG_VERSION").into());
+        meta.insert(checkpoint::VERSION_KEY.into(), checkpoint::THIS_VERSION.into());
         checkpoint::save_atomic(path, &tensors, &meta)
     }
 

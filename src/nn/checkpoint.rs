@@ -44,6 +44,27 @@ pub fn strip_prefix(tensors: &BTreeMap<String, Tensor>, prefix: &str) -> BTreeMa
         .collect()
 }
 
+/// The metadata key under which every checkpoint records the lfs version that wrote it.
+pub const VERSION_KEY: &str = "lfs.version";
+
+/// This build's version, as written under [`VERSION_KEY`].
+pub const THIS_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Refuses to resume from a checkpoint another lfs version wrote: its tensors, optimiser state
+/// and RNG stream are only known to match the code that wrote them.
+pub fn check_same_version(file: &SafetensorsFile) -> Result<()> {
+    let written = file.meta(VERSION_KEY)?;
+    if written != THIS_VERSION {
+        return Err(Error::checkpoint(
+            &file.path,
+            format!(
+                "was written by lfs {written}, this is lfs {THIS_VERSION}; resume it with lfs {written}, or start a new --out-dir"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Writes `tensors` and `metadata` to `path` atomically.
 pub fn save_atomic(path: &Path, tensors: &BTreeMap<String, Tensor>, metadata: &HashMap<String, String>) -> Result<()> {
     let bytes = safetensors::tensor::serialize(tensors.iter().map(|(k, v)| (k.as_str(), v)), Some(metadata.clone()))

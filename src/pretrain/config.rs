@@ -143,6 +143,11 @@ impl Method {
         matches!(self, Method::Lfs | Method::LfsNoLnc | Method::LfsNoFm)
     }
 
+    /// Whether the method trains on frame-mask synthetic pairs (episodes need 5 frames).
+    pub fn uses_synthetic_pairs(self) -> bool {
+        matches!(self, Method::Lfs | Method::LfsNoLnc | Method::LfsCl)
+    }
+
     /// Whether the method screens synthetic candidates with LNC.
     pub fn uses_lnc(self) -> bool {
         matches!(self, Method::Lfs | Method::LfsCl)

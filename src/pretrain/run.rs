@@ -8,11 +8,14 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::collapse::{Collapse, CollapseMonitor};
-use super::config::PretrainConfig;
+use super::config::{Method, PretrainConfig};
 use super::metrics::UpdateMetrics;
 use super::trainer::Trainer;
+use crate::data::episode_lengths::{min_frames_for_real_pair, min_frames_for_synthetic_pair};
+use crate::data::{episode_lengths, TaskEpisodeLengths};
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::MetricsLog;
+use crate::nn::checkpoint::{THIS_VERSION, VERSION_KEY};
 use crate::shards::{Dataset, Episode, RenderQualities};
 use crate::{Error, Result};
 
@@ -110,6 +113,9 @@ pub enum RunEvent<'m> {
     },
     /// The representation has looked collapsed for `collapse.window_updates` updates.
     Collapse(&'m Collapse),
+    /// Before training: tasks with episodes too short to give every pair the method draws
+    /// (each task still has some; a task with none is refused).
+    ShortEpisodes(&'m [TaskEpisodeLengths]),
 }
 
 /// Where the run ended.
@@ -138,6 +144,10 @@ pub fn run_on_episodes(
     on_event: &mut dyn FnMut(RunEvent),
 ) -> Result<RunSummary> {
     check_render_quality(datasets)?;
+    let short = check_episode_lengths(cfg.objective.method, episodes)?;
+    if !short.is_empty() {
+        on_event(RunEvent::ShortEpisodes(&short));
+    }
     let io_err = |path: &Path, e: std::io::Error| Error::checkpoint(path, e.to_string());
     std::fs::create_dir_all(out_dir).map_err(|e| io_err(out_dir, e))?;
     let _claim = crate::fsutil::claim_dir(out_dir, "pretrain")?;
@@ -158,7 +168,7 @@ pub fn run_on_episodes(
     write_bytes_atomic(&datasets_path, datasets_json.as_bytes()).map_err(|e| io_err(&datasets_path, e))?;
     let mut provenance = BTreeMap::new();
     provenance.insert("lfs.datasets".to_string(), datasets_json);
-    provenance.insert("lfs.version".to_string(), env!("CARGO_PKG_VERSION").to_string());
+    provenance.insert(VERSION_KEY.to_string(), THIS_VERSION.to_string());
 
     let mut log = MetricsLog::open(&out_dir.join(METRICS_FILE), trainer.step())?;
     on_event(RunEvent::Started {
@@ -202,6 +212,43 @@ pub fn run_on_episodes(
     };
     write_summary(&out_dir.join(SUMMARY_FILE), &summary)?;
     Ok(summary)
+}
+
+/// Refuses a task whose every episode is too short for a pair the method draws, naming the
+/// task and its counts; returns the tasks that only have some short episodes (a warning).
+fn check_episode_lengths(method: Method, episodes: &[Episode]) -> Result<Vec<TaskEpisodeLengths>> {
+    let lengths = episode_lengths(episodes);
+    let unusable: Vec<String> = lengths
+        .iter()
+        .filter_map(|t| {
+            let (short, need, kind) = if t.without_real_pair == t.episodes {
+                (t.without_real_pair, min_frames_for_real_pair(), "a real pair")
+            } else if method.uses_synthetic_pairs() && t.without_synthetic_pair == t.episodes {
+                (
+                    t.without_synthetic_pair,
+                    min_frames_for_synthetic_pair(),
+                    "a synthetic pair",
+                )
+            } else {
+                return None;
+            };
+            Some(format!(
+                "task {}: {short} of {} episodes are shorter than the {need} frames {kind} needs",
+                t.task, t.episodes
+            ))
+        })
+        .collect();
+    if !unusable.is_empty() {
+        return Err(Error::Config(format!(
+            "{} cannot train on these datasets: {}",
+            method.name(),
+            unusable.join("; ")
+        )));
+    }
+    Ok(lengths
+        .into_iter()
+        .filter(TaskEpisodeLengths::has_short_episodes)
+        .collect())
 }
 
 /// `summary.json`: the run's report, written atomically at the end of every invocation.

@@ -352,6 +352,7 @@ impl<'a> Trainer<'a> {
     pub fn load_checkpoint(&mut self, path: &Path) -> Result<()> {
         let file = checkpoint::load(path)?;
         let err = |reason: String| Error::checkpoint(path, reason);
+        checkpoint::check_same_version(&file)?;
         let saved = PretrainConfig::from_toml_str(file.meta("lfs.config")?, &[])
             .map_err(|e| err(format!("its config: {e}")))?;
         if saved.resume_key()? != self.cfg.resume_key()? {
