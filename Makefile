@@ -37,8 +37,10 @@ deps:
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
 	@command -v cargo >/dev/null || { echo "installing Rust with rustup"; \
-		curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal; \
+		curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy -c rustfmt; \
 		echo 'open a new shell (or run: . "$$HOME/.cargo/env") so cargo is on PATH'; }
+	@# make lint needs rustfmt and clippy on an existing toolchain too.
+	@! command -v rustup >/dev/null || rustup component add clippy rustfmt 2>&1 | grep -v "is up to date" || true
 
 build:
 	$(CARGO) build --release --locked

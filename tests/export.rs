@@ -1,5 +1,6 @@
-//! `lfs export`: PyTorch state_dict names, metadata, file mode, the example file, and the
-//! PyTorch loader (eval/load_encoder_torch.py) when a Python with torch is available.
+//! `lfs export`: PyTorch state_dict names, metadata, file mode, the example file, the
+//! numpy forward pass (eval/load_encoder_numpy.py, always), and the PyTorch loader
+//! (eval/load_encoder_torch.py) when a Python with torch is available.
 
 use std::path::PathBuf;
 
@@ -137,6 +138,42 @@ fn pytorch_loader_reproduces_the_rust_features() {
         o.status.success() && stdout.contains("OK"),
         "{stdout}\n{}",
         String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn a_numpy_forward_pass_reproduces_the_rust_features() {
+    // Issue 15: the one independent check of an export that CI always runs (no torch there):
+    // eval/load_encoder_numpy.py, a float64 numpy forward pass written from docs/pytorch.md's
+    // module, must reproduce the example file's features and projections.
+    let (_dir, out) = exported();
+    let script = crate::common::repo().join("eval/load_encoder_numpy.py");
+    let o = std::process::Command::new(crate::common::python())
+        .arg(&script)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && stdout.contains("OK"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // It can fail: a swapped pair of conv weights is caught.
+    let mut file = load(&out).unwrap();
+    let w = file.tensors["encoder.convnet.2.weight"].clone();
+    let swapped = w.flip(&[2]).unwrap(); // kernel rows reversed
+    file.tensors.insert("encoder.convnet.2.weight".into(), swapped);
+    lfs::nn::checkpoint::save_atomic(&out, &file.tensors, &file.metadata).unwrap();
+    let o = std::process::Command::new(crate::common::python())
+        .arg(&script)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stdout).contains("MISMATCH"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
     );
 }
 
