@@ -7,28 +7,38 @@ Reads a JSON list of episodes on stdin:
 
 and writes, for each episode, a fresh environment's rewards, discounts, last flags and 84x84
 RGB frames (hex, reset frame first) as JSON on stdout. Nothing here is shared with
-eval/dmc_worker.py except the task table: each episode gets a freshly loaded environment seeded
-through `load`, actions go through dm_control's own `action_scale.Wrapper`, and pixels come
-from dm_control's `pixels.Wrapper` (suite) or the task's camera observation (reach_duplo).
+eval/dmc_worker.py, not even the task table: a task name is resolved against dm_control's own
+lists (`suite.ALL_TASKS`, `manipulation.ALL`), the camera is DrQ-v2's rule for the suite
+(camera 0; 2 for quadruped) and the one image observation of a manipulation task. Each episode
+gets a freshly loaded environment seeded through `load`, actions go through dm_control's own
+`action_scale.Wrapper`, and pixels come from dm_control's `pixels.Wrapper` (suite).
 """
 
 import json
-import os
 import sys
 
 import numpy as np
 from dm_control import manipulation, suite
 from dm_control.suite.wrappers import action_scale, pixels
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dmc_worker import TASKS  # noqa: E402  (the name -> domain/task/camera table only)
+
+def resolve(task):
+    """(domain, task, camera) from dm_control's own task lists; ("manipulation", name, None)."""
+    for domain, name in suite.ALL_TASKS:
+        if f"{domain}_{name}" == task:
+            return domain, name, 2 if domain == "quadruped" else 0
+    if f"{task}_vision" in manipulation.ALL:
+        return "manipulation", f"{task}_vision", None
+    raise ValueError(f"{task!r} is neither a dm_control suite task nor a manipulation task")
 
 
 def make_env(task, seed, render_quality):
-    domain, name, camera = TASKS[task]
+    domain, name, camera = resolve(task)
     if domain == "manipulation":
         env = manipulation.load(name, seed=seed)
-        pixels_key = camera
+        images = [k for k, v in env.observation_spec().items() if v.dtype == np.uint8]
+        assert len(images) == 1, f"{name}: expected one image observation, got {images}"
+        pixels_key = images[0]
     else:
         env = suite.load(domain, name, task_kwargs={"random": seed})
         if render_quality == "fast":
@@ -48,7 +58,7 @@ def frame_of(time_step, key):
 
 
 def run_episode(ep):
-    if ep.get("render_quality", "default") != "default" and TASKS[ep["task"]][0] == "manipulation":
+    if ep.get("render_quality", "default") != "default" and resolve(ep["task"])[0] == "manipulation":
         raise ValueError("the reference renders reach_duplo at default quality only")
     env, key = make_env(ep["task"], ep["seed"], ep.get("render_quality", "default"))
     repeat = ep.get("action_repeat", 2)
