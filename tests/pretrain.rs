@@ -291,7 +291,11 @@ fn atc_and_curl_log_the_target_spread_every_update() {
     // LayerNorm (objective.curl.layer_norm) also trains, and its key-side LayerNorm is an EMA
     // copy of the online one saved with the target.
     let (eps, info) = two_task_data();
-    for (method, extra) in [("atc", None), ("curl", None), ("curl", Some("objective.curl.layer_norm=true"))] {
+    for (method, extra) in [
+        ("atc", None),
+        ("curl", None),
+        ("curl", Some("objective.curl.layer_norm=true")),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let mut o = vec!["run.num_updates=3".to_string(), format!("objective.method={method}")];
         o.extend(extra.map(str::to_string));
@@ -304,7 +308,10 @@ fn atc_and_curl_log_the_target_spread_every_update() {
                 m["pretrain/target_cosine"].as_f64().unwrap(),
                 m["pretrain/target_norm"].as_f64().unwrap(),
             );
-            assert!((-1.0..=1.0).contains(&c) && n > 0.0, "{method} {extra:?}: cosine {c}, norm {n}");
+            assert!(
+                (-1.0..=1.0).contains(&c) && n > 0.0,
+                "{method} {extra:?}: cosine {c}, norm {n}"
+            );
         }
         let ck = lfs::nn::checkpoint::load(&dir.path().join(CHECKPOINT_FILE)).unwrap();
         let ln = ck.tensors.get("target.curl_ln.bias");

@@ -21,9 +21,10 @@ use crate::Result;
 
 /// ATC hyper-parameters. Deliberate differences from rlpyt that are not switches here
 /// (docs/design.md §5): the head and `W` are initialised orthogonally (rlpyt: torch's default
-/// Linear init); no gradient-norm clipping (rlpyt clips at 10; on the embedded sample at batch
-/// 64 the gradient norm stays below it, BENCHMARKS.md "ATC and CURL dynamics"); lfs's optimiser
-/// settings (rlpyt's DMControl runs use lr 1e-3).
+/// Linear init); no gradient-norm clipping (rlpyt clips the global norm at 10, and the PyTorch
+/// transcription measures norms above 10 early on the embedded sample, so it would act;
+/// BENCHMARKS.md "ATC and CURL dynamics"); lfs's optimiser settings (rlpyt's DMControl runs use
+/// lr 1e-3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AtcConfig {
