@@ -8,7 +8,7 @@
 #   make bench     every benchmark (slow; results go to BENCHMARKS.md by hand)
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
-.PHONY: collect bench-env bench-encoder bench-batching bench-sac eval suite suite-tiny
+.PHONY: collect bench-env bench-encoder bench-batching bench-sac eval suite suite-tiny bench-dynamics
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -133,6 +133,13 @@ collect: setup build
 # collected 36-episode set (about 75 minutes); the summary table goes in BENCHMARKS.md.
 bench-batching: setup build
 	eval/bench/task_batching.sh
+
+# Issue 14: ATC and CURL loss curves (lfs pretrain) against PyTorch transcriptions of rlpyt's ATC
+# and MishaLaskin/curl on the embedded sample, batch 64; window means within seed-spread bands.
+# BENCH_TORCH_PYTHON needs torch and numpy. Results: BENCHMARKS.md, "ATC and CURL dynamics".
+bench-dynamics: setup build
+	TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/contrastive_dynamics.sh
+	python3 eval/bench/contrastive_dynamics.py bench-out/dynamics
 
 # ---- Frozen-encoder SAC (issue 11) ---------------------------------------------------------
 # make eval TASK=cartpole_swingup [ENCODER=runs/tiny/encoder.safetensors|random]

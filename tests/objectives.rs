@@ -1,13 +1,19 @@
-//! Sinkhorn–Knopp, LNC, the LFS clustering loss and InfoNCE against independently computed
-//! values (by hand, or tests/fixtures/pretrain/reference.py).
+//! Sinkhorn–Knopp, LNC, the LFS clustering loss, InfoNCE and the ATC and CURL losses against
+//! independently computed values (by hand, tests/fixtures/pretrain/reference.py, or the float64
+//! transcriptions of rlpyt's ATC and MishaLaskin/curl in tests/fixtures/objectives/reference.py).
+
+use std::path::PathBuf;
 
 use candle_core::{Device, Tensor, Var};
 use lfs::nn::{Params, Prototypes};
-use lfs::objectives::infonce::cosine_info_nce;
+use lfs::objectives::atc::{AtcConfig, AtcHead};
+use lfs::objectives::curl::{CurlConfig, CurlHead, CurlLayerNorm};
+use lfs::objectives::infonce::{bilinear_info_nce, cosine_info_nce};
 use lfs::objectives::lfs::{clustering_loss, ClusteringConfig};
 use lfs::objectives::{assignment_entropy, lnc_select, sinkhorn, LncConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
 
 fn t2(rows: &[&[f32]]) -> Tensor {
     let n = rows.len();
@@ -176,4 +182,237 @@ fn cosine_info_nce_on_a_hand_case() {
     let q = t2(&[&[1.0, 0.0], &[0.0, 1.0]]);
     let loss = cosine_info_nce(&q, &q, 1.0).unwrap().to_scalar::<f32>().unwrap();
     assert!((loss as f64 - 0.31326168751822286).abs() < 1e-6, "{loss}");
+}
+
+#[test]
+fn cosine_info_nce_with_a_temperature_and_distinct_keys() {
+    // By hand: q = [[2, 0], [0, 3]] normalises to the identity; k = [[0.6, 0.8], [1, 0]] is
+    // already unit; τ = 0.5: logits = q̂·k̂ᵀ/τ = [[1.2, 2], [1.6, 0]], labels on the diagonal:
+    // loss = ½[ln(1 + e^0.8) + ln(1 + e^1.6)] = 1.4775007034180585 (reference.py recomputes it).
+    // τ multiplied instead of divided gives 0.8556, logits transposed 1.5200.
+    let q = t2(&[&[2.0, 0.0], &[0.0, 3.0]]);
+    let k = t2(&[&[0.6, 0.8], &[1.0, 0.0]]);
+    let loss = cosine_info_nce(&q, &k, 0.5).unwrap().to_scalar::<f32>().unwrap() as f64;
+    assert_close(
+        &[loss],
+        &[fixture()["cosine_hand"]["loss"].as_f64().unwrap()],
+        1e-6,
+        "loss",
+    );
+    assert!((loss - 1.4775007034180585).abs() < 1e-6, "{loss}");
+}
+
+#[test]
+fn bilinear_info_nce_with_a_non_symmetric_w() {
+    // By hand: W = [[1, 2], [0, 1]], k = [[1, 0], [1, 1]]: W·kᵀ = [[1, 3], [0, 1]];
+    // q = [[1, 0], [0, 2]]: logits = [[1, 3], [0, 2]], labels on the diagonal:
+    // loss = ½[ln(1 + e²) + ln(1 + e⁻²)] = 1 + ln(1 + e⁻²) = 1.1269280110429727.
+    // Transposed logits give 0.8133, Wᵀ in place of W 0.4100.
+    let q = t2(&[&[1.0, 0.0], &[0.0, 2.0]]);
+    let w = t2(&[&[1.0, 2.0], &[0.0, 1.0]]);
+    let k = t2(&[&[1.0, 0.0], &[1.0, 1.0]]);
+    let loss = bilinear_info_nce(&q, &w, &k).unwrap().to_scalar::<f32>().unwrap() as f64;
+    assert!((loss - 1.1269280110429727).abs() < 1e-6, "{loss}");
+    assert_close(
+        &[loss],
+        &[fixture()["bilinear_hand"]["loss"].as_f64().unwrap()],
+        1e-6,
+        "loss",
+    );
+}
+
+// ---- ATC and CURL against tests/fixtures/objectives/reference.py (float64 numpy; inputs are
+// float32-exact, so the only difference is float32 arithmetic here; tolerance 1e-5 absolute on
+// the losses (≈ 2–5) and on every gradient element).
+
+const REF_TOL: f64 = 1e-5;
+
+fn fixture() -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/objectives/reference.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A JSON vector (n) or matrix (r, c) as a tensor of that shape.
+fn tensor(v: &Value) -> Tensor {
+    let rows = v.as_array().unwrap();
+    if rows[0].is_array() {
+        let data: Vec<f32> = rows
+            .iter()
+            .flat_map(|r| r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32))
+            .collect();
+        let c = rows[0].as_array().unwrap().len();
+        Tensor::from_vec(data, (rows.len(), c), &Device::Cpu).unwrap()
+    } else {
+        let data: Vec<f32> = rows.iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        Tensor::from_vec(data, rows.len(), &Device::Cpu).unwrap()
+    }
+}
+
+fn flat(t: &Tensor) -> Vec<f64> {
+    t.flatten_all()
+        .unwrap()
+        .to_dtype(candle_core::DType::F64)
+        .unwrap()
+        .to_vec1()
+        .unwrap()
+}
+
+fn assert_close(ours: &[f64], expected: &[f64], tol: f64, what: &str) {
+    assert_eq!(ours.len(), expected.len(), "{what}");
+    let err = ours
+        .iter()
+        .zip(expected)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        err <= tol,
+        "{what}: max |ours − reference| = {err:e} > {tol:e}\nours {ours:?}\nreference {expected:?}"
+    );
+}
+
+/// Sets `name` in `params` to `value`.
+fn set(params: &Params, name: &str, value: &Tensor) {
+    params
+        .get(name)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .set(value)
+        .unwrap();
+}
+
+#[test]
+fn atc_loss_and_gradients_match_rlpyt() {
+    // reference.py `atc`: rlpyt's ContrastModel (residual anchor MLP, W as a torch Linear) and
+    // CrossEntropyLoss over the batch. B = 5, latent 4, hidden 6.
+    let fx = &fixture()["atc"];
+    let inp = &fx["inputs"];
+    let (z0, k) = (tensor(&inp["z"]), tensor(&inp["k"]));
+    let mut params = Params::new(&Device::Cpu);
+    let cfg = AtcConfig {
+        hidden_dim: 6,
+        ..AtcConfig::default()
+    };
+    let head = AtcHead::new(4, &cfg, &mut params, &mut ChaCha8Rng::seed_from_u64(0)).unwrap();
+    set(&params, "atc_predictor.0.weight", &tensor(&inp["f0w"]));
+    set(&params, "atc_predictor.0.bias", &tensor(&inp["f0b"]));
+    set(&params, "atc_predictor.2.weight", &tensor(&inp["f2w"]));
+    set(&params, "atc_predictor.2.bias", &tensor(&inp["f2b"]));
+    // rlpyt's logits are c·Wᵀ·kᵀ; atc_W is used as c·W·kᵀ.
+    set(
+        &params,
+        "atc_W",
+        &tensor(&inp["w_rlpyt"]).t().unwrap().contiguous().unwrap(),
+    );
+    let z = Var::from_tensor(&z0).unwrap();
+    let loss = head.loss(z.as_tensor(), &k).unwrap();
+    assert_close(
+        &[loss.to_scalar::<f32>().unwrap() as f64],
+        &[fx["loss"].as_f64().unwrap()],
+        REF_TOL,
+        "atc loss",
+    );
+    let grads = loss.backward().unwrap();
+    let g = |t: &Tensor| flat(grads.get(t).expect("a gradient"));
+    let exp = |name: &str| flat(&tensor(&fx["grads"][name]));
+    let p = |name: &str| params.get(name).unwrap().as_tensor().clone();
+    assert_close(&g(z.as_tensor()), &exp("z"), REF_TOL, "d/dz (anchor)");
+    assert_close(&g(&p("atc_predictor.0.weight")), &exp("f0w"), REF_TOL, "d/d fc0.weight");
+    assert_close(&g(&p("atc_predictor.0.bias")), &exp("f0b"), REF_TOL, "d/d fc0.bias");
+    assert_close(&g(&p("atc_predictor.2.weight")), &exp("f2w"), REF_TOL, "d/d fc2.weight");
+    assert_close(&g(&p("atc_predictor.2.bias")), &exp("f2b"), REF_TOL, "d/d fc2.bias");
+    let dw = grads.get(&p("atc_W")).unwrap().t().unwrap();
+    assert_close(&flat(&dw), &exp("w"), REF_TOL, "d/dW (transposed to rlpyt's)");
+    // The positive comes from the target: no gradient flows into it.
+    let kv = Var::from_tensor(&k).unwrap();
+    let grads = head.loss(z.as_tensor(), kv.as_tensor()).unwrap().backward().unwrap();
+    assert!(grads.get(kv.as_tensor()).is_none());
+}
+
+/// CURL's head from the fixture's inputs: W and, with `layer_norm`, both LayerNorms.
+fn curl_head(inp: &Value, layer_norm: bool) -> (CurlHead, Params, Params) {
+    let (mut params, mut target) = (Params::new(&Device::Cpu), Params::new(&Device::Cpu));
+    let cfg = CurlConfig {
+        layer_norm,
+        ..CurlConfig::default()
+    };
+    let mut head = CurlHead::new(4, &cfg, &mut params, &mut ChaCha8Rng::seed_from_u64(0)).unwrap();
+    head.attach_target(&mut target).unwrap();
+    set(&params, "curl_W", &tensor(&inp["w"]));
+    if layer_norm {
+        set(&params, CurlLayerNorm::WEIGHT, &tensor(&inp["ln_weight"]));
+        set(&params, CurlLayerNorm::BIAS, &tensor(&inp["ln_bias"]));
+        set(&target, CurlLayerNorm::WEIGHT, &tensor(&inp["target_ln_weight"]));
+        set(&target, CurlLayerNorm::BIAS, &tensor(&inp["target_ln_bias"]));
+    } else {
+        assert!(target.is_empty());
+    }
+    (head, params, target)
+}
+
+#[test]
+fn curl_loss_and_gradients_match_curl_sac() {
+    // reference.py `curl`: CURL.compute_logits (W·z_posᵀ, row max subtracted) and
+    // CrossEntropyLoss over the batch; our default (no LayerNorm). B = 5, latent 4.
+    let fx = &fixture()["curl"];
+    let inp = &fx["inputs"];
+    let (head, params, _) = curl_head(inp, false);
+    let q = Var::from_tensor(&tensor(&inp["q"])).unwrap();
+    let loss = head.loss(q.as_tensor(), &tensor(&inp["k"])).unwrap();
+    assert_close(
+        &[loss.to_scalar::<f32>().unwrap() as f64],
+        &[fx["loss"].as_f64().unwrap()],
+        REF_TOL,
+        "curl loss",
+    );
+    let grads = loss.backward().unwrap();
+    assert_close(
+        &flat(grads.get(q.as_tensor()).unwrap()),
+        &flat(&tensor(&fx["grads"]["q"])),
+        REF_TOL,
+        "d/dq",
+    );
+    let w = params.get("curl_W").unwrap().as_tensor();
+    assert_close(
+        &flat(grads.get(w).unwrap()),
+        &flat(&tensor(&fx["grads"]["w"])),
+        REF_TOL,
+        "d/dW",
+    );
+}
+
+#[test]
+fn curl_with_upstream_layer_norm_matches_curl_sac() {
+    // objective.curl.layer_norm = true: PixelEncoder's LayerNorm on both projections, the key's
+    // with the target's own γ', β' (reference.py `curl_ln`).
+    let fx = &fixture()["curl_layer_norm"];
+    let inp = &fx["inputs"];
+    let (head, params, target) = curl_head(inp, true);
+    let q = Var::from_tensor(&tensor(&inp["q"])).unwrap();
+    let loss = head.loss(q.as_tensor(), &tensor(&inp["k"])).unwrap();
+    assert_close(
+        &[loss.to_scalar::<f32>().unwrap() as f64],
+        &[fx["loss"].as_f64().unwrap()],
+        REF_TOL,
+        "curl+ln loss",
+    );
+    let grads = loss.backward().unwrap();
+    let exp = |name: &str| flat(&tensor(&fx["grads"][name]));
+    let p = |name: &str| params.get(name).unwrap().as_tensor().clone();
+    assert_close(&flat(grads.get(q.as_tensor()).unwrap()), &exp("q"), REF_TOL, "d/dq");
+    assert_close(&flat(grads.get(&p("curl_W")).unwrap()), &exp("w"), REF_TOL, "d/dW");
+    assert_close(
+        &flat(grads.get(&p(CurlLayerNorm::WEIGHT)).unwrap()),
+        &exp("ln_weight"),
+        REF_TOL,
+        "d/dγ",
+    );
+    assert_close(
+        &flat(grads.get(&p(CurlLayerNorm::BIAS)).unwrap()),
+        &exp("ln_bias"),
+        REF_TOL,
+        "d/dβ",
+    );
+    // The key side's LayerNorm is the target's: no gradient.
+    for (name, var) in target.iter() {
+        assert!(grads.get(var.as_tensor()).is_none(), "{name}");
+    }
 }

@@ -284,6 +284,49 @@ fn every_method_trains_with_its_batch_composition() {
 }
 
 #[test]
+fn atc_and_curl_log_the_target_spread_every_update() {
+    // Issue 14: the same collapse visibility as LFS. ATC's positives and CURL's keys are the
+    // target projections; their spread (mean pairwise cosine, mean norm) is logged every update
+    // and recomputed here from nothing but its definition's range. CURL with upstream's
+    // LayerNorm (objective.curl.layer_norm) also trains, and its key-side LayerNorm is an EMA
+    // copy of the online one saved with the target.
+    let (eps, info) = two_task_data();
+    for (method, extra) in [
+        ("atc", None),
+        ("curl", None),
+        ("curl", Some("objective.curl.layer_norm=true")),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = vec!["run.num_updates=3".to_string(), format!("objective.method={method}")];
+        o.extend(extra.map(str::to_string));
+        let o: Vec<&str> = o.iter().map(String::as_str).collect();
+        run_on_episodes(&tiny_config(&o), &eps, &info, dir.path(), &mut |_| {}).unwrap();
+        let metrics = read_metrics(dir.path());
+        assert_eq!(metrics.len(), 3, "{method}");
+        for m in &metrics {
+            let (c, n) = (
+                m["pretrain/target_cosine"].as_f64().unwrap(),
+                m["pretrain/target_norm"].as_f64().unwrap(),
+            );
+            assert!(
+                (-1.0..=1.0).contains(&c) && n > 0.0,
+                "{method} {extra:?}: cosine {c}, norm {n}"
+            );
+        }
+        let ck = lfs::nn::checkpoint::load(&dir.path().join(CHECKPOINT_FILE)).unwrap();
+        let ln = ck.tensors.get("target.curl_ln.bias");
+        assert_eq!(ln.is_some(), extra.is_some(), "{method} {extra:?}");
+        if let Some(t) = ln {
+            // β starts at 0, so after 3 EMA steps the target's β is nonzero iff the online one moved.
+            let o = ck.tensors["online.curl_ln.bias"].to_vec1::<f32>().unwrap();
+            let t = t.to_vec1::<f32>().unwrap();
+            assert!(o.iter().any(|v| *v != 0.0) && t.iter().any(|v| *v != 0.0));
+            assert!(o.iter().zip(&t).any(|(a, b)| a != b));
+        }
+    }
+}
+
+#[test]
 fn mixing_render_qualities_is_refused() {
     let mut eps = moving_square_episodes("walker_run", 0, 1, 8, Some(RenderQuality::Default));
     let fast = moving_square_episodes("walker_run", 0, 1, 8, Some(RenderQuality::Fast));

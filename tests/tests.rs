@@ -12,7 +12,8 @@ mod data;
 mod nn;
 // The CPU kernels: 3×3 conv ops (plain and bias + ReLU fused) vs candle's conv2d and autograd, tiles vs loops.
 mod kernels;
-// Sinkhorn, LNC window, LFS loss on a fixed batch, InfoNCE (reference values with provenance).
+// Sinkhorn, LNC window, LFS loss on a fixed batch, InfoNCE, ATC and CURL vs float64
+// transcriptions of rlpyt and MishaLaskin/curl (reference values with provenance).
 mod objectives;
 // `lfs pretrain`: configs, every method on tiny, metrics log, resume = uninterrupted.
 mod pretrain;

@@ -1,8 +1,14 @@
-//! ATC (Stooke et al. 2021, "Augmented Temporal Contrast"), the action-free video baseline of
-//! docs/design.md §5: anchor O_t through the online encoder + projector, a residual MLP head
-//! `c = z + MLP(z)`, positive O_{t+1} through the EMA encoder + projector (τ = 0.01), bilinear
-//! W, cross-entropy over the batch. ATC's compressor LayerNorm is left out so that every method
-//! exports the same encoder + projector.
+//! ATC (Stooke et al. 2021, "Augmented Temporal Contrast"; astooke/rlpyt
+//! `ul/algos/ul_for_rl/augmented_temporal_contrast.py` and `ul/models/ul/atc_models.py`), the
+//! action-free video baseline of docs/design.md §5: anchor O_t through the online encoder +
+//! projector, a residual MLP head `c = z + MLP(z)`, positive O_{t+1} through the EMA encoder +
+//! projector (τ = 0.01), bilinear W, cross-entropy over the batch with labels on the diagonal.
+//!
+//! rlpyt's pre-training encoder (`EncoderModel`: conv, then a Linear "compressor" to the
+//! latent) has no LayerNorm: the LayerNorm after the compressor belongs to its downstream RL
+//! model (`ul/models/rl/sac_rl_models.py`), so the shared encoder + projector here is already
+//! upstream's pre-training network and needs no switch. rlpyt's `W` is a torch Linear
+//! (logits `c·Wᵀ·kᵀ`); `atc_W` here is used as `c·W·kᵀ`, i.e. it holds rlpyt's `Wᵀ`.
 
 use candle_core::Tensor;
 use rand::Rng;
@@ -13,7 +19,12 @@ use crate::nn::init::orthogonal;
 use crate::nn::{Params, Predictor};
 use crate::Result;
 
-/// ATC hyper-parameters.
+/// ATC hyper-parameters. Deliberate differences from rlpyt that are not switches here
+/// (docs/design.md §5): the head and `W` are initialised orthogonally (rlpyt: torch's default
+/// Linear init); no gradient-norm clipping (rlpyt clips the global norm at 10, and the PyTorch
+/// transcription measures norms above 10 early on the embedded sample, so it would act;
+/// BENCHMARKS.md "ATC and CURL dynamics"); lfs's optimiser settings (rlpyt's DMControl runs use
+/// lr 1e-3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AtcConfig {

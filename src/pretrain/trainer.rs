@@ -106,11 +106,21 @@ impl<'a> Trainer<'a> {
                 predictor: new_predictor(&mut online_params, &mut rng)?,
             },
             Method::Atc => Head::Atc(AtcHead::new(latent, &cfg.objective.atc, &mut online_params, &mut rng)?),
-            Method::Curl => Head::Curl(CurlHead::new(latent, &mut online_params, &mut rng)?),
+            Method::Curl => Head::Curl(CurlHead::new(
+                latent,
+                &cfg.objective.curl,
+                &mut online_params,
+                &mut rng,
+            )?),
         };
         // The target starts as an exact copy of the online encoder and projector.
-        let (target_net, target_params) =
+        let (target_net, mut target_params) =
             EncoderProjector::from_tensors(encoder_cfg, latent, &online_params.snapshot()?, online_params.device())?;
+        // CURL's key-side LayerNorm (objective.curl.layer_norm) is an EMA copy as well.
+        let mut head = head;
+        if let Head::Curl(curl) = &mut head {
+            curl.attach_target(&mut target_params)?;
+        }
         let adam = Adam::new(cfg.optimizer.clone(), &online_params);
         Ok(Self {
             cfg: cfg.clone(),
