@@ -97,7 +97,7 @@ impl<'a> Trainer<'a> {
         let new_predictor = |params: &mut Params, rng: &mut _| {
             Predictor::new(latent, cfg.model.predictor_hidden_dim, "predictor", params, rng)
         };
-        let head = match cfg.objective.method {
+        let mut head = match cfg.objective.method {
             Method::Lfs | Method::LfsNoLnc | Method::LfsNoFm => Head::Clustering {
                 predictor: new_predictor(&mut online_params, &mut rng)?,
                 prototypes: Prototypes::new(cfg.model.num_prototypes, latent, "protos", &mut online_params, &mut rng)?,
@@ -117,7 +117,6 @@ impl<'a> Trainer<'a> {
         let (target_net, mut target_params) =
             EncoderProjector::from_tensors(encoder_cfg, latent, &online_params.snapshot()?, online_params.device())?;
         // CURL's key-side LayerNorm (objective.curl.layer_norm) is an EMA copy as well.
-        let mut head = head;
         if let Head::Curl(curl) = &mut head {
             curl.attach_target(&mut target_params)?;
         }
