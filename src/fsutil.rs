@@ -70,6 +70,21 @@ pub fn commit_temp(tmp: &Path, path: &Path) -> io::Result<()> {
     fs::rename(tmp, path)
 }
 
+/// Opens `path` for reading only if it is a regular file: a FIFO named like a video would block
+/// the open (or the reads) forever, a device would never end. The open itself does not block
+/// (`O_NONBLOCK`, which changes nothing for a regular file's reads); the kind is checked on the
+/// opened file, so a swap between a check and the open cannot slip through.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        let kind = crate::video::special_file_kind(&meta);
+        return Err(io::Error::other(format!("not a regular file ({kind})")));
+    }
+    Ok(file)
+}
+
 /// An exclusive lock on a file (`flock`), held while the value lives: the one way a process
 /// claims a folder it writes (a dataset, a run, a suite cell). The kernel releases it when the
 /// process dies, however it dies, so a lock is never stale; the file itself stays.

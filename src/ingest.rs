@@ -6,11 +6,11 @@
 //! skipped; the others are ingested. Re-running skips sources already in the dataset.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{self, File};
+use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
-use std::time::{Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
@@ -20,8 +20,12 @@ use crate::collect::read_sidecar_beside;
 use crate::shards::{
     DatasetWriter, EncodedFrames, EpisodeRecord, FeatureStats, FrameCodec, NewEpisode, SourceInfo, WriterSettings,
 };
-use crate::video::{self, DecodeOptions, Discovered, Source, SourceKind};
-use crate::{Error, Result};
+use crate::video::{self, Deadline, DecodeOptions, Discovered, Source, SourceKind};
+use crate::{fsutil, Error, Result};
+
+/// Episodes shorter than this give pre-training no synthetic pair (it stacks frames t-4..t;
+/// docs/design.md §1); they are ingested (real pairs need 2 frames) and flagged in the output.
+pub const MIN_FRAMES_FOR_SYNTHETIC_PAIR: usize = 5;
 
 /// What `lfs ingest` was asked to do.
 #[derive(Debug, Clone)]
@@ -35,7 +39,7 @@ pub struct IngestOptions {
     /// Parallel decoders.
     pub jobs: usize,
     /// Commit (make durable) at least this often; a crash loses at most this much work.
-    pub commit_every: std::time::Duration,
+    pub commit_every: Duration,
 }
 
 /// Why a source was not ingested this time although nothing is wrong with it.
@@ -164,14 +168,18 @@ fn stat(source: &Source) -> Result<(i64, i64)> {
     }
 }
 
-/// SHA-256 of a file, or of an image folder's frame names and bytes in frame order.
-fn content_hash(source: &Source) -> Result<String> {
+/// SHA-256 of a file, or of an image folder's frame names and bytes in frame order. Only
+/// regular files are read, and reading stops at `deadline` (`--timeout` covers hashing too).
+fn content_hash(source: &Source, deadline: &Deadline) -> Result<String> {
     let err = |p: &Path, e: std::io::Error| Error::decode(p, format!("cannot read: {e}"));
     let mut h = Sha256::new();
     let hash_file = |p: &Path, h: &mut Sha256| -> Result<()> {
-        let mut f = File::open(p).map_err(|e| err(p, e))?;
+        let mut f = fsutil::open_regular(p).map_err(|e| err(p, e))?;
         let mut buf = vec![0u8; 1 << 20];
         loop {
+            if deadline.passed() {
+                return Err(deadline.error(&source.path, "while hashing"));
+            }
             let n = f.read(&mut buf).map_err(|e| err(p, e))?;
             if n == 0 {
                 return Ok(());
@@ -235,16 +243,34 @@ enum Prepared {
 }
 
 /// Hashes, decodes and encodes one source (on a worker thread); a source whose content is
-/// already `known` is not decoded.
+/// already `known` is not decoded. `--timeout` bounds hashing and decoding together. A panic
+/// (a bug, or one inside a library) fails this source by name instead of aborting the ingest.
 fn prepare(job: &Job, opts: &IngestOptions, known: &ByContent) -> Result<Prepared> {
-    let sha256 = content_hash(&job.source)?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare_source(job, opts, known))).unwrap_or_else(
+        |panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(Error::decode(
+                &job.source.path,
+                format!("internal error (panic: {what})"),
+            ))
+        },
+    )
+}
+
+fn prepare_source(job: &Job, opts: &IngestOptions, known: &ByContent) -> Result<Prepared> {
+    let deadline = Deadline::after(opts.decode.timeout);
+    let sha256 = content_hash(&job.source, &deadline)?;
     if let Some((episode_index, path)) = known.get(&sha256) {
         return Ok(Prepared::Duplicate(Skip::SameContent {
             episode_index: *episode_index,
             path: path.clone(),
         }));
     }
-    let decoded = video::decode(&job.source, &opts.decode)?;
+    let decoded = video::decode_within(&job.source, &opts.decode, &deadline)?;
     let sidecar = read_sidecar_beside(&job.source.path)?;
     let frames = encode_frames(&decoded.frames, decoded.width, decoded.height, opts.frame_codec)?;
     let image_stats = FeatureStats::of_rgb_frames(&decoded.frames, decoded.num_frames());
@@ -284,8 +310,17 @@ pub fn ingest(opts: &IngestOptions, progress: &dyn Progress) -> Result<IngestRep
         ignored: found.ignored,
         ..Default::default()
     };
-    progress.start(found.sources.len());
+    progress.start(found.sources.len() + found.rejected.len());
     let mut plan = plan_jobs(opts, &root, found.sources, writer.earlier(), progress);
+    for rejected in found.rejected {
+        let r = SourceReport {
+            task: opts.task.clone().unwrap_or_else(|| task_label(&root, &rejected.path)),
+            path: rejected.path,
+            outcome: Outcome::Failed(rejected.reason),
+        };
+        progress.source_done(&r);
+        plan.slots.push(Some(r));
+    }
     let mut known: ByContent = writer
         .earlier()
         .iter()
@@ -310,7 +345,7 @@ fn find_sources(opts: &IngestOptions) -> Result<(PathBuf, Discovered)> {
         .or_else(|_| std::path::absolute(&opts.out))
         .ok();
     let found = video::discover(&root, out_abs.as_deref())?;
-    if found.sources.is_empty() {
+    if found.sources.is_empty() && found.rejected.is_empty() {
         return Err(Error::decode(
             root,
             format!(

@@ -9,7 +9,9 @@ use std::time::Duration;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use lfs::ingest::{self, IngestOptions, IngestReport, Outcome, Progress, Skip, SourceReport};
+use lfs::ingest::{
+    self, IngestOptions, IngestReport, Outcome, Progress, Skip, SourceReport, MIN_FRAMES_FOR_SYNTHETIC_PAIR,
+};
 use lfs::shards::FrameCodec;
 use lfs::video::{Crop, DecodeOptions, FrameSize};
 
@@ -73,9 +75,10 @@ impl Progress for Reporter {
         let line = match &r.outcome {
             Outcome::Ingested { episode_index, frames } => {
                 format!(
-                    "ok      {} [{}]: {frames} frames -> episode {episode_index}",
+                    "ok      {} [{}]: {frames} frames -> episode {episode_index}{}",
                     r.path.display(),
-                    r.task
+                    r.task,
+                    too_short_note(*frames)
                 )
             }
             Outcome::Skipped(Skip::Unchanged { episode_index }) => {
@@ -104,6 +107,16 @@ impl Progress for Reporter {
     }
 }
 
+/// The warning on an ingested episode too short for a synthetic pair (1 to 4 frames): kept, as
+/// it still gives real pairs (2 frames and up), but pre-training draws no synthetic pair from it.
+fn too_short_note(frames: usize) -> String {
+    if frames < MIN_FRAMES_FOR_SYNTHETIC_PAIR {
+        format!(" (too short for a synthetic pair: fewer than {MIN_FRAMES_FOR_SYNTHETIC_PAIR} frames)")
+    } else {
+        String::new()
+    }
+}
+
 fn print_summary(args: &Args, report: &IngestReport) {
     let ingested = report.count(|o| matches!(o, Outcome::Ingested { .. }));
     let skipped = report.count(|o| matches!(o, Outcome::Skipped(_)));
@@ -114,6 +127,13 @@ fn print_summary(args: &Args, report: &IngestReport) {
         frames as f64 / report.seconds.max(1e-9),
         report.failed()
     );
+    let short =
+        report.count(|o| matches!(o, Outcome::Ingested { frames, .. } if *frames < MIN_FRAMES_FOR_SYNTHETIC_PAIR));
+    if short > 0 {
+        println!(
+            "warning: {short} source(s) too short for a synthetic pair (fewer than {MIN_FRAMES_FOR_SYNTHETIC_PAIR} frames): pre-training draws only real pairs from them"
+        );
+    }
     if !report.ignored.is_empty() {
         println!(
             "ignored {} file(s) that are not videos or frame images, e.g. {}",

@@ -12,7 +12,7 @@ use super::episodes::EpisodeRecord;
 use super::layout::{FrameCodec, LfsMeta, IMAGE_KEY, LFS_META_PATH, TASKS_PATH};
 use super::open_parquet;
 use super::tasks::read_tasks;
-use super::writer::{read_all_episodes, read_lfs_meta};
+use super::writer::{committed_data_path, read_all_episodes, read_lfs_meta};
 use crate::env::RenderQuality;
 use crate::observation::{hwc_to_chw, StoredFrames};
 use crate::{Error, Result};
@@ -111,7 +111,10 @@ impl Dataset {
 
     /// Decode one episode.
     pub fn load_episode(&self, record: &EpisodeRecord) -> Result<Episode> {
-        let path = record.data_file.data_path(&self.root);
+        // A kill between an ingest's commit point and its data file's rename leaves the file
+        // staged; it is complete, and the next ingest renames it.
+        let path =
+            committed_data_path(&self.root, record.data_file).unwrap_or_else(|| record.data_file.data_path(&self.root));
         let (w, h) = (self.meta.width as usize, self.meta.height as usize);
         let frame_len = w * h * 3;
         let n = record.length as usize;

@@ -1,12 +1,17 @@
 //! Appending episodes to a dataset, crash-safely.
 //!
-//! Commit protocol. Frames go to a data file under a hidden temporary name; a *commit* closes
-//! it, renames it into place, then rewrites this run's episodes file (atomically): that
-//! rename is the commit point. `tasks.parquet`, `stats.json`, `lfs.json` and `info.json` are
-//! derived from the episodes tables and rewritten after it. A crash therefore leaves either
-//! temporary files (ignored by every reader: hidden names) or a data file that no episodes
-//! table references (an *orphan*, which sorts after every committed file); the next
-//! [`DatasetWriter::open`] deletes both, and the sources they held are ingested again.
+//! Commit protocol. Frames go to a data file under a hidden temporary name
+//! (`data/chunk-XXX/.file-YYY.parquet.tmp`: no glob for `*.parquet` matches it). A *commit*
+//! closes and syncs it, then rewrites this run's episodes file atomically, listing the new
+//! episodes: that rename is the commit point. Only then is the data file renamed to its final
+//! name. So a reader that globs `data/*/*.parquet` (pyarrow, DuckDB, LeRobot) never sees a row
+//! the index does not list, however the writer dies. A kill between the two renames leaves
+//! indexed episodes whose data file is still *staged* under the temporary name: our reader
+//! reads it there, and the next [`DatasetWriter::open`] (under the ingest lock, before
+//! anything else) finishes the rename. `tasks.parquet`, `stats.json`, `lfs.json` and
+//! `info.json` are derived from the episodes tables and rewritten after a commit (and at
+//! open). Temporary files no episode refers to, and data files of older versions that no
+//! episodes table references, are deleted at open; the sources they held are ingested again.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -156,6 +161,41 @@ fn remove_temp_files(dir: &Path) -> Result<usize> {
     Ok(removed)
 }
 
+/// Where the data file `id` is: its final name, or while a commit is between its two renames
+/// (or was killed there), its staged temporary name. `None` when neither exists.
+pub(crate) fn committed_data_path(root: &Path, id: FileId) -> Option<PathBuf> {
+    let path = id.data_path(root);
+    if path.exists() {
+        return Some(path);
+    }
+    let staged = fsutil::temp_path(&path);
+    staged.exists().then_some(staged)
+}
+
+/// Finishes the commits an interrupted run left between the index and the data file's rename:
+/// every data file the index lists gets its final name. An indexed data file that exists under
+/// neither name is an error naming it (something other than an ingest removed it).
+fn publish_staged(root: &Path, committed: &[EpisodeRecord]) -> Result<()> {
+    let files: std::collections::BTreeSet<FileId> = committed.iter().map(|r| r.data_file).collect();
+    for id in files {
+        let path = id.data_path(root);
+        match committed_data_path(root, id) {
+            Some(p) if p == path => {}
+            Some(staged) => {
+                File::open(&staged)?.sync_all()?;
+                fs::rename(&staged, &path)?;
+            }
+            None => {
+                return Err(Error::shard(
+                    &path,
+                    "missing: the episodes index lists this data file but it is gone (restore it, or remove the dataset and ingest again)",
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Read `meta/lfs.json`.
 pub(crate) fn read_lfs_meta(root: &Path) -> Result<Option<LfsMeta>> {
     let path = root.join(LFS_META_PATH);
@@ -214,8 +254,9 @@ impl DatasetWriter {
             }
         }
 
-        remove_temp_files(root)?;
         let earlier = read_all_episodes(root)?;
+        publish_staged(root, &earlier)?;
+        remove_temp_files(root)?;
         // Orphans: data files no committed episode points at (a run died before committing).
         let referenced: std::collections::HashSet<FileId> = earlier.iter().map(|r| r.data_file).collect();
         let data_files = chunked_files(&root.join(DATA_DIR))?;
@@ -412,16 +453,27 @@ impl DatasetWriter {
         Ok(id)
     }
 
-    /// Make everything appended so far durable and visible.
+    /// Make everything appended so far durable and visible: the data file is synced under its
+    /// staged name, the episodes index lists it (the commit point), then it is renamed into
+    /// place. No glob reader ever sees rows the index does not list.
     pub fn commit(&mut self) -> Result<()> {
-        if let Some(open) = self.open.take() {
-            open.writer.close()?;
-            fsutil::commit_temp(&open.tmp, &open.path)?;
-        }
+        let staged = match self.open.take() {
+            Some(open) => {
+                open.writer.close()?;
+                File::open(&open.tmp)?.sync_all()?;
+                Some((open.tmp, open.path))
+            }
+            None => None,
+        };
         if !self.run.is_empty() {
             // lfs.json first: a reader needs it to decode the frames the episodes point at.
             self.write_lfs_meta()?;
             write_episodes(&self.run_meta_file.episodes_path(&self.root), &self.run)?;
+        }
+        if let Some((tmp, path)) = staged {
+            fs::rename(&tmp, &path)?;
+        }
+        if !self.run.is_empty() {
             self.write_derived()?;
         }
         self.last_commit = Instant::now();

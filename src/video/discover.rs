@@ -1,6 +1,7 @@
 //! Finding the sources (episodes) under a video folder.
 
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
@@ -36,6 +37,44 @@ pub struct Discovered {
     pub sources: Vec<Source>,
     /// Files that are neither videos, frame images nor sidecars; listed in the summary.
     pub ignored: Vec<PathBuf>,
+    /// Entries that look like sources but cannot be read as one, each with the reason: a FIFO,
+    /// socket or device named like a video, a folder that cannot be listed, a symlink loop.
+    /// The ingest reports them as failed and goes on with the rest.
+    pub rejected: Vec<Rejected>,
+}
+
+/// An entry of the video folder that is not walked or read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub path: PathBuf,
+    /// Names the entry.
+    pub reason: String,
+}
+
+impl Rejected {
+    fn new(path: &Path, reason: impl std::fmt::Display) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            reason: format!("{}: {reason}", path.display()),
+        }
+    }
+}
+
+/// What a file that is neither a regular file nor a folder is, for messages ("a FIFO").
+pub fn special_file_kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a file"
+    }
 }
 
 fn has_extension(path: &Path, exts: &[&str]) -> bool {
@@ -54,7 +93,8 @@ fn is_hidden(path: &Path) -> bool {
 ///
 /// A folder that directly holds frame images is one image-sequence episode; its sub-folders
 /// are still walked. Hidden entries, sidecar `.json` files and the folder `skip` (the dataset
-/// being written, when it lies inside `root`) are skipped.
+/// being written, when it lies inside `root`) are skipped. Symlinks are followed, except one
+/// that leads back to a folder being walked (a loop): it is rejected, so the walk ends.
 pub fn discover(root: &Path, skip: Option<&Path>) -> Result<Discovered> {
     let meta = fs::metadata(root).map_err(|e| Error::decode(root, format!("cannot read the video folder: {e}")))?;
     let mut found = Discovered::default();
@@ -65,50 +105,98 @@ pub fn discover(root: &Path, skip: Option<&Path>) -> Result<Discovered> {
         });
         return Ok(found);
     }
-    walk(root, skip, &mut found)?;
+    let read_dir = fs::read_dir(root).map_err(|e| Error::decode(root, format!("cannot list folder: {e}")))?;
+    let mut walk = Walk {
+        skip,
+        found: &mut found,
+        ancestors: vec![(meta.dev(), meta.ino(), root.to_path_buf())],
+    };
+    walk.folder(root, read_dir);
     found.sources.sort_by(|a, b| a.path.cmp(&b.path));
+    found.rejected.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
 }
 
-fn walk(dir: &Path, skip: Option<&Path>, found: &mut Discovered) -> Result<()> {
-    let read_dir = fs::read_dir(dir).map_err(|e| Error::decode(dir, format!("cannot list folder: {e}")))?;
-    let mut entries: Vec<PathBuf> = read_dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    entries.sort();
-    let mut has_images = false;
-    for path in entries {
-        if is_hidden(&path) || skip.is_some_and(|s| s == path) {
-            continue;
+/// One walk of the video folder.
+struct Walk<'a> {
+    skip: Option<&'a Path>,
+    found: &'a mut Discovered,
+    /// (device, inode, path) of the folders from the root down to the one being listed.
+    ancestors: Vec<(u64, u64, PathBuf)>,
+}
+
+impl Walk<'_> {
+    fn folder(&mut self, dir: &Path, read_dir: fs::ReadDir) {
+        let (skip, found) = (self.skip, &mut *self.found);
+        let mut entries: Vec<PathBuf> = read_dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        let mut has_images = false;
+        let mut folders = Vec::new();
+        for path in entries {
+            if is_hidden(&path) || skip.is_some_and(|s| s == path) {
+                continue;
+            }
+            // Follow symlinks: a folder of links to videos is a common way to build a dataset.
+            let Ok(meta) = fs::metadata(&path) else {
+                // A dangling link, a link to itself or an entry that vanished: report it as a
+                // source so the summary names it with the reason.
+                found.sources.push(Source {
+                    path,
+                    kind: SourceKind::Video,
+                });
+                continue;
+            };
+            if meta.is_dir() {
+                folders.push((path, meta));
+            } else if has_extension(&path, VIDEO_EXTENSIONS) {
+                if meta.is_file() {
+                    found.sources.push(Source {
+                        path,
+                        kind: SourceKind::Video,
+                    });
+                } else {
+                    // Reading a FIFO or a device blocks or never ends: never open one.
+                    let kind = special_file_kind(&meta);
+                    found
+                        .rejected
+                        .push(Rejected::new(&path, format!("not a regular file ({kind}); skipped")));
+                }
+            } else if has_extension(&path, IMAGE_EXTENSIONS) {
+                has_images = has_images || meta.is_file();
+            } else if !has_extension(&path, &["json"]) {
+                found.ignored.push(path);
+            }
         }
-        // Follow symlinks: a folder of links to videos is a common way to build a dataset.
-        let Ok(meta) = fs::metadata(&path) else {
-            // A dangling link or an entry that vanished: report it as a source so the
-            // summary names it with the reason.
+        if has_images {
             found.sources.push(Source {
-                path,
-                kind: SourceKind::Video,
+                path: dir.to_path_buf(),
+                kind: SourceKind::ImageSequence,
             });
-            continue;
-        };
-        if meta.is_dir() {
-            walk(&path, skip, found)?;
-        } else if has_extension(&path, VIDEO_EXTENSIONS) {
-            found.sources.push(Source {
-                path,
-                kind: SourceKind::Video,
-            });
-        } else if has_extension(&path, IMAGE_EXTENSIONS) {
-            has_images = true;
-        } else if !has_extension(&path, &["json"]) {
-            found.ignored.push(path);
+        }
+        for (path, meta) in folders {
+            self.subfolder(&path, &meta);
         }
     }
-    if has_images {
-        found.sources.push(Source {
-            path: dir.to_path_buf(),
-            kind: SourceKind::ImageSequence,
-        });
+
+    fn subfolder(&mut self, path: &Path, meta: &fs::Metadata) {
+        let id = (meta.dev(), meta.ino());
+        if let Some((_, _, ancestor)) = self.ancestors.iter().find(|(d, i, _)| (*d, *i) == id) {
+            let reason = format!("symlink loop: leads back to {}; not followed", ancestor.display());
+            self.found.rejected.push(Rejected::new(path, reason));
+            return;
+        }
+        match fs::read_dir(path) {
+            Ok(read_dir) => {
+                self.ancestors.push((id.0, id.1, path.to_path_buf()));
+                self.folder(path, read_dir);
+                self.ancestors.pop();
+            }
+            Err(e) => self
+                .found
+                .rejected
+                .push(Rejected::new(path, format!("cannot list folder: {e}"))),
+        }
     }
-    Ok(())
 }
 
 /// The frame images of an image-sequence folder in frame order: by the last number in the

@@ -1,9 +1,8 @@
 //! Video files through FFmpeg's libraries (libavformat + libavcodec + libswscale).
 
-use std::fs::{self, File};
+use std::ffi::CString;
 use std::path::Path;
 use std::sync::Once;
-use std::time::{Duration, Instant};
 
 use ff::codec::threading;
 use ff::format::stream::Disposition;
@@ -11,8 +10,8 @@ use ff::media::Type as MediaType;
 use ff::util::frame::video::Video as VideoFrame;
 use ffmpeg_next as ff;
 
-use super::{DecodeOptions, DecodedEpisode, Resampler};
-use crate::{Error, Result};
+use super::{Deadline, DecodeOptions, DecodedEpisode, Resampler};
+use crate::{fsutil, Error, Result};
 
 static INIT: Once = Once::new();
 
@@ -62,18 +61,18 @@ fn stream_rotation(stream: &ff::format::stream::Stream) -> u32 {
 fn open_reason(err: ff::Error) -> String {
     match err {
         ff::Error::InvalidData => "cannot open: invalid data (truncated, corrupt, or not a video)".into(),
-        ff::Error::Exit => "timed out while opening".into(),
+        ff::Error::Exit => "timed out while opening (--timeout)".into(),
+        // A container with a header and no frame at all (`-frames:v 0`).
+        ff::Error::Eof => "no decodable video frame: the file ends before the first one".into(),
         e => format!("cannot open: {e}"),
     }
 }
 
 /// Decodes every frame of the video at `path` to `opts.size`, each with its timestamp.
-pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedEpisode> {
+pub(super) fn decode_video(path: &Path, opts: &DecodeOptions, deadline: &Deadline) -> Result<DecodedEpisode> {
     init();
     check_readable(path)?;
-    let deadline = Deadline::after(opts.timeout);
-    let mut input = ff::format::input_with_interrupt(path, deadline.interrupt())
-        .map_err(|e| Error::decode(path, open_reason(e)))?;
+    let mut input = open_input(path, deadline.interrupt()).map_err(|e| Error::decode(path, open_reason(e)))?;
     let stream = VideoStream::select(&input, path)?;
     let mut decoder = open_decoder(&stream, path)?;
     let codec = decoder
@@ -87,7 +86,7 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
         pts: Vec::new(),
         source_size: None,
     };
-    decode_packets(&mut input, &mut decoder, &stream, &deadline, &mut state, path)?;
+    decode_packets(&mut input, &mut decoder, &stream, deadline, &mut state, path)?;
     let timestamps = complete_timestamps(&state.pts, &stream, path)?;
     let (src_w, src_h) = state.source_size.unwrap_or((0, 0));
     let (source_width, source_height) = if stream.rotation % 180 == 90 {
@@ -108,45 +107,42 @@ pub(super) fn decode_video(path: &Path, opts: &DecodeOptions) -> Result<DecodedE
     })
 }
 
-/// Plain file checks before FFmpeg sees the file: their errors are clearer than FFmpeg's.
+/// Plain file checks before FFmpeg sees the file: their errors are clearer than FFmpeg's, and
+/// FFmpeg never opens a FIFO or a device (it would block or read forever).
 fn check_readable(path: &Path) -> Result<()> {
-    let meta = fs::metadata(path).map_err(|e| Error::decode(path, format!("cannot read: {e}")))?;
+    let file = fsutil::open_regular(path).map_err(|e| Error::decode(path, format!("cannot read: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::decode(path, format!("cannot read: {e}")))?;
     if meta.len() == 0 {
         return Err(Error::decode(path, "empty file (0 bytes)"));
     }
-    File::open(path).map_err(|e| Error::decode(path, format!("cannot read: {e}")))?;
     Ok(())
 }
 
-/// The wall-clock limit of one decode (`--timeout`).
-struct Deadline {
-    at: Instant,
-    timeout: Duration,
-}
-
-impl Deadline {
-    fn after(timeout: Duration) -> Self {
-        Self {
-            at: Instant::now() + timeout,
-            timeout,
+/// `avformat_open_input` + `avformat_find_stream_info` with an interrupt callback, as
+/// ffmpeg-next's `input_with_interrupt`, but taking the path's bytes as they are: that one
+/// unwraps `to_str()`, so a file name that is not UTF-8 panicked (and aborted the ingest).
+fn open_input<F: FnMut() -> bool>(path: &Path, interrupt: F) -> Result<ff::format::context::Input, ff::Error> {
+    use std::os::unix::ffi::OsStrExt;
+    // A path from the file system holds no NUL byte; a string with one could not name a file.
+    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| ff::Error::InvalidData)?;
+    // SAFETY: the same calls as ffmpeg-next's input_with_interrupt: the context is allocated
+    // here, avformat_open_input frees it on failure, and on success it is owned by `Input`.
+    // The interrupt closure is leaked into the callback, as there.
+    unsafe {
+        let mut ps = ff::ffi::avformat_alloc_context();
+        (*ps).interrupt_callback = ff::util::interrupt::new(Box::new(interrupt)).interrupt;
+        match ff::ffi::avformat_open_input(&mut ps, c_path.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut()) {
+            0 => match ff::ffi::avformat_find_stream_info(ps, std::ptr::null_mut()) {
+                r if r >= 0 => Ok(ff::format::context::Input::wrap(ps)),
+                e => {
+                    ff::ffi::avformat_close_input(&mut ps);
+                    Err(ff::Error::from(e))
+                }
+            },
+            e => Err(ff::Error::from(e)),
         }
-    }
-
-    fn passed(&self) -> bool {
-        Instant::now() > self.at
-    }
-
-    /// FFmpeg's interrupt callback: blocking reads inside FFmpeg give up at the deadline.
-    fn interrupt(&self) -> impl FnMut() -> bool + 'static {
-        let at = self.at;
-        move || Instant::now() > at
-    }
-
-    fn error(&self, path: &Path) -> Error {
-        Error::decode(
-            path,
-            format!("timed out after {:.0} s (--timeout)", self.timeout.as_secs_f64()),
-        )
     }
 }
 
@@ -229,7 +225,7 @@ fn decode_packets(
     let mut packet = ff::Packet::empty();
     loop {
         if deadline.passed() {
-            return Err(deadline.error(path));
+            return Err(deadline.error(path, "while decoding"));
         }
         match packet.read(input) {
             Ok(()) => {
@@ -246,7 +242,7 @@ fn decode_packets(
             }
             Err(ff::Error::Eof) => break,
             Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => continue,
-            Err(ff::Error::Exit) => return Err(deadline.error(path)),
+            Err(ff::Error::Exit) => return Err(deadline.error(path, "while decoding")),
             Err(e) => {
                 return Err(Error::decode(
                     path,

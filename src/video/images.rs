@@ -1,32 +1,27 @@
 //! Image-sequence episodes: a folder of numbered PNG/JPEG frames.
 
 use std::path::Path;
-use std::time::Instant;
 
 use ff::format::Pixel;
 use ff::util::frame::video::Video as VideoFrame;
 use ffmpeg_next as ff;
 
 use super::discover::sequence_frames;
-use super::{DecodeOptions, DecodedEpisode, Resampler};
+use super::{Deadline, DecodeOptions, DecodedEpisode, Resampler};
 use crate::{Error, Result};
 
-pub(super) fn decode_image_sequence(dir: &Path, opts: &DecodeOptions) -> Result<DecodedEpisode> {
+pub(super) fn decode_image_sequence(dir: &Path, opts: &DecodeOptions, deadline: &Deadline) -> Result<DecodedEpisode> {
     let files = sequence_frames(dir).map_err(|e| Error::decode(dir, format!("cannot list frames: {e}")))?;
     if files.is_empty() {
         return Err(Error::decode(dir, "no PNG/JPEG frames in folder"));
     }
-    let deadline = Instant::now() + opts.timeout;
     let mut resampler = Resampler::new(opts.size, opts.crop, 0);
     let mut frames = Vec::with_capacity(files.len() * (opts.size.width * opts.size.height * 3) as usize);
     let mut source_size = None;
     let mut rgb = VideoFrame::empty();
     for file in &files {
-        if Instant::now() > deadline {
-            return Err(Error::decode(
-                dir,
-                format!("timed out after {:.0} s", opts.timeout.as_secs_f64()),
-            ));
+        if deadline.passed() {
+            return Err(deadline.error(dir, "while decoding"));
         }
         let img = image::open(file)
             .map_err(|e| Error::decode(file, format!("cannot decode frame image: {e}")))?

@@ -4,6 +4,7 @@
 //! of numbered PNG/JPEG frames. Every source goes through the same resampler (FFmpeg's
 //! swscale), so a video and its frames exported as images give the same pixels.
 
+mod deadline;
 mod discover;
 pub(crate) mod ffmpeg;
 mod frame_ops;
@@ -13,7 +14,11 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use discover::{discover, sequence_frames as sequence_files, Discovered, Source, SourceKind, VIDEO_EXTENSIONS};
+pub use deadline::Deadline;
+pub use discover::{
+    discover, sequence_frames as sequence_files, special_file_kind, Discovered, Rejected, Source, SourceKind,
+    VIDEO_EXTENSIONS,
+};
 pub use frame_ops::{center_crop_window, rotate_rgb, Resampler};
 
 use crate::Result;
@@ -129,8 +134,14 @@ impl DecodedEpisode {
 /// Errors are [`crate::Error::Decode`] naming the source and the reason (unreadable, empty,
 /// not a video, no video stream, truncated, timed out).
 pub fn decode(source: &Source, opts: &DecodeOptions) -> Result<DecodedEpisode> {
+    decode_within(source, opts, &Deadline::after(opts.timeout))
+}
+
+/// [`decode`] under a deadline that started earlier (ingest hashes the source first; the
+/// `--timeout` covers both).
+pub fn decode_within(source: &Source, opts: &DecodeOptions, deadline: &Deadline) -> Result<DecodedEpisode> {
     match source.kind {
-        SourceKind::Video => ffmpeg::decode_video(&source.path, opts),
-        SourceKind::ImageSequence => images::decode_image_sequence(&source.path, opts),
+        SourceKind::Video => ffmpeg::decode_video(&source.path, opts, deadline),
+        SourceKind::ImageSequence => images::decode_image_sequence(&source.path, opts, deadline),
     }
 }
