@@ -455,6 +455,20 @@ fn pyarrow_view(ds: &Path) -> (serde_json::Value, serde_json::Value) {
     (v["data"].clone(), v["index"].clone())
 }
 
+/// Data files under `data/` still under their hidden staged name (`.<name>.parquet.tmp`).
+fn staged_data_files(ds: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for chunk in fs::read_dir(ds.join("data")).into_iter().flatten().flatten() {
+        for f in fs::read_dir(chunk.path()).into_iter().flatten().flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".parquet.tmp") {
+                out.push(f.path());
+            }
+        }
+    }
+    out
+}
+
 /// Data files a glob reader can see under `data/` that no episodes table references, at one
 /// instant: the listing is taken before the index is read, so a file committed in between is
 /// not counted.
@@ -573,12 +587,20 @@ fn a_killed_ingest_leaves_a_loadable_dataset_and_a_rerun_completes_it() {
         unindexed_seen.extend(watcher.join().unwrap());
 
         // After the kill, with nothing run in between: the rows a glob reader sees are exactly
-        // the indexed episodes, and our reader loads the same episodes.
+        // the indexed episodes, and our reader loads the same episodes. The one exception is a
+        // kill between the index's rename and the data file's (microseconds apart; see
+        // src/shards/writer.rs): the newest episodes are indexed while their data file is still
+        // staged under its hidden name, so the glob reader sees fewer rows, never extra ones,
+        // until the next ingest publishes it.
         let (data, index) = pyarrow_view(&out);
-        assert_eq!(
-            data, index,
-            "run {run}: pyarrow over data/*/*.parquet vs the episodes index"
-        );
+        if data != index {
+            let staged = staged_data_files(&out);
+            let (seen, listed) = (data.as_object().unwrap(), index.as_object().unwrap());
+            assert!(
+                !staged.is_empty() && seen.iter().all(|(ep, rows)| listed.get(ep) == Some(rows)),
+                "run {run}: pyarrow over data/*/*.parquet {data} vs the episodes index {index} (staged: {staged:?})"
+            );
+        }
         let indexed = index.as_object().unwrap().len();
         assert!(
             (1..sources as usize).contains(&indexed),
