@@ -9,6 +9,7 @@
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac eval suite suite-tiny bench-dynamics
+.PHONY: check-lerobot
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -66,6 +67,14 @@ test: setup
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
+
+# LeRobot itself opening the embedded sample's dataset (eval/check_lerobot.py). Not in CI:
+# LeRobot pulls in torch (a few GB). Its own venv, .venv-lerobot, made on first use.
+LEROBOT_VENV := .venv-lerobot
+check-lerobot: sample
+	[ -x $(LEROBOT_VENV)/bin/python ] || python3 -m venv $(LEROBOT_VENV)
+	$(LEROBOT_VENV)/bin/pip install --disable-pip-version-check -q lerobot==0.4.4
+	HF_HUB_OFFLINE=1 $(LEROBOT_VENV)/bin/python eval/check_lerobot.py $(SAMPLE_OUT)/dataset
 
 bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac
 

@@ -74,7 +74,7 @@ pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
 }
 
 /// `ffprobe -v error -select_streams v:0 <args> -of csv=p=0 <path>`, one value per line.
-fn ffprobe(args: &[&str], path: &Path) -> Vec<String> {
+pub fn ffprobe(args: &[&str], path: &Path) -> Vec<String> {
     let out = Command::new("ffprobe")
         .args(["-v", "error", "-select_streams", "v:0"])
         .args(args)

@@ -185,6 +185,51 @@ fn pixels_match_the_ffmpeg_command_line() {
 }
 
 #[test]
+fn the_default_centre_crop_matches_the_ffmpeg_command_line() {
+    // Issue 15: the default `--crop center` against the CLI's `scale` + `crop` filters. The
+    // scaled size is written out here from the rule in the README (shorter side to 84, aspect
+    // kept, rounded); where the window sits is left to FFmpeg's `crop` filter, which centres
+    // it by default at ((iw - 84) / 2, (ih - 84) / 2).
+    let f = fixtures();
+    let ds = Dataset::open(default_dataset()).unwrap();
+    let mut cropped = 0;
+    for rel in CODEC_FIXTURES {
+        let path = f.path(rel);
+        let size = crate::common::ffprobe(&["-show_entries", "stream=width,height"], &path); // ["w,h"]
+        let (w, h) = size[0].split_once(',').unwrap();
+        let (w, h): (f64, f64) = (w.parse().unwrap(), h.parse().unwrap());
+        let s = f64::max(84.0 / w, 84.0 / h);
+        let (sw, sh) = ((w * s).round().max(84.0), (h * s).round().max(84.0));
+        cropped += usize::from(sw > 84.0 || sh > 84.0);
+        let vf = format!("scale={sw}:{sh}:flags=bilinear,crop=84:84");
+        let reference = ffmpeg(&[
+            "-i",
+            path.to_str().unwrap(),
+            "-vf",
+            &vf,
+            "-vsync",
+            "passthrough",
+            "-pix_fmt",
+            "rgb24",
+            "-f",
+            "rawvideo",
+            "-",
+        ]);
+        let ep = ds.load_episode(episode_of(&ds, &path)).unwrap();
+        let ours = chw_to_hwc(&ep.frames, 84, 84);
+        let (mean, max) = abs_diff(&ours, &reference);
+        assert_eq!(
+            max, 0,
+            "{rel} ({w}x{h} -> {sw}x{sh}): mean abs diff {mean:.3}, max {max}"
+        );
+    }
+    assert!(
+        cropped >= 3,
+        "only {cropped} fixtures are not square: the crop is barely tested"
+    );
+}
+
+#[test]
 fn image_sequences_keep_exact_pixels_in_numeric_order() {
     let f = fixtures();
     let ds = Dataset::open(default_dataset()).unwrap();
