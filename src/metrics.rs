@@ -53,15 +53,16 @@ pub struct CsvLog {
 
 impl CsvLog {
     /// Opens `path` for appending under `header`, first dropping the rows whose key is greater
-    /// than `keep_through`, or every row when it is `None` (they will be written again).
+    /// than `keep_through`, or every row when it is `None` (they will be written again), and
+    /// any row with fewer fields than the header (torn by a kill).
     pub fn open(path: &Path, header: &str, keep_through: Option<u64>) -> Result<Self> {
         let key = |line: &str| line.split(',').next().and_then(|k| k.parse::<u64>().ok());
-        let file = reopen_cut_back(
-            path,
-            "log",
-            Some(header),
-            |line| matches!((key(line), keep_through), (Some(k), Some(through)) if k <= through),
-        )?;
+        // A row torn by a kill mid-write has fewer fields than the header: dropped.
+        let fields = header.split(',').count();
+        let whole = |line: &str| line.split(',').count() == fields;
+        let file = reopen_cut_back(path, "log", Some(header), |line| {
+            whole(line) && matches!((key(line), keep_through), (Some(k), Some(through)) if k <= through)
+        })?;
         Ok(Self {
             path: path.to_path_buf(),
             file,
@@ -103,4 +104,46 @@ fn reopen_cut_back(
         .append(true)
         .open(path)
         .map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reopening_drops_rows_past_the_checkpoint_and_rows_torn_by_a_kill() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("eval.csv");
+        let header = "frame,step,episode,episode_reward,total_time";
+        // A kill mid-append left "4000,2000,4" (three of five fields, no newline).
+        std::fs::write(
+            &csv,
+            format!("{header}\n0,0,0,1.5,2.0\n2000,1000,2,3.5,9.0\n4000,2000,4"),
+        )
+        .unwrap();
+        let mut log = CsvLog::open(&csv, header, Some(4000)).unwrap();
+        log.append("4000,2000,4,7.5,20.0").unwrap();
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(
+            text,
+            format!("{header}\n0,0,0,1.5,2.0\n2000,1000,2,3.5,9.0\n4000,2000,4,7.5,20.0\n")
+        );
+        CsvLog::open(&csv, header, Some(0)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&csv).unwrap(),
+            format!("{header}\n0,0,0,1.5,2.0\n")
+        );
+
+        let jsonl = dir.path().join("metrics.jsonl");
+        std::fs::write(
+            &jsonl,
+            "{\"step\":1,\"loss\":2.0}\n{\"step\":2,\"loss\":1.5}\n{\"step\":3,\"lo",
+        )
+        .unwrap();
+        MetricsLog::open(&jsonl, 3).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&jsonl).unwrap(),
+            "{\"step\":1,\"loss\":2.0}\n{\"step\":2,\"loss\":1.5}\n"
+        );
+    }
 }
