@@ -32,7 +32,9 @@ def resolve(task):
     raise ValueError(f"{task!r} is neither a dm_control suite task nor a manipulation task")
 
 
-def make_env(task, seed, render_quality):
+def make_env(task, seed, render_quality, render=True):
+    """The task's environment with actions in [-1, 1]; `render=False` skips the pixels
+    wrapper of suite tasks (returns alone need no frames)."""
     domain, name, camera = resolve(task)
     if domain == "manipulation":
         env = manipulation.load(name, seed=seed)
@@ -44,9 +46,11 @@ def make_env(task, seed, render_quality):
         if render_quality == "fast":
             env.physics.model.vis.quality.shadowsize = 0
             env.physics.model.vis.quality.offsamples = 0
-        env = pixels.Wrapper(env, pixels_only=True,
-                             render_kwargs={"height": 84, "width": 84, "camera_id": camera})
-        pixels_key = "pixels"
+        pixels_key = None
+        if render:
+            env = pixels.Wrapper(env, pixels_only=True,
+                                 render_kwargs={"height": 84, "width": 84, "camera_id": camera})
+            pixels_key = "pixels"
     env = action_scale.Wrapper(env, minimum=-1.0, maximum=+1.0)
     return env, pixels_key
 
