@@ -23,10 +23,6 @@ use crate::shards::{
 use crate::video::{self, Deadline, DecodeOptions, Discovered, Source, SourceKind};
 use crate::{fsutil, Error, Result};
 
-/// Episodes shorter than this give pre-training no synthetic pair (it stacks frames t-4..t;
-/// docs/design.md §1); they are ingested (real pairs need 2 frames) and flagged in the output.
-pub const MIN_FRAMES_FOR_SYNTHETIC_PAIR: usize = 5;
-
 /// What `lfs ingest` was asked to do.
 #[derive(Debug, Clone)]
 pub struct IngestOptions {

@@ -9,9 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use lfs::ingest::{
-    self, IngestOptions, IngestReport, Outcome, Progress, Skip, SourceReport, MIN_FRAMES_FOR_SYNTHETIC_PAIR,
-};
+use lfs::data::episode_lengths::MIN_FRAMES_FOR_SYNTHETIC_PAIR;
+use lfs::ingest::{self, IngestOptions, IngestReport, Outcome, Progress, Skip, SourceReport};
 use lfs::shards::FrameCodec;
 use lfs::video::{Crop, DecodeOptions, FrameSize};
 

@@ -133,14 +133,14 @@ fn collapse_warning(collapse: &Collapse) -> String {
 }
 
 fn short_episodes_warning(t: &TaskEpisodeLengths) -> String {
-    use lfs::data::episode_lengths::{min_frames_for_real_pair, min_frames_for_synthetic_pair};
+    use lfs::data::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
     format!(
         "warning: task {}: {} of {} episodes are shorter than {} frames (no synthetic pair) and {} shorter than {} (no pair at all); they add nothing of those kinds",
         t.task,
         t.without_synthetic_pair,
         t.episodes,
-        min_frames_for_synthetic_pair(),
+        MIN_FRAMES_FOR_SYNTHETIC_PAIR,
         t.without_real_pair,
-        min_frames_for_real_pair()
+        MIN_FRAMES_FOR_REAL_PAIR
     )
 }

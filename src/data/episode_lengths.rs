@@ -5,34 +5,22 @@
 
 use std::collections::BTreeMap;
 
-use super::frame_mask::frame_mask_pair;
-use super::pair_frames::{real_pair, PairFrames};
 use crate::shards::Episode;
 
-/// The fewest frames an episode needs to give at least one pair built by `pair`.
-fn min_frames(pair: fn(usize) -> Option<PairFrames>) -> usize {
-    // Every pair kind exists from some small t on; 64 bounds the search.
-    (0..64).find(|&t| pair(t).is_some()).map_or(usize::MAX, |t| t + 1)
-}
+/// Frames an episode needs to give a real pair `(O_{t-1}, O_t)`: t ≥ 1.
+pub const MIN_FRAMES_FOR_REAL_PAIR: usize = 2;
 
-/// Frames an episode needs to give a real pair (2).
-pub fn min_frames_for_real_pair() -> usize {
-    min_frames(real_pair)
-}
-
-/// Frames an episode needs to give a frame-mask synthetic pair (5).
-pub fn min_frames_for_synthetic_pair() -> usize {
-    min_frames(frame_mask_pair)
-}
+/// Frames an episode needs to give a frame-mask synthetic pair: t ≥ 4 (it stacks F_{t-4}…F_t).
+pub const MIN_FRAMES_FOR_SYNTHETIC_PAIR: usize = 5;
 
 /// The episodes of one task, and how many of them are too short for each kind of pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskEpisodeLengths {
     pub task: String,
     pub episodes: usize,
-    /// Episodes under [`min_frames_for_real_pair`] frames.
+    /// Episodes under [`MIN_FRAMES_FOR_REAL_PAIR`] frames.
     pub without_real_pair: usize,
-    /// Episodes under [`min_frames_for_synthetic_pair`] frames.
+    /// Episodes under [`MIN_FRAMES_FOR_SYNTHETIC_PAIR`] frames.
     pub without_synthetic_pair: usize,
 }
 
@@ -45,7 +33,7 @@ impl TaskEpisodeLengths {
 
 /// Per task (sorted by name), the episode count and the short ones.
 pub fn episode_lengths(episodes: &[Episode]) -> Vec<TaskEpisodeLengths> {
-    let (real, synthetic) = (min_frames_for_real_pair(), min_frames_for_synthetic_pair());
+    let (real, synthetic) = (MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR);
     let mut by_task: BTreeMap<&str, TaskEpisodeLengths> = BTreeMap::new();
     for ep in episodes {
         let entry = by_task.entry(&ep.task).or_insert_with(|| TaskEpisodeLengths {
@@ -59,4 +47,17 @@ pub fn episode_lengths(episodes: &[Episode]) -> Vec<TaskEpisodeLengths> {
         entry.without_synthetic_pair += usize::from(ep.num_frames < synthetic);
     }
     by_task.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{frame_mask_pair, real_pair};
+
+    #[test]
+    fn the_minimum_lengths_are_where_each_pair_starts() {
+        let first = |pair: fn(usize) -> Option<crate::data::PairFrames>| (0..64).find(|&t| pair(t).is_some()).unwrap();
+        assert_eq!(MIN_FRAMES_FOR_REAL_PAIR, first(real_pair) + 1);
+        assert_eq!(MIN_FRAMES_FOR_SYNTHETIC_PAIR, first(frame_mask_pair) + 1);
+    }
 }

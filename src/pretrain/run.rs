@@ -11,7 +11,7 @@ use super::collapse::{Collapse, CollapseMonitor};
 use super::config::{Method, PretrainConfig};
 use super::metrics::UpdateMetrics;
 use super::trainer::Trainer;
-use crate::data::episode_lengths::{min_frames_for_real_pair, min_frames_for_synthetic_pair};
+use crate::data::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
 use crate::data::{episode_lengths, TaskEpisodeLengths};
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::MetricsLog;
@@ -222,11 +222,11 @@ fn check_episode_lengths(method: Method, episodes: &[Episode]) -> Result<Vec<Tas
         .iter()
         .filter_map(|t| {
             let (short, need, kind) = if t.without_real_pair == t.episodes {
-                (t.without_real_pair, min_frames_for_real_pair(), "a real pair")
+                (t.without_real_pair, MIN_FRAMES_FOR_REAL_PAIR, "a real pair")
             } else if method.uses_synthetic_pairs() && t.without_synthetic_pair == t.episodes {
                 (
                     t.without_synthetic_pair,
-                    min_frames_for_synthetic_pair(),
+                    MIN_FRAMES_FOR_SYNTHETIC_PAIR,
                     "a synthetic pair",
                 )
             } else {
