@@ -62,6 +62,16 @@ pub fn wait_for(child: &mut Child, secs: u64, what: &str, mut cond: impl FnMut()
     }
 }
 
+/// Every element of a tensor as f64, flattened (for comparisons with reference values).
+pub fn values(t: &candle_core::Tensor) -> Vec<f64> {
+    t.flatten_all()
+        .unwrap()
+        .to_dtype(candle_core::DType::F64)
+        .unwrap()
+        .to_vec1()
+        .unwrap()
+}
+
 /// Run the `ffmpeg` command line (the independent reference decoder and fixture maker).
 pub fn ffmpeg(args: &[&str]) -> Vec<u8> {
     let out = Command::new("ffmpeg")
@@ -109,12 +119,16 @@ pub fn ffprobe_frame_times(path: &Path) -> Vec<f64> {
 /// Decode `path` to raw RGB24 frames at `w`x`h` with the FFmpeg CLI (`scale` with bilinear
 /// filtering, no crop): the reference for pixel checks.
 pub fn ffmpeg_rgb(path: &Path, w: u32, h: u32) -> Vec<u8> {
-    let vf = format!("scale={w}:{h}:flags=bilinear");
+    ffmpeg_rgb_filtered(path, &format!("scale={w}:{h}:flags=bilinear"))
+}
+
+/// Decode `path` to raw RGB24 frames with the FFmpeg CLI through the filter chain `vf`.
+pub fn ffmpeg_rgb_filtered(path: &Path, vf: &str) -> Vec<u8> {
     ffmpeg(&[
         "-i",
         path.to_str().unwrap(),
         "-vf",
-        &vf,
+        vf,
         "-vsync",
         "passthrough",
         "-pix_fmt",

@@ -127,18 +127,18 @@ fn pytorch_loader_reproduces_the_rust_features() {
         return;
     };
     let (_dir, out) = exported();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("eval/load_encoder_torch.py");
+    let (ok, said) = run_loader(&python, "eval/load_encoder_torch.py", &out);
+    assert!(ok && said.contains("OK"), "{said}");
+}
+
+/// Runs a loader script of eval/ on an export: (exit status success, stdout then stderr).
+fn run_loader(python: &std::path::Path, script: &str, export: &std::path::Path) -> (bool, String) {
     let o = std::process::Command::new(python)
-        .arg(script)
-        .arg(&out)
+        .arg(crate::common::repo().join(script))
+        .arg(export)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success() && stdout.contains("OK"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    (o.status.success(), crate::common::output_text(&o))
 }
 
 #[test]
@@ -147,34 +147,17 @@ fn a_numpy_forward_pass_reproduces_the_rust_features() {
     // eval/load_encoder_numpy.py, a float64 numpy forward pass written from docs/pytorch.md's
     // module, must reproduce the example file's features and projections.
     let (_dir, out) = exported();
-    let script = crate::common::repo().join("eval/load_encoder_numpy.py");
-    let o = std::process::Command::new(crate::common::python())
-        .arg(&script)
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success() && stdout.contains("OK"),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    // It can fail: a swapped pair of conv weights is caught.
+    let numpy = |out: &std::path::Path| run_loader(&crate::common::python(), "eval/load_encoder_numpy.py", out);
+    let (ok, said) = numpy(&out);
+    assert!(ok && said.contains("OK"), "{said}");
+    // It can fail: one layer's kernels flipped top to bottom is caught.
     let mut file = load(&out).unwrap();
     let w = file.tensors["encoder.convnet.2.weight"].clone();
     let swapped = w.flip(&[2]).unwrap(); // kernel rows reversed
     file.tensors.insert("encoder.convnet.2.weight".into(), swapped);
     lfs::nn::checkpoint::save_atomic(&out, &file.tensors, &file.metadata).unwrap();
-    let o = std::process::Command::new(crate::common::python())
-        .arg(&script)
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        !o.status.success() && String::from_utf8_lossy(&o.stdout).contains("MISMATCH"),
-        "{}",
-        String::from_utf8_lossy(&o.stdout)
-    );
+    let (ok, said) = numpy(&out);
+    assert!(!ok && said.contains("MISMATCH"), "{said}");
 }
 
 #[test]

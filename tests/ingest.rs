@@ -12,7 +12,8 @@ use lfs::env::RenderQuality;
 use lfs::shards::Dataset;
 
 use crate::common::{
-    abs_diff, chw_to_hwc, ffmpeg, ffmpeg_rgb, ffprobe_frame_count, ffprobe_frame_times, lfs, python, temp_dir, text,
+    abs_diff, chw_to_hwc, ffmpeg, ffmpeg_rgb, ffmpeg_rgb_filtered, ffprobe_frame_count, ffprobe_frame_times, lfs,
+    python, temp_dir, text,
 };
 
 /// One fixture per container/codec family (folder = task).
@@ -201,20 +202,7 @@ fn the_default_centre_crop_matches_the_ffmpeg_command_line() {
         let s = f64::max(84.0 / w, 84.0 / h);
         let (sw, sh) = ((w * s).round().max(84.0), (h * s).round().max(84.0));
         cropped += usize::from(sw > 84.0 || sh > 84.0);
-        let vf = format!("scale={sw}:{sh}:flags=bilinear,crop=84:84");
-        let reference = ffmpeg(&[
-            "-i",
-            path.to_str().unwrap(),
-            "-vf",
-            &vf,
-            "-vsync",
-            "passthrough",
-            "-pix_fmt",
-            "rgb24",
-            "-f",
-            "rawvideo",
-            "-",
-        ]);
+        let reference = ffmpeg_rgb_filtered(&path, &format!("scale={sw}:{sh}:flags=bilinear,crop=84:84"));
         let ep = ds.load_episode(episode_of(&ds, &path)).unwrap();
         let ours = chw_to_hwc(&ep.frames, 84, 84);
         let (mean, max) = abs_diff(&ours, &reference);

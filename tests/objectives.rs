@@ -15,6 +15,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
+use crate::common::values;
+
 fn t2(rows: &[&[f32]]) -> Tensor {
     let n = rows.len();
     let d = rows[0].len();
@@ -248,15 +250,6 @@ fn tensor(v: &Value) -> Tensor {
     }
 }
 
-fn flat(t: &Tensor) -> Vec<f64> {
-    t.flatten_all()
-        .unwrap()
-        .to_dtype(candle_core::DType::F64)
-        .unwrap()
-        .to_vec1()
-        .unwrap()
-}
-
 fn assert_close(ours: &[f64], expected: &[f64], tol: f64, what: &str) {
     assert_eq!(ours.len(), expected.len(), "{what}");
     let err = ours
@@ -311,8 +304,8 @@ fn atc_loss_and_gradients_match_rlpyt() {
         "atc loss",
     );
     let grads = loss.backward().unwrap();
-    let g = |t: &Tensor| flat(grads.get(t).expect("a gradient"));
-    let exp = |name: &str| flat(&tensor(&fx["grads"][name]));
+    let g = |t: &Tensor| values(grads.get(t).expect("a gradient"));
+    let exp = |name: &str| values(&tensor(&fx["grads"][name]));
     let p = |name: &str| params.get(name).unwrap().as_tensor().clone();
     assert_close(&g(z.as_tensor()), &exp("z"), REF_TOL, "d/dz (anchor)");
     assert_close(&g(&p("atc_predictor.0.weight")), &exp("f0w"), REF_TOL, "d/d fc0.weight");
@@ -320,7 +313,7 @@ fn atc_loss_and_gradients_match_rlpyt() {
     assert_close(&g(&p("atc_predictor.2.weight")), &exp("f2w"), REF_TOL, "d/d fc2.weight");
     assert_close(&g(&p("atc_predictor.2.bias")), &exp("f2b"), REF_TOL, "d/d fc2.bias");
     let dw = grads.get(&p("atc_W")).unwrap().t().unwrap();
-    assert_close(&flat(&dw), &exp("w"), REF_TOL, "d/dW (transposed to rlpyt's)");
+    assert_close(&values(&dw), &exp("w"), REF_TOL, "d/dW (transposed to rlpyt's)");
     // The positive comes from the target: no gradient flows into it.
     let kv = Var::from_tensor(&k).unwrap();
     let grads = head.loss(z.as_tensor(), kv.as_tensor()).unwrap().backward().unwrap();
@@ -365,15 +358,15 @@ fn curl_loss_and_gradients_match_curl_sac() {
     );
     let grads = loss.backward().unwrap();
     assert_close(
-        &flat(grads.get(q.as_tensor()).unwrap()),
-        &flat(&tensor(&fx["grads"]["q"])),
+        &values(grads.get(q.as_tensor()).unwrap()),
+        &values(&tensor(&fx["grads"]["q"])),
         REF_TOL,
         "d/dq",
     );
     let w = params.get("curl_W").unwrap().as_tensor();
     assert_close(
-        &flat(grads.get(w).unwrap()),
-        &flat(&tensor(&fx["grads"]["w"])),
+        &values(grads.get(w).unwrap()),
+        &values(&tensor(&fx["grads"]["w"])),
         REF_TOL,
         "d/dW",
     );
@@ -395,18 +388,18 @@ fn curl_with_upstream_layer_norm_matches_curl_sac() {
         "curl+ln loss",
     );
     let grads = loss.backward().unwrap();
-    let exp = |name: &str| flat(&tensor(&fx["grads"][name]));
+    let exp = |name: &str| values(&tensor(&fx["grads"][name]));
     let p = |name: &str| params.get(name).unwrap().as_tensor().clone();
-    assert_close(&flat(grads.get(q.as_tensor()).unwrap()), &exp("q"), REF_TOL, "d/dq");
-    assert_close(&flat(grads.get(&p("curl_W")).unwrap()), &exp("w"), REF_TOL, "d/dW");
+    assert_close(&values(grads.get(q.as_tensor()).unwrap()), &exp("q"), REF_TOL, "d/dq");
+    assert_close(&values(grads.get(&p("curl_W")).unwrap()), &exp("w"), REF_TOL, "d/dW");
     assert_close(
-        &flat(grads.get(&p(CurlLayerNorm::WEIGHT)).unwrap()),
+        &values(grads.get(&p(CurlLayerNorm::WEIGHT)).unwrap()),
         &exp("ln_weight"),
         REF_TOL,
         "d/dγ",
     );
     assert_close(
-        &flat(grads.get(&p(CurlLayerNorm::BIAS)).unwrap()),
+        &values(grads.get(&p(CurlLayerNorm::BIAS)).unwrap()),
         &exp("ln_bias"),
         REF_TOL,
         "d/dβ",

@@ -9,6 +9,8 @@ use lfs::rl::sac::{actor_loss, alpha_loss, critic_loss, critic_target};
 use lfs::rl::SquashedGaussian;
 use serde_json::Value;
 
+use crate::common::values;
+
 fn fixture() -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sac/reference.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -30,15 +32,6 @@ fn matrix(v: &Value) -> Tensor {
         .collect();
     let (b, n) = (rows.len(), rows[0].len());
     Tensor::from_vec(rows.concat(), (b, n), &Device::Cpu).unwrap()
-}
-
-fn values(t: &Tensor) -> Vec<f64> {
-    t.flatten_all()
-        .unwrap()
-        .to_dtype(candle_core::DType::F64)
-        .unwrap()
-        .to_vec1()
-        .unwrap()
 }
 
 fn scalar(t: &Tensor) -> f64 {
