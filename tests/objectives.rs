@@ -341,68 +341,55 @@ fn curl_head(inp: &Value, layer_norm: bool) -> (CurlHead, Params, Params) {
     (head, params, target)
 }
 
-#[test]
-fn curl_loss_and_gradients_match_curl_sac() {
-    // reference.py `curl`: CURL.compute_logits (W·z_posᵀ, row max subtracted) and
-    // CrossEntropyLoss over the batch; our default (no LayerNorm). B = 5, latent 4.
-    let fx = &fixture()["curl"];
+/// Our CURL loss on the fixture case `key` (reference.py), checked against its loss and its
+/// gradients for q and every parameter named in `grads`; returns the gradients and the
+/// target's parameters for further checks.
+fn check_curl(key: &str, layer_norm: bool, grads_of: &[(&str, &str)]) -> (candle_core::backprop::GradStore, Params) {
+    let fx = &fixture()[key];
     let inp = &fx["inputs"];
-    let (head, params, _) = curl_head(inp, false);
+    let (head, params, target) = curl_head(inp, layer_norm);
     let q = Var::from_tensor(&tensor(&inp["q"])).unwrap();
     let loss = head.loss(q.as_tensor(), &tensor(&inp["k"])).unwrap();
     assert_close(
         &[loss.to_scalar::<f32>().unwrap() as f64],
         &[fx["loss"].as_f64().unwrap()],
         REF_TOL,
-        "curl loss",
+        &format!("{key} loss"),
     );
     let grads = loss.backward().unwrap();
-    assert_close(
-        &values(grads.get(q.as_tensor()).unwrap()),
-        &values(&tensor(&fx["grads"]["q"])),
-        REF_TOL,
-        "d/dq",
-    );
-    let w = params.get("curl_W").unwrap().as_tensor();
-    assert_close(
-        &values(grads.get(w).unwrap()),
-        &values(&tensor(&fx["grads"]["w"])),
-        REF_TOL,
-        "d/dW",
-    );
+    let exp = |name: &str| values(&tensor(&fx["grads"][name]));
+    assert_close(&values(grads.get(q.as_tensor()).unwrap()), &exp("q"), REF_TOL, "d/dq");
+    for (param, name) in grads_of {
+        let p = params.get(param).unwrap().as_tensor().clone();
+        assert_close(
+            &values(grads.get(&p).unwrap()),
+            &exp(name),
+            REF_TOL,
+            &format!("d/d{param}"),
+        );
+    }
+    (grads, target)
+}
+
+#[test]
+fn curl_loss_and_gradients_match_curl_sac() {
+    // reference.py `curl`: CURL.compute_logits (W·z_posᵀ, row max subtracted) and
+    // CrossEntropyLoss over the batch; our default (no LayerNorm). B = 5, latent 4.
+    check_curl("curl", false, &[("curl_W", "w")]);
 }
 
 #[test]
 fn curl_with_upstream_layer_norm_matches_curl_sac() {
     // objective.curl.layer_norm = true: PixelEncoder's LayerNorm on both projections, the key's
     // with the target's own γ', β' (reference.py `curl_ln`).
-    let fx = &fixture()["curl_layer_norm"];
-    let inp = &fx["inputs"];
-    let (head, params, target) = curl_head(inp, true);
-    let q = Var::from_tensor(&tensor(&inp["q"])).unwrap();
-    let loss = head.loss(q.as_tensor(), &tensor(&inp["k"])).unwrap();
-    assert_close(
-        &[loss.to_scalar::<f32>().unwrap() as f64],
-        &[fx["loss"].as_f64().unwrap()],
-        REF_TOL,
-        "curl+ln loss",
-    );
-    let grads = loss.backward().unwrap();
-    let exp = |name: &str| values(&tensor(&fx["grads"][name]));
-    let p = |name: &str| params.get(name).unwrap().as_tensor().clone();
-    assert_close(&values(grads.get(q.as_tensor()).unwrap()), &exp("q"), REF_TOL, "d/dq");
-    assert_close(&values(grads.get(&p("curl_W")).unwrap()), &exp("w"), REF_TOL, "d/dW");
-    assert_close(
-        &values(grads.get(&p(CurlLayerNorm::WEIGHT)).unwrap()),
-        &exp("ln_weight"),
-        REF_TOL,
-        "d/dγ",
-    );
-    assert_close(
-        &values(grads.get(&p(CurlLayerNorm::BIAS)).unwrap()),
-        &exp("ln_bias"),
-        REF_TOL,
-        "d/dβ",
+    let (grads, target) = check_curl(
+        "curl_layer_norm",
+        true,
+        &[
+            ("curl_W", "w"),
+            (CurlLayerNorm::WEIGHT, "ln_weight"),
+            (CurlLayerNorm::BIAS, "ln_bias"),
+        ],
     );
     // The key side's LayerNorm is the target's: no gradient.
     for (name, var) in target.iter() {
