@@ -9,7 +9,7 @@
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac eval suite suite-tiny bench-dynamics
-.PHONY: check-lerobot
+.PHONY: check-lerobot bench-dynamics-reference
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -145,10 +145,16 @@ bench-batching: setup build
 
 # Issue 14: ATC and CURL loss curves (lfs pretrain) against PyTorch transcriptions of rlpyt's ATC
 # and MishaLaskin/curl on the embedded sample, batch 64; window means within seed-spread bands.
-# BENCH_TORCH_PYTHON needs torch and numpy. Results: BENCHMARKS.md, "ATC and CURL dynamics".
+# Our side is run (~10 min) and compared with the stored torch curves; results: BENCHMARKS.md,
+# "ATC and CURL dynamics".
 bench-dynamics: setup build
-	TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/contrastive_dynamics.sh
-	python3 eval/bench/contrastive_dynamics.py bench-out/dynamics
+	SIDES=lfs eval/bench/contrastive_dynamics.sh
+	python3 eval/bench/contrastive_dynamics.py bench-out/dynamics --reference eval/bench/dynamics_reference.json
+
+# Reruns the PyTorch side (needs torch: BENCH_TORCH_PYTHON) and stores its curves in the repo.
+bench-dynamics-reference: setup build
+	SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/contrastive_dynamics.sh
+	python3 eval/bench/contrastive_dynamics.py bench-out/dynamics --store eval/bench/dynamics_reference.json
 
 # ---- Frozen-encoder SAC (issue 11) ---------------------------------------------------------
 # make eval TASK=cartpole_swingup [ENCODER=runs/tiny/encoder.safetensors|random]

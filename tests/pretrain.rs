@@ -293,6 +293,7 @@ fn atc_and_curl_log_the_target_spread_every_update() {
     let (eps, info) = two_task_data();
     for (method, extra) in [
         ("atc", None),
+        ("atc", Some("objective.atc.clip_grad_norm=10")),
         ("curl", None),
         ("curl", Some("objective.curl.layer_norm=true")),
     ] {
@@ -312,10 +313,15 @@ fn atc_and_curl_log_the_target_spread_every_update() {
                 (-1.0..=1.0).contains(&c) && n > 0.0,
                 "{method} {extra:?}: cosine {c}, norm {n}"
             );
+            // rlpyt's clipping (objective.atc.clip_grad_norm) logs the norm before clipping.
+            let clipping = extra.is_some_and(|e| e.contains("clip_grad_norm"));
+            let grad_norm = m["pretrain/grad_norm"].as_f64();
+            assert_eq!(grad_norm.is_some(), clipping, "{method} {extra:?}: {m}");
+            assert!(grad_norm.is_none_or(|g| g.is_finite() && g > 0.0), "{m}");
         }
         let ck = lfs::nn::checkpoint::load(&dir.path().join(CHECKPOINT_FILE)).unwrap();
         let ln = ck.tensors.get("target.curl_ln.bias");
-        assert_eq!(ln.is_some(), extra.is_some(), "{method} {extra:?}");
+        assert_eq!(ln.is_some(), method == "curl" && extra.is_some(), "{method} {extra:?}");
         if let Some(t) = ln {
             // β starts at 0, so after 3 EMA steps the target's β is nonzero iff the online one moved.
             let o = ck.tensors["online.curl_ln.bias"].to_vec1::<f32>().unwrap();

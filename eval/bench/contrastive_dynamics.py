@@ -10,6 +10,11 @@ target cosine per window and the torch side's gradient norms. Writes the referen
 (torch per-update losses, versions, settings) to bench-out/dynamics/reference.json.
 
     python3 eval/bench/contrastive_dynamics.py [bench-out/dynamics] [--window 50]
+        [--reference eval/bench/dynamics_reference.json] [--store FILE]
+
+The PyTorch side was run once and its curves stored in eval/bench/dynamics_reference.json
+(with the versions and settings that produced them); `make bench-dynamics` runs only our side
+and compares it with that file, `make bench-dynamics-reference` reruns the torch side.
 """
 import glob
 import json
@@ -25,7 +30,15 @@ def mean(xs):
     return sum(xs) / len(xs)
 
 
-def main(root):
+def stored_reference(path, method):
+    """The torch curves of `method` from a stored reference file (what `--store` wrote)."""
+    with open(path) as f:
+        stored = json.load(f)["methods"].get(method, {}).get("reference", {})
+    return {int(seed): {"loss": r["loss"], "cos": r["target_cosine"], "grad": r["grad_norm"], "meta": r["settings"]}
+            for seed, r in stored.items()}
+
+
+def main(root, reference=None, store=None):
     out = {"window": WINDOW, "floor_nats": FLOOR, "methods": {}}
     ok = True
     for method in ("atc", "curl"):
@@ -34,7 +47,9 @@ def main(root):
             seed = int(re.search(r"-s(\d+)/", path).group(1))
             rows = [json.loads(line) for line in open(path)]
             ours[seed] = {"loss": [r["pretrain/loss"] for r in rows], "cos": [r["pretrain/target_cosine"] for r in rows]}
-        for path in glob.glob(f"{root}/torch/{method}-s*.json"):
+        if reference:
+            ref = stored_reference(reference, method)
+        for path in [] if reference else glob.glob(f"{root}/torch/{method}-s*.json"):
             d = json.load(open(path))
             ref[d["seed"]] = {"loss": d["loss"], "cos": d["target_cosine"], "grad": d["grad_norm"], "meta": d}
         if not ours or not ref:
@@ -70,14 +85,19 @@ def main(root):
                                                              "accuracy")}}
                           for s, r in ref.items()},
         }
-    with open(os.path.join(root, "reference.json"), "w") as f:
+    with open(store or os.path.join(root, "reference.json"), "w") as f:
         json.dump(out, f)
     print("\nall windows inside their bands" if ok else "\nSOME WINDOWS OUTSIDE THEIR BANDS")
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if "--window" in sys.argv:
-        WINDOW = int(sys.argv[sys.argv.index("--window") + 1])
-    sys.exit(main(args[0] if args else "bench-out/dynamics"))
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("root", nargs="?", default="bench-out/dynamics")
+    parser.add_argument("--window", type=int, default=WINDOW)
+    parser.add_argument("--reference", help="compare against this stored reference instead of ROOT/torch")
+    parser.add_argument("--store", help="write the reference curves here (default ROOT/reference.json)")
+    args = parser.parse_args()
+    WINDOW = args.window
+    sys.exit(main(args.root, args.reference, args.store))

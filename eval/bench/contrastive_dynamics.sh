@@ -16,7 +16,9 @@ METHODS=${METHODS:-"atc curl"}
 SIDES=${SIDES:-"lfs torch"}
 mkdir -p "$OUT/logs" "$OUT/runs" "$OUT/torch"
 [ -d "$OUT/tiny-ds" ] || "$LFS" ingest datasets/tiny/videos --out "$OUT/tiny-ds"
-[ -f "$OUT/frames/frames.npy" ] || .venv/bin/python eval/bench/dump_frames.py "$OUT/tiny-ds" "$OUT/frames"
+if [[ " $SIDES " == *" torch "* && ! -f "$OUT/frames/frames.npy" ]]; then
+  .venv/bin/python eval/bench/dump_frames.py "$OUT/tiny-ds" "$OUT/frames"
+fi
 for method in $METHODS; do
   for seed in $SEEDS; do
     name="$method-s$seed"

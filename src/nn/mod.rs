@@ -7,6 +7,7 @@
 
 pub mod adam;
 pub mod checkpoint;
+pub mod clip_grad;
 pub mod ema;
 pub mod encoder;
 pub mod encoder_projector;

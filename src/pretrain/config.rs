@@ -275,6 +275,12 @@ impl StageConfig for PretrainConfig {
                 return bad(format!("{name} = {tau} must be in (0, 1]"));
             }
         }
+        if !(obj.atc.clip_grad_norm >= 0.0 && obj.atc.clip_grad_norm.is_finite()) {
+            return bad(format!(
+                "objective.atc.clip_grad_norm = {} must be >= 0 (0: no clipping)",
+                obj.atc.clip_grad_norm
+            ));
+        }
         if !(0.0..=1.0).contains(&obj.no_lnc_synthetic_fraction) {
             return bad(format!(
                 "objective.no_lnc_synthetic_fraction = {} must be in [0, 1]",

@@ -39,6 +39,9 @@ pub struct UpdateMetrics {
     /// Mean L2 norm of the target projections.
     #[serde(rename = "pretrain/target_norm")]
     pub target_norm: f64,
+    /// The global gradient norm before clipping (only when the method clips).
+    #[serde(rename = "pretrain/grad_norm")]
+    pub grad_norm: Option<f64>,
     /// Seconds spent drawing, shifting and (LNC methods) screening the batch, including
     /// LNC's online forward over all 2M candidates (kept: the loss reuses its rows).
     #[serde(rename = "pretrain/seconds_data")]
@@ -77,6 +80,7 @@ impl UpdateMetrics {
             sinkhorn_entropy: None,
             target_cosine: 0.0,
             target_norm: 0.0,
+            grad_norm: None,
             seconds_data: 0.0,
             seconds_forward: 0.0,
             seconds_backward: 0.0,

@@ -23,6 +23,7 @@ use super::metrics::UpdateMetrics;
 use crate::config::StageConfig;
 use crate::data::{PairBatch, PairKind, PairSampler, RandomShift, SamplerConfig};
 use crate::nn::checkpoint::{self, rng_from_string, rng_to_string};
+use crate::nn::clip_grad::clip_grad_norm;
 use crate::nn::ema::ema_update;
 use crate::nn::encoder_projector::Features;
 use crate::nn::{Adam, EncoderProjector, Params, Predictor, Prototypes};
@@ -187,7 +188,14 @@ impl<'a> Trainer<'a> {
 
         // ---- optimise: Adam on the online network, then EMA into the target
         let forward_done = Instant::now();
-        let grads = self.backward(&loss, &z_leaf, &online)?;
+        let mut grads = self.backward(&loss, &z_leaf, &online)?;
+        let clip = match self.cfg.objective.method {
+            Method::Atc => self.cfg.objective.atc.clip_grad_norm,
+            _ => 0.0,
+        };
+        if clip > 0.0 {
+            metrics.grad_norm = Some(clip_grad_norm(&self.online_params, &mut grads, clip)?);
+        }
         let backward_done = Instant::now();
         self.adam.step(&self.online_params, &grads)?;
         ema_update(
