@@ -207,3 +207,49 @@ fn random_shift_matches_clamped_indexing_at_every_offset() {
         assert_eq!(&batch[i * c * h * w..(i + 1) * c * h * w], &out[..], "image {i}");
     }
 }
+
+#[test]
+fn algorithm_1s_queue_gives_the_frame_mask_pair_of_the_right_five_observations() {
+    // Issue 13: the queue of the paper's Algorithm 1 fed O_0, O_1, … of an episode whose frame t
+    // holds the value t. From O_4 on, each observation yields the pair frame_mask_pair(t) builds
+    // from the episode's frames ([F_{t-4}, F_{t-3}, F_{t-1}] → [F_{t-3}, F_{t-1}, F_t]), and the
+    // pseudo-code's own asserts hold; a reset starts a new episode.
+    let (h, w) = (2, 3);
+    let ep = counting_episode(12, h, w);
+    let obs_len = 9 * h * w;
+    let observation = |t: usize| {
+        let mut out = vec![0u8; obs_len];
+        stack_frames(&ep, lfs::observation::stack_indices(t), &mut out);
+        out
+    };
+    let mut queue = lfs::data::ObservationQueue::new(3 * h * w);
+    for round in 0..2 {
+        queue.reset();
+        for t in 0..ep.num_frames {
+            let pair = queue.push(&observation(t)).unwrap();
+            let Some(expected) = frame_mask_pair(t) else {
+                assert!(pair.is_none(), "round {round}: a pair before O_4 (t = {t})");
+                continue;
+            };
+            let pair = pair.unwrap_or_else(|| panic!("no pair at t = {t}"));
+            let (mut prev, mut cur) = (vec![0u8; obs_len], vec![0u8; obs_len]);
+            stack_frames(&ep, expected.prev, &mut prev);
+            stack_frames(&ep, expected.cur, &mut cur);
+            assert_eq!((pair.prev, pair.cur), (prev, cur), "t = {t}");
+            // By value: frame t holds t.
+            let firsts = |o: &[u8]| [0, 1, 2].map(|k| o[k * 3 * h * w]);
+            assert_eq!(firsts(&observation(t)), [t as u8 - 2, t as u8 - 1, t as u8]);
+        }
+    }
+    // A skipped observation breaks the pseudo-code's asserts: a named error, not a wrong pair.
+    queue.reset();
+    for t in [0, 1, 2, 3, 5] {
+        let result = queue.push(&observation(t));
+        if t == 5 {
+            let err = result.unwrap_err().to_string();
+            assert!(err.contains("not consecutive observations of one episode"), "{err}");
+        }
+    }
+    let err = queue.push(&[0u8; 3]).unwrap_err().to_string();
+    assert!(err.contains("3 bytes"), "{err}");
+}

@@ -5,12 +5,14 @@
 pub mod episode_lengths;
 pub mod frame_mask;
 pub mod moving_squares;
+pub mod observation_queue;
 pub mod pair_frames;
 pub mod random_shift;
 pub mod sampler;
 
 pub use episode_lengths::{episode_lengths, TaskEpisodeLengths};
 pub use frame_mask::frame_mask_pair;
+pub use observation_queue::{ObservationQueue, SyntheticObservations};
 pub use pair_frames::{real_pair, PairFrames};
 pub use random_shift::RandomShift;
 pub use sampler::{PairBatch, PairKind, PairSampler, SamplerConfig, TaskBatching};
