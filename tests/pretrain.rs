@@ -624,22 +624,29 @@ fn short_episodes_are_refused_or_reported_before_anything_is_written() {
         "{err}"
     );
     assert!(!out.exists(), "the refused run created {}", out.display());
-    // Methods on real pairs only need 2 frames: the same data trains.
+    let reported = |cfg: &PretrainConfig, eps: &[Episode], out: &Path| {
+        let mut reported = Vec::new();
+        run_on_episodes(cfg, eps, &info, out, &mut |e| {
+            if let lfs::pretrain::RunEvent::ShortEpisodes(tasks) = e {
+                reported.extend(tasks.iter().cloned());
+            }
+        })
+        .unwrap();
+        reported
+    };
+    // Methods on real pairs only need 2 frames: the same data trains, with nothing to report.
     let no_fm = tiny_config(&["run.num_updates=1", "objective.method=lfs-no-fm"]);
-    let mut reported = Vec::new();
-    run_on_episodes(&no_fm, &eps, &info, &out, &mut |e| {
-        if let lfs::pretrain::RunEvent::ShortEpisodes(tasks) = e {
-            reported.extend(tasks.iter().cloned());
-        }
-    })
-    .unwrap();
+    assert_eq!(reported(&no_fm, &eps, &out), vec![]);
+    // lfs on a task with one long episode beside the short ones: trains, and the task is reported.
+    eps.extend(moving_square_episodes("cartpole_swingup", 1, 1, 12, None));
+    let lfs_cfg = tiny_config(&["run.num_updates=1"]);
     let expected = lfs::data::TaskEpisodeLengths {
         task: "cartpole_swingup".to_string(),
-        episodes: 3,
+        episodes: 4,
         without_real_pair: 0,
         without_synthetic_pair: 3,
     };
-    assert_eq!(reported, vec![expected]);
+    assert_eq!(reported(&lfs_cfg, &eps, &dir.path().join("run-lfs")), vec![expected]);
     // One-frame episodes give no pair at all: refused for every method.
     let mut eps = moving_square_episodes("walker_run", 0, 2, 12, None);
     eps.extend(moving_square_episodes("reach_duplo", 2, 2, 1, None));

@@ -24,13 +24,6 @@ pub struct TaskEpisodeLengths {
     pub without_synthetic_pair: usize,
 }
 
-impl TaskEpisodeLengths {
-    /// Whether some episode of the task gives no pair of some kind.
-    pub fn has_short_episodes(&self) -> bool {
-        self.without_synthetic_pair > 0 || self.without_real_pair > 0
-    }
-}
-
 /// Per task (sorted by name), the episode count and the short ones.
 pub fn episode_lengths(episodes: &[Episode]) -> Vec<TaskEpisodeLengths> {
     let (real, synthetic) = (MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR);

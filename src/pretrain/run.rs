@@ -215,7 +215,7 @@ pub fn run_on_episodes(
 }
 
 /// Refuses a task whose every episode is too short for a pair the method draws, naming the
-/// task and its counts; returns the tasks that only have some short episodes (a warning).
+/// task and its counts; returns the tasks that only have some such episodes (a warning).
 fn check_episode_lengths(method: Method, episodes: &[Episode]) -> Result<Vec<TaskEpisodeLengths>> {
     let lengths = episode_lengths(episodes);
     let unusable: Vec<String> = lengths
@@ -245,10 +245,11 @@ fn check_episode_lengths(method: Method, episodes: &[Episode]) -> Result<Vec<Tas
             unusable.join("; ")
         )));
     }
-    Ok(lengths
-        .into_iter()
-        .filter(TaskEpisodeLengths::has_short_episodes)
-        .collect())
+    // Worth a warning: episodes too short for a pair this method draws.
+    let short = |t: &TaskEpisodeLengths| {
+        t.without_real_pair > 0 || (method.uses_synthetic_pairs() && t.without_synthetic_pair > 0)
+    };
+    Ok(lengths.into_iter().filter(short).collect())
 }
 
 /// `summary.json`: the run's report, written atomically at the end of every invocation.
