@@ -42,6 +42,13 @@ fn read_metrics(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The error of a run that must be refused, as text.
+fn refusal(cfg: &PretrainConfig, eps: &[Episode], info: &[DatasetInfo], out: &Path) -> String {
+    run_on_episodes(cfg, eps, info, out, &mut |_| {})
+        .unwrap_err()
+        .to_string()
+}
+
 /// The metrics without wall-clock fields (which differ between runs).
 fn timeless(mut v: Vec<serde_json::Value>) -> Vec<serde_json::Value> {
     for m in &mut v {
@@ -202,9 +209,7 @@ fn resume_refuses_a_different_config() {
     let (eps, info) = two_task_data();
     let dir = one_update_run(&eps, &info);
     let other = tiny_config(&["run.num_updates=2", "objective.lnc.c=0.9"]);
-    let err = run_on_episodes(&other, &eps, &info, dir.path(), &mut |_| {})
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&other, &eps, &info, dir.path());
     assert!(
         err.contains(CHECKPOINT_FILE) && err.contains("different settings"),
         "{err}"
@@ -212,15 +217,7 @@ fn resume_refuses_a_different_config() {
     // Same config, different dataset content: refused too.
     let mut changed = info.clone();
     changed[0].id = "other-id".to_string();
-    let err = run_on_episodes(
-        &tiny_config(&["run.num_updates=2"]),
-        &eps,
-        &changed,
-        dir.path(),
-        &mut |_| {},
-    )
-    .unwrap_err()
-    .to_string();
+    let err = refusal(&tiny_config(&["run.num_updates=2"]), &eps, &changed, dir.path());
     assert!(err.contains("other-id") && err.contains("test-id"), "{err}");
 }
 
@@ -342,15 +339,7 @@ fn mixing_render_qualities_is_refused() {
     ];
     eps.extend(fast);
     let dir = tempfile::tempdir().unwrap();
-    let err = run_on_episodes(
-        &tiny_config(&["run.num_updates=1"]),
-        &eps,
-        &info,
-        dir.path(),
-        &mut |_| {},
-    )
-    .unwrap_err()
-    .to_string();
+    let err = refusal(&tiny_config(&["run.num_updates=1"]), &eps, &info, dir.path());
     assert!(
         err.contains("render qualities") && err.contains("default") && err.contains("fast"),
         "{err}"
@@ -616,9 +605,7 @@ fn short_episodes_are_refused_or_reported_before_anything_is_written() {
     let info = vec![describe(Path::new("in-memory"), "test-id".to_string(), &eps)];
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let err = run_on_episodes(&tiny_config(&["run.num_updates=1"]), &eps, &info, &out, &mut |_| {})
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&tiny_config(&["run.num_updates=1"]), &eps, &info, &out);
     assert!(
         err.contains("task cartpole_swingup: 3 of 3 episodes are shorter than the 5 frames"),
         "{err}"
@@ -650,9 +637,7 @@ fn short_episodes_are_refused_or_reported_before_anything_is_written() {
     // One-frame episodes give no pair at all: refused for every method.
     let mut eps = moving_square_episodes("walker_run", 0, 2, 12, None);
     eps.extend(moving_square_episodes("reach_duplo", 2, 2, 1, None));
-    let err = run_on_episodes(&no_fm, &eps, &info, &dir.path().join("run2"), &mut |_| {})
-        .unwrap_err()
-        .to_string();
+    let err = refusal(&no_fm, &eps, &info, &dir.path().join("run2"));
     assert!(
         err.contains("task reach_duplo: 2 of 2 episodes are shorter than the 2 frames a real pair needs"),
         "{err}"
@@ -667,15 +652,7 @@ fn a_checkpoint_of_another_lfs_version_is_refused() {
     let mut file = lfs::nn::checkpoint::load(&path).unwrap();
     file.metadata.insert("lfs.version".into(), "0.0.1-other".into());
     lfs::nn::checkpoint::save_atomic(&path, &file.tensors, &file.metadata).unwrap();
-    let err = run_on_episodes(
-        &tiny_config(&["run.num_updates=2"]),
-        &eps,
-        &info,
-        dir.path(),
-        &mut |_| {},
-    )
-    .unwrap_err()
-    .to_string();
+    let err = refusal(&tiny_config(&["run.num_updates=2"]), &eps, &info, dir.path());
     assert!(
         err.contains(CHECKPOINT_FILE)
             && err.contains("written by lfs 0.0.1-other")
