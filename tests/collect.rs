@@ -258,3 +258,43 @@ fn collect_survives_a_killed_worker() {
         assert_eq!(decode_rgb(&video).len(), read_sidecar(&sidecar).unwrap().num_frames);
     }
 }
+
+/// Issue 15: a second `lfs collect` into a folder another one is writing is refused by name
+/// (exit 2), and the first carries on. Both are real `lfs` processes.
+#[test]
+fn a_second_collect_into_the_same_folder_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let collect = || {
+        let mut cmd = crate::common::lfs_in_repo();
+        cmd.args(["collect", "--tasks", "cartpole_swingup", "--episodes", "4"])
+            .args([
+                "--frames",
+                "200",
+                "--workers",
+                "1",
+                "--render-quality",
+                "fast",
+                "--python",
+            ])
+            .arg(python())
+            .arg("--out")
+            .arg(dir.path());
+        cmd
+    };
+    let mut first = collect()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = dir.path().join(".lfs-collect.lock");
+    crate::common::wait_for(&mut first, 120, "the first collect's lock", || {
+        lfs::fsutil::FileLock::is_held(&lock)
+    });
+    let second = collect().output().unwrap();
+    let said = crate::common::output_text(&second);
+    assert_eq!(second.status.code(), Some(2), "{said}");
+    assert!(said.contains("another `lfs collect` is writing this folder"), "{said}");
+    assert!(first.try_wait().unwrap().is_none(), "the first collect died");
+    first.kill().unwrap();
+    first.wait().unwrap();
+}
