@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -230,27 +231,52 @@ fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Ta
         .draw()
         .map_err(e)?;
     for s in &panel.series {
-        let colour = method_colour(s.method);
-        let upper = s.points.iter().map(|p| (p.frame as f64, p.stats.mean + p.stats.std));
-        let lower = s
+        let points: Vec<BandPoint> = s
             .points
             .iter()
-            .rev()
-            .map(|p| (p.frame as f64, p.stats.mean - p.stats.std));
-        chart
-            .draw_series(std::iter::once(Polygon::new(
-                upper.chain(lower).collect::<Vec<_>>(),
-                colour.mix(0.2).filled(),
-            )))
-            .map_err(e)?;
-        let line: Vec<(f64, f64)> = s.points.iter().map(|p| (p.frame as f64, p.stats.mean)).collect();
-        chart
-            .draw_series(LineSeries::new(line.clone(), colour.stroke_width(2)))
-            .map_err(e)?;
-        chart
-            .draw_series(line.into_iter().map(|p| Circle::new(p, 3, colour.filled())))
-            .map_err(e)?;
+            .map(|p| BandPoint {
+                x: p.frame as f64,
+                low: p.stats.mean - p.stats.std,
+                mid: p.stats.mean,
+                high: p.stats.mean + p.stats.std,
+            })
+            .collect();
+        draw_band_curve(&mut chart, &points, method_colour(s.method), 2, 3)?;
     }
+    Ok(())
+}
+
+/// One x of a curve drawn with a band around it.
+struct BandPoint {
+    x: f64,
+    low: f64,
+    mid: f64,
+    high: f64,
+}
+
+/// A curve through the `mid`s with dots, over a light band from `low` to `high`.
+fn draw_band_curve<DB: DrawingBackend>(
+    chart: &mut ChartContext<DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    points: &[BandPoint],
+    colour: RGBColor,
+    line_width: u32,
+    dot_radius: i32,
+) -> DrawResult {
+    let upper = points.iter().map(|p| (p.x, p.high));
+    let lower = points.iter().rev().map(|p| (p.x, p.low));
+    chart
+        .draw_series(std::iter::once(Polygon::new(
+            upper.chain(lower).collect::<Vec<_>>(),
+            colour.mix(0.2).filled(),
+        )))
+        .map_err(e)?;
+    let line: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.mid)).collect();
+    chart
+        .draw_series(LineSeries::new(line.clone(), colour.stroke_width(line_width)))
+        .map_err(e)?;
+    chart
+        .draw_series(line.into_iter().map(|p| Circle::new(p, dot_radius, colour.filled())))
+        .map_err(e)?;
     Ok(())
 }
 
@@ -313,22 +339,16 @@ impl Figure for IqmCurves<'_> {
             .draw()
             .map_err(e)?;
         for (i, curve) in self.curves.iter().enumerate() {
-            let colour = method_colour(i);
-            let upper = curve.iter().map(|(f, est)| (*f as f64, est.upper));
-            let lower = curve.iter().rev().map(|(f, est)| (*f as f64, est.lower));
-            chart
-                .draw_series(std::iter::once(Polygon::new(
-                    upper.chain(lower).collect::<Vec<_>>(),
-                    colour.mix(0.2).filled(),
-                )))
-                .map_err(e)?;
-            let line: Vec<(f64, f64)> = curve.iter().map(|(f, est)| (*f as f64, est.point)).collect();
-            chart
-                .draw_series(LineSeries::new(line.clone(), colour.stroke_width(3)))
-                .map_err(e)?;
-            chart
-                .draw_series(line.into_iter().map(|p| Circle::new(p, 4, colour.filled())))
-                .map_err(e)?;
+            let points: Vec<BandPoint> = curve
+                .iter()
+                .map(|(f, est)| BandPoint {
+                    x: *f as f64,
+                    low: est.lower,
+                    mid: est.point,
+                    high: est.upper,
+                })
+                .collect();
+            draw_band_curve(&mut chart, &points, method_colour(i), 3, 4)?;
         }
         Ok(())
     }
