@@ -37,13 +37,18 @@ projections, the gradient norm. Writes one JSON with the per-update lists.
 import argparse
 import copy
 import json
+import os
 import platform
+import sys
 import time
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pretrain_torch import weight_init  # noqa: E402  (orthogonal init, as lfs's nn::init)
 
 
 class Encoder(nn.Module):
@@ -60,16 +65,6 @@ class Encoder(nn.Module):
     def forward(self, obs):
         z = self.projector(self.convnet(obs / 255.0).flatten(1))
         return self.ln(z) if self.ln is not None else z
-
-
-def weight_init(m):
-    if isinstance(m, nn.Linear):
-        nn.init.orthogonal_(m.weight.data)
-        if m.bias is not None:
-            m.bias.data.fill_(0.0)
-    elif isinstance(m, nn.Conv2d):
-        nn.init.orthogonal_(m.weight.data, nn.init.calculate_gain("relu"))
-        m.bias.data.fill_(0.0)
 
 
 class AtcContrast(nn.Module):
