@@ -9,6 +9,7 @@ use candle_core::{DType, Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use super::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
 use super::frame_mask::frame_mask_pair;
 use super::pair_frames::{real_pair, PairFrames};
 use super::random_shift::RandomShift;
@@ -237,7 +238,10 @@ impl<'a> PairSampler<'a> {
             let which = task
                 .map(|i| self.tasks[i].name.clone())
                 .unwrap_or_else(|| "any task".to_string());
-            let need = if kind == PairKind::Real { "2" } else { "5" };
+            let need = match kind {
+                PairKind::Real => MIN_FRAMES_FOR_REAL_PAIR,
+                PairKind::Synthetic => MIN_FRAMES_FOR_SYNTHETIC_PAIR,
+            };
             // The user's datasets are too short for the configured objective.
             return Err(Error::Config(format!(
                 "no {kind:?} pairs in {which}: episodes need at least {need} frames"
