@@ -70,6 +70,23 @@ pub fn commit_temp(tmp: &Path, path: &Path) -> io::Result<()> {
     fs::rename(tmp, path)
 }
 
+/// What a file that is neither a regular file nor a folder is, for messages ("a FIFO").
+pub fn special_file_kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a file"
+    }
+}
+
 /// Opens `path` for reading only if it is a regular file: a FIFO named like a video would block
 /// the open (or the reads) forever, a device would never end. The open itself does not block
 /// (`O_NONBLOCK`, which changes nothing for a regular file's reads); the kind is checked on the
@@ -79,7 +96,7 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
-        let kind = crate::video::special_file_kind(&meta);
+        let kind = special_file_kind(&meta);
         return Err(io::Error::other(format!("not a regular file ({kind})")));
     }
     Ok(file)

@@ -60,23 +60,6 @@ impl Rejected {
     }
 }
 
-/// What a file that is neither a regular file nor a folder is, for messages ("a FIFO").
-pub fn special_file_kind(meta: &fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "not a file"
-    }
-}
-
 fn has_extension(path: &Path, exts: &[&str]) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
@@ -156,7 +139,7 @@ impl Walk<'_> {
                     });
                 } else {
                     // Reading a FIFO or a device blocks or never ends: never open one.
-                    let kind = special_file_kind(&meta);
+                    let kind = crate::fsutil::special_file_kind(&meta);
                     found
                         .rejected
                         .push(Rejected::new(&path, format!("not a regular file ({kind}); skipped")));

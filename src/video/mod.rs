@@ -16,8 +16,7 @@ use std::time::Duration;
 
 pub use deadline::Deadline;
 pub use discover::{
-    discover, sequence_frames as sequence_files, special_file_kind, Discovered, Rejected, Source, SourceKind,
-    VIDEO_EXTENSIONS,
+    discover, sequence_frames as sequence_files, Discovered, Rejected, Source, SourceKind, VIDEO_EXTENSIONS,
 };
 pub use frame_ops::{center_crop_window, rotate_rgb, Resampler};
 
