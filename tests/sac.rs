@@ -200,6 +200,97 @@ fn changed(
 }
 
 #[test]
+fn updates_on_constant_features_match_updates_through_candles_own_linear() {
+    // The trunks take a shortcut on features that need no gradient (the frozen encoder's):
+    // W's gradient alone, no (b, repr) input gradient. Fed the same features as a Var, they go
+    // through candle's own Linear instead. Two agents from one seed, one fed each way, must
+    // stay the same through two updates (critic alone, then critic + actor + α + target).
+    let (mut plain, mut rng_a) = small_agent(40, 5);
+    let (mut tracked, mut rng_b) = small_agent(40, 5);
+    let batch = random_batch(40, 16, &mut rng_a);
+    let _ = random_batch(40, 16, &mut rng_b); // keep the two generators in step
+    let as_var = |t: &Tensor| candle_core::Var::from_tensor(t).unwrap().as_tensor().clone();
+    let tracked_batch = lfs::rl::SacBatch {
+        obs: as_var(&batch.obs),
+        next_obs: as_var(&batch.next_obs),
+        ..batch.clone()
+    };
+    assert!(!batch.obs.track_op() && tracked_batch.obs.track_op());
+    for step in [1, 2] {
+        let a = plain.update(&batch, step, &mut rng_a).unwrap();
+        let b = tracked.update(&tracked_batch, step, &mut rng_b).unwrap();
+        assert!(
+            (a.critic_loss - b.critic_loss).abs() < 1e-5,
+            "step {step}: {a:?} vs {b:?}"
+        );
+        assert_eq!(a.actor_loss.is_some(), b.actor_loss.is_some());
+    }
+    let (a, b) = (snapshot(&plain), snapshot(&tracked));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (name, x) in &a {
+        let worst = x
+            .iter()
+            .zip(&b[name])
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-5, "{name}: differs by {worst}");
+    }
+    // The shortcut's point: no gradient is computed for the constant features.
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let dims = lfs::rl::actor::NetworkDims {
+        repr_dim: 40,
+        feature_dim: 8,
+        hidden_dim: 32,
+        action_dim: 2,
+    };
+    let mut params = lfs::nn::Params::new(&Device::Cpu);
+    let critic = lfs::rl::Critic::new(dims, "", &mut params, &mut rng).unwrap();
+    let loss = critic
+        .forward(&batch.obs, &batch.action)
+        .unwrap()
+        .min()
+        .unwrap()
+        .sum_all()
+        .unwrap();
+    let grads = loss.backward().unwrap();
+    assert!(
+        grads.get(&batch.obs).is_none(),
+        "an input gradient was computed for constant features"
+    );
+    let w = params.get("trunk.0.weight").unwrap().as_tensor();
+    assert!(grads.get(w).is_some(), "the trunk's weight got no gradient");
+
+    // The actor's loss goes through a detached critic: the gradient reaching the action is
+    // the one candle's own layers give, and the critic's parameters get none.
+    let action = candle_core::Var::from_tensor(&batch.action).unwrap();
+    let q_of = |c: &lfs::rl::Critic| {
+        let q = c.forward(&batch.obs, action.as_tensor()).unwrap().min().unwrap();
+        q.sum_all().unwrap().backward().unwrap()
+    };
+    let (own, detached) = (q_of(&critic), q_of(&critic.detached()));
+    let da = |g: &candle_core::backprop::GradStore| -> Vec<f32> {
+        g.get(action.as_tensor())
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap()
+    };
+    let (a, b) = (da(&own), da(&detached));
+    assert!(a.iter().any(|v| *v != 0.0));
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x - y).abs() < 1e-5, "dQ/da: {x} vs {y}");
+    }
+    for (name, var) in params.iter() {
+        assert!(
+            detached.get(var.as_tensor()).is_none(),
+            "{name} got a gradient through the detached critic"
+        );
+    }
+}
+
+#[test]
 fn gradients_reach_the_linear_before_each_layer_norm() {
     // candle's fused LayerNorm drops gradients (docs/design.md §10): with it the trunks'
     // Linear(repr -> 50) would never train. Every parameter of the critic (trunk.0 included)

@@ -51,6 +51,17 @@ impl Critic {
         })
     }
 
+    /// The same critic over detached copies of its parameters: Q's gradient still reaches the
+    /// action, but no parameter of the critic (the actor's loss, which Proto-RL lets fill the
+    /// critic's gradients only to zero them before the critic's next step).
+    pub fn detached(&self) -> Self {
+        Self {
+            trunk: self.trunk.detached(),
+            q1: self.q1.detached(),
+            q2: self.q2.detached(),
+        }
+    }
+
     /// Shapes: h (b, repr), action (b, A) -> Q1, Q2 (b, 1).
     pub fn forward(&self, h: &Tensor, action: &Tensor) -> Result<TwinQ> {
         let x = Tensor::cat(&[&self.trunk.forward(h)?, action], D::Minus1)?; // (b, 50 + A)

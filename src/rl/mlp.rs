@@ -2,7 +2,7 @@
 //! `weight_init`) and a LayerNorm with a backward (candle's fused `LayerNorm` has none when
 //! its input is contiguous; docs/design.md §10).
 
-use candle_core::{DType, Module, Tensor};
+use candle_core::{CpuStorage, CustomOp2, DType, Layout, Module, Shape, Tensor};
 use candle_nn::Linear;
 use rand::Rng;
 
@@ -62,7 +62,11 @@ impl Trunk {
 
     /// Shapes: h (b, in) -> (b, out).
     pub fn forward(&self, h: &Tensor) -> Result<Tensor> {
-        let x = self.linear.forward(h)?; // (b, out)
+        let x = if h.track_op() {
+            self.linear.forward(h)? // (b, out)
+        } else {
+            linear_on_constant_input(&self.linear, h)? // (b, out)
+        };
         Ok(candle_nn::ops::layer_norm_slow(
             &x,
             &self.ln_weight,
@@ -70,6 +74,92 @@ impl Trunk {
             LAYER_NORM_EPS,
         )?)
     }
+
+    /// The same trunk over detached copies of its parameters: no gradient reaches them.
+    pub fn detached(&self) -> Self {
+        Self {
+            linear: detach_linear(&self.linear),
+            ln_weight: self.ln_weight.detach(),
+            ln_bias: self.ln_bias.detach(),
+        }
+    }
+}
+
+/// `h · Wᵀ + b` for an input that needs no gradient (the frozen encoder's features).
+///
+/// Candle's matmul backward always computes both operands' gradients; on a trunk that is a
+/// (b, 39200) input gradient nobody reads, as costly as the weight gradient itself. Here the
+/// product is taken outside the graph and joined back to W alone by [`OneSidedGrad`].
+fn linear_on_constant_input(linear: &Linear, h: &Tensor) -> Result<Tensor> {
+    let w = linear.weight(); // (out, in)
+    let y = h.matmul(&w.detach().t()?)?; // (b, out), outside the graph
+    let y = y.apply_op2(w, OneSidedGrad::Weight { input: h.clone() })?; // (b, out), in it
+    Ok(match linear.bias() {
+        Some(b) => y.broadcast_add(b)?,
+        None => y,
+    })
+}
+
+/// `x · Wᵀ + b` for constant (detached) W and b: the gradient reaches x, and W's, which
+/// nobody would read, is not computed.
+fn linear_on_constant_weight(linear: &Linear, x: &Tensor) -> Result<Tensor> {
+    let w = linear.weight(); // (out, in), detached
+    let y = x.detach().matmul(&w.t()?)?; // (b, out), outside the graph
+    let y = y.apply_op2(x, OneSidedGrad::Input { weight: w.clone() })?; // (b, out), in it
+    Ok(match linear.bias() {
+        Some(b) => y.broadcast_add(b)?,
+        None => y,
+    })
+}
+
+/// The identity on a product `y = x · Wᵀ` computed outside the graph, joined to the one
+/// operand that needs a gradient: its backward gives that operand its gradient and `y` none.
+enum OneSidedGrad {
+    /// Joined to W (out, in); x (b, in) is a constant: dW = gradᵀ · x.
+    Weight { input: Tensor },
+    /// Joined to x (b, in); W (out, in) is a constant: dx = grad · W.
+    Input { weight: Tensor },
+}
+
+impl CustomOp2 for OneSidedGrad {
+    fn name(&self) -> &'static str {
+        "linear-one-sided-grad"
+    }
+
+    fn cpu_fwd(
+        &self,
+        y: &CpuStorage,
+        layout: &Layout,
+        _operand: &CpuStorage,
+        _operand_layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let CpuStorage::F32(data) = y else {
+            candle_core::bail!("{}: expects f32", self.name())
+        };
+        let out = match layout.contiguous_offsets() {
+            Some((start, end)) => data[start..end].to_vec(),
+            None => candle_core::bail!("{}: expects a contiguous product", self.name()),
+        };
+        Ok((CpuStorage::F32(out), layout.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        _y: &Tensor,
+        _operand: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
+        let d = match self {
+            OneSidedGrad::Weight { input } => grad.t()?.matmul(input)?, // (out, b) · (b, in)
+            OneSidedGrad::Input { weight } => grad.matmul(weight)?,     // (b, out) · (out, in)
+        };
+        Ok((None, Some(d)))
+    }
+}
+
+fn detach_linear(linear: &Linear) -> Linear {
+    Linear::new(linear.weight().detach(), linear.bias().map(Tensor::detach))
 }
 
 /// `Linear(in → hidden) ReLU Linear(hidden → hidden) ReLU Linear(hidden → out)`, registered as
@@ -77,6 +167,8 @@ impl Trunk {
 #[derive(Debug, Clone)]
 pub struct Mlp {
     layers: [Linear; 3],
+    /// Detached parameters ([`Mlp::detached`]): only the input's gradient is computed.
+    frozen: bool,
 }
 
 impl Mlp {
@@ -94,6 +186,7 @@ impl Mlp {
                 init_linear(hidden_dim, hidden_dim, 1.0, &join(prefix, "2"), params, rng)?,
                 init_linear(hidden_dim, out_dim, 1.0, &join(prefix, "4"), params, rng)?,
             ],
+            frozen: false,
         })
     }
 
@@ -111,15 +204,32 @@ impl Mlp {
                 linear_from_params(hidden_dim, hidden_dim, &join(prefix, "2"), params)?,
                 linear_from_params(hidden_dim, out_dim, &join(prefix, "4"), params)?,
             ],
+            frozen: false,
         })
+    }
+
+    /// The same MLP over detached copies of its parameters: no gradient reaches them, and
+    /// none is computed for them.
+    pub fn detached(&self) -> Self {
+        Self {
+            layers: self.layers.each_ref().map(detach_linear),
+            frozen: true,
+        }
     }
 
     /// Shapes: x (b, in) -> (b, out).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let [l0, l2, l4] = &self.layers;
-        let x = l0.forward(x)?.relu()?; // (b, hidden)
-        let x = l2.forward(&x)?.relu()?; // (b, hidden)
-        Ok(l4.forward(&x)?) // (b, out)
+        let linear = |l: &Linear, x: &Tensor| -> Result<Tensor> {
+            if self.frozen && x.track_op() {
+                linear_on_constant_weight(l, x)
+            } else {
+                Ok(l.forward(x)?)
+            }
+        };
+        let x = linear(l0, x)?.relu()?; // (b, hidden)
+        let x = linear(l2, &x)?.relu()?; // (b, hidden)
+        linear(l4, &x) // (b, out)
     }
 }
 

@@ -333,13 +333,13 @@ impl SacAgent {
         let alpha = self.alpha()?;
         let b = obs.dim(0)?;
         let sample = self.actor.forward(obs)?.rsample(&self.noise(b, obs.device(), rng)?)?;
-        let q = self.critic.forward(obs, &sample.action)?;
+        let q = self.critic.detached().forward(obs, &sample.action)?;
         let loss = actor_loss(alpha, &sample.log_prob, &q.q1, &q.q2)?;
         metrics.actor_loss = Some(scalar(&loss)?);
         metrics.actor_entropy = Some(-scalar(&sample.log_prob.mean_all()?)?);
         check_finite("actor loss", scalar(&loss)?)?;
-        // Only the actor steps: the critic's gradients from this loss are dropped, as Proto-RL
-        // drops them by zeroing before the critic's next step.
+        // Only the actor steps: the critic is detached, so this loss gives it no gradient
+        // (Proto-RL computes them and zeroes them before the critic's next step).
         let grads = loss.backward()?;
         self.actor_opt.step(&self.actor_params, &grads)?;
 
