@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use lfs::data::moving_squares::moving_square_episodes;
-use lfs::pretrain::{PretrainConfig, Trainer};
+use lfs::pretrain::{video_pair_sampler, PretrainConfig, Trainer};
 
 /// As the `lfs` binary (src/alloc.rs).
 #[global_allocator]
@@ -31,10 +31,11 @@ fn main() -> anyhow::Result<()> {
     for (k, task) in ["cartpole_swingup", "reach_duplo", "walker_run"].iter().enumerate() {
         episodes.extend(moving_square_episodes(task, k as u32, 4, 60, None));
     }
-    let mut trainer = Trainer::new(&cfg, &episodes)?;
+    let mut sampler = video_pair_sampler(&cfg, &episodes)?;
+    let mut trainer = Trainer::new(&cfg)?;
     for i in 0..warmup + updates {
         let start = Instant::now();
-        let m = trainer.update()?;
+        let m = trainer.update(&mut sampler)?;
         let secs = start.elapsed().as_secs_f64();
         if i >= warmup {
             println!(

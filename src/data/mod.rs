@@ -7,6 +7,7 @@ pub mod frame_mask;
 pub mod moving_squares;
 pub mod observation_queue;
 pub mod pair_frames;
+pub mod pair_source;
 pub mod random_shift;
 pub mod sampler;
 
@@ -14,5 +15,6 @@ pub use episode_lengths::{episode_lengths, TaskEpisodeLengths};
 pub use frame_mask::frame_mask_pair;
 pub use observation_queue::{ObservationQueue, SyntheticObservations};
 pub use pair_frames::{real_pair, PairFrames};
+pub use pair_source::PairSource;
 pub use random_shift::RandomShift;
 pub use sampler::{PairBatch, PairKind, PairSampler, SamplerConfig, TaskBatching};

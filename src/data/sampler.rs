@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 
 use candle_core::{DType, Device, Tensor};
 use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
 use super::frame_mask::frame_mask_pair;
 use super::pair_frames::{real_pair, PairFrames};
+use super::pair_source::PairSource;
 use super::random_shift::RandomShift;
 use crate::observation::{stack_frames, FRAME_STACK};
 use crate::shards::Episode;
@@ -272,6 +274,26 @@ impl<'a> PairSampler<'a> {
             stack_frames(ep, frames.cur, &mut batch.cur[i * obs_len..(i + 1) * obs_len]);
         }
         Ok(batch)
+    }
+}
+
+impl PairSource for PairSampler<'_> {
+    fn sample_pairs(
+        &mut self,
+        kind: PairKind,
+        task: Option<usize>,
+        n: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<PairBatch> {
+        self.sample(kind, task, n, rng)
+    }
+
+    fn task_for_update(&self, step: u64) -> Option<usize> {
+        PairSampler::task_for_update(self, step)
+    }
+
+    fn task_names(&self) -> Vec<String> {
+        PairSampler::task_names(self)
     }
 }
 

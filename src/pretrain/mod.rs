@@ -10,4 +10,4 @@ pub mod trainer;
 pub use config::{Method, PretrainConfig};
 pub use metrics::UpdateMetrics;
 pub use run::{run, RunEvent, RunSummary};
-pub use trainer::Trainer;
+pub use trainer::{video_pair_sampler, Trainer};

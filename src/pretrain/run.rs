@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::collapse::{Collapse, CollapseMonitor};
 use super::config::{Method, PretrainConfig};
 use super::metrics::UpdateMetrics;
-use super::trainer::Trainer;
+use super::trainer::{video_pair_sampler, Trainer};
 use crate::data::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
 use crate::data::{episode_lengths, TaskEpisodeLengths};
 use crate::fsutil::write_bytes_atomic;
@@ -151,7 +151,8 @@ pub fn run_on_episodes(
     let io_err = |path: &Path, e: std::io::Error| Error::checkpoint(path, e.to_string());
     std::fs::create_dir_all(out_dir).map_err(|e| io_err(out_dir, e))?;
     let _claim = crate::fsutil::claim_dir(out_dir, "pretrain")?;
-    let mut trainer = Trainer::new(cfg, episodes)?;
+    let mut sampler = video_pair_sampler(cfg, episodes)?;
+    let mut trainer = Trainer::new(cfg)?;
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
     let resumed_from = if checkpoint.exists() {
         check_same_datasets(&checkpoint, datasets)?;
@@ -182,7 +183,7 @@ pub fn run_on_episodes(
         cfg.objective.method.clusters().then_some(cfg.model.num_prototypes),
     );
     while trainer.step() < cfg.run.num_updates {
-        let metrics = trainer.update()?;
+        let metrics = trainer.update(&mut sampler)?;
         log.write(&metrics)?;
         on_event(RunEvent::Update(&metrics));
         if let Some(collapse) = monitor.observe(&metrics.collapse_signs()) {

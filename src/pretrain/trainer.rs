@@ -1,6 +1,8 @@
 //! One trainer for every method of docs/design.md §5: builds the online and EMA target networks,
-//! draws a batch (real pairs, frame-mask synthetic pairs screened by LNC, …), computes the
-//! method's loss, takes one Adam step and one EMA step, and returns the update's metrics.
+//! draws a batch from a [`PairSource`] (real pairs, frame-mask synthetic pairs screened by LNC,
+//! …), computes the method's loss, takes one Adam step and one EMA step, and returns the
+//! update's metrics. The source is the caller's: video shards for `lfs pretrain`, an RL run's
+//! replay buffer for `lfs train` (docs/design.md §7).
 //!
 //! Gradients come from two places. candle's autograd differentiates the head (predictor,
 //! prototypes, the ATC/CURL heads) from the loss down to the online projection z, which is a
@@ -21,8 +23,8 @@ use super::collapse::spread;
 use super::config::{LncLatent, Method, PretrainConfig};
 use super::metrics::UpdateMetrics;
 use crate::config::StageConfig;
-use crate::data::{PairBatch, PairKind, PairSampler, RandomShift, SamplerConfig};
-use crate::nn::checkpoint::{self, rng_from_string, rng_to_string};
+use crate::data::{PairBatch, PairKind, PairSampler, PairSource, RandomShift, SamplerConfig};
+use crate::nn::checkpoint::{self, rng_from_string, rng_to_string, strip_prefix};
 use crate::nn::clip_grad::clip_grad_norm;
 use crate::nn::ema::ema_update;
 use crate::nn::encoder_projector::Features;
@@ -58,10 +60,28 @@ struct OnlinePass {
     rows: Vec<usize>,
 }
 
-/// The full training state and the data it draws from.
-pub struct Trainer<'a> {
+/// The pair sampler over pre-training videos for `cfg` (its task batching); errors unless the
+/// frames fit `model.encoder.image_size`.
+pub fn video_pair_sampler<'a>(cfg: &PretrainConfig, episodes: &'a [Episode]) -> Result<PairSampler<'a>> {
+    let sampler = PairSampler::new(
+        episodes,
+        SamplerConfig {
+            task_batching: cfg.data.task_batching,
+        },
+    )?;
+    let (_, h, w) = sampler.obs_shape();
+    let size = cfg.model.encoder.image_size;
+    if (h, w) != (size, size) {
+        return Err(Error::Config(format!(
+            "frames are {h}x{w} but model.encoder.image_size = {size}"
+        )));
+    }
+    Ok(sampler)
+}
+
+/// The full training state.
+pub struct Trainer {
     cfg: PretrainConfig,
-    sampler: PairSampler<'a>,
     shift: RandomShift,
     online_params: Params,
     target_params: Params,
@@ -74,23 +94,10 @@ pub struct Trainer<'a> {
     step: u64,
 }
 
-impl<'a> Trainer<'a> {
+impl Trainer {
     /// Initialises the networks from `cfg.run.seed` (orthogonal init; target = copy of online).
-    pub fn new(cfg: &PretrainConfig, episodes: &'a [Episode]) -> Result<Self> {
+    pub fn new(cfg: &PretrainConfig) -> Result<Self> {
         cfg.validate()?;
-        let sampler = PairSampler::new(
-            episodes,
-            SamplerConfig {
-                task_batching: cfg.data.task_batching,
-            },
-        )?;
-        let (_, h, w) = sampler.obs_shape();
-        let size = cfg.model.encoder.image_size;
-        if (h, w) != (size, size) {
-            return Err(Error::Config(format!(
-                "frames are {h}x{w} but model.encoder.image_size = {size}"
-            )));
-        }
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
         let mut online_params = Params::new(&cfg.device());
         let (encoder_cfg, latent) = (&cfg.model.encoder, cfg.model.latent_dim);
@@ -124,7 +131,6 @@ impl<'a> Trainer<'a> {
         let adam = Adam::new(cfg.optimizer.clone(), &online_params);
         Ok(Self {
             cfg: cfg.clone(),
-            sampler,
             shift: RandomShift {
                 pad: cfg.data.random_shift_pad,
             },
@@ -144,10 +150,6 @@ impl<'a> Trainer<'a> {
         self.step
     }
 
-    pub fn task_names(&self) -> Vec<String> {
-        self.sampler.task_names()
-    }
-
     pub fn online_params(&self) -> &Params {
         &self.online_params
     }
@@ -156,17 +158,17 @@ impl<'a> Trainer<'a> {
         &self.target_params
     }
 
-    /// One gradient update of the configured method.
-    pub fn update(&mut self) -> Result<UpdateMetrics> {
+    /// One gradient update of the configured method on pairs drawn from `source`.
+    pub fn update(&mut self, source: &mut dyn PairSource) -> Result<UpdateMetrics> {
         let start = Instant::now();
-        let task = self.sampler.task_for_update(self.step);
+        let task = source.task_for_update(self.step);
         let task_name = task
-            .map(|i| self.sampler.task_names()[i].clone())
+            .and_then(|i| source.task_names().get(i).cloned())
             .unwrap_or_else(|| "mixed".to_string());
         let mut metrics = UpdateMetrics::new(self.step + 1, task_name);
 
         // ---- data: the training pairs (prev -> online, cur -> target)
-        let (batch, online) = self.draw_batch(task, &mut metrics)?;
+        let (batch, online) = self.draw_batch(source, task, &mut metrics)?;
         metrics.num_real = batch.len - metrics.num_synthetic;
 
         // ---- loss: online z (a leaf; its gradient goes through EncoderProjector::backward)
@@ -218,32 +220,33 @@ impl<'a> Trainer<'a> {
     /// every candidate; it is returned so the loss reuses it.
     fn draw_batch(
         &mut self,
+        source: &mut dyn PairSource,
         task: Option<usize>,
         metrics: &mut UpdateMetrics,
     ) -> Result<(PairBatch, Option<OnlinePass>)> {
         let m = self.cfg.run.batch_size;
         Ok(match self.cfg.objective.method {
             Method::Lfs | Method::LfsCl => {
-                let (batch, online) = self.lnc_batch(task, m, metrics)?;
+                let (batch, online) = self.lnc_batch(source, task, m, metrics)?;
                 (batch, Some(online))
             }
             Method::LfsNoLnc => {
                 let n = ((self.cfg.objective.no_lnc_synthetic_fraction * m as f64).ceil() as usize).min(m);
-                let mut syn = self.sampler.sample(PairKind::Synthetic, task, n, &mut self.rng)?;
-                let mut real = self.sampler.sample(PairKind::Real, task, m - n, &mut self.rng)?;
+                let mut syn = source.sample_pairs(PairKind::Synthetic, task, n, &mut self.rng)?;
+                let mut real = source.sample_pairs(PairKind::Real, task, m - n, &mut self.rng)?;
                 syn.augment(&self.shift, &mut self.rng);
                 real.augment(&self.shift, &mut self.rng);
                 metrics.num_synthetic = n;
                 (syn.concat(&real)?, None)
             }
             Method::LfsNoFm | Method::Atc => {
-                let mut real = self.sampler.sample(PairKind::Real, task, m, &mut self.rng)?;
+                let mut real = source.sample_pairs(PairKind::Real, task, m, &mut self.rng)?;
                 real.augment(&self.shift, &mut self.rng);
                 (real, None)
             }
             Method::Curl => {
                 // Two independent shifts of the same observation O_t: query and key.
-                let real = self.sampler.sample(PairKind::Real, task, m, &mut self.rng)?;
+                let real = source.sample_pairs(PairKind::Real, task, m, &mut self.rng)?;
                 let mut pair = PairBatch {
                     prev: real.cur.clone(),
                     cur: real.cur,
@@ -306,12 +309,13 @@ impl<'a> Trainer<'a> {
     /// and is kept for the loss: its rows for the batch are returned with it.
     fn lnc_batch(
         &mut self,
+        source: &mut dyn PairSource,
         task: Option<usize>,
         m: usize,
         metrics: &mut UpdateMetrics,
     ) -> Result<(PairBatch, OnlinePass)> {
-        let mut real = self.sampler.sample(PairKind::Real, task, m, &mut self.rng)?;
-        let mut syn = self.sampler.sample(PairKind::Synthetic, task, m, &mut self.rng)?;
+        let mut real = source.sample_pairs(PairKind::Real, task, m, &mut self.rng)?;
+        let mut syn = source.sample_pairs(PairKind::Synthetic, task, m, &mut self.rng)?;
         real.augment(&self.shift, &mut self.rng);
         syn.augment(&self.shift, &mut self.rng);
         let mut obs = real.prev.clone(); // (2M, 9, 84, 84): real rows 0..M, candidates M..2M
@@ -344,9 +348,9 @@ impl<'a> Trainer<'a> {
 
     // ---- checkpoints
 
-    /// Everything needed to resume: online, target, Adam moments (tensors) and step, RNG and
-    /// config (metadata), plus `provenance` entries.
-    pub fn save_checkpoint(&self, path: &Path, provenance: &BTreeMap<String, String>) -> Result<()> {
+    /// The training state: online, target and Adam moment tensors (`online.*`, `target.*`,
+    /// `adam.*`) and the counters and RNG (`step`, `adam_step`, `rng`).
+    pub fn state(&self) -> Result<(BTreeMap<String, Tensor>, BTreeMap<String, String>)> {
         let mut tensors = BTreeMap::new();
         for (k, v) in self.online_params.snapshot()? {
             tensors.insert(format!("online.{k}"), v);
@@ -355,11 +359,45 @@ impl<'a> Trainer<'a> {
             tensors.insert(format!("target.{k}"), v);
         }
         tensors.extend(self.adam.state_tensors(&self.online_params)?);
+        let counters = BTreeMap::from([
+            ("step".to_string(), self.step.to_string()),
+            ("adam_step".to_string(), self.adam.step.to_string()),
+            ("rng".to_string(), rng_to_string(&self.rng)),
+        ]);
+        Ok((tensors, counters))
+    }
+
+    /// Restores [`Trainer::state`]; `what` names the file in errors.
+    pub fn load_state(
+        &mut self,
+        tensors: &BTreeMap<String, Tensor>,
+        counters: &BTreeMap<String, String>,
+        what: &Path,
+    ) -> Result<()> {
+        let err = |reason: String| Error::checkpoint(what, reason);
+        let get = |key: &str| {
+            counters
+                .get(key)
+                .ok_or_else(|| err(format!("no `{key}` in the trainer's state")))
+        };
+        let parse = |key: &str| -> Result<u64> { get(key)?.parse::<u64>().map_err(|e| err(format!("`{key}`: {e}"))) };
+        let step = parse("step")?;
+        let adam_step = parse("adam_step")?;
+        self.online_params.load_from(&strip_prefix(tensors, "online."))?;
+        self.target_params.load_from(&strip_prefix(tensors, "target."))?;
+        self.adam.load_state(&self.online_params, tensors, adam_step)?;
+        self.rng = rng_from_string(get("rng")?).map_err(|e| err(format!("`rng`: {e}")))?;
+        self.step = step;
+        Ok(())
+    }
+
+    /// Everything needed to resume ([`Trainer::state`], its counters as `lfs.step`,
+    /// `lfs.adam_step`, `lfs.rng`) plus the method and config, and `provenance` entries.
+    pub fn save_checkpoint(&self, path: &Path, provenance: &BTreeMap<String, String>) -> Result<()> {
+        let (tensors, counters) = self.state()?;
         let mut meta: HashMap<String, String> = provenance.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        meta.extend(counters.into_iter().map(|(k, v)| (format!("lfs.{k}"), v)));
         meta.insert("lfs.kind".into(), "checkpoint".into());
-        meta.insert("lfs.step".into(), self.step.to_string());
-        meta.insert("lfs.adam_step".into(), self.adam.step.to_string());
-        meta.insert("lfs.rng".into(), rng_to_string(&self.rng));
         meta.insert("lfs.method".into(), self.cfg.objective.method.name().into());
         meta.insert("lfs.config".into(), self.cfg.to_toml()?);
         checkpoint::save_atomic(path, &tensors, &meta)
@@ -379,15 +417,10 @@ impl<'a> Trainer<'a> {
                     .to_string(),
             ));
         }
-        let parse =
-            |key: &str| -> Result<u64> { file.meta(key)?.parse::<u64>().map_err(|e| err(format!("`{key}`: {e}"))) };
-        let step = parse("lfs.step")?;
-        let adam_step = parse("lfs.adam_step")?;
-        self.online_params.load_from(&file.strip_prefix("online."))?;
-        self.target_params.load_from(&file.strip_prefix("target."))?;
-        self.adam.load_state(&self.online_params, &file.tensors, adam_step)?;
-        self.rng = rng_from_string(file.meta("lfs.rng")?).map_err(|e| err(format!("`lfs.rng`: {e}")))?;
-        self.step = step;
-        Ok(())
+        let counters = ["step", "adam_step", "rng"]
+            .into_iter()
+            .map(|k| Ok((k.to_string(), file.meta(&format!("lfs.{k}"))?.to_string())))
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        self.load_state(&file.tensors, &counters, path)
     }
 }
