@@ -37,6 +37,9 @@ enum Command {
     /// Train SAC on a DMControl task on top of a frozen encoder and evaluate it; resumes a
     /// killed run.
     Eval(cli::eval::Args),
+    /// Train SAC end to end with an auxiliary objective (LFS, an ablation, ATC, CURL or none)
+    /// on the same encoder, the paper's Algorithm 1; resumes a killed run.
+    Train(cli::train::Args),
     /// Run a benchmark suite (encoders × tasks × seeds of `lfs eval`) locally or on SLURM.
     Suite(cli::suite::Args),
     /// Turn a benchmark-suite directory into report.md, results.csv and pictures (per-task
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
         Command::Export(args) => cli::export::run(args),
         Command::Collect(args) => cli::collect::run(args),
         Command::Eval(args) => cli::eval::run(args),
+        Command::Train(args) => cli::train::run(args),
         Command::Suite(args) => cli::suite::run(args),
         Command::Report(args) => cli::report::run(args),
     };

@@ -31,6 +31,9 @@ mod collect;
 mod sac;
 // `lfs eval` on DMControl: bad input refused with nothing written, a killed run resumes exactly.
 mod eval;
+// `lfs train` (end-to-end LFS + SAC): the objective moves the encoder and SAC does not, synthetic
+// pairs are the queue's, N logged per update, a killed run resumes exactly, bad input refused.
+mod e2e;
 // `lfs suite`: suite files and job indices checked, a killed suite resumes to the results of an
 // uninterrupted pool, and a real one-node SLURM cluster runs the tiny suite as a job array to
 // the same results (needs root and slurm-wlm + munge, or LFS_SKIP_SLURM=1).

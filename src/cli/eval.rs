@@ -58,12 +58,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         save_video: args.save_video,
     };
     let total = cfg.run.num_train_frames.0;
+    with_progress("eval", task, total, &args.out_dir, |on_event| {
+        eval::run(&cfg, &spec, &args.out_dir, on_event)
+    })
+}
+
+/// Runs `job` (an `lfs eval` or `lfs train` run of `total` frames into `out_dir`) with a
+/// progress bar on a terminal, one line per evaluation otherwise, and the closing line.
+pub fn with_progress(
+    command: &str,
+    task: Task,
+    total: u64,
+    out_dir: &std::path::Path,
+    job: impl FnOnce(&mut dyn FnMut(EvalEvent)) -> lfs::Result<eval::EvalSummary>,
+) -> anyhow::Result<ExitCode> {
     let bar = terminal_bar(
         total,
         "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} frames, {per_sec}, ETA {eta} {msg}",
     );
     if let Some(bar) = &bar {
-        bar.set_prefix(format!("eval {task}"));
+        bar.set_prefix(format!("{command} {task}"));
     }
     let mut on_event = |event: EvalEvent| match event {
         EvalEvent::Started {
@@ -79,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             say(
                 &bar,
-                format!("lfs eval {task}: {how}, encoder {encoder} → {}", args.out_dir.display()),
+                format!("lfs {command} {task}: {how}, encoder {encoder} → {}", out_dir.display()),
             );
             if let Some(bar) = &bar {
                 bar.set_position(start_frame);
@@ -113,8 +127,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         EvalEvent::EpisodeLost { error } => say(&bar, format!("warning: an episode was lost and is skipped: {error}")),
     };
-    let summary = eval::run(&cfg, &spec, &args.out_dir, &mut on_event)
-        .with_context(|| format!("evaluating into {}", args.out_dir.display()))?;
+    let what = if command == "eval" { "evaluating" } else { "training" };
+    let summary = job(&mut on_event).with_context(|| format!("{what} into {}", out_dir.display()))?;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -125,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!(
         "{} frames done{last}; results in {}",
         summary.frames_done,
-        args.out_dir.join(eval::run::EVAL_CSV).display()
+        out_dir.join(eval::run::EVAL_CSV).display()
     );
     Ok(ExitCode::SUCCESS)
 }

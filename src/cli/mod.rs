@@ -9,3 +9,4 @@ pub mod pretrain;
 pub mod progress;
 pub mod report;
 pub mod suite;
+pub mod train;

@@ -7,6 +7,11 @@
 //! are written atomically at episode ends, so a killed run resumes at its last one and
 //! continues exactly as an uninterrupted run would have from there. Nothing here prints:
 //! progress goes to the caller's callback.
+//!
+//! `lfs train` ([`train`], docs/design.md §7) is this loop with one difference: the features
+//! come from an encoder its auxiliary objective trains online, one update per agent step on the
+//! SAC batch's transitions before the SAC update reads them (Algorithm 1), logged per update in
+//! `aux.jsonl` and checkpointed with the agent.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -21,6 +26,7 @@ use sha2::{Digest, Sha256};
 use super::config::{EvalConfig, Frames};
 use crate::config::StageConfig;
 use crate::data::RandomShift;
+use crate::e2e::{OnlineEncoder, TrainConfig};
 use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, Task, TimeStep, FRAME_BYTES};
 use crate::export::load_frozen_encoder;
 use crate::fsutil::write_bytes_atomic;
@@ -29,7 +35,8 @@ use crate::nn::checkpoint::{self, rng_from_string, rng_to_string};
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Encoder, EncoderConfig, Params};
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
-use crate::rl::{ReplayBuffer, SacAgent, SacBatch, SacMetrics};
+use crate::pretrain::UpdateMetrics;
+use crate::rl::{ReplayBuffer, SacAgent, SacBatch, SacMetrics, Transitions};
 use crate::{Error, Result};
 
 /// File names inside an eval run directory.
@@ -38,6 +45,8 @@ pub const TRAIN_LOG: &str = "train.jsonl";
 pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
 pub const CONFIG_FILE: &str = "config.resolved.toml";
 pub const RUN_FILE: &str = "run.json";
+/// One line per auxiliary update (`lfs train`): the pre-trainer's metrics and the frame.
+pub const AUX_LOG: &str = "aux.jsonl";
 /// Folder of the evaluation videos (`--save-video`), as DrQ-v2's `eval_video/`.
 pub const VIDEO_DIR: &str = "eval_video";
 
@@ -100,6 +109,21 @@ pub struct EpisodeLog {
     /// Means over the episode's updates.
     #[serde(flatten)]
     pub sac: SacMetrics,
+    /// `lfs train`: the auxiliary objective's mean loss and mean N (synthetic pairs in its
+    /// batch) over the episode's updates.
+    #[serde(rename = "train/aux_loss", skip_serializing_if = "Option::is_none")]
+    pub aux_loss: Option<f64>,
+    #[serde(rename = "train/aux_num_synthetic", skip_serializing_if = "Option::is_none")]
+    pub aux_num_synthetic: Option<f64>,
+}
+
+/// A line of `aux.jsonl`: one auxiliary update (`step` counts them) at training frame `frame`.
+#[derive(Debug, Serialize)]
+struct AuxLog<'a> {
+    #[serde(flatten)]
+    update: &'a UpdateMetrics,
+    #[serde(rename = "train/frame")]
+    frame: u64,
 }
 
 /// What the loop reports to its caller.
@@ -141,6 +165,93 @@ struct FrozenFeatures {
     id: String,
     /// The render quality of the videos the encoder was trained on, when they were collected.
     render_quality: Option<RenderQuality>,
+}
+
+/// Where the agent's features come from.
+enum Representation {
+    /// `lfs eval`, and `lfs train` with `aux.method = none`: constants.
+    Frozen(FrozenFeatures),
+    /// `lfs train`: the encoder the auxiliary objective trains every step. `id` names its
+    /// initialisation and objective.
+    Online { encoder: Box<OnlineEncoder>, id: String },
+}
+
+impl Representation {
+    fn id(&self) -> &str {
+        match self {
+            Representation::Frozen(f) => &f.id,
+            Representation::Online { id, .. } => id,
+        }
+    }
+
+    fn repr_dim(&self) -> usize {
+        match self {
+            Representation::Frozen(f) => f.encoder.repr_dim(),
+            Representation::Online { encoder, .. } => encoder.repr_dim(),
+        }
+    }
+
+    /// The render quality of the videos the encoder was pre-trained on, when known.
+    fn training_render_quality(&self) -> Option<RenderQuality> {
+        match self {
+            Representation::Frozen(f) => f.render_quality,
+            Representation::Online { .. } => None,
+        }
+    }
+
+    /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr) constants.
+    fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
+        match self {
+            Representation::Frozen(f) => Ok(f.encoder.encode(obs, n, false)?.h),
+            Representation::Online { encoder, .. } => encoder.encode(obs, n),
+        }
+    }
+}
+
+/// Which command a run belongs to: the config its checkpoint records and resumes by.
+#[derive(Clone, Copy)]
+enum Stage<'a> {
+    Eval(&'a EvalConfig),
+    Train(&'a TrainConfig),
+}
+
+impl Stage<'_> {
+    /// The `lfs.kind` of its checkpoints.
+    fn checkpoint_kind(self) -> &'static str {
+        match self {
+            Stage::Eval(_) => "eval-checkpoint",
+            Stage::Train(_) => "train-checkpoint",
+        }
+    }
+
+    fn command(self) -> &'static str {
+        match self {
+            Stage::Eval(_) => "eval",
+            Stage::Train(_) => "train",
+        }
+    }
+
+    fn to_toml(self) -> Result<String> {
+        match self {
+            Stage::Eval(c) => c.to_toml(),
+            Stage::Train(c) => c.to_toml(),
+        }
+    }
+
+    fn resume_key(self) -> Result<String> {
+        match self {
+            Stage::Eval(c) => c.resume_key(),
+            Stage::Train(c) => c.resume_key(),
+        }
+    }
+
+    /// The resume key of a config a checkpoint recorded.
+    fn saved_resume_key(self, saved: &str) -> Result<String> {
+        match self {
+            Stage::Eval(_) => EvalConfig::from_toml_str(saved, &[])?.resume_key(),
+            Stage::Train(_) => TrainConfig::from_toml_str(saved, &[])?.resume_key(),
+        }
+    }
 }
 
 fn frozen_encoder(choice: &EncoderChoice, seed: u64) -> Result<FrozenFeatures> {
@@ -194,9 +305,15 @@ const EVAL: usize = 1;
 
 /// The training state a checkpoint holds, and what the loop works with.
 struct Workspace {
+    /// The SAC half of the config (all of it for `lfs eval`).
     cfg: EvalConfig,
+    /// The whole config as TOML, its checkpoint kind and its command, for checkpoints and
+    /// provenance.
+    stage_toml: String,
+    checkpoint_kind: &'static str,
+    command: &'static str,
     spec: EvalSpec,
-    features: FrozenFeatures,
+    representation: Representation,
     pool: EnvPool,
     agent: SacAgent,
     replay: ReplayBuffer,
@@ -212,17 +329,81 @@ struct Workspace {
     action_dim: usize,
 }
 
-/// Validates everything, then trains into `out_dir` (resuming a checkpoint there).
+/// `lfs eval`: validates everything, then trains into `out_dir` (resuming a checkpoint there).
 pub fn run(
     cfg: &EvalConfig,
     spec: &EvalSpec,
     out_dir: &Path,
     on_event: &mut dyn FnMut(EvalEvent),
 ) -> Result<EvalSummary> {
-    // ---- bad input first: nothing is written before these pass
     cfg.validate()?;
     let features = frozen_encoder(&spec.encoder, cfg.run.seed)?;
-    if let Some(trained) = features.render_quality {
+    run_stage(
+        Stage::Eval(cfg),
+        spec,
+        Representation::Frozen(features),
+        out_dir,
+        on_event,
+    )
+}
+
+/// `lfs train` (docs/design.md §7): as [`run`], with the encoder trained online by
+/// `aux.method`; `spec.encoder` is its initialisation (`Random`: the run's seed, as `lfs
+/// pretrain` initialises it; `Exported`: an `lfs export` file, to fine-tune a pre-trained
+/// encoder). With `aux.method = none` the encoder stays as initialised.
+pub fn train(
+    cfg: &TrainConfig,
+    spec: &EvalSpec,
+    out_dir: &Path,
+    on_event: &mut dyn FnMut(EvalEvent),
+) -> Result<EvalSummary> {
+    cfg.validate()?;
+    let representation = match cfg.aux.method.objective() {
+        None => Representation::Frozen(frozen_encoder(&spec.encoder, cfg.run.seed)?),
+        Some(method) => {
+            let mut encoder = OnlineEncoder::new(&cfg.pretrain()?)?;
+            let init = match &spec.encoder {
+                EncoderChoice::Random => format!("random:{}", cfg.run.seed),
+                EncoderChoice::Exported(path) => {
+                    let file = checkpoint::load(path)?;
+                    if file.meta("lfs.kind")? != "export" {
+                        return Err(Error::checkpoint(
+                            path,
+                            format!(
+                                "is an `lfs {}` file, not an encoder written by `lfs export`",
+                                file.meta("lfs.kind")?
+                            ),
+                        ));
+                    }
+                    encoder.trainer_mut().load_encoder(&file.tensors, path)?;
+                    let bytes = std::fs::read(path).map_err(|e| Error::checkpoint(path, format!("reading: {e}")))?;
+                    hex::encode(Sha256::digest(&bytes))
+                }
+            };
+            Representation::Online {
+                encoder: Box::new(encoder),
+                id: format!("online:{}:init={init}", method.name()),
+            }
+        }
+    };
+    run_stage(Stage::Train(cfg), spec, representation, out_dir, on_event)
+}
+
+/// The loop both commands share; `stage` has been validated.
+fn run_stage(
+    stage: Stage,
+    spec: &EvalSpec,
+    representation: Representation,
+    out_dir: &Path,
+    on_event: &mut dyn FnMut(EvalEvent),
+) -> Result<EvalSummary> {
+    let sac = match stage {
+        Stage::Eval(c) => c.clone(),
+        Stage::Train(c) => c.sac(),
+    };
+    let cfg = &sac;
+    // ---- bad input first: nothing is written before these pass
+    if let Some(trained) = representation.training_render_quality() {
         if trained != cfg.env.render_quality && !spec.allow_render_quality_mismatch {
             return Err(Error::Config(format!(
                 "the encoder was pre-trained on videos rendered at quality {trained:?}, this run renders {:?}; \
@@ -238,11 +419,11 @@ pub fn run(
         None
     };
     if let Some(file) = &saved {
-        check_resumable(file, cfg, spec, &features.id)?;
+        check_resumable(file, stage, spec, representation.id())?;
     }
 
     // ---- set up
-    let mut ws = Workspace::new(cfg, spec, features)?;
+    let mut ws = Workspace::new(stage, cfg, spec, representation)?;
     let resumed_from_frame = match &saved {
         Some(file) => {
             ws.restore(file)?;
@@ -251,7 +432,7 @@ pub fn run(
         None => None,
     };
     std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
-    let _claim = crate::fsutil::claim_dir(out_dir, "eval")?;
+    let _claim = crate::fsutil::claim_dir(out_dir, stage.command())?;
     write_provenance(out_dir, &ws)?;
     // The evaluations the checkpoint knows of stay; a row written after it (or any row, when
     // there is no checkpoint) is evaluated again.
@@ -260,11 +441,17 @@ pub fn run(
         .map(|step| Frames::from_steps(step, cfg.env.action_repeat).0);
     let mut eval_log = CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, evaluated_through)?;
     let mut train_log = MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?;
+    let mut aux_log = match &ws.representation {
+        Representation::Online { encoder, .. } => {
+            Some(MetricsLog::open(&out_dir.join(AUX_LOG), encoder.trainer().step())?)
+        }
+        Representation::Frozen(_) => None,
+    };
     on_event(EvalEvent::Started {
         start_frame: ws.frame(),
         num_train_frames: cfg.run.num_train_frames.0,
         resumed: resumed_from_frame.is_some(),
-        encoder: &ws.features.id,
+        encoder: ws.representation.id(),
     });
 
     // ---- the loop
@@ -300,7 +487,7 @@ pub fn run(
             Some(state) => state,
             None => ws.start_episode()?,
         };
-        match ws.agent_step(state)? {
+        match ws.agent_step(state, aux_log.as_mut())? {
             StepOutcome::Continue(state) => episode = Some(state),
             StepOutcome::Finished(log) => {
                 train_log.write(&log)?;
@@ -326,28 +513,25 @@ pub fn run(
 
 /// A resumed run must be the same run: same kind of file, config (but budget and checkpoint
 /// cadence), task and encoder.
-fn check_resumable(
-    file: &checkpoint::SafetensorsFile,
-    cfg: &EvalConfig,
-    spec: &EvalSpec,
-    encoder_id: &str,
-) -> Result<()> {
+fn check_resumable(file: &checkpoint::SafetensorsFile, stage: Stage, spec: &EvalSpec, encoder_id: &str) -> Result<()> {
     let err = |reason: String| {
         Error::checkpoint(
             &file.path,
             format!("{reason}; use a new --out-dir or delete the checkpoint"),
         )
     };
-    if file.meta("lfs.kind")? != "eval-checkpoint" {
+    if file.meta("lfs.kind")? != stage.checkpoint_kind() {
         return Err(err(format!(
-            "is an `lfs {}` file, not an `lfs eval` checkpoint",
-            file.meta("lfs.kind")?
+            "is an `lfs {}` file, not an `lfs {}` checkpoint",
+            file.meta("lfs.kind")?,
+            stage.command()
         )));
     }
     checkpoint::check_same_version(file)?;
-    let saved =
-        EvalConfig::from_toml_str(file.meta("lfs.config")?, &[]).map_err(|e| err(format!("its config: {e}")))?;
-    if saved.resume_key()? != cfg.resume_key()? {
+    let saved = stage
+        .saved_resume_key(file.meta("lfs.config")?)
+        .map_err(|e| err(format!("its config: {e}")))?;
+    if saved != stage.resume_key()? {
         return Err(err(
             "was written with a different config (only run.num_train_frames and run.checkpoint_every_frames may change on resume)"
                 .to_string(),
@@ -375,15 +559,16 @@ fn write_provenance(out_dir: &Path, ws: &Workspace) -> Result<()> {
         let path = out_dir.join(name);
         write_bytes_atomic(&path, text.as_bytes()).map_err(|e| Error::checkpoint(&path, e.to_string()))
     };
-    write(CONFIG_FILE, ws.cfg.to_toml()?)?;
+    write(CONFIG_FILE, ws.stage_toml.clone())?;
     let info = serde_json::json!({
+        "command": ws.command,
         "task": ws.spec.task.name(),
         "encoder": match &ws.spec.encoder {
             EncoderChoice::Exported(p) => p.display().to_string(),
             EncoderChoice::Random => "random".to_string(),
         },
-        "encoder_sha256": ws.features.id,
-        "encoder_render_quality": ws.features.render_quality.map(RenderQuality::name),
+        "encoder_sha256": ws.representation.id(),
+        "encoder_render_quality": ws.representation.training_render_quality().map(RenderQuality::name),
         "render_quality": ws.cfg.env.render_quality.name(),
         "feature_cache": ws.cfg.replay.feature_cache,
         "seed": ws.cfg.run.seed,
@@ -407,7 +592,7 @@ enum StepOutcome {
 }
 
 impl Workspace {
-    fn new(cfg: &EvalConfig, spec: &EvalSpec, features: FrozenFeatures) -> Result<Self> {
+    fn new(stage: Stage, cfg: &EvalConfig, spec: &EvalSpec, representation: Representation) -> Result<Self> {
         let env_cfg = DmcConfig {
             action_repeat: cfg.env.action_repeat,
             render_quality: cfg.env.render_quality,
@@ -416,7 +601,7 @@ impl Workspace {
         let pool = EnvPool::new(vec![env_cfg.clone(), env_cfg])?;
         let action_dim = pool.spec(TRAIN).action_dim;
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
-        let repr = features.encoder.repr_dim();
+        let repr = representation.repr_dim();
         let agent = SacAgent::new(&cfg.agent, repr, action_dim, &Device::Cpu, &mut rng)?;
         let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
         Ok(Self {
@@ -425,8 +610,11 @@ impl Workspace {
                 pad: cfg.replay.random_shift_pad,
             },
             cfg: cfg.clone(),
+            stage_toml: stage.to_toml()?,
+            checkpoint_kind: stage.checkpoint_kind(),
+            command: stage.command(),
             spec: spec.clone(),
-            features,
+            representation,
             pool,
             agent,
             rng,
@@ -444,7 +632,7 @@ impl Workspace {
 
     /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), through the frozen encoder's kernels.
     fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
-        Ok(self.features.encoder.encode(obs, n, false)?.h)
+        self.representation.encode(obs, n)
     }
 
     fn reset(&mut self, slot: usize, seed: u64) -> Result<std::result::Result<TimeStep, String>> {
@@ -503,7 +691,7 @@ impl Workspace {
     fn latest_features(&self) -> Result<Tensor> {
         if self.cfg.replay.feature_cache {
             if let Some(episode) = self.replay.episodes().back() {
-                let repr = self.features.encoder.repr_dim();
+                let repr = self.representation.repr_dim();
                 let h = &episode.features[episode.features.len() - repr..];
                 return Ok(Tensor::from_slice(h, (1, repr), &Device::Cpu)?);
             }
@@ -511,8 +699,8 @@ impl Workspace {
         self.encode(&self.latest_observation()?, 1)
     }
 
-    /// Choose, update, step, store.
-    fn agent_step(&mut self, mut state: EpisodeState) -> Result<StepOutcome> {
+    /// Choose, update (the auxiliary objective first, for `lfs train`), step, store.
+    fn agent_step(&mut self, mut state: EpisodeState, aux_log: Option<&mut MetricsLog>) -> Result<StepOutcome> {
         let seed_steps = self.cfg.run.num_seed_frames.to_steps(self.cfg.env.action_repeat);
         let action: Vec<f32> = if self.step < seed_steps {
             (0..self.action_dim)
@@ -523,7 +711,16 @@ impl Workspace {
             self.agent.act(&h, true, &mut self.rng)?
         };
         if self.step >= seed_steps {
-            let batch = self.batch()?;
+            let (batch, aux) = self.batch()?;
+            if let Some(aux) = &aux {
+                state.sums.add_aux(aux);
+                if let Some(log) = aux_log {
+                    log.write(&AuxLog {
+                        update: aux,
+                        frame: self.frame(),
+                    })?;
+                }
+            }
             let metrics = self.agent.update(&batch, self.step, &mut self.rng)?;
             state.sums.add(&metrics);
         }
@@ -550,15 +747,20 @@ impl Workspace {
             fps: Frames::from_steps(state.length, self.cfg.env.action_repeat).0 as f64 / seconds,
             num_updates: state.sums.count,
             sac: state.sums.mean(),
+            aux_loss: state.sums.aux_mean(|m| m.loss),
+            aux_num_synthetic: state.sums.aux_mean(|m| m.num_synthetic as f64),
         }))
     }
 
-    /// A training batch: shifted and encoded pixels, or cached features.
-    fn batch(&mut self) -> Result<SacBatch> {
+    /// A training batch: shifted and encoded pixels, or cached features. With an online
+    /// encoder, its objective first takes one update on the batch's transitions (Algorithm 1),
+    /// and the batch is encoded by the updated encoder.
+    fn batch(&mut self) -> Result<(SacBatch, Option<UpdateMetrics>)> {
         let n = self.cfg.agent.batch_size;
         let mut t = self.replay.sample(n, &mut self.rng)?;
+        let aux = self.aux_update(&t)?;
         let (obs, next_obs) = if self.cfg.replay.feature_cache {
-            let repr = self.features.encoder.repr_dim();
+            let repr = self.representation.repr_dim();
             (
                 Tensor::from_vec(std::mem::take(&mut t.obs_features), (n, repr), &Device::Cpu)?,
                 Tensor::from_vec(std::mem::take(&mut t.next_obs_features), (n, repr), &Device::Cpu)?,
@@ -569,12 +771,21 @@ impl Workspace {
             self.shift.apply_batch(&mut t.next_obs, dims, &mut self.rng);
             (self.encode(&t.obs, n)?, self.encode(&t.next_obs, n)?)
         };
-        Ok(SacBatch {
+        let batch = SacBatch {
             obs,
             action: Tensor::from_vec(t.action, (n, self.action_dim), &Device::Cpu)?,
             reward: Tensor::from_vec(t.reward, (n, 1), &Device::Cpu)?,
             next_obs,
-        })
+        };
+        Ok((batch, aux))
+    }
+
+    /// The online encoder's objective, one update on the (unshifted) transitions `t`.
+    fn aux_update(&mut self, t: &Transitions) -> Result<Option<UpdateMetrics>> {
+        match &mut self.representation {
+            Representation::Online { encoder, .. } => Ok(Some(encoder.update(t, &self.replay)?)),
+            Representation::Frozen(_) => Ok(None),
+        }
     }
 
     /// `num_eval_episodes` deterministic episodes on the evaluation environment; with
@@ -664,10 +875,15 @@ impl Workspace {
                 Tensor::from_slice(&episode.rewards, n, &Device::Cpu)?,
             );
         }
-        meta.insert("lfs.kind".into(), "eval-checkpoint".into());
-        meta.insert("lfs.config".into(), self.cfg.to_toml()?);
+        meta.insert("lfs.kind".into(), self.checkpoint_kind.into());
+        meta.insert("lfs.config".into(), self.stage_toml.clone());
+        if let Representation::Online { encoder, .. } = &self.representation {
+            let (aux_tensors, counters) = encoder.trainer().state()?;
+            tensors.extend(aux_tensors.into_iter().map(|(k, v)| (format!("aux.{k}"), v)));
+            meta.extend(counters.into_iter().map(|(k, v)| (format!("lfs.aux_{k}"), v)));
+        }
         meta.insert("lfs.task".into(), self.spec.task.name().into());
-        meta.insert("lfs.encoder".into(), self.features.id.clone());
+        meta.insert("lfs.encoder".into(), self.representation.id().to_string());
         meta.insert("lfs.step".into(), self.step.to_string());
         meta.insert("lfs.episode".into(), self.episode.to_string());
         meta.insert("lfs.evaluations".into(), self.evaluations.to_string());
@@ -683,6 +899,14 @@ impl Workspace {
         let err = |reason: String| Error::checkpoint(&file.path, reason);
         let number = |key: &str| -> Result<u64> { file.meta(key)?.parse().map_err(|e| err(format!("`{key}`: {e}"))) };
         self.agent.load_state(&file.tensors, &file.metadata)?;
+        if let Representation::Online { encoder, .. } = &mut self.representation {
+            let counters = ["step", "adam_step", "rng"]
+                .into_iter()
+                .map(|k| Ok((k.to_string(), file.meta(&format!("lfs.aux_{k}"))?.to_string())))
+                .collect::<Result<BTreeMap<_, _>>>()?;
+            let tensors = checkpoint::strip_prefix(&file.tensors, "aux.");
+            encoder.trainer_mut().load_state(&tensors, &counters, &file.path)?;
+        }
         let mut episodes = BTreeMap::<String, (Vec<u8>, Vec<f32>, Vec<f32>)>::new();
         for (key, t) in &file.tensors {
             let Some(rest) = key.strip_prefix("replay.") else {
@@ -727,6 +951,8 @@ struct MetricSums {
     count: u64,
     actor_count: u64,
     sum: SacMetrics,
+    /// The auxiliary updates' metrics (`lfs train`).
+    aux: Vec<UpdateMetrics>,
 }
 
 impl MetricSums {
@@ -743,6 +969,15 @@ impl MetricSums {
             add(&mut self.sum.actor_entropy, e);
             add(&mut self.sum.alpha_loss, l);
         }
+    }
+
+    fn add_aux(&mut self, m: &UpdateMetrics) {
+        self.aux.push(m.clone());
+    }
+
+    /// The mean of `f` over the episode's auxiliary updates; None without any.
+    fn aux_mean(&self, f: impl Fn(&UpdateMetrics) -> f64) -> Option<f64> {
+        (!self.aux.is_empty()).then(|| self.aux.iter().map(f).sum::<f64>() / self.aux.len() as f64)
     }
 
     fn mean(&self) -> SacMetrics {

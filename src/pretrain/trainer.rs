@@ -150,6 +150,38 @@ impl Trainer {
         self.step
     }
 
+    /// The online encoder's conv features of `n` stacked observations (n, 9, h, w) uint8, as
+    /// constants: (n, repr). What SAC sees in `lfs train` (docs/design.md §7).
+    pub fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
+        Ok(self.online_net.encoder.encode(obs, n, false)?.h.detach())
+    }
+
+    /// Starts the online and target encoders from `tensors` (`encoder.*`, as `lfs export`
+    /// writes them): pre-train, then fine-tune. Heads and projector keep their initialisation.
+    /// Errors name `what` and the missing or mis-shaped tensor.
+    pub fn load_encoder(&mut self, tensors: &BTreeMap<String, Tensor>, what: &Path) -> Result<()> {
+        for params in [&self.online_params, &self.target_params] {
+            for (name, var) in params.iter().filter(|(name, _)| name.starts_with("encoder.")) {
+                let src = tensors
+                    .get(name)
+                    .ok_or_else(|| Error::checkpoint(what, format!("has no `{name}`")))?;
+                if src.dims() != var.dims() {
+                    return Err(Error::checkpoint(
+                        what,
+                        format!("`{name}` is {:?}, the encoder needs {:?}", src.dims(), var.dims()),
+                    ));
+                }
+                var.set(&src.to_dtype(var.dtype())?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Conv features per observation (repr_dim).
+    pub fn repr_dim(&self) -> usize {
+        self.online_net.encoder.repr_dim()
+    }
+
     pub fn online_params(&self) -> &Params {
         &self.online_params
     }

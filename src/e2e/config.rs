@@ -1,0 +1,187 @@
+//! `TrainConfig`: what a `pipelines/e2e/<name>.toml` holds for `lfs train` (end-to-end SAC with
+//! an auxiliary objective on the same encoder, docs/design.md §7). The SAC sections are
+//! `lfs eval`'s, field for field; `[aux]` chooses the objective and holds the pre-trainer's
+//! model, objective and optimizer sections for it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{self, StageConfig};
+use crate::eval::config::{EvalEnvConfig, EvalRunConfig, ReplayConfig};
+use crate::eval::EvalConfig;
+use crate::nn::AdamConfig;
+use crate::pretrain::config::{DataConfig, Method, ModelConfig, ObjectiveConfig, RunConfig};
+use crate::pretrain::PretrainConfig;
+use crate::rl::SacConfig;
+use crate::{Error, Result};
+
+/// The whole `lfs train` config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    pub run: EvalRunConfig,
+    pub env: EvalEnvConfig,
+    pub agent: SacConfig,
+    pub replay: ReplayConfig,
+    pub aux: AuxConfig,
+}
+
+/// The auxiliary objective trained online on the encoder, every agent step after the seed
+/// frames, on the SAC batch's real pairs (and, for the LFS family, synthetic pairs from the
+/// replay's frames).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuxConfig {
+    /// `lfs` (the paper's Algorithm 1), `lfs-no-lnc`, `lfs-no-fm`, `lfs-cl`, `atc`, `curl`, or
+    /// `none` (the encoder stays at its initialisation). `aux.objective.method` follows it.
+    pub method: AuxMethod,
+    /// Projector, predictor and prototypes, as `lfs pretrain`'s `[model]`.
+    pub model: ModelConfig,
+    /// The objective's settings, as `lfs pretrain`'s `[objective]`.
+    pub objective: ObjectiveConfig,
+    /// Adam of the encoder and the objective's heads, as `lfs pretrain`'s `[optimizer]`.
+    pub optimizer: AdamConfig,
+}
+
+impl Default for AuxConfig {
+    fn default() -> Self {
+        Self {
+            method: AuxMethod::Lfs,
+            model: ModelConfig::default(),
+            objective: ObjectiveConfig::default(),
+            optimizer: AdamConfig::default(),
+        }
+    }
+}
+
+/// `aux.method`: one of the pre-trainer's methods, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuxMethod {
+    None,
+    Lfs,
+    LfsNoLnc,
+    LfsNoFm,
+    LfsCl,
+    Atc,
+    Curl,
+}
+
+impl AuxMethod {
+    /// The pre-trainer's method, `None` for `none`.
+    pub fn objective(self) -> Option<Method> {
+        match self {
+            AuxMethod::None => None,
+            AuxMethod::Lfs => Some(Method::Lfs),
+            AuxMethod::LfsNoLnc => Some(Method::LfsNoLnc),
+            AuxMethod::LfsNoFm => Some(Method::LfsNoFm),
+            AuxMethod::LfsCl => Some(Method::LfsCl),
+            AuxMethod::Atc => Some(Method::Atc),
+            AuxMethod::Curl => Some(Method::Curl),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.objective().map(Method::name).unwrap_or("none")
+    }
+}
+
+impl StageConfig for TrainConfig {
+    fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::Config(m));
+        self.sac().validate()?;
+        if let Some(method) = self.aux.method.objective() {
+            if self.aux.objective.method != method && self.aux.objective.method != Method::Lfs {
+                return bad(format!(
+                    "aux.objective.method = {} disagrees with aux.method = {}; set aux.method alone",
+                    self.aux.objective.method.name(),
+                    method.name()
+                ));
+            }
+            if self.replay.feature_cache {
+                return bad(format!(
+                    "replay.feature_cache must be false with aux.method = {}: the encoder changes every step",
+                    method.name()
+                ));
+            }
+            self.pretrain()?.validate().map_err(|e| match e {
+                Error::Config(m) => Error::Config(format!("aux: {m}")),
+                other => other,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl TrainConfig {
+    /// Reads `path` with `key.path=value` overrides (see [`crate::config`]).
+    pub fn load(path: &std::path::Path, overrides: &[String]) -> Result<Self> {
+        config::load::<Self>(path, overrides).map(Self::synced)
+    }
+
+    pub fn from_toml_str(text: &str, overrides: &[String]) -> Result<Self> {
+        config::from_toml_str::<Self>(text, overrides).map(Self::synced)
+    }
+
+    /// `aux.objective.method` set to `aux.method`, so the resolved config says one thing.
+    fn synced(mut self) -> Self {
+        if let Some(method) = self.aux.method.objective() {
+            self.aux.objective.method = method;
+        }
+        self
+    }
+
+    pub fn to_toml(&self) -> Result<String> {
+        config::to_toml(self)
+    }
+
+    /// The SAC half: exactly what `lfs eval` would run.
+    pub fn sac(&self) -> EvalConfig {
+        EvalConfig {
+            run: self.run.clone(),
+            env: self.env.clone(),
+            agent: self.agent.clone(),
+            replay: self.replay.clone(),
+        }
+    }
+
+    /// The pre-trainer's config for the auxiliary objective: M = the SAC batch size (Algorithm
+    /// 1 draws one batch of M real transitions for both), the run's seed and shift padding.
+    /// Errors for `aux.method = none`.
+    pub fn pretrain(&self) -> Result<PretrainConfig> {
+        let method = self
+            .aux
+            .method
+            .objective()
+            .ok_or_else(|| Error::Config("aux.method = none has no objective".into()))?;
+        Ok(PretrainConfig {
+            run: RunConfig {
+                name: "lfs-train".into(),
+                seed: self.run.seed,
+                num_updates: 0,
+                batch_size: self.agent.batch_size,
+                checkpoint_every_updates: 1,
+            },
+            data: DataConfig {
+                datasets: vec![],
+                random_shift_pad: self.replay.random_shift_pad,
+                ..DataConfig::default()
+            },
+            model: self.aux.model.clone(),
+            optimizer: self.aux.optimizer.clone(),
+            objective: ObjectiveConfig {
+                method,
+                ..self.aux.objective.clone()
+            },
+            collapse: Default::default(),
+        })
+    }
+
+    /// What a resumed run must share with its checkpoint: everything but the budget and the
+    /// checkpoint cadence.
+    pub fn resume_key(&self) -> Result<String> {
+        let mut c = self.clone();
+        c.run.num_train_frames = crate::eval::config::Frames(0);
+        c.run.checkpoint_every_frames = crate::eval::config::Frames(0);
+        c.to_toml()
+    }
+}

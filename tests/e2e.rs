@@ -1,0 +1,259 @@
+//! `lfs train` (docs/design.md §7, the paper's Algorithm 1): the auxiliary objective moves the
+//! encoder and the SAC losses do not; its synthetic pairs are the 5-observation queue's pairs
+//! of the replay's episodes; and on DMControl (needs `make setup`) a run logs N per update, a
+//! killed run resumes to the same results, and bad input is refused by name.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use candle_core::{Device, Tensor};
+use lfs::data::moving_squares::moving_square_episodes;
+use lfs::data::ObservationQueue;
+use lfs::e2e::online_encoder::synthetic_pairs;
+use lfs::e2e::{OnlineEncoder, TrainConfig};
+use lfs::observation::{stack_frames, stack_indices, FRAME_BYTES};
+use lfs::rl::{ReplayBuffer, SacAgent, SacBatch};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::common::{lfs_in_repo, output_text as text, repo, run_results, wait_for};
+
+/// pipelines/e2e/tiny.toml at toy agent sizes, on a replay of two 40-frame moving-square
+/// episodes (2 actions, reward 0.5).
+fn small_setup() -> (TrainConfig, OnlineEncoder, ReplayBuffer) {
+    let cfg = TrainConfig::load(
+        &repo().join("pipelines/e2e/tiny.toml"),
+        &["agent.hidden_dim=32".into(), "agent.feature_dim=8".into()],
+    )
+    .unwrap();
+    let encoder = OnlineEncoder::new(&cfg.pretrain().unwrap()).unwrap();
+    let mut replay = ReplayBuffer::new(1000, FRAME_BYTES, 2, 0);
+    for ep in moving_square_episodes("squares", 0, 2, 40, None) {
+        replay.start_episode(ep.frame(0)).unwrap();
+        for t in 1..ep.num_frames {
+            replay.add(&[0.1, -0.2], 0.5, ep.frame(t)).unwrap();
+        }
+    }
+    (cfg, encoder, replay)
+}
+
+/// The online encoder's conv parameters, by name.
+fn encoder_weights(encoder: &OnlineEncoder) -> BTreeMap<String, Vec<f32>> {
+    encoder
+        .trainer()
+        .online_params()
+        .snapshot()
+        .unwrap()
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("encoder."))
+        .map(|(name, t)| (name, t.flatten_all().unwrap().to_vec1().unwrap()))
+        .collect()
+}
+
+#[test]
+fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
+    let (cfg, mut encoder, replay) = small_setup();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let n = cfg.agent.batch_size;
+    let t = replay.sample(n, &mut rng).unwrap();
+    let before = encoder_weights(&encoder);
+    assert!(before.len() >= 8, "{:?}", before.keys()); // 4 convs: weight and bias
+
+    // A full SAC update (critic, actor, α, target) on the encoder's features.
+    let mut agent = SacAgent::new(&cfg.agent, encoder.repr_dim(), 2, &Device::Cpu, &mut rng).unwrap();
+    let batch = SacBatch {
+        obs: encoder.encode(&t.obs, n).unwrap(),
+        action: Tensor::from_vec(t.action.clone(), (n, 2), &Device::Cpu).unwrap(),
+        reward: Tensor::from_vec(t.reward.clone(), (n, 1), &Device::Cpu).unwrap(),
+        next_obs: encoder.encode(&t.next_obs, n).unwrap(),
+    };
+    agent.update(&batch, 2, &mut rng).unwrap();
+    assert_eq!(encoder_weights(&encoder), before, "the SAC update moved the encoder");
+    for (store, params) in agent.param_stores() {
+        assert!(
+            params.names().iter().all(|name| !name.starts_with("encoder.")),
+            "the agent's {store} store holds encoder tensors"
+        );
+    }
+
+    // One update of the objective moves every encoder tensor.
+    let metrics = encoder.update(&t, &replay).unwrap();
+    let after = encoder_weights(&encoder);
+    for (name, w) in &before {
+        assert_ne!(&after[name], w, "{name} did not move");
+    }
+    assert_eq!(metrics.num_synthetic + metrics.num_real, n);
+    assert!(metrics.loss.is_finite());
+}
+
+#[test]
+fn synthetic_pairs_are_the_queues_pairs_of_the_stored_episodes() {
+    let (_, _, replay) = small_setup();
+    // Every pair Algorithm 1's queue yields over the stored episodes, as (prev, cur) bytes.
+    let mut expected = std::collections::HashSet::new();
+    for episode in replay.episodes() {
+        let mut queue = ObservationQueue::new(FRAME_BYTES);
+        for t in 0..episode.num_frames() {
+            let mut obs = vec![0u8; 3 * FRAME_BYTES];
+            stack_frames(episode, stack_indices(t), &mut obs);
+            if let Some(pair) = queue.push(&obs).unwrap() {
+                expected.insert((pair.prev, pair.cur));
+            }
+        }
+    }
+    assert_eq!(expected.len(), 2 * (40 - 4)); // frames 4..39 of two episodes
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let batch = synthetic_pairs(&replay, 200, &mut rng, (9, 84, 84)).unwrap();
+    let obs_len = 9 * 84 * 84;
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..batch.len {
+        let pair = (
+            batch.prev[i * obs_len..(i + 1) * obs_len].to_vec(),
+            batch.cur[i * obs_len..(i + 1) * obs_len].to_vec(),
+        );
+        assert!(expected.contains(&pair), "pair {i} is not one the queue yields");
+        seen.insert(pair);
+    }
+    // 200 uniform draws over 72 pairs reach most of them (a sampler stuck on one episode, or
+    // on early frames, would not).
+    assert!(seen.len() > 50, "only {} distinct pairs", seen.len());
+    // And none before an episode has 5 frames.
+    let empty = ReplayBuffer::new(100, FRAME_BYTES, 2, 0);
+    let err = synthetic_pairs(&empty, 1, &mut rng, (9, 84, 84))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no synthetic pairs yet"), "{err}");
+}
+
+/// pipelines/e2e/tiny.toml at toy sizes: one cartpole episode and a bit (1400 frames), updates
+/// from frame 600 (400 agent steps of LFS + SAC), evaluations at frames 0, 700 and 1400, a
+/// checkpoint at the first episode end (frame 1000).
+const SMALL: [&str; 10] = [
+    "agent.hidden_dim=32",
+    "agent.feature_dim=8",
+    "aux.model.predictor_hidden_dim=64",
+    "aux.model.num_prototypes=32",
+    "run.num_train_frames=1400",
+    "run.num_seed_frames=600",
+    "run.eval_every_frames=700",
+    "run.num_eval_episodes=1",
+    "run.checkpoint_every_frames=500",
+    "replay.capacity=5000",
+];
+
+fn train_command(out: &Path, extra: &[&str]) -> Command {
+    let mut cmd = lfs_in_repo();
+    cmd.args([
+        "train",
+        "--config",
+        "pipelines/e2e/tiny.toml",
+        "--task",
+        "cartpole_swingup",
+        "--out-dir",
+    ])
+    .arg(out);
+    for s in SMALL {
+        cmd.args(["--set", s]);
+    }
+    cmd.args(extra);
+    cmd
+}
+
+/// `aux.jsonl` without its timings.
+fn aux_lines(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("aux.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut()
+                .unwrap()
+                .retain(|k, _| !k.contains("seconds") && !k.contains("per_s"));
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole");
+    let result = train_command(&whole, &[]).output().unwrap();
+    assert!(result.status.success(), "{}", text(&result));
+    let said = text(&result);
+    assert!(said.contains("encoder online:lfs:init=random:1"), "{said}");
+    // One line per update: 400 agent steps after the seed frames, each with N and the frame.
+    let aux = aux_lines(&whole);
+    assert_eq!(aux.len(), 400);
+    for (i, line) in aux.iter().enumerate() {
+        assert_eq!(line["step"], i as u64 + 1);
+        assert_eq!(line["train/frame"], 600 + 2 * i as u64);
+        let n = line["pretrain/num_synthetic"].as_u64().unwrap();
+        assert!(
+            n <= 16 && n + line["pretrain/num_real"].as_u64().unwrap() == 16,
+            "{line}"
+        );
+    }
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(whole.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["command"], "train");
+    let (rows, episodes) = run_results(&whole);
+    assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 700, 1400
+                                           // The first episode (frames 0–1000) had 200 updates, each with one of the objective.
+    assert_eq!(episodes[0]["train/num_updates"], 200);
+    assert!(episodes[0]["train/aux_loss"].as_f64().is_some_and(f64::is_finite));
+    assert!(episodes[0]["train/aux_num_synthetic"].as_f64().is_some());
+
+    // Killed once its checkpoint (frame 1000) is on disk, then run again.
+    let killed = dir.path().join("killed");
+    let mut child = train_command(&killed, &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&mut child, 600, "the first checkpoint", || {
+        killed.join("checkpoint.safetensors").exists()
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let result = train_command(&killed, &[]).output().unwrap();
+    let said = text(&result);
+    assert!(result.status.success(), "{said}");
+    assert!(said.contains("resuming at frame 1000"), "{said}");
+    assert_eq!(run_results(&killed), run_results(&whole));
+    assert_eq!(aux_lines(&killed), aux_lines(&whole));
+
+    // Another objective does not resume this checkpoint; an `lfs eval` folder is not a
+    // `lfs train` one.
+    let result = train_command(&killed, &["--set", "aux.method=atc"]).output().unwrap();
+    assert_eq!(result.status.code(), Some(2), "{}", text(&result));
+    assert!(text(&result).contains("different config"), "{}", text(&result));
+}
+
+#[test]
+fn bad_train_input_is_refused_by_name_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let not_export = dir.path().join("encoder.safetensors");
+    std::fs::write(&not_export, b"not a safetensors file").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--set", "aux.method=byol"], "unknown variant `byol`"),
+        (
+            &["--set", "replay.feature_cache=true"],
+            "replay.feature_cache must be false with aux.method = lfs",
+        ),
+        (
+            &["--set", "aux.objective.lnc.k=16"],
+            "aux: objective.lnc.k = 16 must be < run.batch_size = 16",
+        ),
+        (&["--init-encoder", not_export.to_str().unwrap()], "encoder.safetensors"),
+    ];
+    for (args, expected) in cases {
+        let result = train_command(&out, args).output().unwrap();
+        let said = text(&result);
+        assert_eq!(result.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(expected), "{args:?}: {said}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+}
