@@ -19,15 +19,13 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::common::{lfs_in_repo, output_text as text, repo, run_results, wait_for};
 
-/// pipelines/e2e/tiny.toml at toy agent sizes, on a replay of two 40-frame moving-square
-/// episodes (2 actions, reward 0.5).
-fn small_setup() -> (TrainConfig, OnlineEncoder, ReplayBuffer) {
-    let cfg = TrainConfig::load(
-        &repo().join("pipelines/e2e/tiny.toml"),
-        &["agent.hidden_dim=32".into(), "agent.feature_dim=8".into()],
-    )
-    .unwrap();
-    let encoder = OnlineEncoder::new(&cfg.pretrain().unwrap()).unwrap();
+/// pipelines/e2e/tiny.toml at toy agent sizes with `overrides`, on a replay of two 40-frame
+/// moving-square episodes (2 actions, reward 0.5).
+fn small_setup(overrides: &[&str]) -> (TrainConfig, OnlineEncoder, ReplayBuffer) {
+    let mut all = vec!["agent.hidden_dim=32".to_string(), "agent.feature_dim=8".to_string()];
+    all.extend(overrides.iter().map(|s| s.to_string()));
+    let cfg = TrainConfig::load(&repo().join("pipelines/e2e/tiny.toml"), &all).unwrap();
+    let encoder = OnlineEncoder::new(&cfg).unwrap();
     let mut replay = ReplayBuffer::new(1000, FRAME_BYTES, 2, 0);
     for ep in moving_square_episodes("squares", 0, 2, 40, None) {
         replay.start_episode(ep.frame(0)).unwrap();
@@ -41,19 +39,16 @@ fn small_setup() -> (TrainConfig, OnlineEncoder, ReplayBuffer) {
 /// The online encoder's conv parameters, by name.
 fn encoder_weights(encoder: &OnlineEncoder) -> BTreeMap<String, Vec<f32>> {
     encoder
-        .trainer()
-        .online_params()
-        .snapshot()
+        .encoder_tensors()
         .unwrap()
         .into_iter()
-        .filter(|(name, _)| name.starts_with("encoder."))
         .map(|(name, t)| (name, t.flatten_all().unwrap().to_vec1().unwrap()))
         .collect()
 }
 
 #[test]
 fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
-    let (cfg, mut encoder, replay) = small_setup();
+    let (cfg, mut encoder, replay) = small_setup(&[]);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let n = cfg.agent.batch_size;
     let t = replay.sample(n, &mut rng).unwrap();
@@ -78,7 +73,7 @@ fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
     }
 
     // One update of the objective moves every encoder tensor.
-    let metrics = encoder.update(&t, &replay).unwrap();
+    let metrics = encoder.update(&t, &replay).unwrap().unwrap();
     let after = encoder_weights(&encoder);
     for (name, w) in &before {
         assert_ne!(&after[name], w, "{name} did not move");
@@ -88,8 +83,51 @@ fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
 }
 
 #[test]
+fn with_the_critic_gradient_the_critic_update_moves_the_encoder() {
+    // sac-pixel: no objective, the critic's gradient trains the encoder.
+    let (cfg, mut encoder, replay) = small_setup(&["aux.method=none", "aux.critic_gradient=true"]);
+    assert!(encoder.trainer().is_none() && encoder.critic_trains_encoder());
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let n = cfg.agent.batch_size;
+    let t = replay.sample(n, &mut rng).unwrap();
+    assert!(encoder.update(&t, &replay).unwrap().is_none()); // no objective to update
+    let before = encoder_weights(&encoder);
+    let mut agent = SacAgent::new(&cfg.agent, encoder.repr_dim(), 2, &Device::Cpu, &mut rng).unwrap();
+    let features = encoder.encode_for_critic(&t.obs, n).unwrap();
+    let obs = candle_core::Var::from_tensor(&features.encoded.h).unwrap();
+    let batch = SacBatch {
+        obs: obs.as_tensor().clone(),
+        action: Tensor::from_vec(t.action.clone(), (n, 2), &Device::Cpu).unwrap(),
+        reward: Tensor::from_vec(t.reward.clone(), (n, 1), &Device::Cpu).unwrap(),
+        next_obs: encoder.encode(&t.next_obs, n).unwrap(),
+    };
+    let (_, dh) = agent.update_with_obs_grad(&batch, 1, &mut rng).unwrap();
+    let dh = dh.expect("the critic gave no gradient for the observations");
+    assert_eq!(dh.dims(), &[n, encoder.repr_dim()]);
+    encoder.critic_step(&features, &dh).unwrap();
+    let after = encoder_weights(&encoder);
+    for (name, w) in &before {
+        assert_ne!(&after[name], w, "{name} did not move");
+    }
+    // Without the switch there is nothing to step.
+    let (_, mut detached, _) = small_setup(&[]);
+    let err = detached.critic_step(&features, &dh).unwrap_err().to_string();
+    assert!(err.contains("critic_gradient"), "{err}");
+}
+
+#[test]
+fn every_e2e_pipeline_loads() {
+    for name in ["tiny", "mini", "paper"] {
+        let cfg = TrainConfig::load(&repo().join(format!("pipelines/e2e/{name}.toml")), &[]).unwrap();
+        assert_eq!(cfg.aux.method, lfs::e2e::AuxMethod::Lfs, "{name}");
+        assert!(!cfg.replay.feature_cache && !cfg.aux.critic_gradient, "{name}");
+        assert_eq!(cfg.pretrain().unwrap().run.batch_size, cfg.agent.batch_size, "{name}");
+    }
+}
+
+#[test]
 fn synthetic_pairs_are_the_queues_pairs_of_the_stored_episodes() {
-    let (_, _, replay) = small_setup();
+    let (_, _, replay) = small_setup(&[]);
     // Every pair Algorithm 1's queue yields over the stored episodes, as (prev, cur) bytes.
     let mut expected = std::collections::HashSet::new();
     for episode in replay.episodes() {
@@ -176,38 +214,56 @@ fn aux_lines(dir: &Path) -> Vec<serde_json::Value> {
 }
 
 #[test]
-fn a_killed_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
+fn a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
+    killed_run_resumes_to_the_same_results(&[], "online:lfs:init=random:1", true);
+}
+
+#[test]
+fn a_killed_sac_pixel_run_resumes_to_the_same_results() {
+    // SAC from pixels: no objective, the critic's gradient trains the encoder.
+    let args = ["--set", "aux.method=none", "--set", "aux.critic_gradient=true"];
+    killed_run_resumes_to_the_same_results(&args, "online:none+critic:init=random:1", false);
+}
+
+/// Runs `lfs train` with `extra` whole, and again killed after its checkpoint and resumed:
+/// both end with the same evaluations, episode logs and (with an objective) `aux.jsonl`.
+fn killed_run_resumes_to_the_same_results(extra: &[&str], encoder_id: &str, objective: bool) {
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole");
-    let result = train_command(&whole, &[]).output().unwrap();
+    let result = train_command(&whole, extra).output().unwrap();
     assert!(result.status.success(), "{}", text(&result));
     let said = text(&result);
-    assert!(said.contains("encoder online:lfs:init=random:1"), "{said}");
-    // One line per update: 400 agent steps after the seed frames, each with N and the frame.
-    let aux = aux_lines(&whole);
-    assert_eq!(aux.len(), 400);
-    for (i, line) in aux.iter().enumerate() {
-        assert_eq!(line["step"], i as u64 + 1);
-        assert_eq!(line["train/frame"], 600 + 2 * i as u64);
-        let n = line["pretrain/num_synthetic"].as_u64().unwrap();
-        assert!(
-            n <= 16 && n + line["pretrain/num_real"].as_u64().unwrap() == 16,
-            "{line}"
-        );
-    }
+    assert!(said.contains(&format!("encoder {encoder_id}")), "{said}");
+    let (rows, episodes) = run_results(&whole);
+    assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 700, 1400
+                                           // The first episode (frames 0–1000) had 200 updates.
+    assert_eq!(episodes[0]["train/num_updates"], 200);
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(whole.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["command"], "train");
-    let (rows, episodes) = run_results(&whole);
-    assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 700, 1400
-                                           // The first episode (frames 0–1000) had 200 updates, each with one of the objective.
-    assert_eq!(episodes[0]["train/num_updates"], 200);
-    assert!(episodes[0]["train/aux_loss"].as_f64().is_some_and(f64::is_finite));
-    assert!(episodes[0]["train/aux_num_synthetic"].as_f64().is_some());
+    if objective {
+        // One line per update: 400 agent steps after the seed frames, each with N and the frame.
+        let aux = aux_lines(&whole);
+        assert_eq!(aux.len(), 400);
+        for (i, line) in aux.iter().enumerate() {
+            assert_eq!(line["step"], i as u64 + 1);
+            assert_eq!(line["train/frame"], 600 + 2 * i as u64);
+            let n = line["pretrain/num_synthetic"].as_u64().unwrap();
+            assert!(
+                n <= 16 && n + line["pretrain/num_real"].as_u64().unwrap() == 16,
+                "{line}"
+            );
+        }
+        assert!(episodes[0]["train/aux_loss"].as_f64().is_some_and(f64::is_finite));
+        assert!(episodes[0]["train/aux_num_synthetic"].as_f64().is_some());
+    } else {
+        assert!(!whole.join("aux.jsonl").exists());
+        assert!(episodes[0].get("train/aux_loss").is_none());
+    }
 
     // Killed once its checkpoint (frame 1000) is on disk, then run again.
     let killed = dir.path().join("killed");
-    let mut child = train_command(&killed, &[])
+    let mut child = train_command(&killed, extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -217,16 +273,18 @@ fn a_killed_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
     });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let result = train_command(&killed, &[]).output().unwrap();
+    let result = train_command(&killed, extra).output().unwrap();
     let said = text(&result);
     assert!(result.status.success(), "{said}");
     assert!(said.contains("resuming at frame 1000"), "{said}");
     assert_eq!(run_results(&killed), run_results(&whole));
-    assert_eq!(aux_lines(&killed), aux_lines(&whole));
+    if objective {
+        assert_eq!(aux_lines(&killed), aux_lines(&whole));
+    }
 
-    // Another objective does not resume this checkpoint; an `lfs eval` folder is not a
-    // `lfs train` one.
-    let result = train_command(&killed, &["--set", "aux.method=atc"]).output().unwrap();
+    // Another objective does not resume this checkpoint.
+    let other = [extra, &["--set", "aux.method=atc"]].concat();
+    let result = train_command(&killed, &other).output().unwrap();
     assert_eq!(result.status.code(), Some(2), "{}", text(&result));
     assert!(text(&result).contains("different config"), "{}", text(&result));
 }

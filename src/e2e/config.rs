@@ -32,8 +32,13 @@ pub struct TrainConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct AuxConfig {
     /// `lfs` (the paper's Algorithm 1), `lfs-no-lnc`, `lfs-no-fm`, `lfs-cl`, `atc`, `curl`, or
-    /// `none` (the encoder stays at its initialisation). `aux.objective.method` follows it.
+    /// `none`. `aux.objective.method` follows it.
     pub method: AuxMethod,
+    /// false (Algorithm 1): the encoder is detached from the SAC losses. true: the critic's
+    /// gradient trains it as well, through its own Adam with the agent's settings: SAC from
+    /// pixels (`sac-pixel`) with `method = none`, CURL end to end with `method = curl`. With
+    /// `method = none` and false the encoder stays as initialised.
+    pub critic_gradient: bool,
     /// Projector, predictor and prototypes, as `lfs pretrain`'s `[model]`.
     pub model: ModelConfig,
     /// The objective's settings, as `lfs pretrain`'s `[objective]`.
@@ -46,6 +51,7 @@ impl Default for AuxConfig {
     fn default() -> Self {
         Self {
             method: AuxMethod::Lfs,
+            critic_gradient: false,
             model: ModelConfig::default(),
             objective: ObjectiveConfig::default(),
             optimizer: AdamConfig::default(),
@@ -89,17 +95,22 @@ impl StageConfig for TrainConfig {
     fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
         self.sac().validate()?;
+        if self.encoder_changes() && self.replay.feature_cache {
+            return bad(format!(
+                "replay.feature_cache must be false with aux.method = {}{}: the encoder changes every step",
+                self.aux.method.name(),
+                if self.aux.critic_gradient {
+                    " and aux.critic_gradient"
+                } else {
+                    ""
+                }
+            ));
+        }
         if let Some(method) = self.aux.method.objective() {
             if self.aux.objective.method != method && self.aux.objective.method != Method::Lfs {
                 return bad(format!(
                     "aux.objective.method = {} disagrees with aux.method = {}; set aux.method alone",
                     self.aux.objective.method.name(),
-                    method.name()
-                ));
-            }
-            if self.replay.feature_cache {
-                return bad(format!(
-                    "replay.feature_cache must be false with aux.method = {}: the encoder changes every step",
                     method.name()
                 ));
             }
@@ -113,6 +124,11 @@ impl StageConfig for TrainConfig {
 }
 
 impl TrainConfig {
+    /// Whether anything trains the encoder (an objective, or the critic's gradient).
+    pub fn encoder_changes(&self) -> bool {
+        self.aux.method.objective().is_some() || self.aux.critic_gradient
+    }
+
     /// Reads `path` with `key.path=value` overrides (see [`crate::config`]).
     pub fn load(path: &std::path::Path, overrides: &[String]) -> Result<Self> {
         config::load::<Self>(path, overrides).map(Self::synced)

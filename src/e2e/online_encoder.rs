@@ -1,6 +1,10 @@
 //! The encoder of `lfs train` (docs/design.md §7, the paper's Algorithm 1): trained online, one
 //! update per agent step, by an auxiliary objective — the pre-trainer's [`Trainer`], reused as
-//! it is — and read by SAC through detached features, so the SAC losses never reach it.
+//! it is — and read by SAC through detached features, so the SAC losses never reach it. The
+//! baselines that let the critic train the encoder (`aux.critic_gradient`: SAC from pixels
+//! with `aux.method = none`, CURL end to end with `aux.method = curl`) add the critic loss's
+//! gradient through the encoder's own backward and a second Adam, as CURL's code keeps one
+//! optimiser for the critic (encoder included) and one for its contrastive loss.
 //!
 //! The objective draws its pairs from the RL run itself ([`ReplayPairs`]):
 //! - real pairs are the SAC batch's M transitions (O_t, O_{t+1}), as Algorithm 1 shares them;
@@ -11,40 +15,146 @@
 //!   take ~5 GB), so the auxiliary buffer holds the pairs of the episodes the replay holds,
 //!   the seed frames included.
 
-use candle_core::Tensor;
-use rand::Rng;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use candle_core::{Device, Tensor};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::config::TrainConfig;
 use crate::data::{frame_mask_pair, PairBatch, PairKind, PairSource};
+use crate::nn::checkpoint::strip_prefix;
+use crate::nn::encoder::Encoded;
+use crate::nn::encoder_projector::ENCODER_PREFIX;
+use crate::nn::{Adam, Encoder, Params};
 use crate::observation::{stack_frames, FRAME_SIZE, FRAME_STACK};
-use crate::pretrain::{PretrainConfig, Trainer, UpdateMetrics};
+use crate::pretrain::{Trainer, UpdateMetrics};
 use crate::rl::{ReplayBuffer, Transitions};
 use crate::{Error, Result};
 
-/// The online encoder and the objective that trains it.
+/// The encoder `lfs train` trains, and what trains it.
 pub struct OnlineEncoder {
-    trainer: Trainer,
+    networks: Networks,
+    /// With `aux.critic_gradient`: the critic's gradient also trains the conv layers, through
+    /// their own Adam (the agent's settings), as SAC from pixels and CURL do.
+    critic: Option<CriticGradient>,
+}
+
+enum Networks {
+    /// The auxiliary objective's networks; the encoder is its online encoder.
+    Objective(Box<Trainer>),
+    /// No objective (`aux.method = none`): the encoder alone.
+    EncoderOnly { params: Params, encoder: Encoder },
+}
+
+/// An Adam over the encoder's conv parameters (sharing their storage) for the critic's
+/// gradient.
+struct CriticGradient {
+    params: Params,
+    adam: Adam,
+}
+
+/// An observation batch encoded with its tape kept, for the critic's gradient.
+pub struct CriticFeatures {
+    pub encoded: Encoded,
 }
 
 impl OnlineEncoder {
     /// Fresh networks from `cfg.run.seed`, as `lfs pretrain` would initialise them.
-    pub fn new(cfg: &PretrainConfig) -> Result<Self> {
-        let trainer = Trainer::new(cfg)?;
-        Ok(Self { trainer })
+    pub fn new(cfg: &TrainConfig) -> Result<Self> {
+        let networks = match cfg.aux.method.objective() {
+            Some(_) => Networks::Objective(Box::new(Trainer::new(&cfg.pretrain()?)?)),
+            None => {
+                let mut params = Params::new(&Device::Cpu);
+                let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
+                let encoder = Encoder::new(&cfg.aux.model.encoder, ENCODER_PREFIX, &mut params, &mut rng)?;
+                Networks::EncoderOnly { params, encoder }
+            }
+        };
+        let mut this = Self { networks, critic: None };
+        if cfg.aux.critic_gradient {
+            let params = this.params().subset(&format!("{ENCODER_PREFIX}."));
+            let adam = Adam::new(cfg.agent.optimizer.clone(), &params);
+            this.critic = Some(CriticGradient { params, adam });
+        }
+        Ok(this)
+    }
+
+    fn encoder(&self) -> &Encoder {
+        match &self.networks {
+            Networks::Objective(trainer) => trainer.online_encoder(),
+            Networks::EncoderOnly { encoder, .. } => encoder,
+        }
+    }
+
+    /// Every trainable tensor: the objective's online networks, or the encoder's.
+    fn params(&self) -> &Params {
+        match &self.networks {
+            Networks::Objective(trainer) => trainer.online_params(),
+            Networks::EncoderOnly { params, .. } => params,
+        }
+    }
+
+    /// The objective's trainer, when there is an objective.
+    pub fn trainer(&self) -> Option<&Trainer> {
+        match &self.networks {
+            Networks::Objective(trainer) => Some(trainer),
+            Networks::EncoderOnly { .. } => None,
+        }
+    }
+
+    /// Whether the critic's gradient trains the encoder.
+    pub fn critic_trains_encoder(&self) -> bool {
+        self.critic.is_some()
+    }
+
+    /// The conv parameters (`encoder.*`) by name, as constants.
+    pub fn encoder_tensors(&self) -> Result<BTreeMap<String, Tensor>> {
+        Ok(self.params().subset(&format!("{ENCODER_PREFIX}.")).snapshot()?)
     }
 
     /// Shapes: obs (n, 9, 84, 84) uint8 -> (n, repr) constants.
     pub fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
-        self.trainer.encode(obs, n)
+        Ok(self.encoder().encode(obs, n, false)?.h.detach())
+    }
+
+    /// Shapes: obs (n, 9, 84, 84) uint8 -> features whose `encoded.h` (n, repr) keeps its tape,
+    /// for [`OnlineEncoder::critic_step`].
+    pub fn encode_for_critic(&self, obs: &[u8], n: usize) -> Result<CriticFeatures> {
+        Ok(CriticFeatures {
+            encoded: self.encoder().encode(obs, n, true)?,
+        })
+    }
+
+    /// One Adam step of the conv layers on the critic loss's gradient `dh` (n, repr) with
+    /// respect to `features.encoded.h`. Errors unless `aux.critic_gradient` is on.
+    pub fn critic_step(&mut self, features: &CriticFeatures, dh: &Tensor) -> Result<()> {
+        let n = features.encoded.h.dim(0)?;
+        let rows: Vec<usize> = (0..n).collect();
+        let grads: BTreeMap<String, Tensor> = self
+            .encoder()
+            .backward(&features.encoded, &rows, dh)?
+            .into_iter()
+            .collect();
+        let critic = self
+            .critic
+            .as_mut()
+            .ok_or_else(|| Error::Training("critic_step without aux.critic_gradient".into()))?;
+        critic.adam.step_named(&critic.params, &grads)
     }
 
     pub fn repr_dim(&self) -> usize {
-        self.trainer.repr_dim()
+        self.encoder().repr_dim()
     }
 
     /// One update of the objective on the SAC batch `real` (unshifted: the objective shifts its
-    /// own copy, as the pre-trainer does) and synthetic pairs from `replay`.
-    pub fn update(&mut self, real: &Transitions, replay: &ReplayBuffer) -> Result<UpdateMetrics> {
+    /// own copy, as the pre-trainer does) and synthetic pairs from `replay`; None without an
+    /// objective.
+    pub fn update(&mut self, real: &Transitions, replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {
+        let Networks::Objective(trainer) = &mut self.networks else {
+            return Ok(None);
+        };
         let obs_shape = (3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE);
         let mut source = ReplayPairs {
             real: PairBatch {
@@ -55,16 +165,80 @@ impl OnlineEncoder {
             },
             replay,
         };
-        self.trainer.update(&mut source)
+        trainer.update(&mut source).map(Some)
     }
 
-    pub fn trainer(&self) -> &Trainer {
-        &self.trainer
+    /// Starts the encoder (and the objective's target encoder) from `tensors` (`encoder.*`,
+    /// as `lfs export` writes them); errors name `what`.
+    pub fn load_encoder(&mut self, tensors: &BTreeMap<String, Tensor>, what: &Path) -> Result<()> {
+        match &mut self.networks {
+            Networks::Objective(trainer) => trainer.load_encoder(tensors, what),
+            Networks::EncoderOnly { params, .. } => {
+                for (name, var) in params.iter() {
+                    let src = tensors
+                        .get(name)
+                        .ok_or_else(|| Error::checkpoint(what, format!("has no `{name}`")))?;
+                    if src.dims() != var.dims() {
+                        return Err(Error::checkpoint(
+                            what,
+                            format!("`{name}` is {:?}, the encoder needs {:?}", src.dims(), var.dims()),
+                        ));
+                    }
+                    var.set(&src.to_dtype(var.dtype())?)?;
+                }
+                Ok(())
+            }
+        }
     }
 
-    pub fn trainer_mut(&mut self) -> &mut Trainer {
-        &mut self.trainer
+    /// Auxiliary updates done (0 without an objective): `aux.jsonl` is cut back to it on resume.
+    pub fn objective_step(&self) -> u64 {
+        self.trainer().map(Trainer::step).unwrap_or(0)
     }
+
+    /// The training state: tensors (`objective.*` or `encoder_only.*`, and `critic_adam.*`)
+    /// and counters.
+    pub fn state(&self) -> Result<(BTreeMap<String, Tensor>, BTreeMap<String, String>)> {
+        let (mut tensors, mut counters) = match &self.networks {
+            Networks::Objective(trainer) => {
+                let (t, c) = trainer.state()?;
+                (prefixed(t, "objective."), c)
+            }
+            Networks::EncoderOnly { params, .. } => (prefixed(params.snapshot()?, "encoder_only."), BTreeMap::new()),
+        };
+        if let Some(critic) = &self.critic {
+            tensors.extend(prefixed(critic.adam.state_tensors(&critic.params)?, "critic_adam."));
+            counters.insert("critic_adam_step".into(), critic.adam.step.to_string());
+        }
+        Ok((tensors, counters))
+    }
+
+    /// Restores [`OnlineEncoder::state`]; `what` names the file in errors.
+    pub fn load_state(
+        &mut self,
+        tensors: &BTreeMap<String, Tensor>,
+        counters: &BTreeMap<String, String>,
+        what: &Path,
+    ) -> Result<()> {
+        match &mut self.networks {
+            Networks::Objective(trainer) => trainer.load_state(&strip_prefix(tensors, "objective."), counters, what)?,
+            Networks::EncoderOnly { params, .. } => params.load_from(&strip_prefix(tensors, "encoder_only."))?,
+        }
+        if let Some(critic) = &mut self.critic {
+            let step = counters
+                .get("critic_adam_step")
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| Error::checkpoint(what, "no `critic_adam_step` in the encoder's state".to_string()))?;
+            critic
+                .adam
+                .load_state(&critic.params, &strip_prefix(tensors, "critic_adam."), step)?;
+        }
+        Ok(())
+    }
+}
+
+fn prefixed(tensors: BTreeMap<String, Tensor>, prefix: &str) -> BTreeMap<String, Tensor> {
+    tensors.into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)).collect()
 }
 
 /// The pairs of one `lfs train` update: the SAC batch's real pairs and the replay's synthetic

@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256};
 use super::config::{EvalConfig, Frames};
 use crate::config::StageConfig;
 use crate::data::RandomShift;
+use crate::e2e::online_encoder::CriticFeatures;
 use crate::e2e::{OnlineEncoder, TrainConfig};
 use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, Task, TimeStep, FRAME_BYTES};
 use crate::export::load_frozen_encoder;
@@ -358,32 +359,32 @@ pub fn train(
     on_event: &mut dyn FnMut(EvalEvent),
 ) -> Result<EvalSummary> {
     cfg.validate()?;
-    let representation = match cfg.aux.method.objective() {
-        None => Representation::Frozen(frozen_encoder(&spec.encoder, cfg.run.seed)?),
-        Some(method) => {
-            let mut encoder = OnlineEncoder::new(&cfg.pretrain()?)?;
-            let init = match &spec.encoder {
-                EncoderChoice::Random => format!("random:{}", cfg.run.seed),
-                EncoderChoice::Exported(path) => {
-                    let file = checkpoint::load(path)?;
-                    if file.meta("lfs.kind")? != "export" {
-                        return Err(Error::checkpoint(
-                            path,
-                            format!(
-                                "is an `lfs {}` file, not an encoder written by `lfs export`",
-                                file.meta("lfs.kind")?
-                            ),
-                        ));
-                    }
-                    encoder.trainer_mut().load_encoder(&file.tensors, path)?;
-                    let bytes = std::fs::read(path).map_err(|e| Error::checkpoint(path, format!("reading: {e}")))?;
-                    hex::encode(Sha256::digest(&bytes))
+    let representation = if !cfg.encoder_changes() {
+        Representation::Frozen(frozen_encoder(&spec.encoder, cfg.run.seed)?)
+    } else {
+        let mut encoder = OnlineEncoder::new(cfg)?;
+        let init = match &spec.encoder {
+            EncoderChoice::Random => format!("random:{}", cfg.run.seed),
+            EncoderChoice::Exported(path) => {
+                let file = checkpoint::load(path)?;
+                if file.meta("lfs.kind")? != "export" {
+                    return Err(Error::checkpoint(
+                        path,
+                        format!(
+                            "is an `lfs {}` file, not an encoder written by `lfs export`",
+                            file.meta("lfs.kind")?
+                        ),
+                    ));
                 }
-            };
-            Representation::Online {
-                encoder: Box::new(encoder),
-                id: format!("online:{}:init={init}", method.name()),
+                encoder.load_encoder(&file.tensors, path)?;
+                let bytes = std::fs::read(path).map_err(|e| Error::checkpoint(path, format!("reading: {e}")))?;
+                hex::encode(Sha256::digest(&bytes))
             }
+        };
+        let critic = if cfg.aux.critic_gradient { "+critic" } else { "" };
+        Representation::Online {
+            encoder: Box::new(encoder),
+            id: format!("online:{}{critic}:init={init}", cfg.aux.method.name()),
         }
     };
     run_stage(Stage::Train(cfg), spec, representation, out_dir, on_event)
@@ -442,10 +443,10 @@ fn run_stage(
     let mut eval_log = CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, evaluated_through)?;
     let mut train_log = MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?;
     let mut aux_log = match &ws.representation {
-        Representation::Online { encoder, .. } => {
-            Some(MetricsLog::open(&out_dir.join(AUX_LOG), encoder.trainer().step())?)
+        Representation::Online { encoder, .. } if encoder.trainer().is_some() => {
+            Some(MetricsLog::open(&out_dir.join(AUX_LOG), encoder.objective_step())?)
         }
-        Representation::Frozen(_) => None,
+        _ => None,
     };
     on_event(EvalEvent::Started {
         start_frame: ws.frame(),
@@ -575,6 +576,15 @@ fn write_provenance(out_dir: &Path, ws: &Workspace) -> Result<()> {
         "version": env!("CARGO_PKG_VERSION"),
     });
     write(RUN_FILE, serde_json::to_string_pretty(&info)?)
+}
+
+/// What one agent step trains on.
+struct TrainingBatch {
+    sac: SacBatch,
+    /// The auxiliary objective's update on these transitions (`lfs train`).
+    aux: Option<UpdateMetrics>,
+    /// The observations' encoding with its tape, when the critic trains the encoder.
+    critic: Option<CriticFeatures>,
 }
 
 /// The episode being played.
@@ -711,7 +721,11 @@ impl Workspace {
             self.agent.act(&h, true, &mut self.rng)?
         };
         if self.step >= seed_steps {
-            let (batch, aux) = self.batch()?;
+            let TrainingBatch {
+                sac: batch,
+                aux,
+                critic,
+            } = self.batch()?;
             if let Some(aux) = &aux {
                 state.sums.add_aux(aux);
                 if let Some(log) = aux_log {
@@ -721,7 +735,11 @@ impl Workspace {
                     })?;
                 }
             }
-            let metrics = self.agent.update(&batch, self.step, &mut self.rng)?;
+            let (metrics, obs_grad) = self.agent.update_with_obs_grad(&batch, self.step, &mut self.rng)?;
+            if let (Some(features), Representation::Online { encoder, .. }) = (critic, &mut self.representation) {
+                let dh = obs_grad.ok_or_else(|| Error::Training("the critic gave the encoder no gradient".into()))?;
+                encoder.critic_step(&features, &dh)?;
+            }
             state.sums.add(&metrics);
         }
         let step = match self.command(TRAIN, EnvCommand::Step { action: action.clone() })? {
@@ -755,10 +773,11 @@ impl Workspace {
     /// A training batch: shifted and encoded pixels, or cached features. With an online
     /// encoder, its objective first takes one update on the batch's transitions (Algorithm 1),
     /// and the batch is encoded by the updated encoder.
-    fn batch(&mut self) -> Result<(SacBatch, Option<UpdateMetrics>)> {
+    fn batch(&mut self) -> Result<TrainingBatch> {
         let n = self.cfg.agent.batch_size;
         let mut t = self.replay.sample(n, &mut self.rng)?;
         let aux = self.aux_update(&t)?;
+        let mut critic = None;
         let (obs, next_obs) = if self.cfg.replay.feature_cache {
             let repr = self.representation.repr_dim();
             (
@@ -769,21 +788,32 @@ impl Workspace {
             let dims = (n, 3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE);
             self.shift.apply_batch(&mut t.obs, dims, &mut self.rng);
             self.shift.apply_batch(&mut t.next_obs, dims, &mut self.rng);
-            (self.encode(&t.obs, n)?, self.encode(&t.next_obs, n)?)
+            let obs = match &self.representation {
+                Representation::Online { encoder, .. } if encoder.critic_trains_encoder() => {
+                    // The critic's gradient reaches the encoder through h: a leaf whose
+                    // gradient the encoder's own backward takes from there.
+                    let features = encoder.encode_for_critic(&t.obs, n)?;
+                    let h = candle_core::Var::from_tensor(&features.encoded.h)?.as_tensor().clone();
+                    critic = Some(features);
+                    h
+                }
+                _ => self.encode(&t.obs, n)?,
+            };
+            (obs, self.encode(&t.next_obs, n)?)
         };
-        let batch = SacBatch {
+        let sac = SacBatch {
             obs,
             action: Tensor::from_vec(t.action, (n, self.action_dim), &Device::Cpu)?,
             reward: Tensor::from_vec(t.reward, (n, 1), &Device::Cpu)?,
             next_obs,
         };
-        Ok((batch, aux))
+        Ok(TrainingBatch { sac, aux, critic })
     }
 
     /// The online encoder's objective, one update on the (unshifted) transitions `t`.
     fn aux_update(&mut self, t: &Transitions) -> Result<Option<UpdateMetrics>> {
         match &mut self.representation {
-            Representation::Online { encoder, .. } => Ok(Some(encoder.update(t, &self.replay)?)),
+            Representation::Online { encoder, .. } => encoder.update(t, &self.replay),
             Representation::Frozen(_) => Ok(None),
         }
     }
@@ -878,7 +908,7 @@ impl Workspace {
         meta.insert("lfs.kind".into(), self.checkpoint_kind.into());
         meta.insert("lfs.config".into(), self.stage_toml.clone());
         if let Representation::Online { encoder, .. } = &self.representation {
-            let (aux_tensors, counters) = encoder.trainer().state()?;
+            let (aux_tensors, counters) = encoder.state()?;
             tensors.extend(aux_tensors.into_iter().map(|(k, v)| (format!("aux.{k}"), v)));
             meta.extend(counters.into_iter().map(|(k, v)| (format!("lfs.aux_{k}"), v)));
         }
@@ -900,12 +930,13 @@ impl Workspace {
         let number = |key: &str| -> Result<u64> { file.meta(key)?.parse().map_err(|e| err(format!("`{key}`: {e}"))) };
         self.agent.load_state(&file.tensors, &file.metadata)?;
         if let Representation::Online { encoder, .. } = &mut self.representation {
-            let counters = ["step", "adam_step", "rng"]
-                .into_iter()
-                .map(|k| Ok((k.to_string(), file.meta(&format!("lfs.aux_{k}"))?.to_string())))
-                .collect::<Result<BTreeMap<_, _>>>()?;
+            let counters: BTreeMap<String, String> = file
+                .metadata
+                .iter()
+                .filter_map(|(k, v)| k.strip_prefix("lfs.aux_").map(|k| (k.to_string(), v.clone())))
+                .collect();
             let tensors = checkpoint::strip_prefix(&file.tensors, "aux.");
-            encoder.trainer_mut().load_state(&tensors, &counters, &file.path)?;
+            encoder.load_state(&tensors, &counters, &file.path)?;
         }
         let mut episodes = BTreeMap::<String, (Vec<u8>, Vec<f32>, Vec<f32>)>::new();
         for (key, t) in &file.tensors {

@@ -87,6 +87,20 @@ impl Adam {
     /// One Adam step over every parameter that has a gradient in `grads`, in place: each
     /// parameter's storage is updated by [`AdamStepOp`] without a copy of θ or of its gradient.
     pub fn step(&mut self, params: &Params, grads: &GradStore) -> Result<()> {
+        self.step_with(params, |_, var| grads.get(var.as_tensor()))
+    }
+
+    /// [`Adam::step`] with gradients by parameter name (computed outside candle's autograd,
+    /// e.g. by the encoder's own backward).
+    pub fn step_named(&mut self, params: &Params, grads: &BTreeMap<String, Tensor>) -> Result<()> {
+        self.step_with(params, |name, _| grads.get(name))
+    }
+
+    fn step_with<'g>(
+        &mut self,
+        params: &Params,
+        grad_of: impl Fn(&str, &candle_core::Var) -> Option<&'g Tensor>,
+    ) -> Result<()> {
         self.step += 1;
         let AdamConfig {
             lr,
@@ -109,7 +123,7 @@ impl Adam {
             bias_correction2_sqrt: bias_correction2_sqrt as f32,
         };
         for (name, var) in params.iter() {
-            let Some(grad) = grads.get(var.as_tensor()) else {
+            let Some(grad) = grad_of(name, var) else {
                 continue;
             };
             let (m, v) = match (self.exp_avg.get_mut(name), self.exp_avg_sq.get_mut(name)) {

@@ -84,6 +84,20 @@ impl Params {
         self.vars.get(name)
     }
 
+    /// The parameters whose names start with `prefix`, sharing their storage with these: an
+    /// optimiser over the subset updates this store's tensors.
+    pub fn subset(&self, prefix: &str) -> Params {
+        Params {
+            vars: self
+                .vars
+                .iter()
+                .filter(|(name, _)| name.starts_with(prefix))
+                .map(|(name, var)| (name.clone(), var.clone()))
+                .collect(),
+            device: self.device.clone(),
+        }
+    }
+
     /// Sorted (name, var) pairs.
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Var)> {
         self.vars.iter()

@@ -182,6 +182,11 @@ impl Trainer {
         self.online_net.encoder.repr_dim()
     }
 
+    /// The online encoder f (its tensors are the `encoder.*` entries of [`Trainer::online_params`]).
+    pub fn online_encoder(&self) -> &crate::nn::Encoder {
+        &self.online_net.encoder
+    }
+
     pub fn online_params(&self) -> &Params {
         &self.online_params
     }

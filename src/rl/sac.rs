@@ -279,9 +279,21 @@ impl SacAgent {
     /// `actor_update_every_steps`; the target critic's EMA every
     /// `critic_target_update_every_steps`.
     pub fn update<R: Rng + ?Sized>(&mut self, batch: &SacBatch, step: u64, rng: &mut R) -> Result<SacMetrics> {
-        let mut metrics = self.update_critic(batch, rng)?;
+        Ok(self.update_with_obs_grad(batch, step, rng)?.0)
+    }
+
+    /// [`SacAgent::update`], also returning the critic loss's gradient with respect to
+    /// `batch.obs` (b, repr) when `batch.obs` tracks one (a `Var`: an encoder the critic
+    /// trains, as in SAC from pixels). The actor always sees `batch.obs` detached.
+    pub fn update_with_obs_grad<R: Rng + ?Sized>(
+        &mut self,
+        batch: &SacBatch,
+        step: u64,
+        rng: &mut R,
+    ) -> Result<(SacMetrics, Option<Tensor>)> {
+        let (mut metrics, obs_grad) = self.update_critic(batch, rng)?;
         if step % self.cfg.actor_update_every_steps == 0 {
-            self.update_actor_and_alpha(&batch.obs, rng, &mut metrics)?;
+            self.update_actor_and_alpha(&batch.obs.detach(), rng, &mut metrics)?;
         }
         if step % self.cfg.critic_target_update_every_steps == 0 {
             ema_update(
@@ -291,10 +303,14 @@ impl SacAgent {
             )?;
         }
         metrics.alpha = self.alpha()?;
-        Ok(metrics)
+        Ok((metrics, obs_grad))
     }
 
-    fn update_critic<R: Rng + ?Sized>(&mut self, batch: &SacBatch, rng: &mut R) -> Result<SacMetrics> {
+    fn update_critic<R: Rng + ?Sized>(
+        &mut self,
+        batch: &SacBatch,
+        rng: &mut R,
+    ) -> Result<(SacMetrics, Option<Tensor>)> {
         let alpha = self.alpha()?;
         let b = batch.obs.dim(0)?;
         let next = self
@@ -321,7 +337,11 @@ impl SacAgent {
         check_finite("critic loss", metrics.critic_loss)?;
         let grads = loss.backward()?;
         self.critic_opt.step(&self.critic_params, &grads)?;
-        Ok(metrics)
+        let obs_grad = match batch.obs.track_op() {
+            true => grads.get(&batch.obs).cloned(),
+            false => None,
+        };
+        Ok((metrics, obs_grad))
     }
 
     fn update_actor_and_alpha<R: Rng + ?Sized>(
