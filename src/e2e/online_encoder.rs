@@ -111,7 +111,7 @@ impl OnlineEncoder {
 
     /// The conv parameters (`encoder.*`) by name, as constants.
     pub fn encoder_tensors(&self) -> Result<BTreeMap<String, Tensor>> {
-        Ok(self.params().subset(&format!("{ENCODER_PREFIX}.")).snapshot()?)
+        self.params().subset(&format!("{ENCODER_PREFIX}.")).snapshot()
     }
 
     /// Shapes: obs (n, 9, 84, 84) uint8 -> (n, repr) constants.
