@@ -351,3 +351,123 @@ fn a_killed_suite_and_a_slurm_array_end_as_an_uninterrupted_pool() {
         .count();
     assert_eq!(logs, 8);
 }
+
+/// A suite mixing a frozen-encoder row with two `lfs train` rows (LFS end to end, SAC from
+/// pixels), one short reach_duplo cell each.
+const MIXED_SUITE: &str = r#"
+name = "mixed"
+scale = "tiny"
+sac_config = "pipelines/sac/tiny.toml"
+train_config = "pipelines/e2e/tiny.toml"
+set = [
+    "agent.hidden_dim=32",
+    "agent.feature_dim=8",
+    "agent.batch_size=16",
+    "run.num_seed_frames=500",
+    "run.eval_every_frames=500",
+    "run.num_eval_episodes=1",
+    "run.checkpoint_every_frames=500",
+    "replay.capacity=2000",
+    "replay.feature_cache=false",
+]
+num_train_frames = 800
+tasks = ["reach_duplo"]
+seeds = [1]
+threads_per_cell = 1
+
+[[encoders]]
+name = "random"
+source = "random"
+
+[[encoders]]
+name = "lfs-e2e"
+source = "random"
+command = "train"
+set = ["aux.model.num_prototypes=32", "aux.model.predictor_hidden_dim=64"]
+
+[[encoders]]
+name = "sac-pixel"
+source = "random"
+command = "train"
+set = ["aux.method=none", "aux.critic_gradient=true"]
+"#;
+
+#[test]
+fn train_rows_run_lfs_train_and_reach_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    // A train row needs the suite's train_config; `set` belongs to train rows.
+    let no_config = write(
+        "no_config.toml",
+        &MIXED_SUITE.replace("train_config = \"pipelines/e2e/tiny.toml\"\n", ""),
+    );
+    refused(
+        &mut lfs_command(&["suite", "run", &no_config, "--out", out.to_str().unwrap()]),
+        "encoder lfs-e2e: command = \"train\" needs the suite's train_config",
+    );
+    let eval_set = write(
+        "eval_set.toml",
+        &MIXED_SUITE.replace(
+            "name = \"random\"\nsource = \"random\"\n",
+            "name = \"random\"\nsource = \"random\"\nset = [\"aux.method=atc\"]\n",
+        ),
+    );
+    refused(
+        &mut lfs_command(&["suite", "run", &eval_set, "--out", out.to_str().unwrap()]),
+        "encoder random: `set` is for command = \"train\" rows",
+    );
+    let bad_row = write(
+        "bad_row.toml",
+        &MIXED_SUITE.replace("aux.method=none", "aux.method=byol"),
+    );
+    refused(
+        &mut lfs_command(&["suite", "run", &bad_row, "--out", out.to_str().unwrap()]),
+        "encoder sac-pixel:",
+    );
+    assert!(!out.exists());
+
+    let suite = write("mixed.toml", MIXED_SUITE);
+    run_pool(&suite, out.to_str().unwrap());
+    let agents: Vec<(String, String)> = [
+        "000-random-reach_duplo-s1",
+        "001-lfs-e2e-reach_duplo-s1",
+        "002-sac-pixel-reach_duplo-s1",
+    ]
+    .iter()
+    .map(|cell| {
+        let r = record(&out, cell);
+        assert_eq!(r["state"], "done", "{cell}: {r}");
+        (
+            r["encoder"].as_str().unwrap().to_string(),
+            r["agent"].as_str().unwrap().to_string(),
+        )
+    })
+    .collect();
+    assert_eq!(
+        agents,
+        [("random", "sac"), ("lfs-e2e", "train"), ("sac-pixel", "train")].map(|(e, a)| (e.to_string(), a.to_string()))
+    );
+    // The train cells ran `lfs train` with their rows' objectives.
+    let run = |cell: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(out.join("cells").join(cell).join("run.json")).unwrap()).unwrap()
+    };
+    assert_eq!(
+        run("001-lfs-e2e-reach_duplo-s1")["encoder_sha256"],
+        "online:lfs:init=random:1"
+    );
+    assert_eq!(
+        run("002-sac-pixel-reach_duplo-s1")["encoder_sha256"],
+        "online:none+critic:init=random:1"
+    );
+    assert!(out.join("cells/001-lfs-e2e-reach_duplo-s1/aux.jsonl").is_file());
+    // The report compares encoder+agent columns.
+    let rows = results_csv(&out);
+    for method in ["sac,random", "train,lfs-e2e", "train,sac-pixel"] {
+        assert!(rows.iter().any(|r| r.starts_with(method)), "{method} not in {rows:?}");
+    }
+}

@@ -95,7 +95,7 @@ pub struct CellRecord {
     pub encoder: String,
     /// The row's source: `random`, or the export file.
     pub encoder_source: String,
-    /// `sac`: frozen-encoder SAC (`lfs eval`).
+    /// `sac`: frozen-encoder SAC (`lfs eval`); `train`: end-to-end (`lfs train`).
     pub agent: String,
     pub task: Task,
     pub seed: u64,
@@ -122,7 +122,7 @@ impl CellRecord {
             index: cell.index,
             encoder: cell.encoder.name.clone(),
             encoder_source: source.to_string(),
-            agent: "sac".into(),
+            agent: cell.encoder.agent().into(),
             task: cell.task,
             seed: cell.seed,
             state: CellState::Pending,

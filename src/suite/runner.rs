@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::eval::{self, EvalConfig, EvalEvent, EvalSpec, EvalSummary};
 use crate::fsutil;
 use crate::suite::cell::{Cell, CellLock, CellRecord, CellState, LOG_FILE};
-use crate::suite::suite_file::SuiteFile;
+use crate::suite::suite_file::{RowCommand, SuiteFile};
 use crate::{Error, Result};
 
 /// The suite as last run into a directory; later runs must match it but for the budget.
@@ -45,9 +45,13 @@ pub fn index_from_env() -> Result<Option<usize>> {
 /// suite that differs from the one whose cells are there in anything but the frame budget
 /// (raising the budget extends the cells, which resume from their checkpoints).
 pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<EvalConfig> {
-    // Every encoder row must point at something before anything is written.
+    // Every encoder row must point at something, and every train row's config load, before
+    // anything is written.
     for row in &suite.encoders {
         row.choice()?;
+        if row.command == RowCommand::Train {
+            suite.train_config(row)?;
+        }
     }
     let sac = suite.sac_config()?;
     let suite_path = out.join(SUITE_FILE);
@@ -166,7 +170,14 @@ pub fn run_cell(
             }
             on_event(event);
         };
-        eval::run(&cfg, &spec, &dir, &mut note)
+        match cell.encoder.command {
+            RowCommand::Eval => eval::run(&cfg, &spec, &dir, &mut note),
+            RowCommand::Train => {
+                let mut train = suite.train_config(&cell.encoder)?;
+                train.run.seed = cell.seed;
+                eval::run::train(&train, &spec, &dir, &mut note)
+            }
+        }
     })();
     record.wall_clock_s = wall_before + started.elapsed().as_secs_f64();
     match result {

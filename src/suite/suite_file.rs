@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::e2e::TrainConfig;
 use crate::env::Task;
 use crate::eval::{EncoderChoice, EvalConfig, Frames};
 use crate::{Error, Result};
@@ -25,9 +26,13 @@ pub struct SuiteFile {
     /// The `lfs eval` config every cell runs (a `pipelines/sac/*.toml`), relative to the
     /// directory `lfs suite` runs in.
     pub sac_config: PathBuf,
-    /// `key=value` overrides of that config, as `lfs eval --set`.
+    /// `key=value` overrides of that config, as `lfs eval --set`; they apply to the
+    /// `train_config` of `command = "train"` rows too.
     #[serde(default)]
     pub set: Vec<String>,
+    /// The `lfs train` config (a `pipelines/e2e/*.toml`) of the `command = "train"` rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_config: Option<PathBuf>,
     /// Frame budget of every cell (`run.num_train_frames`).
     pub num_train_frames: Frames,
     /// DMControl tasks.
@@ -47,18 +52,50 @@ pub struct SuiteFile {
     pub encoders: Vec<EncoderRow>,
 }
 
-/// One encoder row: a label and where the encoder comes from.
+/// One encoder row: a label, where the encoder comes from, and what its cells run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EncoderRow {
     /// Label in cell names, tables and plots (letters, digits, `-`, `_`, `.`).
     pub name: String,
     /// `random`, an `lfs export` file, or a pre-training run directory holding
-    /// `encoder.safetensors`.
+    /// `encoder.safetensors`. For `train` rows: the encoder's initialisation.
     pub source: String,
+    /// `eval` (frozen-encoder SAC, `lfs eval`) or `train` (end-to-end, `lfs train` with the
+    /// suite's `train_config`).
+    #[serde(default, skip_serializing_if = "RowCommand::is_eval")]
+    pub command: RowCommand,
+    /// `key=value` overrides of this row's `lfs train` config, e.g. `aux.method=atc` (`train`
+    /// rows only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
+}
+
+/// What a row's cells run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowCommand {
+    #[default]
+    Eval,
+    Train,
+}
+
+impl RowCommand {
+    fn is_eval(&self) -> bool {
+        *self == RowCommand::Eval
+    }
 }
 
 impl EncoderRow {
+    /// The agent its cells record (`cell.json`'s `agent`): `sac` for frozen-encoder SAC,
+    /// `train` for end-to-end runs.
+    pub fn agent(&self) -> &'static str {
+        match self.command {
+            RowCommand::Eval => "sac",
+            RowCommand::Train => "train",
+        }
+    }
+
     /// What `lfs eval` is given: `random` or the export file (a run directory resolved to its
     /// `encoder.safetensors`).
     pub fn choice(&self) -> Result<EncoderChoice> {
@@ -130,6 +167,21 @@ impl SuiteFile {
             if names.contains(&row.name.as_str()) {
                 return bad(format!("encoder name {:?} appears twice", row.name));
             }
+            match row.command {
+                RowCommand::Train if self.train_config.is_none() => {
+                    return bad(format!(
+                        "encoder {}: command = \"train\" needs the suite's train_config (a pipelines/e2e/*.toml)",
+                        row.name
+                    ))
+                }
+                RowCommand::Eval if !row.set.is_empty() => {
+                    return bad(format!(
+                        "encoder {}: `set` is for command = \"train\" rows; an eval row runs the suite's sac_config",
+                        row.name
+                    ))
+                }
+                _ => {}
+            }
             names.push(&row.name);
         }
         for (what, dup) in [
@@ -148,6 +200,22 @@ impl SuiteFile {
         let mut overrides = self.set.clone();
         overrides.push(format!("run.num_train_frames={}", self.num_train_frames.0));
         EvalConfig::load(&self.sac_config, &overrides)
+    }
+
+    /// The `lfs train` config of `row`'s cells but their seed: `train_config`, the suite's
+    /// overrides, the budget, then the row's overrides.
+    pub fn train_config(&self, row: &EncoderRow) -> Result<TrainConfig> {
+        let path = self
+            .train_config
+            .as_ref()
+            .ok_or_else(|| Error::Config(format!("encoder {}: the suite has no train_config", row.name)))?;
+        let mut overrides = self.set.clone();
+        overrides.push(format!("run.num_train_frames={}", self.num_train_frames.0));
+        overrides.extend(row.set.iter().cloned());
+        TrainConfig::load(path, &overrides).map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("encoder {}: {m}", row.name)),
+            other => other,
+        })
     }
 }
 
