@@ -116,6 +116,31 @@ fn with_the_critic_gradient_the_critic_update_moves_the_encoder() {
 }
 
 #[test]
+fn the_value_comparison_averages_batch_means_and_maxima() {
+    use lfs::e2e::value_comparison::{ValueComparison, ValueComparisonConfig};
+    let cfg = ValueComparisonConfig {
+        from_frame: lfs::eval::Frames(100),
+        updates: 2,
+    };
+    let mut w = ValueComparison::new(&cfg).unwrap();
+    assert!(!w.wants(98) && w.wants(100));
+    w.observe(&[1.0, 3.0], &[2.0]);
+    w.observe(&[5.0, 7.0], &[]); // LNC selected nothing: the real side only
+    assert!(w.is_complete() && !w.wants(200));
+    let r = w.result();
+    // Real: means 2 and 6, maxima 3 and 7. Synthetic: one step, 2.
+    assert_eq!(
+        (r["real"]["mean"].as_f64(), r["real"]["max"].as_f64()),
+        (Some(4.0), Some(5.0))
+    );
+    assert_eq!(
+        (r["synthetic"]["mean"].as_f64(), r["synthetic"]["steps"].as_u64()),
+        (Some(2.0), Some(1))
+    );
+    assert!(ValueComparison::new(&ValueComparisonConfig::default()).is_none()); // off by default
+}
+
+#[test]
 fn every_e2e_pipeline_loads() {
     for name in ["tiny", "mini", "paper"] {
         let cfg = TrainConfig::load(&repo().join(format!("pipelines/e2e/{name}.toml")), &[]).unwrap();
@@ -215,7 +240,14 @@ fn aux_lines(dir: &Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
-    killed_run_resumes_to_the_same_results(&[], "online:lfs:init=random:1", true);
+    // With the value comparison's window (frames 800–1200) across the checkpoint at 1000.
+    let args = [
+        "--set",
+        "aux.value_comparison.from_frame=800",
+        "--set",
+        "aux.value_comparison.updates=200",
+    ];
+    killed_run_resumes_to_the_same_results(&args, "online:lfs:init=random:1", true);
 }
 
 #[test]
@@ -280,10 +312,18 @@ fn killed_run_resumes_to_the_same_results(extra: &[&str], encoder_id: &str, obje
     assert_eq!(run_results(&killed), run_results(&whole));
     if objective {
         assert_eq!(aux_lines(&killed), aux_lines(&whole));
+        let values = |dir: &Path| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(dir.join("value_comparison.json")).unwrap()).unwrap()
+        };
+        let v = values(&whole);
+        assert_eq!(v["updates"], 200);
+        assert_eq!(v["real"]["steps"], 200);
+        assert!(v["real"]["max"].as_f64().unwrap() >= v["real"]["mean"].as_f64().unwrap());
+        assert_eq!(values(&killed), v);
     }
 
     // Another objective does not resume this checkpoint.
-    let other = [extra, &["--set", "aux.method=atc"]].concat();
+    let other = [extra, &["--set", "aux.method=lfs-cl"]].concat();
     let result = train_command(&killed, &other).output().unwrap();
     assert_eq!(result.status.code(), Some(2), "{}", text(&result));
     assert!(text(&result).contains("different config"), "{}", text(&result));

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::value_comparison::ValueComparisonConfig;
 use crate::config::{self, StageConfig};
 use crate::eval::config::{EvalEnvConfig, EvalRunConfig, ReplayConfig};
 use crate::eval::EvalConfig;
@@ -45,6 +46,9 @@ pub struct AuxConfig {
     pub objective: ObjectiveConfig,
     /// Adam of the encoder and the objective's heads, as `lfs pretrain`'s `[optimizer]`.
     pub optimizer: AdamConfig,
+    /// The paper's value comparison of synthetic and real observations
+    /// (`value_comparison.json`; LNC methods).
+    pub value_comparison: ValueComparisonConfig,
 }
 
 impl Default for AuxConfig {
@@ -55,6 +59,7 @@ impl Default for AuxConfig {
             model: ModelConfig::default(),
             objective: ObjectiveConfig::default(),
             optimizer: AdamConfig::default(),
+            value_comparison: ValueComparisonConfig::default(),
         }
     }
 }
@@ -106,11 +111,20 @@ impl StageConfig for TrainConfig {
                 }
             ));
         }
+        if self.aux.value_comparison.from_frame.0 > 0 && self.aux.method.objective().is_none() {
+            return bad("aux.value_comparison needs an objective with LNC (lfs, lfs-cl), not none".into());
+        }
         if let Some(method) = self.aux.method.objective() {
             if self.aux.objective.method != method && self.aux.objective.method != Method::Lfs {
                 return bad(format!(
                     "aux.objective.method = {} disagrees with aux.method = {}; set aux.method alone",
                     self.aux.objective.method.name(),
+                    method.name()
+                ));
+            }
+            if self.aux.value_comparison.from_frame.0 > 0 && !method.uses_lnc() {
+                return bad(format!(
+                    "aux.value_comparison needs an objective with LNC (lfs, lfs-cl), not {}",
                     method.name()
                 ));
             }

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod online_encoder;
+pub mod value_comparison;
 
 pub use config::{AuxConfig, AuxMethod, TrainConfig};
 pub use online_encoder::OnlineEncoder;

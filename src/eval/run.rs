@@ -27,6 +27,7 @@ use super::config::{EvalConfig, Frames};
 use crate::config::StageConfig;
 use crate::data::RandomShift;
 use crate::e2e::online_encoder::CriticFeatures;
+use crate::e2e::value_comparison::ValueComparison;
 use crate::e2e::{OnlineEncoder, TrainConfig};
 use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, Task, TimeStep, FRAME_BYTES};
 use crate::export::load_frozen_encoder;
@@ -48,6 +49,9 @@ pub const CONFIG_FILE: &str = "config.resolved.toml";
 pub const RUN_FILE: &str = "run.json";
 /// One line per auxiliary update (`lfs train`): the pre-trainer's metrics and the frame.
 pub const AUX_LOG: &str = "aux.jsonl";
+/// The paper's value comparison of synthetic and real observations (`lfs train`,
+/// `aux.value_comparison`).
+pub const VALUE_COMPARISON_FILE: &str = "value_comparison.json";
 /// Folder of the evaluation videos (`--save-video`), as DrQ-v2's `eval_video/`.
 pub const VIDEO_DIR: &str = "eval_video";
 
@@ -328,6 +332,8 @@ struct Workspace {
     evaluations: u64,
     last_eval_step: Option<u64>,
     action_dim: usize,
+    /// The value comparison window, when asked for (`lfs train`).
+    value_comparison: Option<ValueComparison>,
 }
 
 /// `lfs eval`: validates everything, then trains into `out_dir` (resuming a checkpoint there).
@@ -501,6 +507,13 @@ fn run_stage(
             }
             StepOutcome::Lost(error) => on_event(EvalEvent::EpisodeLost { error }),
         }
+        if let Some(window) = ws.value_comparison.as_ref().filter(|w| w.is_complete()) {
+            let path = out_dir.join(VALUE_COMPARISON_FILE);
+            if !path.exists() {
+                let text = serde_json::to_string_pretty(&window.result())?;
+                write_bytes_atomic(&path, text.as_bytes()).map_err(|e| Error::checkpoint(&path, e.to_string()))?;
+            }
+        }
         on_event(EvalEvent::Progress { frame: ws.frame() });
     }
     ws.save_checkpoint(&checkpoint)?;
@@ -633,6 +646,10 @@ impl Workspace {
             evaluations: 0,
             last_eval_step: None,
             action_dim,
+            value_comparison: match stage {
+                Stage::Train(c) => ValueComparison::new(&c.aux.value_comparison),
+                Stage::Eval(_) => None,
+            },
         })
     }
 
@@ -735,6 +752,7 @@ impl Workspace {
                     })?;
                 }
             }
+            self.observe_values(&batch)?;
             let (metrics, obs_grad) = self.agent.update_with_obs_grad(&batch, self.step, &mut self.rng)?;
             if let (Some(features), Representation::Online { encoder, .. }) = (critic, &mut self.representation) {
                 let dh = obs_grad.ok_or_else(|| Error::Training("the critic gave the encoder no gradient".into()))?;
@@ -808,6 +826,38 @@ impl Workspace {
             next_obs,
         };
         Ok(TrainingBatch { sac, aux, critic })
+    }
+
+    /// The value comparison's step, when the window is open: the critic's values of the SAC
+    /// batch's observations and of the synthetic ones LNC just selected.
+    fn observe_values(&mut self, batch: &SacBatch) -> Result<()> {
+        let frame = self.frame();
+        if !self.value_comparison.as_ref().is_some_and(|w| w.wants(frame)) {
+            return Ok(());
+        }
+        let uniform = |n: usize, rng: &mut ChaCha8Rng| -> Result<Tensor> {
+            let a: Vec<f32> = (0..n * self.action_dim)
+                .map(|_| rng.random_range(-1.0f32..=1.0))
+                .collect();
+            Ok(Tensor::from_vec(a, (n, self.action_dim), &Device::Cpu)?)
+        };
+        let n = batch.obs.dim(0)?;
+        let real = self.agent.min_q(&batch.obs, &uniform(n, &mut self.rng)?)?;
+        let selected = match &self.representation {
+            Representation::Online { encoder, .. } => encoder.trainer().and_then(|t| t.last_selected_synthetic()),
+            Representation::Frozen(_) => None,
+        };
+        let synthetic = match selected {
+            Some(pairs) if pairs.len > 0 => {
+                let h = self.representation.encode(&pairs.prev, pairs.len)?;
+                self.agent.min_q(&h, &uniform(pairs.len, &mut self.rng)?)?
+            }
+            _ => vec![],
+        };
+        if let Some(window) = self.value_comparison.as_mut() {
+            window.observe(&real, &synthetic);
+        }
+        Ok(())
     }
 
     /// The online encoder's objective, one update on the (unshifted) transitions `t`.
@@ -921,6 +971,9 @@ impl Workspace {
             meta.insert("lfs.last_eval_step".into(), step.to_string());
         }
         meta.insert("lfs.rng".into(), rng_to_string(&self.rng));
+        if let Some(window) = &self.value_comparison {
+            meta.insert("lfs.value_comparison".into(), serde_json::to_string(window)?);
+        }
         meta.insert(checkpoint::VERSION_KEY.into(), checkpoint::THIS_VERSION.into());
         checkpoint::save_atomic(path, &tensors, &meta)
     }
@@ -972,6 +1025,12 @@ impl Workspace {
             false => None,
         };
         self.rng = rng_from_string(file.meta("lfs.rng")?).map_err(|e| err(format!("`lfs.rng`: {e}")))?;
+        if self.value_comparison.is_some() {
+            self.value_comparison = Some(
+                serde_json::from_str(file.meta("lfs.value_comparison")?)
+                    .map_err(|e| err(format!("`lfs.value_comparison`: {e}")))?,
+            );
+        }
         Ok(())
     }
 }

@@ -92,6 +92,8 @@ pub struct Trainer {
     adam: Adam,
     rng: ChaCha8Rng,
     step: u64,
+    /// The synthetic pairs LNC selected in the last update, shifted (LNC methods only).
+    last_selected: Option<PairBatch>,
 }
 
 impl Trainer {
@@ -142,6 +144,7 @@ impl Trainer {
             adam,
             rng,
             step: 0,
+            last_selected: None,
         })
     }
 
@@ -175,6 +178,12 @@ impl Trainer {
             }
         }
         Ok(())
+    }
+
+    /// The synthetic pairs LNC selected in the last update (N of them, as shifted for it);
+    /// `None` before the first update and for methods without LNC.
+    pub fn last_selected_synthetic(&self) -> Option<&PairBatch> {
+        self.last_selected.as_ref()
     }
 
     /// Conv features per observation (repr_dim).
@@ -379,7 +388,9 @@ impl Trainer {
             .map(|&j| m + j)
             .chain(real_idx.iter().copied())
             .collect();
-        let batch = syn.select(&sel.selected).concat(&real.select(&real_idx))?;
+        let selected = syn.select(&sel.selected);
+        let batch = selected.clone().concat(&real.select(&real_idx))?;
+        self.last_selected = Some(selected);
         Ok((batch, OnlinePass { features, rows }))
     }
 

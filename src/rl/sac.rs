@@ -269,6 +269,13 @@ impl SacAgent {
         Ok(action.detach().flatten_all()?.to_vec1::<f32>()?)
     }
 
+    /// min(Q1, Q2) of the online critic for features h (b, repr) and actions (b, A): (b) values,
+    /// computed without a graph.
+    pub fn min_q(&self, h: &Tensor, action: &Tensor) -> Result<Vec<f32>> {
+        let q = self.critic.detached().forward(&h.detach(), &action.detach())?.min()?; // (b, 1)
+        Ok(q.flatten_all()?.to_vec1::<f32>()?)
+    }
+
     /// Standard normal noise (b, A) from `rng` (so a resumed run draws the same noise).
     fn noise<R: Rng + ?Sized>(&self, b: usize, device: &Device, rng: &mut R) -> Result<Tensor> {
         let eps: Vec<f32> = (0..b * self.action_dim).map(|_| standard_normal(rng) as f32).collect();
