@@ -526,3 +526,42 @@ fn partial_and_broken_suites() {
         text(&res.stderr)
     );
 }
+
+#[test]
+fn n_per_update_is_averaged_between_evaluations() {
+    use lfs::eval::EvalRow;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("aux.jsonl");
+    // Updates at frames 600..=1400 step 200 with N = 0, 2, 4, 6, 8.
+    let lines: Vec<String> = (0..5)
+        .map(|i| {
+            format!(
+                "{{\"step\":{},\"train/frame\":{},\"pretrain/num_synthetic\":{}}}",
+                i + 1,
+                600 + 200 * i,
+                2 * i
+            )
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let row = |frame: u64| EvalRow {
+        frame,
+        step: frame / 2,
+        episode: 0,
+        episode_reward: 0.0,
+        total_time: 0.0,
+    };
+    let evals = [row(0), row(700), row(1400)];
+    // (0, 700]: frame 600 (N 0); (700, 1400]: 800, 1000, 1200, 1400 (N 2, 4, 6, 8); frame 0: none.
+    let got = lfs::report::cells::read_selected(&path, &evals).unwrap();
+    assert_eq!(got, vec![(700, 0.0), (1400, 5.0)]);
+    // A line without N is named.
+    std::fs::write(&path, "{\"step\":1,\"train/frame\":2}\n").unwrap();
+    let err = lfs::report::cells::read_selected(&path, &evals)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("aux.jsonl") && err.contains("pretrain/num_synthetic"),
+        "{err}"
+    );
+}

@@ -470,4 +470,8 @@ fn train_rows_run_lfs_train_and_reach_the_report() {
     for method in ["sac,random", "train,lfs-e2e", "train,sac-pixel"] {
         assert!(rows.iter().any(|r| r.starts_with(method)), "{method} not in {rows:?}");
     }
+    // And draws N per update of the run with an objective.
+    let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
+    assert!(md.contains("](synthetic_selected.png)"), "{md}");
+    assert!(out.join("report/synthetic_selected.svg").is_file());
 }

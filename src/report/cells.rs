@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::eval::run::{EvalRow, CONFIG_FILE, EVAL_CSV, RUN_FILE};
+use crate::eval::run::{EvalRow, AUX_LOG, CONFIG_FILE, EVAL_CSV, RUN_FILE};
 use crate::{Error, Result};
 
 pub use crate::suite::cell::{CellRecord, CellState, CELLS_DIR, CELL_FILE};
@@ -64,6 +64,10 @@ pub struct FinishedCell {
     pub settings: CellSettings,
     /// `eval.csv`, in file order (frames increasing).
     pub evals: Vec<EvalRow>,
+    /// `lfs train` cells with an objective: the mean N (synthetic pairs in the objective's
+    /// batch, `aux.jsonl`) over the updates up to each evaluation frame since the previous one,
+    /// as (evaluation frame, mean N); empty for other cells.
+    pub selected: Vec<(u64, f64)>,
 }
 
 impl Cell {
@@ -111,11 +115,19 @@ pub fn read_cell(dir: &Path) -> Result<Cell> {
         .unwrap_or_default();
     let meta: CellRecord = read_json(&dir.join(CELL_FILE))?;
     let finished = match meta.state {
-        CellState::Done => Some(FinishedCell {
-            run: read_json(&dir.join(RUN_FILE))?,
-            settings: read_settings(&dir.join(CONFIG_FILE))?,
-            evals: read_eval_csv(&dir.join(EVAL_CSV))?,
-        }),
+        CellState::Done => {
+            let evals = read_eval_csv(&dir.join(EVAL_CSV))?;
+            let aux = dir.join(AUX_LOG);
+            Some(FinishedCell {
+                run: read_json(&dir.join(RUN_FILE))?,
+                settings: read_settings(&dir.join(CONFIG_FILE))?,
+                selected: match aux.is_file() {
+                    true => read_selected(&aux, &evals)?,
+                    false => Vec::new(),
+                },
+                evals,
+            })
+        }
         _ => None,
     };
     if let Some(f) = &finished {
@@ -129,6 +141,37 @@ pub fn read_cell(dir: &Path) -> Result<Cell> {
         meta,
         finished,
     })
+}
+
+/// `aux.jsonl`'s N (`pretrain/num_synthetic`) averaged over the updates in each interval
+/// (previous evaluation frame, evaluation frame]; intervals without updates are left out.
+pub fn read_selected(path: &Path, evals: &[EvalRow]) -> Result<Vec<(u64, f64)>> {
+    let text = read_text(path)?;
+    let mut sums = vec![(0.0f64, 0u64); evals.len()];
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| Error::cell(path, format!("line {}: {e}", i + 1)))?;
+        let field = |key: &str| {
+            v.get(key)
+                .and_then(serde_json::Value::as_u64)
+                .ok_or_else(|| Error::cell(path, format!("line {}: no count `{key}`", i + 1)))
+        };
+        let (frame, n) = (field("train/frame")?, field("pretrain/num_synthetic")?);
+        // The first evaluation at or after the update's frame.
+        if let Some(k) = evals.iter().position(|r| r.frame >= frame) {
+            sums[k].0 += n as f64;
+            sums[k].1 += 1;
+        }
+    }
+    Ok(evals
+        .iter()
+        .zip(sums)
+        .filter(|(_, (_, count))| *count > 0)
+        .map(|(r, (sum, count))| (r.frame, sum / count as f64))
+        .collect())
 }
 
 fn read_text(path: &Path) -> Result<String> {

@@ -468,6 +468,10 @@ fn pictures_section(md: &mut String, pictures: &[&str]) {
             "learning_curves" => "Learning curves per task: evaluation return, mean and ±1 std over seeds",
             "iqm_curve" => "IQM of expert-normalised scores over frames, 95% stratified-bootstrap interval",
             "aggregates" => "rliable's aggregates at the largest budget, 95% stratified-bootstrap intervals",
+            "synthetic_selected" => {
+                "N per update of the lfs train runs (synthetic pairs in the objective's batch; LNC's selection for \
+                 lfs and lfs-cl), mean between evaluations, mean and ±1 std over seeds"
+            }
             _ => stem,
         };
         let _ = writeln!(md, "{what} (also [{stem}.svg]({stem}.svg)):\n\n![{what}]({stem}.png)\n");

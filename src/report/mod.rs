@@ -165,28 +165,7 @@ pub fn render(report: &Report) -> Result<Vec<ReportFile>> {
 fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
     let methods = report.method_names();
     let scale = markdown::scale_line(report);
-    let panels: Vec<plots::TaskPanel> = crate::env::Task::ALL
-        .into_iter()
-        .filter_map(|task| {
-            let series: Vec<plots::CurveSeries> = report
-                .methods
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| {
-                    let idx = m.by_task.get(&task)?;
-                    Some(plots::CurveSeries {
-                        method: i,
-                        points: scores::task_curve(&report.cells, idx),
-                    })
-                })
-                .collect();
-            (!series.is_empty()).then(|| plots::TaskPanel {
-                task,
-                seen: reference::is_seen(task),
-                series,
-            })
-        })
-        .collect();
+    let panels = task_panels(report, scores::task_curve);
     let mut pictures = vec![
         plots::learning_curves(
             &panels,
@@ -202,6 +181,17 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             ],
         )?,
     ];
+    let selected = task_panels(report, scores::selected_curve);
+    if !selected.is_empty() {
+        pictures.push(plots::selected_curves(
+            &selected,
+            &methods,
+            &[
+                "lfs train runs: mean N per update between evaluations; mean and ±1 std over seeds".to_string(),
+                markdown::scale_line(report),
+            ],
+        )?);
+    }
     if let Some(last) = report.budgets.last() {
         let rows: Vec<scores::AggregateRow> = last
             .aggregates
@@ -223,6 +213,29 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
         )?);
     }
     Ok(pictures)
+}
+
+/// One panel per task holding `curve` of every method that has one there.
+fn task_panels(report: &Report, curve: fn(&[Cell], &[usize]) -> Vec<scores::CurvePoint>) -> Vec<plots::TaskPanel> {
+    crate::env::Task::ALL
+        .into_iter()
+        .filter_map(|task| {
+            let series: Vec<plots::CurveSeries> = report
+                .methods
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| {
+                    let points = curve(&report.cells, m.by_task.get(&task)?);
+                    (!points.is_empty()).then_some(plots::CurveSeries { method: i, points })
+                })
+                .collect();
+            (!series.is_empty()).then(|| plots::TaskPanel {
+                task,
+                seen: reference::is_seen(task),
+                series,
+            })
+        })
+        .collect()
 }
 
 /// Write the files into `out_dir` (created if needed), each atomically; returns their paths.

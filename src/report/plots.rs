@@ -166,7 +166,10 @@ pub struct TaskPanel {
     pub series: Vec<CurveSeries>,
 }
 
+/// A grid of per-task panels of curves over frames.
 struct LearningCurves<'a> {
+    title: &'a str,
+    y_desc: &'a str,
     panels: &'a [TaskPanel],
     methods: &'a [String],
     subtitle: &'a [String],
@@ -191,19 +194,17 @@ impl Figure for LearningCurves<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
         root.fill(&WHITE).map_err(e)?;
         let (header, body) = root.split_vertically(HEADER_PX);
-        header
-            .draw(&Text::new("Learning curves: evaluation return", (20, 8), font(24.0)))
-            .map_err(e)?;
+        header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
         draw_subtitle(&header, self.subtitle)?;
         draw_legend(&header, self.methods, HEADER_PX as i32 - 18)?;
         for (panel, area) in self.panels.iter().zip(body.split_evenly(self.grid())) {
-            draw_task_panel(&area, panel)?;
+            draw_task_panel(&area, panel, self.y_desc)?;
         }
         Ok(())
     }
 }
 
-fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &TaskPanel) -> DrawResult {
+fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &TaskPanel, y_desc: &str) -> DrawResult {
     let points = panel.series.iter().flat_map(|s| &s.points);
     let max_frame = points.clone().map(|p| p.frame).max().unwrap_or(1).max(1) as f64;
     let max_y = points.clone().map(|p| p.stats.mean + p.stats.std).fold(1.0, f64::max);
@@ -224,7 +225,7 @@ fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Ta
         .x_label_formatter(&|x| frames_label(*x))
         .y_label_formatter(&|y| format!("{y:.decimals$}"))
         .x_desc("frames")
-        .y_desc("return")
+        .y_desc(y_desc)
         .label_style(font(14.0))
         .axis_desc_style(font(15.0))
         .light_line_style(WHITE.mix(0.0))
@@ -285,6 +286,23 @@ pub fn learning_curves(panels: &[TaskPanel], methods: &[String], subtitle: &[Str
     render(
         "learning_curves",
         &LearningCurves {
+            title: "Learning curves: evaluation return",
+            y_desc: "return",
+            panels,
+            methods,
+            subtitle,
+        },
+    )
+}
+
+/// Per-task curves of N, the synthetic pairs in the objective's batch of `lfs train` runs
+/// (the paper's figure on N), in the learning curves' grid.
+pub fn selected_curves(panels: &[TaskPanel], methods: &[String], subtitle: &[String]) -> Result<Picture> {
+    render(
+        "synthetic_selected",
+        &LearningCurves {
+            title: "Synthetic pairs in the objective's batch (N per update)",
+            y_desc: "N",
             panels,
             methods,
             subtitle,

@@ -246,6 +246,22 @@ pub fn task_curve(cells: &[Cell], idx: &[usize]) -> Vec<CurvePoint> {
         .collect()
 }
 
+/// The mean N (synthetic pairs in the objective's batch) of one method on one task over
+/// frames: at every evaluation frame, the mean and standard deviation over the runs that logged
+/// updates in the interval ending there. Empty for methods without an objective.
+pub fn selected_curve(cells: &[Cell], idx: &[usize]) -> Vec<CurvePoint> {
+    let mut by_frame: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for &i in idx {
+        for &(frame, n) in cells[i].finished.iter().flat_map(|f| &f.selected) {
+            by_frame.entry(frame).or_default().push(n);
+        }
+    }
+    by_frame
+        .into_iter()
+        .filter_map(|(frame, xs)| SeedStats::of(&xs).map(|stats| CurvePoint { frame, stats }))
+        .collect()
+}
+
 /// The IQM of normalised scores over frames, with its interval, for one method: at every
 /// frame that all the method's runs were evaluated at (runs are only pooled where each one
 /// contributes, so the curve does not jump when a short run drops out).
