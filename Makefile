@@ -8,7 +8,7 @@
 #   make bench     every benchmark (slow; results go to BENCHMARKS.md by hand)
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
-.PHONY: collect bench-env bench-encoder bench-batching bench-sac eval suite suite-tiny bench-dynamics
+.PHONY: collect bench-env bench-encoder bench-batching bench-sac eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference
 
 CARGO ?= cargo
@@ -166,6 +166,14 @@ SEED ?= 1
 eval: setup build
 	$(LFS) eval --config $(EVAL_CONFIG) --encoder $(ENCODER) --task $(TASK) --seed $(SEED) \
 		--out-dir runs/eval/$(basename $(notdir $(EVAL_CONFIG)))/$(TASK)/$(notdir $(ENCODER))/$(SEED)
+
+# make train TASK=walker_stand [AUX=lfs|lfs-no-lnc|lfs-no-fm|lfs-cl|atc|curl|none]
+#            [TRAIN_CONFIG=pipelines/e2e/mini.toml] [SEED=1]: end-to-end SAC + objective
+AUX ?= lfs
+TRAIN_CONFIG ?= pipelines/e2e/tiny.toml
+train: setup build
+	$(LFS) train --config $(TRAIN_CONFIG) --task $(TASK) --seed $(SEED) --set aux.method=$(AUX) \
+		--out-dir runs/train/$(basename $(notdir $(TRAIN_CONFIG)))/$(TASK)/$(AUX)/$(SEED)
 
 # One full SAC update (critic, actor, alpha, target) on pixels: candle (examples/bench_sac.rs,
 # shift + two frozen-encoder passes) vs PyTorch (eval/bench/sac_torch.py, Proto-RL's update),
