@@ -144,7 +144,7 @@ fn the_value_comparison_averages_batch_means_and_maxima() {
 fn every_e2e_pipeline_loads() {
     for name in ["tiny", "mini", "paper"] {
         let cfg = TrainConfig::load(&repo().join(format!("pipelines/e2e/{name}.toml")), &[]).unwrap();
-        assert_eq!(cfg.aux.method, lfs::e2e::AuxMethod::Lfs, "{name}");
+        assert_eq!(cfg.aux.method.objective(), Some(lfs::pretrain::Method::Lfs), "{name}");
         assert!(!cfg.replay.feature_cache && !cfg.aux.critic_gradient, "{name}");
         assert_eq!(cfg.pretrain().unwrap().run.batch_size, cfg.agent.batch_size, "{name}");
     }

@@ -54,7 +54,7 @@ pub struct AuxConfig {
 impl Default for AuxConfig {
     fn default() -> Self {
         Self {
-            method: AuxMethod::Lfs,
+            method: AuxMethod(Some(Method::Lfs)),
             critic_gradient: false,
             model: ModelConfig::default(),
             objective: ObjectiveConfig::default(),
@@ -64,35 +64,39 @@ impl Default for AuxConfig {
     }
 }
 
-/// `aux.method`: one of the pre-trainer's methods, or none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AuxMethod {
-    None,
-    Lfs,
-    LfsNoLnc,
-    LfsNoFm,
-    LfsCl,
-    Atc,
-    Curl,
-}
+/// `aux.method`: one of the pre-trainer's methods (by its name), or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuxMethod(pub Option<Method>);
 
 impl AuxMethod {
+    pub const NONE: AuxMethod = AuxMethod(None);
+
     /// The pre-trainer's method, `None` for `none`.
     pub fn objective(self) -> Option<Method> {
-        match self {
-            AuxMethod::None => None,
-            AuxMethod::Lfs => Some(Method::Lfs),
-            AuxMethod::LfsNoLnc => Some(Method::LfsNoLnc),
-            AuxMethod::LfsNoFm => Some(Method::LfsNoFm),
-            AuxMethod::LfsCl => Some(Method::LfsCl),
-            AuxMethod::Atc => Some(Method::Atc),
-            AuxMethod::Curl => Some(Method::Curl),
-        }
+        self.0
     }
 
     pub fn name(self) -> &'static str {
-        self.objective().map(Method::name).unwrap_or("none")
+        self.0.map(Method::name).unwrap_or("none")
+    }
+}
+
+impl Serialize for AuxMethod {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for AuxMethod {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name == "none" {
+            return Ok(AuxMethod::NONE);
+        }
+        // The pre-trainer's own names, and its own error for an unknown one (plus `none`).
+        Method::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&name))
+            .map(|m| AuxMethod(Some(m)))
+            .map_err(|e| serde::de::Error::custom(format!("{}, or `none`", e.to_string().trim_end())))
     }
 }
 

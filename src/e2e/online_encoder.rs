@@ -173,21 +173,9 @@ impl OnlineEncoder {
     pub fn load_encoder(&mut self, tensors: &BTreeMap<String, Tensor>, what: &Path) -> Result<()> {
         match &mut self.networks {
             Networks::Objective(trainer) => trainer.load_encoder(tensors, what),
-            Networks::EncoderOnly { params, .. } => {
-                for (name, var) in params.iter() {
-                    let src = tensors
-                        .get(name)
-                        .ok_or_else(|| Error::checkpoint(what, format!("has no `{name}`")))?;
-                    if src.dims() != var.dims() {
-                        return Err(Error::checkpoint(
-                            what,
-                            format!("`{name}` is {:?}, the encoder needs {:?}", src.dims(), var.dims()),
-                        ));
-                    }
-                    var.set(&src.to_dtype(var.dtype())?)?;
-                }
-                Ok(())
-            }
+            Networks::EncoderOnly { params, .. } => params
+                .load_from(tensors)
+                .map_err(|e| Error::checkpoint(what, e.to_string())),
         }
     }
 

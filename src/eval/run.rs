@@ -177,8 +177,13 @@ enum Representation {
     /// `lfs eval`, and `lfs train` with `aux.method = none`: constants.
     Frozen(FrozenFeatures),
     /// `lfs train`: the encoder the auxiliary objective trains every step. `id` names its
-    /// initialisation and objective.
-    Online { encoder: Box<OnlineEncoder>, id: String },
+    /// initialisation and objective; `render_quality` is that of the videos an exported
+    /// initialisation was pre-trained on.
+    Online {
+        encoder: Box<OnlineEncoder>,
+        id: String,
+        render_quality: Option<RenderQuality>,
+    },
 }
 
 impl Representation {
@@ -200,7 +205,7 @@ impl Representation {
     fn training_render_quality(&self) -> Option<RenderQuality> {
         match self {
             Representation::Frozen(f) => f.render_quality,
-            Representation::Online { .. } => None,
+            Representation::Online { render_quality, .. } => *render_quality,
         }
     }
 
@@ -369,6 +374,7 @@ pub fn train(
         Representation::Frozen(frozen_encoder(&spec.encoder, cfg.run.seed)?)
     } else {
         let mut encoder = OnlineEncoder::new(cfg)?;
+        let mut render_quality = None;
         let init = match &spec.encoder {
             EncoderChoice::Random => format!("random:{}", cfg.run.seed),
             EncoderChoice::Exported(path) => {
@@ -383,6 +389,7 @@ pub fn train(
                     ));
                 }
                 encoder.load_encoder(&file.tensors, path)?;
+                render_quality = training_render_quality(&file.metadata);
                 let bytes = std::fs::read(path).map_err(|e| Error::checkpoint(path, format!("reading: {e}")))?;
                 hex::encode(Sha256::digest(&bytes))
             }
@@ -391,6 +398,7 @@ pub fn train(
         Representation::Online {
             encoder: Box::new(encoder),
             id: format!("online:{}{critic}:init={init}", cfg.aux.method.name()),
+            render_quality,
         }
     };
     run_stage(Stage::Train(cfg), spec, representation, out_dir, on_event)

@@ -164,18 +164,10 @@ impl Trainer {
     /// Errors name `what` and the missing or mis-shaped tensor.
     pub fn load_encoder(&mut self, tensors: &BTreeMap<String, Tensor>, what: &Path) -> Result<()> {
         for params in [&self.online_params, &self.target_params] {
-            for (name, var) in params.iter().filter(|(name, _)| name.starts_with("encoder.")) {
-                let src = tensors
-                    .get(name)
-                    .ok_or_else(|| Error::checkpoint(what, format!("has no `{name}`")))?;
-                if src.dims() != var.dims() {
-                    return Err(Error::checkpoint(
-                        what,
-                        format!("`{name}` is {:?}, the encoder needs {:?}", src.dims(), var.dims()),
-                    ));
-                }
-                var.set(&src.to_dtype(var.dtype())?)?;
-            }
+            params
+                .subset("encoder.")
+                .load_from(tensors)
+                .map_err(|e| Error::checkpoint(what, e.to_string()))?;
         }
         Ok(())
     }
