@@ -71,8 +71,9 @@ def sample(frames, task, n, synthetic, gen):
     else:
         prev_idx = torch.stack([(t - 3).clamp(min=0), (t - 2).clamp(min=0), t - 1], 1)
         cur_idx = torch.stack([(t - 2).clamp(min=0), t - 1, t], 1)
-    ep = frames[task][e]  # (n, nf, 3, 84, 84)
-    gather = lambda idx: torch.stack([ep[i, idx[i]] for i in range(n)]).reshape(n, 9, 84, 84)
+    # frames[task]: (ne, nf, 3, 84, 84); indexed by (n, 1) episodes and (n, 3) frames ->
+    # (n, 3, 3, 84, 84) -> (n, 9, 84, 84). Only the 3n frames are copied, not n whole episodes.
+    gather = lambda idx: frames[task][e[:, None], idx].reshape(n, 9, 84, 84)
     return gather(prev_idx), gather(cur_idx)
 
 
