@@ -21,8 +21,8 @@ Suites:
   eval/bench/encoder_torch.py (plan entries batch:repeats inside each process).
 
 Each (repeat, batch) runs candle then torch as fresh processes; both use every core
-(torch.set_num_threads = os.cpu_count(); candle's rayon default). Prints a Markdown table for
-BENCHMARKS.md and writes every time to --out. Plain Python 3 (no packages), so it runs without
+(torch.set_num_threads = os.cpu_count(); candle's rayon default), or --threads each (candle:
+RAYON_NUM_THREADS). Prints a Markdown table for BENCHMARKS.md and writes every time to --out. Plain Python 3 (no packages), so it runs without
 the torch venv; without torch it reports candle alone.
 """
 import argparse
@@ -37,8 +37,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run(cmd):
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+def run(cmd, env=None):
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
@@ -78,10 +78,12 @@ def main():
     p.add_argument("--plan", default="32:4,128:3,512:2", help="batch:n,... (n: timed updates or repeats)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--out", default=None, help="default bench-out/<suite>.json")
+    p.add_argument("--threads", type=int, default=0, help="threads of each side (0: every core, candle's default)")
     a = p.parse_args()
     out_path = a.out or os.path.join(ROOT, f"bench-out/{a.suite}.json")
     plan = [tuple(int(x) for x in item.split(":")) for item in a.plan.split(",")]
-    threads = os.cpu_count() or 1
+    threads = a.threads or os.cpu_count() or 1
+    candle_env = {**os.environ, "RAYON_NUM_THREADS": str(threads)} if a.threads else None
     has_torch = os.path.exists(a.torch_python) and subprocess.run(
         [a.torch_python, "-c", "import torch"], capture_output=True).returncode == 0
     if not has_torch:
@@ -92,7 +94,7 @@ def main():
         for batch, n in plan:
             candle_cmd, torch_cmd = commands(a.suite, batch, n, a.torch_python, threads)
             t0 = time.time()
-            rows = run(candle_cmd) + (run(torch_cmd) if has_torch else [])
+            rows = run(candle_cmd, candle_env) + (run(torch_cmd) if has_torch else [])
             for r in rows:
                 for imp, workload, secs in records(r):
                     times.setdefault((imp, workload, batch), []).append(secs)
