@@ -180,7 +180,7 @@ bench-sac:
 # 1: sample B transitions, one LFS update with M = B, one SAC update on pixels encoded by the
 # updated encoder): candle (examples/bench_e2e.rs) vs PyTorch (eval/bench/e2e_torch.py:
 # pretrain_torch.py's update, then sac_torch.py's), interleaved, medians, with the step's LFS
-# and SAC halves. About 5 minutes.
+# and SAC halves. About 4 minutes.
 BENCH_E2E_PLAN ?= 128:3,512:2
 bench-e2e:
 	$(CARGO) build --release --locked --example bench_e2e
