@@ -8,7 +8,7 @@
 #   make bench     every benchmark (slow; results go to BENCHMARKS.md by hand)
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
-.PHONY: collect bench-env bench-encoder bench-batching bench-sac eval train suite suite-tiny bench-dynamics
+.PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference
 
 CARGO ?= cargo
@@ -76,7 +76,7 @@ check-lerobot: sample
 	$(LEROBOT_VENV)/bin/pip install --disable-pip-version-check -q lerobot==0.4.4
 	HF_HUB_OFFLINE=1 $(LEROBOT_VENV)/bin/python eval/check_lerobot.py $(SAMPLE_OUT)/dataset
 
-bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac
+bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac bench-e2e
 
 # lfs ingest vs the ffmpeg CLI vs PyAV+pyarrow on the same files, interleaved, medians.
 bench-ingest: setup build
@@ -183,6 +183,16 @@ bench-sac:
 	$(CARGO) build --release --locked --example bench_sac
 	python3 eval/bench/compare.py --suite sac --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_SAC_PLAN) --repeats 2
 	for b in 128 512; do target/release/examples/bench_sac --batch $$b --updates 5 --warmup 2; done
+
+# One agent step of `lfs train` after the seed frames (docs/design.md §7, the paper's Algorithm
+# 1: sample B transitions, one LFS update with M = B, one SAC update on pixels encoded by the
+# updated encoder): candle (examples/bench_e2e.rs) vs PyTorch (eval/bench/e2e_torch.py:
+# pretrain_torch.py's update, then sac_torch.py's), interleaved, medians, with the step's LFS
+# and SAC halves. About 4 minutes.
+BENCH_E2E_PLAN ?= 128:3,512:2
+bench-e2e:
+	$(CARGO) build --release --locked --example bench_e2e
+	python3 eval/bench/compare.py --suite e2e --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_E2E_PLAN) --repeats 2
 
 # ---- Benchmark suite (issue 12) ----------------------------------------------------------
 # make suite [SUITE=eval/suites/mini.toml] [JOBS=2]: every unfinished cell of the suite in a

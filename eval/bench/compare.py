@@ -2,6 +2,7 @@
 
     python3 eval/bench/compare.py --suite pretrain --plan 32:4,128:3,512:2 --repeats 2   # make bench-pretrain
     python3 eval/bench/compare.py --suite encoder --plan 32:5,128:3,512:3 --repeats 2    # make bench-encoder
+    python3 eval/bench/compare.py --suite e2e --plan 128:3,512:2 --repeats 2             # make bench-e2e
 
 Suites:
 - pretrain: seconds per LFS update, examples/bench_pretrain.rs vs eval/bench/pretrain_torch.py
@@ -9,13 +10,19 @@ Suites:
   a process at a new batch size still grow its heap).
 - sac: seconds per full frozen-encoder SAC update on pixels (shift, two encoder passes,
   critic, actor, alpha, target), examples/bench_sac.rs --pixels vs eval/bench/sac_torch.py.
+- e2e: seconds per agent step of `lfs train` after the seed frames (docs/design.md §7: sample
+  B transitions, one LFS update on them and B frame-mask candidates, then one SAC update on
+  pixels encoded by the updated encoder), examples/bench_e2e.rs vs eval/bench/e2e_torch.py.
+  Besides the whole step, rows for its two halves: the LFS update, and the SAC half (shift,
+  two encoder passes, update) split by kind of step: even agent steps also update the actor,
+  alpha and the target critic, odd ones the critic alone.
 - encoder: the paper's encoder's forward and forward+backward, examples/bench_conv.rs (`ops`:
   Encoder::forward under candle's autograd, `tape`: the pre-trainer's own calls) vs
   eval/bench/encoder_torch.py (plan entries batch:repeats inside each process).
 
 Each (repeat, batch) runs candle then torch as fresh processes; both use every core
-(torch.set_num_threads = os.cpu_count(); candle's rayon default). Prints a Markdown table for
-BENCHMARKS.md and writes every time to --out. Plain Python 3 (no packages), so it runs without
+(torch.set_num_threads = os.cpu_count(); candle's rayon default), or --threads each (candle:
+RAYON_NUM_THREADS). Prints a Markdown table for BENCHMARKS.md and writes every time to --out. Plain Python 3 (no packages), so it runs without
 the torch venv; without torch it reports candle alone.
 """
 import argparse
@@ -30,8 +37,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run(cmd):
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+def run(cmd, env=None):
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
@@ -39,10 +46,10 @@ def run(cmd):
 
 def commands(suite, batch, n, torch_python, threads):
     """(candle command, torch command) for one batch size."""
-    if suite in ("pretrain", "sac"):
+    if suite in ("pretrain", "sac", "e2e"):
         args = ["--batch", str(batch), "--updates", str(n), "--warmup", "2"]
-        candle = "bench_pretrain" if suite == "pretrain" else "bench_sac"
-        extra = [] if suite == "pretrain" else ["--pixels"]
+        candle = f"bench_{suite}"
+        extra = ["--pixels"] if suite == "sac" else []
         return ([os.path.join(ROOT, f"target/release/examples/{candle}"), *args, *extra],
                 [torch_python, f"eval/bench/{suite}_torch.py", *args, "--threads", str(threads)])
     args = ["--batch", str(batch), "--repeats", str(n)]
@@ -50,22 +57,33 @@ def commands(suite, batch, n, torch_python, threads):
             [torch_python, "eval/bench/encoder_torch.py", *args, "--threads", str(threads)])
 
 
-def record(r):
-    """(impl, workload, seconds) of one JSON line from either suite."""
-    return r["impl"], r.get("workload", "update"), r.get("seconds", r.get("update_seconds"))
+# The e2e suite's rows, in table order: the whole step, then its parts (see the docstring).
+E2E_WORKLOADS = ["step", "step: LFS update", "step: SAC, even step (critic, actor, alpha, target)",
+                 "step: SAC, odd step (critic)"]
+
+
+def records(r):
+    """[(impl, workload, seconds)] of one JSON line from any suite."""
+    if "aux_seconds" in r:  # e2e
+        sac = E2E_WORKLOADS[2] if r["actor_update"] else E2E_WORKLOADS[3]
+        return [(r["impl"], E2E_WORKLOADS[0], r["update_seconds"]), (r["impl"], E2E_WORKLOADS[1], r["aux_seconds"]),
+                (r["impl"], sac, r["sac_seconds"])]
+    return [(r["impl"], r.get("workload", "update"), r.get("seconds", r.get("update_seconds")))]
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--suite", choices=["pretrain", "encoder", "sac"], default="pretrain")
+    p.add_argument("--suite", choices=["pretrain", "encoder", "sac", "e2e"], default="pretrain")
     p.add_argument("--torch-python", default=os.path.join(ROOT, ".venv-bench/bin/python"))
     p.add_argument("--plan", default="32:4,128:3,512:2", help="batch:n,... (n: timed updates or repeats)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--out", default=None, help="default bench-out/<suite>.json")
+    p.add_argument("--threads", type=int, default=0, help="threads of each side (0: every core, candle's default)")
     a = p.parse_args()
     out_path = a.out or os.path.join(ROOT, f"bench-out/{a.suite}.json")
     plan = [tuple(int(x) for x in item.split(":")) for item in a.plan.split(",")]
-    threads = os.cpu_count() or 1
+    threads = a.threads or os.cpu_count() or 1
+    candle_env = {**os.environ, "RAYON_NUM_THREADS": str(threads)} if a.threads else None
     has_torch = os.path.exists(a.torch_python) and subprocess.run(
         [a.torch_python, "-c", "import torch"], capture_output=True).returncode == 0
     if not has_torch:
@@ -76,12 +94,12 @@ def main():
         for batch, n in plan:
             candle_cmd, torch_cmd = commands(a.suite, batch, n, a.torch_python, threads)
             t0 = time.time()
-            rows = run(candle_cmd) + (run(torch_cmd) if has_torch else [])
+            rows = run(candle_cmd, candle_env) + (run(torch_cmd) if has_torch else [])
             for r in rows:
-                imp, workload, secs = record(r)
-                times.setdefault((imp, workload, batch), []).append(secs)
-                if "gflops" in r:
-                    gflop[(workload, batch)] = r["gflops"] * secs
+                for imp, workload, secs in records(r):
+                    times.setdefault((imp, workload, batch), []).append(secs)
+                    if "gflops" in r:
+                        gflop[(workload, batch)] = r["gflops"] * secs
             print(f"repeat {rep + 1}/{a.repeats} batch {batch}: {time.time() - t0:.0f} s", file=sys.stderr)
     result = {"suite": a.suite, "threads": threads, "machine": platform.processor() or platform.machine(),
               "plan": a.plan, "repeats": a.repeats,
@@ -92,7 +110,7 @@ def main():
 
     med = {k: statistics.median(v) for k, v in times.items()}
     candle_impls = sorted({k[0] for k in times if k[0] != "torch"})
-    workloads = sorted({k[1] for k in times})
+    workloads = sorted({k[1] for k in times}, key=lambda w: (E2E_WORKLOADS.index(w) if w in E2E_WORKLOADS else -1, w))
     rate = lambda imp, w, b: f" ({gflop[(w, b)] / med[(imp, w, b)]:.0f} GFLOP/s)" if (w, b) in gflop else ""
     head = "| workload | batch | torch s (n) | " + " | ".join(f"{i} s (n) | {i}/torch" for i in candle_impls) + " |"
     print(head)

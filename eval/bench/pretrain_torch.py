@@ -5,7 +5,8 @@ pairs and M frame-mask candidates from in-memory episodes, random shift (replica
 integer crop) on every image, LNC with the online encoder+projector (no grad), the clustering
 loss with 3 Sinkhorn iterations over 512 prototypes, Adam (lr 1e-4, no weight decay) over
 encoder, projector, predictor (128-1024-128) and prototypes, EMA (0.05) of encoder+projector.
-Orthogonal init as Proto-RL. One JSON line per timed update.
+Orthogonal init as Proto-RL. One JSON line per timed update. `lfs_nets` and `lfs_update` are
+the update's networks and step, reused by e2e_torch.py.
 
     .venv-bench/bin/python eval/bench/pretrain_torch.py --batch 32 --updates 3 --warmup 1 --threads 2
 """
@@ -13,6 +14,7 @@ import argparse
 import copy
 import json
 import time
+from types import SimpleNamespace
 
 import torch
 import torch.nn as nn
@@ -71,8 +73,9 @@ def sample(frames, task, n, synthetic, gen):
     else:
         prev_idx = torch.stack([(t - 3).clamp(min=0), (t - 2).clamp(min=0), t - 1], 1)
         cur_idx = torch.stack([(t - 2).clamp(min=0), t - 1, t], 1)
-    ep = frames[task][e]  # (n, nf, 3, 84, 84)
-    gather = lambda idx: torch.stack([ep[i, idx[i]] for i in range(n)]).reshape(n, 9, 84, 84)
+    # frames[task]: (ne, nf, 3, 84, 84); indexed by (n, 1) episodes and (n, 3) frames ->
+    # (n, 3, 3, 84, 84) -> (n, 9, 84, 84). Only the 3n frames are copied, not n whole episodes.
+    gather = lambda idx: frames[task][e[:, None], idx].reshape(n, 9, 84, 84)
     return gather(prev_idx), gather(cur_idx)
 
 
@@ -104,6 +107,50 @@ def lnc(enc, real_prev, syn_prev, k=1, c=0.6, r=0.1):
     return ((d > di * (c - r / 2)) & (d < di * (c + r / 2))).nonzero().flatten()
 
 
+def lfs_nets():
+    """Online encoder+projector, its EMA target, predictor, prototypes and their Adam, initialised
+    from the global torch seed (in this order)."""
+    enc = Encoder()
+    enc.apply(weight_init)
+    target = copy.deepcopy(enc)
+    predictor = nn.Sequential(nn.Linear(128, 1024), nn.ReLU(), nn.Linear(1024, 128))
+    predictor.apply(weight_init)
+    protos = nn.Linear(128, 512, bias=False)
+    weight_init(protos)
+    params = list(enc.parameters()) + list(predictor.parameters()) + list(protos.parameters())
+    opt = torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    return SimpleNamespace(enc=enc, target=target, predictor=predictor, protos=protos, opt=opt)
+
+
+def lfs_update(nets, rp, rc, sp, sc, gen):
+    """One LFS update on M real pairs (rp -> rc) and M frame-mask candidates (sp -> sc), each
+    (M, 9, 84, 84) uint8 and unshifted: shift, LNC, clustering loss, Adam, EMA.
+    Returns (loss, number of synthetic pairs kept)."""
+    M = rp.shape[0]
+    rp, rc, sp, sc = (random_shift(x, gen) for x in (rp, rc, sp, sc))
+    chosen = lnc(nets.enc, rp, sp)
+    n = chosen.numel()
+    keep = torch.randperm(M, generator=gen)[: M - n]
+    obs = torch.cat([sp[chosen], rp[keep]])  # (M, 9, 84, 84)
+    next_obs = torch.cat([sc[chosen], rc[keep]])
+    protos = nets.protos
+    with torch.no_grad():
+        protos.weight.data.copy_(F.normalize(protos.weight.data, dim=1))
+    z = F.normalize(nets.predictor(nets.enc(obs)), dim=1)
+    log_p = F.log_softmax(protos(z) / 0.1, dim=1)
+    with torch.no_grad():
+        t = F.normalize(nets.target(next_obs), dim=1)
+        q = sinkhorn(protos(t))
+    loss = -(q * log_p).sum(1).mean()
+    nets.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    nets.opt.step()
+    with torch.no_grad():
+        for pt, po in zip(nets.target.parameters(), nets.enc.parameters()):
+            pt.data.lerp_(po.data, 0.05)
+    return loss, n
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--batch", type=int, default=32)
@@ -115,15 +162,7 @@ def main():
         torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     gen = torch.Generator().manual_seed(1)
-    enc = Encoder()
-    enc.apply(weight_init)
-    target = copy.deepcopy(enc)
-    predictor = nn.Sequential(nn.Linear(128, 1024), nn.ReLU(), nn.Linear(1024, 128))
-    predictor.apply(weight_init)
-    protos = nn.Linear(128, 512, bias=False)
-    weight_init(protos)
-    params = list(enc.parameters()) + list(predictor.parameters()) + list(protos.parameters())
-    opt = torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    nets = lfs_nets()
     frames = moving_squares()
     M = a.batch
     for i in range(a.warmup + a.updates):
@@ -131,26 +170,7 @@ def main():
         task = i % frames.shape[0]
         rp, rc = sample(frames, task, M, False, gen)
         sp, sc = sample(frames, task, M, True, gen)
-        rp, rc, sp, sc = (random_shift(x, gen) for x in (rp, rc, sp, sc))
-        chosen = lnc(enc, rp, sp)
-        n = chosen.numel()
-        keep = torch.randperm(M, generator=gen)[: M - n]
-        obs = torch.cat([sp[chosen], rp[keep]])
-        next_obs = torch.cat([sc[chosen], rc[keep]])
-        with torch.no_grad():
-            protos.weight.data.copy_(F.normalize(protos.weight.data, dim=1))
-        z = F.normalize(predictor(enc(obs)), dim=1)
-        log_p = F.log_softmax(protos(z) / 0.1, dim=1)
-        with torch.no_grad():
-            t = F.normalize(target(next_obs), dim=1)
-            q = sinkhorn(protos(t))
-        loss = -(q * log_p).sum(1).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        with torch.no_grad():
-            for pt, po in zip(target.parameters(), enc.parameters()):
-                pt.data.lerp_(po.data, 0.05)
+        loss, n = lfs_update(nets, rp, rc, sp, sc, gen)
         secs = time.perf_counter() - start
         if i >= a.warmup:
             print(json.dumps({"impl": "torch", "batch": M, "update_seconds": round(secs, 6), "loss": loss.item(),

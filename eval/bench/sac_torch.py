@@ -7,7 +7,8 @@ docs/design.md §6: random shift (replicate pad 4 + integer crop, as kornia's Ra
 ReplicationPad2d) of obs and next obs, the frozen conv encoder under no_grad, then the critic
 (two Q heads, target by EMA 0.01), and the actor and log alpha (Adam lr 1e-4). Every timed
 update is a full one (critic, actor, alpha and target), the kind lfs runs every other step, as
-examples/bench_sac.rs times it. One JSON line per timed update.
+examples/bench_sac.rs times it. One JSON line per timed update. `sac_nets`, `encode_shifted` and
+`sac_update` are reused by e2e_torch.py.
 
     .venv-bench/bin/python eval/bench/sac_torch.py --batch 128 --updates 5 --warmup 2 --threads 2
 """
@@ -15,6 +16,7 @@ import argparse
 import json
 import math
 import time
+from types import SimpleNamespace
 
 import torch
 import torch.nn as nn
@@ -60,6 +62,56 @@ class Critic(nn.Module):
         return self.Q1(x), self.Q2(x)
 
 
+def sac_nets():
+    """Actor, critic, target critic (a copy of the critic), log alpha and their three Adams,
+    initialised from the global torch seed (in this order)."""
+    actor, critic, critic_target = Actor(), Critic(), Critic()
+    critic_target.load_state_dict(critic.state_dict())
+    log_alpha = torch.tensor(math.log(0.1), requires_grad=True)
+    opt = lambda params: torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    return SimpleNamespace(actor=actor, critic=critic, critic_target=critic_target, log_alpha=log_alpha,
+                           actor_opt=opt(actor.parameters()), critic_opt=opt(critic.parameters()),
+                           alpha_opt=opt([log_alpha]))
+
+
+def encode_shifted(convnet, obs, gen):
+    """Random shift, then the conv encoder without gradient (decouple representation, Proto-RL):
+    (b, 9, 84, 84) uint8 -> (b, 32, 35, 35) -> (b, 39200)."""
+    with torch.no_grad():
+        return convnet(random_shift(obs.float(), gen) / 255.0).flatten(1)
+
+
+def sac_update(agent, h, next_h, action, reward, update_actor=True, update_target=True):
+    """Proto-RL's update on encoder features h, next_h (b, 39200), action (b, A), reward (b, 1):
+    the critic; the actor and alpha when `update_actor`; the target's EMA when `update_target`."""
+    actor, critic, log_alpha = agent.actor, agent.critic, agent.log_alpha
+    alpha = log_alpha.exp().detach()
+    with torch.no_grad():
+        next_action, log_prob = actor(next_h)
+        tq1, tq2 = agent.critic_target(next_h, next_action)
+        target_q = reward + 0.99 * (torch.min(tq1, tq2) - alpha * log_prob)
+    q1, q2 = critic(h, action)
+    critic_loss = F.mse_loss(q1, target_q) + F.mse_loss(q2, target_q)
+    agent.critic_opt.zero_grad(set_to_none=True)
+    critic_loss.backward()
+    agent.critic_opt.step()
+    if update_actor:
+        new_action, log_prob = actor(h)
+        aq1, aq2 = critic(h, new_action)
+        actor_loss = (alpha * log_prob - torch.min(aq1, aq2)).mean()
+        agent.actor_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        agent.actor_opt.step()
+        alpha_loss = (log_alpha.exp() * (-log_prob - (-ACTION_DIM)).detach()).mean()
+        agent.alpha_opt.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        agent.alpha_opt.step()
+    if update_target:
+        with torch.no_grad():
+            for p_t, p in zip(agent.critic_target.parameters(), critic.parameters()):
+                p_t.lerp_(p, 0.01)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--batch", type=int, default=128)
@@ -72,11 +124,7 @@ def main():
     gen = torch.Generator().manual_seed(0)
     encoder = Encoder()
     encoder.apply(weight_init)
-    actor, critic, critic_target = Actor(), Critic(), Critic()
-    critic_target.load_state_dict(critic.state_dict())
-    log_alpha = torch.tensor(math.log(0.1), requires_grad=True)
-    opt = lambda params: torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
-    actor_opt, critic_opt, alpha_opt = opt(actor.parameters()), opt(critic.parameters()), opt([log_alpha])
+    agent = sac_nets()
     b = a.batch
     obs = torch.randint(0, 256, (b, 9, 84, 84), generator=gen, dtype=torch.uint8)
     next_obs = torch.randint(0, 256, (b, 9, 84, 84), generator=gen, dtype=torch.uint8)
@@ -84,34 +132,11 @@ def main():
         start = time.perf_counter()
         action = torch.rand(b, ACTION_DIM) * 2 - 1
         reward = torch.rand(b, 1)
-        with torch.no_grad():  # decouple representation (Proto-RL)
-            h = encoder.convnet(random_shift(obs.float(), gen) / 255.0).flatten(1)
-            next_h = encoder.convnet(random_shift(next_obs.float(), gen) / 255.0).flatten(1)
+        h = encode_shifted(encoder.convnet, obs, gen)
+        next_h = encode_shifted(encoder.convnet, next_obs, gen)
         encoded = time.perf_counter()
-        alpha = log_alpha.exp().detach()
-        with torch.no_grad():
-            next_action, log_prob = actor(next_h)
-            tq1, tq2 = critic_target(next_h, next_action)
-            target_q = reward + 0.99 * (torch.min(tq1, tq2) - alpha * log_prob)
-        q1, q2 = critic(h, action)
-        critic_loss = F.mse_loss(q1, target_q) + F.mse_loss(q2, target_q)
-        critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        critic_opt.step()
-        # the actor, alpha and the target (every other agent step in lfs; here every update)
-        new_action, log_prob = actor(h)
-        aq1, aq2 = critic(h, new_action)
-        actor_loss = (alpha * log_prob - torch.min(aq1, aq2)).mean()
-        actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        actor_opt.step()
-        alpha_loss = (log_alpha.exp() * (-log_prob - (-ACTION_DIM)).detach()).mean()
-        alpha_opt.zero_grad(set_to_none=True)
-        alpha_loss.backward()
-        alpha_opt.step()
-        with torch.no_grad():
-            for p_t, p in zip(critic_target.parameters(), critic.parameters()):
-                p_t.lerp_(p, 0.01)
+        # the actor, alpha and the target every update (every other agent step in lfs)
+        sac_update(agent, h, next_h, action, reward)
         end = time.perf_counter()
         if i >= a.warmup:
             print(json.dumps({"impl": "torch", "batch": b, "pixels": True, "update_seconds": end - start,
