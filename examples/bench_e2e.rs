@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
     let cfg = TrainConfig::load(&config, &[format!("agent.batch_size={batch}")])?;
     cfg.validate()?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
-    let mut online = OnlineEncoder::new(&cfg.pretrain()?)?;
+    let mut online = OnlineEncoder::new(&cfg)?;
     let mut agent = SacAgent::new(&cfg.agent, online.repr_dim(), action_dim, &Device::Cpu, &mut rng)?;
     let shift = RandomShift {
         pad: cfg.replay.random_shift_pad,
@@ -69,7 +69,9 @@ fn main() -> anyhow::Result<()> {
         let mut t = replay.sample(batch, &mut rng)?;
         let sampled = Instant::now();
         // Algorithm 1: the objective's update on the (unshifted) batch first ...
-        let aux = online.update(&t, &replay)?;
+        let aux = online
+            .update(&t, &replay)?
+            .ok_or_else(|| anyhow::anyhow!("paper.toml's aux.method has no objective"))?;
         let aux_done = Instant::now();
         // ... then SAC on the batch encoded by the updated encoder, without gradient.
         shift.apply_batch(&mut t.obs, dims, &mut rng);
