@@ -153,12 +153,6 @@ impl Trainer {
         self.step
     }
 
-    /// The online encoder's conv features of `n` stacked observations (n, 9, h, w) uint8, as
-    /// constants: (n, repr). What SAC sees in `lfs train` (docs/design.md §7).
-    pub fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
-        Ok(self.online_net.encoder.encode(obs, n, false)?.h.detach())
-    }
-
     /// Starts the online and target encoders from `tensors` (`encoder.*`, as `lfs export`
     /// writes them): pre-train, then fine-tune. Heads and projector keep their initialisation.
     /// Errors name `what` and the missing or mis-shaped tensor.
@@ -176,11 +170,6 @@ impl Trainer {
     /// `None` before the first update and for methods without LNC.
     pub fn last_selected_synthetic(&self) -> Option<&PairBatch> {
         self.last_selected.as_ref()
-    }
-
-    /// Conv features per observation (repr_dim).
-    pub fn repr_dim(&self) -> usize {
-        self.online_net.encoder.repr_dim()
     }
 
     /// The online encoder f (its tensors are the `encoder.*` entries of [`Trainer::online_params`]).

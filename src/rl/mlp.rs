@@ -2,7 +2,7 @@
 //! `weight_init`) and a LayerNorm with a backward (candle's fused `LayerNorm` has none when
 //! its input is contiguous; docs/design.md §10).
 
-use candle_core::{CpuStorage, CustomOp2, DType, Layout, Module, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp2, DType, Layout, Shape, Tensor};
 use candle_nn::Linear;
 use rand::Rng;
 
@@ -62,11 +62,7 @@ impl Trunk {
 
     /// Shapes: h (b, in) -> (b, out).
     pub fn forward(&self, h: &Tensor) -> Result<Tensor> {
-        let x = if h.track_op() {
-            self.linear.forward(h)? // (b, out)
-        } else {
-            linear_on_constant_input(&self.linear, h)? // (b, out)
-        };
+        let x = linear(&self.linear, h)?; // (b, out)
         Ok(candle_nn::ops::layer_norm_slow(
             &x,
             &self.ln_weight,
@@ -85,27 +81,25 @@ impl Trunk {
     }
 }
 
-/// `h · Wᵀ + b` for an input that needs no gradient (the frozen encoder's features).
+/// `x · Wᵀ + b`, computing only the gradients something can use.
 ///
-/// Candle's matmul backward always computes both operands' gradients; on a trunk that is a
-/// (b, 39200) input gradient nobody reads, as costly as the weight gradient itself. Here the
-/// product is taken outside the graph and joined back to W alone by [`OneSidedGrad`].
-fn linear_on_constant_input(linear: &Linear, h: &Tensor) -> Result<Tensor> {
+/// Candle's matmul backward always computes both operands' gradients. When one operand is a
+/// constant — the frozen encoder's (b, 39200) features feeding a trunk, or the detached weights
+/// of the critic the actor's loss goes through — that gradient is work nobody reads (for a
+/// trunk, as costly as the weight gradient itself). Then the product is taken outside the graph
+/// and joined back to the other operand alone by [`OneSidedGrad`].
+fn linear(linear: &Linear, x: &Tensor) -> Result<Tensor> {
     let w = linear.weight(); // (out, in)
-    let y = h.matmul(&w.detach().t()?)?; // (b, out), outside the graph
-    let y = y.apply_op2(w, OneSidedGrad::Weight { input: h.clone() })?; // (b, out), in it
-    Ok(match linear.bias() {
-        Some(b) => y.broadcast_add(b)?,
-        None => y,
-    })
-}
-
-/// `x · Wᵀ + b` for constant (detached) W and b: the gradient reaches x, and W's, which
-/// nobody would read, is not computed.
-fn linear_on_constant_weight(linear: &Linear, x: &Tensor) -> Result<Tensor> {
-    let w = linear.weight(); // (out, in), detached
-    let y = x.detach().matmul(&w.t()?)?; // (b, out), outside the graph
-    let y = y.apply_op2(x, OneSidedGrad::Input { weight: w.clone() })?; // (b, out), in it
+    let y = match (x.track_op(), w.track_op()) {
+        (true, true) | (false, false) => x.matmul(&w.t()?)?, // (b, out)
+        (false, true) => x
+            .matmul(&w.detach().t()?)? // (b, out), outside the graph
+            .apply_op2(w, OneSidedGrad::Weight { input: x.clone() })?,
+        (true, false) => x
+            .detach()
+            .matmul(&w.t()?)? // (b, out), outside the graph
+            .apply_op2(x, OneSidedGrad::Input { weight: w.clone() })?,
+    };
     Ok(match linear.bias() {
         Some(b) => y.broadcast_add(b)?,
         None => y,
@@ -167,8 +161,6 @@ fn detach_linear(linear: &Linear) -> Linear {
 #[derive(Debug, Clone)]
 pub struct Mlp {
     layers: [Linear; 3],
-    /// Detached parameters ([`Mlp::detached`]): only the input's gradient is computed.
-    frozen: bool,
 }
 
 impl Mlp {
@@ -186,7 +178,6 @@ impl Mlp {
                 init_linear(hidden_dim, hidden_dim, 1.0, &join(prefix, "2"), params, rng)?,
                 init_linear(hidden_dim, out_dim, 1.0, &join(prefix, "4"), params, rng)?,
             ],
-            frozen: false,
         })
     }
 
@@ -204,7 +195,6 @@ impl Mlp {
                 linear_from_params(hidden_dim, hidden_dim, &join(prefix, "2"), params)?,
                 linear_from_params(hidden_dim, out_dim, &join(prefix, "4"), params)?,
             ],
-            frozen: false,
         })
     }
 
@@ -213,20 +203,12 @@ impl Mlp {
     pub fn detached(&self) -> Self {
         Self {
             layers: self.layers.each_ref().map(detach_linear),
-            frozen: true,
         }
     }
 
     /// Shapes: x (b, in) -> (b, out).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let [l0, l2, l4] = &self.layers;
-        let linear = |l: &Linear, x: &Tensor| -> Result<Tensor> {
-            if self.frozen && x.track_op() {
-                linear_on_constant_weight(l, x)
-            } else {
-                Ok(l.forward(x)?)
-            }
-        };
         let x = linear(l0, x)?.relu()?; // (b, hidden)
         let x = linear(l2, &x)?.relu()?; // (b, hidden)
         linear(l4, &x) // (b, out)
