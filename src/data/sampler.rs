@@ -15,7 +15,7 @@ use super::frame_mask::frame_mask_pair;
 use super::pair_frames::{real_pair, PairFrames};
 use super::pair_source::PairSource;
 use super::random_shift::RandomShift;
-use crate::observation::{stack_frames, FRAME_STACK};
+use crate::observation::{stack_frames, StoredFrames, FRAME_STACK};
 use crate::shards::Episode;
 use crate::{Error, Result};
 
@@ -105,6 +105,28 @@ impl PairBatch {
         self.cur.extend_from_slice(&other.cur);
         self.len += other.len;
         Ok(self)
+    }
+
+    /// `n` pairs stacked from stored frames (`obs_shape` each); pair i is the episode and frame
+    /// indices of the i-th call of `pick`.
+    pub fn stack<'e, E: StoredFrames + 'e>(
+        n: usize,
+        obs_shape: (usize, usize, usize),
+        mut pick: impl FnMut() -> Result<(&'e E, PairFrames)>,
+    ) -> Result<PairBatch> {
+        let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
+        let mut batch = PairBatch {
+            prev: vec![0; n * obs_len],
+            cur: vec![0; n * obs_len],
+            len: n,
+            obs_shape,
+        };
+        for i in 0..n {
+            let (episode, frames) = pick()?;
+            stack_frames(episode, frames.prev, &mut batch.prev[i * obs_len..(i + 1) * obs_len]);
+            stack_frames(episode, frames.cur, &mut batch.cur[i * obs_len..(i + 1) * obs_len]);
+        }
+        Ok(batch)
     }
 
     /// Random shift on every previous and every current observation, independently.
@@ -249,32 +271,27 @@ impl<'a> PairSampler<'a> {
                 "no {kind:?} pairs in {which}: episodes need at least {need} frames"
             )));
         }
-        let obs_len = self.obs_shape.0 * self.obs_shape.1 * self.obs_shape.2;
-        let mut batch = PairBatch {
-            prev: vec![0; n * obs_len],
-            cur: vec![0; n * obs_len],
-            len: n,
-            obs_shape: self.obs_shape,
-        };
-        for i in 0..n {
-            let mut k = rng.random_range(0..total);
-            let mut at = None;
-            for p in &pool {
-                if k < p.len() {
-                    at = Some(p[k]);
-                    break;
-                }
-                k -= p.len();
-            }
-            // Invariant: k < total = sum of the pool lengths, so some slice holds it.
-            let at = at.ok_or_else(|| Error::Shape("pair sampler index out of range".to_string()))?;
-            let ep = &self.episodes[at.episode as usize];
-            let frames = pair_frames(kind, at.t as usize)?;
-            stack_frames(ep, frames.prev, &mut batch.prev[i * obs_len..(i + 1) * obs_len]);
-            stack_frames(ep, frames.cur, &mut batch.cur[i * obs_len..(i + 1) * obs_len]);
-        }
-        Ok(batch)
+        let lengths: Vec<usize> = pool.iter().map(|p| p.len()).collect();
+        PairBatch::stack(n, self.obs_shape, || {
+            // Invariant: the draw is < total = the sum of the lengths, so some slice holds it.
+            let (part, j) = locate(&lengths, rng.random_range(0..total))
+                .ok_or_else(|| Error::Shape("pair sampler index out of range".to_string()))?;
+            let at = pool[part][j];
+            Ok((&self.episodes[at.episode as usize], pair_frames(kind, at.t as usize)?))
+        })
     }
+}
+
+/// Index `k` of the concatenation of parts of `lengths`, as (part, index within it); `None`
+/// past the end.
+pub fn locate(lengths: &[usize], mut k: usize) -> Option<(usize, usize)> {
+    for (part, &len) in lengths.iter().enumerate() {
+        if k < len {
+            return Some((part, k));
+        }
+        k -= len;
+    }
+    None
 }
 
 impl PairSource for PairSampler<'_> {

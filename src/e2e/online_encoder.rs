@@ -23,12 +23,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::config::TrainConfig;
+use crate::data::episode_lengths::MIN_FRAMES_FOR_SYNTHETIC_PAIR;
+use crate::data::sampler::locate;
 use crate::data::{frame_mask_pair, PairBatch, PairKind, PairSource};
 use crate::nn::checkpoint::strip_prefix;
 use crate::nn::encoder::Encoded;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Adam, Encoder, Params};
-use crate::observation::{stack_frames, FRAME_SIZE, FRAME_STACK};
+use crate::observation::{FRAME_SIZE, FRAME_STACK};
 use crate::pretrain::{Trainer, UpdateMetrics};
 use crate::rl::{ReplayBuffer, Transitions};
 use crate::{Error, Result};
@@ -155,16 +157,7 @@ impl OnlineEncoder {
         let Networks::Objective(trainer) = &mut self.networks else {
             return Ok(None);
         };
-        let obs_shape = (3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE);
-        let mut source = ReplayPairs {
-            real: PairBatch {
-                prev: real.obs.clone(),
-                cur: real.next_obs.clone(),
-                len: real.len,
-                obs_shape,
-            },
-            replay,
-        };
+        let mut source = ReplayPairs { real, replay };
         trainer.update(&mut source).map(Some)
     }
 
@@ -232,8 +225,8 @@ fn prefixed(tensors: BTreeMap<String, Tensor>, prefix: &str) -> BTreeMap<String,
 /// The pairs of one `lfs train` update: the SAC batch's real pairs and the replay's synthetic
 /// ones.
 struct ReplayPairs<'r> {
-    /// The SAC batch as (O_t, O_{t+1}) pairs, unshifted.
-    real: PairBatch,
+    /// The SAC batch, unshifted: its (O_t, O_{t+1}) are the real pairs.
+    real: &'r Transitions,
     replay: &'r ReplayBuffer,
 }
 
@@ -245,14 +238,21 @@ impl PairSource for ReplayPairs<'_> {
         n: usize,
         rng: &mut ChaCha8Rng,
     ) -> Result<PairBatch> {
+        let obs_shape = (3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE);
+        let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
         match kind {
             // The batch is a uniform draw already: its first n rows are one too.
-            PairKind::Real if n <= self.real.len => Ok(self.real.select(&(0..n).collect::<Vec<_>>())),
+            PairKind::Real if n <= self.real.len => Ok(PairBatch {
+                prev: self.real.obs[..n * obs_len].to_vec(),
+                cur: self.real.next_obs[..n * obs_len].to_vec(),
+                len: n,
+                obs_shape,
+            }),
             PairKind::Real => Err(Error::Shape(format!(
                 "the objective asked for {n} real pairs, the SAC batch has {}",
                 self.real.len
             ))),
-            PairKind::Synthetic => synthetic_pairs(self.replay, n, rng, self.real.obs_shape),
+            PairKind::Synthetic => synthetic_pairs(self.replay, n, rng, obs_shape),
         }
     }
 
@@ -273,42 +273,24 @@ pub fn synthetic_pairs<R: Rng + ?Sized>(
     rng: &mut R,
     obs_shape: (usize, usize, usize),
 ) -> Result<PairBatch> {
-    // Pairs per episode: frames 4 … num_frames − 1.
+    // The first frame a pair ends at, and the pairs per episode: frames first … num_frames − 1.
+    let first = MIN_FRAMES_FOR_SYNTHETIC_PAIR - 1;
     let counts: Vec<usize> = replay
         .episodes()
         .iter()
-        .map(|e| e.num_frames().saturating_sub(4))
+        .map(|e| e.num_frames().saturating_sub(first))
         .collect();
     let total: usize = counts.iter().sum();
     if total == 0 {
-        return Err(Error::Shape(
-            "no synthetic pairs yet: no stored episode has 5 frames".to_string(),
-        ));
+        return Err(Error::Shape(format!(
+            "no synthetic pairs yet: no stored episode has {MIN_FRAMES_FOR_SYNTHETIC_PAIR} frames"
+        )));
     }
-    let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
-    let mut batch = PairBatch {
-        prev: vec![0; n * obs_len],
-        cur: vec![0; n * obs_len],
-        len: n,
-        obs_shape,
-    };
-    for i in 0..n {
-        let mut k = rng.random_range(0..total);
-        let e = counts
-            .iter()
-            .position(|&c| {
-                let here = k < c;
-                if !here {
-                    k -= c;
-                }
-                here
-            })
+    PairBatch::stack(n, obs_shape, || {
+        let (e, k) = locate(&counts, rng.random_range(0..total))
             .ok_or_else(|| Error::Shape("synthetic pair index out of range".to_string()))?;
-        let episode = &replay.episodes()[e];
-        let t = 4 + k;
+        let t = first + k;
         let frames = frame_mask_pair(t).ok_or_else(|| Error::Shape(format!("no synthetic pair ends at {t}")))?;
-        stack_frames(episode, frames.prev, &mut batch.prev[i * obs_len..(i + 1) * obs_len]);
-        stack_frames(episode, frames.cur, &mut batch.cur[i * obs_len..(i + 1) * obs_len]);
-    }
-    Ok(batch)
+        Ok((&replay.episodes()[e], frames))
+    })
 }
