@@ -9,7 +9,7 @@
 .DEFAULT_GOAL := all
 .PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
-.PHONY: check-lerobot bench-dynamics-reference
+.PHONY: check-lerobot bench-dynamics-reference study-mini
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -204,6 +204,13 @@ JOBS ?= 2
 suite: setup build
 	$(LFS) suite run $(SUITE) --out $(SUITE_OUT) -j $(JOBS)
 	$(LFS) report $(SUITE_OUT) --out $(SUITE_OUT)/report
+
+# ---- The reduced-scale study (issue 16, docs/study-mini.md) ---------------------------------
+# Collect 300 fast-rendered videos of the seen tasks, pre-train lfs, atc and curl on them
+# (pipelines/mini.toml), run eval/suites/study-mini.toml (24 cells, -j 2), write the report and
+# copy the results into results/study-mini/. About 6.5 hours on 2 cores; rerun to resume.
+study-mini: setup build
+	eval/study/study_mini.sh $(LFS)
 
 # The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a
 # report in runs/suite-tiny/report/: a few minutes; CI runs it.
