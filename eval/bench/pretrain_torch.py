@@ -157,24 +157,30 @@ def main():
     p.add_argument("--updates", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch default)")
+    p.add_argument("--device", default="cpu",
+                   help="torch device: cpu, or cuda on a GPU machine (each timed update ends with a GPU sync)")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    gen = torch.Generator().manual_seed(1)
+    torch.set_default_device(a.device)  # networks, data and noise all live there
+    gen = torch.Generator(device=a.device).manual_seed(1)
+    sync = torch.cuda.synchronize if a.device.startswith("cuda") else (lambda: None)
     nets = lfs_nets()
     frames = moving_squares()
     M = a.batch
     for i in range(a.warmup + a.updates):
+        sync()
         start = time.perf_counter()
         task = i % frames.shape[0]
         rp, rc = sample(frames, task, M, False, gen)
         sp, sc = sample(frames, task, M, True, gen)
         loss, n = lfs_update(nets, rp, rc, sp, sc, gen)
+        sync()
         secs = time.perf_counter() - start
         if i >= a.warmup:
             print(json.dumps({"impl": "torch", "batch": M, "update_seconds": round(secs, 6), "loss": loss.item(),
-                              "num_synthetic": n, "threads": torch.get_num_threads()}), flush=True)
+                              "num_synthetic": n, "threads": torch.get_num_threads(), "device": a.device}), flush=True)
 
 
 if __name__ == "__main__":

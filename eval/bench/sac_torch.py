@@ -118,10 +118,14 @@ def main():
     p.add_argument("--updates", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu",
+                   help="torch device: cpu, or cuda on a GPU machine (each timed update ends with a GPU sync)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    gen = torch.Generator().manual_seed(0)
+    torch.set_default_device(a.device)  # networks, data and noise all live there
+    gen = torch.Generator(device=a.device).manual_seed(0)
+    sync = torch.cuda.synchronize if a.device.startswith("cuda") else (lambda: None)
     encoder = Encoder()
     encoder.apply(weight_init)
     agent = sac_nets()
@@ -129,18 +133,21 @@ def main():
     obs = torch.randint(0, 256, (b, 9, 84, 84), generator=gen, dtype=torch.uint8)
     next_obs = torch.randint(0, 256, (b, 9, 84, 84), generator=gen, dtype=torch.uint8)
     for i in range(a.warmup + a.updates):
+        sync()
         start = time.perf_counter()
         action = torch.rand(b, ACTION_DIM) * 2 - 1
         reward = torch.rand(b, 1)
         h = encode_shifted(encoder.convnet, obs, gen)
         next_h = encode_shifted(encoder.convnet, next_obs, gen)
+        sync()
         encoded = time.perf_counter()
         # the actor, alpha and the target every update (every other agent step in lfs)
         sac_update(agent, h, next_h, action, reward)
+        sync()
         end = time.perf_counter()
         if i >= a.warmup:
             print(json.dumps({"impl": "torch", "batch": b, "pixels": True, "update_seconds": end - start,
-                              "encode_seconds": encoded - start}))
+                              "encode_seconds": encoded - start, "device": a.device}))
 
 
 if __name__ == "__main__":
