@@ -565,3 +565,93 @@ fn n_per_update_is_averaged_between_evaluations() {
         "{err}"
     );
 }
+
+/// A pre-training log of 40 LNC updates with N = step mod 5 out of M = 64, D = 1 + step/100 and
+/// the window 0.55·D–0.65·D; updates 31–34 appear twice, as a resumed run logs them, first with
+/// N = 99 (the last line of an update counts).
+fn write_pretraining_log(dir: &Path) {
+    let line = |step: u64, n: u64| {
+        let d = 1.0 + step as f64 / 100.0;
+        format!(
+            "{{\"step\":{step},\"pretrain/task\":\"mixed\",\"pretrain/loss\":6.0,\"pretrain/num_synthetic\":{n},\
+             \"pretrain/num_real\":{},\"pretrain/lnc_d\":{d},\"pretrain/clip_low\":{},\"pretrain/clip_high\":{}}}\n",
+            64 - n,
+            0.55 * d,
+            0.65 * d
+        )
+    };
+    let mut log = String::new();
+    for step in 1..=34 {
+        log += &line(step, if step > 30 { 99 } else { step % 5 });
+    }
+    for step in 31..=40 {
+        log += &line(step, step % 5);
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("metrics.jsonl"), log).unwrap();
+}
+
+/// N during pre-training: read from the log of the run an encoder row names, binned (numbers by
+/// hand from the log above), tabulated and drawn; a row without a log (`random`) gets neither.
+#[test]
+fn lnc_during_pretraining_is_read_from_the_encoders_log() {
+    let specs: Vec<CellSpec> = suite_specs().into_iter().filter(|s| s.state == "done").collect();
+    let suite = write_suite("report-pretraining", &specs);
+    let run_dir = suite.join("pretrain-run");
+    write_pretraining_log(&run_dir);
+    // The lfs rows name the exported file inside the run, as `lfs suite` records it.
+    let source = run_dir.join("encoder.safetensors");
+    for entry in std::fs::read_dir(suite.join("cells")).unwrap() {
+        let path = entry.unwrap().path().join("cell.json");
+        let mut cell: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if cell["encoder"] == "lfs" {
+            cell["encoder_source"] = source.to_str().unwrap().into();
+            std::fs::write(&path, cell.to_string()).unwrap();
+        }
+    }
+
+    let (batch, bins) = lfs::report::pretraining::read_log(&run_dir.join("metrics.jsonl"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(batch, 64);
+    assert_eq!(bins.len(), 20, "40 updates in 20 bins of 2");
+    // Updates 1–2: N = 1, 2; updates 31–32 (rewritten after the resume): N = 1, 2 again.
+    for b in [&bins[0], &bins[15]] {
+        assert_eq!((b.last - b.first), 1);
+        assert!(
+            (b.num_synthetic - 1.5).abs() < 1e-12 && (b.num_synthetic_std - 0.5).abs() < 1e-12,
+            "{b:?}"
+        );
+    }
+    assert_eq!((bins[15].first, bins[15].last), (31, 32));
+    assert!((bins[15].lnc_d - 1.315).abs() < 1e-12, "{:?}", bins[15]);
+    assert!((bins[15].clip_low - 0.55 * 1.315).abs() < 1e-12);
+
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## LNC during pre-training"), "{md}");
+    assert!(md.contains("### lfs ("), "{md}");
+    assert!(!md.contains("### random"), "{md}");
+    // Updates 5–6: N = 0, 1; N / M = 0.5 / 64; D = 1.055.
+    assert!(
+        md.contains("| 5–6 | 0.50 ± 0.50 | 0.008 | 1.0550 | 0.5803–0.6858 | 6.0000 |"),
+        "{md}"
+    );
+    assert!(md.contains("![N per pre-training update"), "{md}");
+    for ext in ["png", "svg"] {
+        assert!(out.join(format!("pretrain_selected.{ext}")).is_file());
+    }
+
+    // A log that cannot be parsed is a note in the report, not a failed report.
+    std::fs::write(run_dir.join("metrics.jsonl"), "{\"step\":1,\"pretrain/lnc_d\":1.0}\n").unwrap();
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("could not be read: line 1: no number `pretrain/num_synthetic`"),
+        "{md}"
+    );
+    assert!(!md.contains("![N per pre-training update"), "{md}");
+}

@@ -96,6 +96,7 @@ pub fn render(report: &Report, pictures: &[&str]) -> String {
         scores_at_budget(&mut md, report, budget);
     }
     pictures_section(&mut md, pictures);
+    lnc_during_pretraining(&mut md, report);
     compute_cost(&mut md, report);
     provenance(&mut md, report);
     md
@@ -472,9 +473,65 @@ fn pictures_section(md: &mut String, pictures: &[&str]) {
                 "N per update of the lfs train runs (synthetic pairs in the objective's batch; LNC's selection for \
                  lfs and lfs-cl), mean between evaluations, mean and ±1 std over seeds"
             }
+            "pretrain_selected" => {
+                "N per pre-training update of the encoders made with LNC (synthetic pairs LNC kept in the batch), \
+                 mean and ±1 std within bins of updates"
+            }
             _ => stem,
         };
         let _ = writeln!(md, "{what} (also [{stem}.svg]({stem}.svg)):\n\n![{what}]({stem}.png)\n");
+    }
+}
+
+fn lnc_during_pretraining(md: &mut String, report: &Report) {
+    let pre = &report.pretraining;
+    if pre.curves.is_empty() && pre.notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## LNC during pre-training\n");
+    let _ = writeln!(
+        md,
+        "N: the synthetic (frame-mask) pairs LNC kept in each pre-training batch of M pairs (the paper's §3.2; the \
+         rest of the batch is real pairs), read from the pre-training log (`metrics.jsonl`) of each encoder made \
+         with LNC. Means over bins of updates; D: the mean k-NN distance among the real latents; window: LNC's \
+         clip window (c − r/2)·D to (c + r/2)·D, which a synthetic latent's distance to its nearest real one must \
+         fall in.\n"
+    );
+    for c in &pre.curves {
+        let _ = writeln!(
+            md,
+            "### {} (`{}`, M = {})\n",
+            report.methods[c.method].method,
+            c.log.display(),
+            c.batch_size
+        );
+        let _ = writeln!(md, "| updates | N (mean ± std) | N / M | D | window | loss |");
+        let _ = writeln!(md, "|---|---|---|---|---|---|");
+        for b in &c.bins {
+            let _ = writeln!(
+                md,
+                "| {}–{} | {:.2} ± {:.2} | {:.3} | {:.4} | {:.4}–{:.4} | {:.4} |",
+                b.first,
+                b.last,
+                b.num_synthetic,
+                b.num_synthetic_std,
+                b.num_synthetic / c.batch_size.max(1) as f64,
+                b.lnc_d,
+                b.clip_low,
+                b.clip_high,
+                b.loss
+            );
+        }
+        let _ = writeln!(md);
+    }
+    for n in &pre.notes {
+        let _ = writeln!(
+            md,
+            "The pre-training log of {} (`{}`) could not be read: {}.\n",
+            n.method,
+            n.log.display(),
+            n.reason
+        );
     }
 }
 

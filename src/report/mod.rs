@@ -13,6 +13,7 @@ pub mod cells;
 pub mod markdown;
 pub mod mismatch;
 pub mod plots;
+pub mod pretraining;
 pub mod reference;
 pub mod results_csv;
 pub mod scores;
@@ -60,6 +61,8 @@ pub struct Report {
     pub budgets: Vec<BudgetReport>,
     /// Normalised IQM over frames, one curve per method.
     pub iqm_curves: Vec<Vec<(u64, Estimate)>>,
+    /// N during the pre-training of the encoders that LNC methods made.
+    pub pretraining: pretraining::Pretraining,
     pub bootstrap: BootstrapConfig,
 }
 
@@ -112,6 +115,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         .iter()
         .map(|m| scores::iqm_curve(&cells, m, &opts.bootstrap))
         .collect();
+    let pretraining = pretraining::read(&cells, &methods);
     Ok(Report {
         suite_dir: suite_dir.to_path_buf(),
         cells,
@@ -120,6 +124,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         mismatches: if opts.allow_mismatch { mismatches } else { Vec::new() },
         budgets,
         iqm_curves,
+        pretraining,
         bootstrap: opts.bootstrap,
     })
 }
@@ -190,6 +195,16 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
                 "lfs train runs: mean N per update between evaluations; mean and ±1 std over seeds".to_string(),
                 markdown::scale_line(report),
             ],
+        )?);
+    }
+    if !report.pretraining.curves.is_empty() {
+        pictures.push(plots::pretrain_selected(
+            &report.pretraining.curves,
+            &methods,
+            &[format!(
+                "each encoder's lfs pretrain log, {} bins of updates: mean and ±1 std of N within a bin",
+                pretraining::NUM_BINS
+            )],
         )?);
     }
     if let Some(last) = report.budgets.last() {

@@ -14,6 +14,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use super::aggregate::{Aggregate, Estimate};
+use super::pretraining::LncCurve;
 use super::scores::{AggregateRow, CurvePoint};
 use crate::env::Task;
 use crate::{Error, Result};
@@ -248,6 +249,7 @@ fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Ta
 }
 
 /// One x of a curve drawn with a band around it.
+#[derive(Debug, Clone, Copy)]
 struct BandPoint {
     x: f64,
     low: f64,
@@ -310,13 +312,18 @@ pub fn selected_curves(panels: &[TaskPanel], methods: &[String], subtitle: &[Str
     )
 }
 
-struct IqmCurves<'a> {
-    curves: &'a [Vec<(u64, Estimate)>],
+/// Curves with a band, one per method, on one chart (`curves[i]` belongs to `methods[i]`; an
+/// empty curve is not drawn).
+struct BandCurves<'a> {
+    title: &'a str,
+    x_desc: &'a str,
+    y_desc: &'a str,
+    curves: &'a [Vec<BandPoint>],
     methods: &'a [String],
     subtitle: &'a [String],
 }
 
-impl Figure for IqmCurves<'_> {
+impl Figure for BandCurves<'_> {
     fn size(&self) -> (u32, u32) {
         (1000, 640)
     }
@@ -324,24 +331,18 @@ impl Figure for IqmCurves<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
         root.fill(&WHITE).map_err(e)?;
         let (header, body) = root.split_vertically(HEADER_PX);
-        header
-            .draw(&Text::new(
-                "IQM of expert-normalised scores over frames",
-                (20, 8),
-                font(24.0),
-            ))
-            .map_err(e)?;
+        header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
         draw_subtitle(&header, self.subtitle)?;
         draw_legend(&header, self.methods, HEADER_PX as i32 - 18)?;
         let all = self.curves.iter().flatten();
-        let max_frame = all.clone().map(|(f, _)| *f).max().unwrap_or(1).max(1) as f64;
-        let max_y = all.clone().map(|(_, est)| est.upper).fold(0.1, f64::max);
-        let min_y = all.map(|(_, est)| est.lower).fold(0.0, f64::min);
+        let max_x = all.clone().map(|p| p.x).fold(1.0, f64::max);
+        let max_y = all.clone().map(|p| p.high).fold(0.1, f64::max);
+        let min_y = all.map(|p| p.low).fold(0.0, f64::min);
         let mut chart = ChartBuilder::on(&body)
             .margin(16)
             .x_label_area_size(52)
             .y_label_area_size(72)
-            .build_cartesian_2d(0.0..max_frame, min_y..max_y * 1.05)
+            .build_cartesian_2d(0.0..max_x, min_y..max_y * 1.05)
             .map_err(e)?;
         chart
             .configure_mesh()
@@ -349,24 +350,15 @@ impl Figure for IqmCurves<'_> {
             .y_labels(8)
             .x_label_formatter(&|x| frames_label(*x))
             .y_label_formatter(&|y| format!("{y:.2}"))
-            .x_desc("frames")
-            .y_desc("IQM normalised score")
+            .x_desc(self.x_desc)
+            .y_desc(self.y_desc)
             .label_style(font(15.0))
             .axis_desc_style(font(16.0))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(e)?;
-        for (i, curve) in self.curves.iter().enumerate() {
-            let points: Vec<BandPoint> = curve
-                .iter()
-                .map(|(f, est)| BandPoint {
-                    x: *f as f64,
-                    low: est.lower,
-                    mid: est.point,
-                    high: est.upper,
-                })
-                .collect();
-            draw_band_curve(&mut chart, &points, method_colour(i), 3, 4)?;
+        for (i, points) in self.curves.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
+            draw_band_curve(&mut chart, points, method_colour(i), 3, 4)?;
         }
         Ok(())
     }
@@ -375,10 +367,57 @@ impl Figure for IqmCurves<'_> {
 /// The aggregate curve: normalised IQM over frames with its interval, one curve per method
 /// (`curves[i]` belongs to `methods[i]`).
 pub fn iqm_curves(curves: &[Vec<(u64, Estimate)>], methods: &[String], subtitle: &[String]) -> Result<Picture> {
+    let curves: Vec<Vec<BandPoint>> = curves
+        .iter()
+        .map(|curve| {
+            curve
+                .iter()
+                .map(|(f, est)| BandPoint {
+                    x: *f as f64,
+                    low: est.lower,
+                    mid: est.point,
+                    high: est.upper,
+                })
+                .collect()
+        })
+        .collect();
     render(
         "iqm_curve",
-        &IqmCurves {
-            curves,
+        &BandCurves {
+            title: "IQM of expert-normalised scores over frames",
+            x_desc: "frames",
+            y_desc: "IQM normalised score",
+            curves: &curves,
+            methods,
+            subtitle,
+        },
+    )
+}
+
+/// N, the synthetic pairs LNC kept per pre-training update, binned, with a band of ±1 std
+/// within each bin, one curve per method that has one (the paper's figure on N, for video
+/// pre-training).
+pub fn pretrain_selected(curves: &[LncCurve], methods: &[String], subtitle: &[String]) -> Result<Picture> {
+    let mut by_method = vec![Vec::new(); methods.len()];
+    for c in curves {
+        by_method[c.method] = c
+            .bins
+            .iter()
+            .map(|b| BandPoint {
+                x: b.last as f64,
+                low: b.num_synthetic - b.num_synthetic_std,
+                mid: b.num_synthetic,
+                high: b.num_synthetic + b.num_synthetic_std,
+            })
+            .collect();
+    }
+    render(
+        "pretrain_selected",
+        &BandCurves {
+            title: "Synthetic pairs LNC selected during pre-training (N per update)",
+            x_desc: "pre-training updates",
+            y_desc: "N",
+            curves: &by_method,
             methods,
             subtitle,
         },

@@ -1,0 +1,176 @@
+//! LNC during pre-training (the paper's figure on N, §4.4): for each encoder of the suite made
+//! by an `lfs pretrain` run with LNC (`lfs`, `lfs-cl`), N — the synthetic pairs LNC kept in the
+//! batch — per update, from the run's `metrics.jsonl`, averaged over bins of updates, with
+//! LNC's distance D and its clip window beside it.
+//!
+//! An encoder row's source is the pre-training run directory, or the `encoder.safetensors`
+//! exported into it; a relative source is taken from the directory `lfs report` runs in, as
+//! `lfs suite` took it. A source without a log (an exported file copied elsewhere, a log of a
+//! method without LNC) gives no curve; one whose log cannot be read gives a note, not an error:
+//! the suite's scores do not depend on it.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use super::cells::Cell;
+use super::scores::MethodCells;
+
+/// The pre-training log beside a run's checkpoint (src/pretrain/run.rs).
+pub const PRETRAIN_LOG: &str = "metrics.jsonl";
+/// Bins of updates per curve (and rows per table).
+pub const NUM_BINS: usize = 20;
+
+/// One method's pre-training log, binned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LncCurve {
+    /// Index into the report's methods (its colour).
+    pub method: usize,
+    pub log: PathBuf,
+    /// M: pairs per batch (N + real).
+    pub batch_size: usize,
+    pub bins: Vec<LncBin>,
+}
+
+/// Means over the updates `first..=last`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LncBin {
+    pub first: u64,
+    pub last: u64,
+    /// N: mean and std (ddof = 0) over the bin's updates.
+    pub num_synthetic: f64,
+    pub num_synthetic_std: f64,
+    /// D: the mean k-NN distance among the real latents.
+    pub lnc_d: f64,
+    /// The clip window (c − r/2)·D, (c + r/2)·D.
+    pub clip_low: f64,
+    pub clip_high: f64,
+    pub loss: f64,
+}
+
+/// A source whose log exists but could not be read: the report says so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LncNote {
+    pub method: String,
+    pub log: PathBuf,
+    pub reason: String,
+}
+
+/// What the report shows of the encoders' pre-training.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pretraining {
+    pub curves: Vec<LncCurve>,
+    pub notes: Vec<LncNote>,
+}
+
+/// One update's line, as far as LNC goes.
+struct UpdateLine {
+    num_synthetic: f64,
+    num_real: f64,
+    lnc_d: f64,
+    clip_low: f64,
+    clip_high: f64,
+    loss: f64,
+}
+
+/// The log of the run that made `source`, if it is one: the directory itself, or the directory
+/// of an exported file.
+pub fn log_of_source(source: &str) -> Option<PathBuf> {
+    if source == "random" {
+        return None;
+    }
+    let path = Path::new(source);
+    let dir = if path.is_dir() { path } else { path.parent()? };
+    let log = dir.join(PRETRAIN_LOG);
+    log.is_file().then_some(log)
+}
+
+/// The LNC curves of every method whose cells name a pre-training run with LNC.
+pub fn read(cells: &[Cell], methods: &[MethodCells]) -> Pretraining {
+    let mut out = Pretraining::default();
+    for (i, m) in methods.iter().enumerate() {
+        let Some(&first) = m.by_task.values().flatten().next() else {
+            continue;
+        };
+        let Some(log) = log_of_source(&cells[first].meta.encoder_source) else {
+            continue;
+        };
+        match read_log(&log) {
+            Ok(Some((batch_size, bins))) => out.curves.push(LncCurve {
+                method: i,
+                log,
+                batch_size,
+                bins,
+            }),
+            Ok(None) => {}
+            Err(reason) => out.notes.push(LncNote {
+                method: m.method.clone(),
+                log,
+                reason,
+            }),
+        }
+    }
+    out
+}
+
+/// The binned curve of one log; `None` when no update ran LNC. A resumed run logs the updates
+/// after its checkpoint twice: the last line of each update counts.
+pub fn read_log(path: &Path) -> std::result::Result<Option<(usize, Vec<LncBin>)>, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut updates: BTreeMap<u64, UpdateLine> = BTreeMap::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| e.to_string())?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let num = |key: &str| v.get(key).and_then(serde_json::Value::as_f64);
+        let (Some(step), Some(lnc_d)) = (v.get("step").and_then(serde_json::Value::as_u64), num("pretrain/lnc_d"))
+        else {
+            continue; // not an LNC update (another method, or a line of another kind)
+        };
+        let need = |key: &str| num(key).ok_or_else(|| format!("line {}: no number `{key}`", i + 1));
+        updates.insert(
+            step,
+            UpdateLine {
+                num_synthetic: need("pretrain/num_synthetic")?,
+                num_real: need("pretrain/num_real")?,
+                lnc_d,
+                clip_low: need("pretrain/clip_low")?,
+                clip_high: need("pretrain/clip_high")?,
+                loss: need("pretrain/loss")?,
+            },
+        );
+    }
+    let Some(&last) = updates.keys().next_back() else {
+        return Ok(None);
+    };
+    let batch_size = updates
+        .values()
+        .next()
+        .map_or(0, |u| (u.num_synthetic + u.num_real) as usize);
+    // Bins of equal width over 1..=last; bins without a logged update are left out.
+    let width = last.div_ceil(NUM_BINS as u64).max(1);
+    let mut bins = Vec::new();
+    for k in 0..NUM_BINS as u64 {
+        let (first, end) = (k * width + 1, ((k + 1) * width).min(last));
+        let rows: Vec<&UpdateLine> = updates.range(first..=end).map(|(_, u)| u).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let mean = |f: fn(&UpdateLine) -> f64| rows.iter().map(|u| f(u)).sum::<f64>() / rows.len() as f64;
+        let n = mean(|u| u.num_synthetic);
+        let var = rows.iter().map(|u| (u.num_synthetic - n).powi(2)).sum::<f64>() / rows.len() as f64;
+        bins.push(LncBin {
+            first,
+            last: end,
+            num_synthetic: n,
+            num_synthetic_std: var.sqrt(),
+            lnc_d: mean(|u| u.lnc_d),
+            clip_low: mean(|u| u.clip_low),
+            clip_high: mean(|u| u.clip_high),
+            loss: mean(|u| u.loss),
+        });
+    }
+    Ok(Some((batch_size, bins)))
+}
