@@ -1,7 +1,7 @@
-//! LNC during pre-training (the paper's figure on N, §4.4): for each encoder of the suite made
-//! by an `lfs pretrain` run with LNC (`lfs`, `lfs-cl`), N — the synthetic pairs LNC kept in the
-//! batch — per update, from the run's `metrics.jsonl`, averaged over bins of updates, with
-//! LNC's distance D and its clip window beside it.
+//! LNC during pre-training (the paper's figure on N, "Effect of LNC"): for each encoder of the
+//! suite made by an `lfs pretrain` run with LNC (`lfs`, `lfs-cl`), N — the synthetic pairs LNC
+//! kept in the batch — per update, from the run's `metrics.jsonl`, averaged over bins of updates,
+//! with LNC's distance D and its clip window beside it.
 //!
 //! An encoder row's source is the pre-training run directory, or the `encoder.safetensors`
 //! exported into it; a relative source is taken from the directory `lfs report` runs in, as
