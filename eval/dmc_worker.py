@@ -88,7 +88,8 @@ class DmcTask:
         self._needs_reset = True
 
     def hello(self):
-        import dm_control
+        import importlib.metadata
+
         import mujoco
 
         return {
@@ -102,7 +103,8 @@ class DmcTask:
             "width": self.size,
             "control_timestep": float(self.env.control_timestep()),
             "mujoco": mujoco.__version__,
-            "dm_control": getattr(dm_control, "__version__", "unknown"),
+            # dm_control has no __version__; its distribution metadata has the version.
+            "dm_control": importlib.metadata.version("dm-control"),
             "mujoco_gl": os.environ.get("MUJOCO_GL", ""),
         }
 
