@@ -65,7 +65,10 @@ fn collected_episode_is_lossless_and_replays() {
     assert_eq!((sidecar.actions.len(), sidecar.rewards.len()), (5, 5));
     assert_eq!((sidecar.source.as_str(), sidecar.camera.as_str()), ("lfs collect", "0"));
     // The versions eval/requirements.txt pins (dm_control has no __version__ to read).
-    assert_eq!((sidecar.mujoco.as_str(), sidecar.dm_control.as_str()), ("3.17.0", "1.0.50"));
+    assert_eq!(
+        (sidecar.mujoco.as_str(), sidecar.dm_control.as_str()),
+        ("3.17.0", "1.0.50")
+    );
     // The sidecar's field names are what `lfs ingest` reads.
     let raw: serde_json::Value = serde_json::from_slice(&fs::read(&sidecar_path).unwrap()).unwrap();
     for key in [

@@ -3,10 +3,12 @@
 # pre-training's config and per-update curve (CSV), and the stage timings. Checkpoints, videos
 # and shards stay in the run folder.   eval/study/copy_results.sh runs/study-mini results/study-mini
 set -euo pipefail
+shopt -s nullglob  # a study without cells yet copies none
 DIR=$1
 OUT=$2
 mkdir -p "$OUT/cells" "$OUT/pretrain"
 cp "$DIR/stages.tsv" "$OUT/"
+[ -f "$DIR/dataset/meta/info.json" ] && cp "$DIR/dataset/meta/info.json" "$OUT/dataset_info.json"
 [ -d "$DIR/report" ] && rm -rf "$OUT/report" && cp -r "$DIR/report" "$OUT/report"
 for cell in "$DIR"/suite/cells/*/; do
     name=$(basename "$cell")
