@@ -71,6 +71,39 @@ fn aggregates_match_rliable() {
     }
 }
 
+/// rliable's probability of improvement of one table over another (8 and 10 runs × 5 tasks,
+/// with ties), point and interval, from the same fixture: the point to rounding, the bounds
+/// within 0.01 (rliable's own move by up to 0.0025 between NumPy seeds).
+#[test]
+fn probability_of_improvement_matches_rliable() {
+    let fx = &rliable_fixture()["probability_of_improvement"];
+    let table = |key: &str| {
+        let rows: Vec<Vec<f64>> = serde_json::from_value(fx[key].clone()).unwrap();
+        ScoreTable::from_runs_by_task(&rows)
+    };
+    let (x, y) = (table("x"), table("y"));
+    assert_eq!((x.num_runs(), y.num_runs()), (40, 50));
+    let est = aggregate::improvement_estimate(&x, &y, &BootstrapConfig::default());
+    let point = fx["point"].as_f64().unwrap();
+    assert!((est.point - point).abs() < 1e-12, "{} vs rliable {point}", est.point);
+    for (i, ours) in [est.lower, est.upper].into_iter().enumerate() {
+        let theirs = fx["interval_seed0"][i].as_f64().unwrap();
+        assert!(fx["interval_spread_over_5_seeds"][i].as_f64().unwrap() < 0.005);
+        assert!((ours - theirs).abs() < 0.01, "bound {i}: {ours} vs rliable {theirs}");
+    }
+    // By hand: runs 1, 2 against 2, 3 is (0 + 0 + ½ + 0) / 4; a task only one side has is left out.
+    let one = |tasks: Vec<Vec<f64>>| ScoreTable { tasks };
+    let p = aggregate::probability_of_improvement(
+        &one(vec![vec![1.0, 2.0], vec![5.0]]),
+        &one(vec![vec![2.0, 3.0], vec![]]),
+    );
+    assert_eq!(p, 0.125);
+    assert_eq!(
+        aggregate::probability_of_improvement(&one(vec![vec![2.0, 3.0]]), &one(vec![vec![1.0, 2.0]])),
+        0.875
+    );
+}
+
 /// scipy's `trim_mean` docstring example, its rounding down of the cut, NumPy's linear
 /// percentile, and the per-task means of a ragged table (a partly finished suite).
 #[test]
@@ -294,6 +327,13 @@ fn report_of_a_suite() {
     assert!(md.contains("| walker_stand | unseen | 957 |"), "{md}");
     assert!(md.contains("| cartpole_swingup | seen | 846 |"), "{md}");
     assert!(md.contains("DrQ-v2's score at 500K frames"), "{md}");
+    // lfs's curves sit above random's by more than the noise on every task: P(lfs > random) = 1
+    assert!(
+        md.contains("### Probability of improvement over `random` (rliable)"),
+        "{md}"
+    );
+    assert!(md.contains("| lfs | all (3) | 1.000 [1.000, 1.000] |"), "{md}");
+    assert!(md.contains("| lfs | seen (1) | 1.000 [1.000, 1.000] |"), "{md}");
     // mean ± std (ddof 0) of lfs on walker_stand at 10K, computed here
     let finals: Vec<f64> = (1..=3)
         .map(|seed| {

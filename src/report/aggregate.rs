@@ -183,6 +183,68 @@ pub fn interval_estimates(table: &ScoreTable, aggregates: &[Aggregate], cfg: &Bo
         .collect()
 }
 
+/// rliable's probability of improvement P(X > Y) (`rliable.metrics.probability_of_improvement`):
+/// per task, the Mann-Whitney U statistic of X's runs against Y's (a pair counts 1 when X's
+/// score is higher, ½ when equal) over the number of pairs, then the mean over tasks. Tasks
+/// where either table has no run take no part (rliable's tables are rectangular); NaN when no
+/// task has both.
+pub fn probability_of_improvement(x: &ScoreTable, y: &ScoreTable) -> f64 {
+    let per_task: Vec<f64> = x
+        .tasks
+        .iter()
+        .zip(&y.tasks)
+        .filter(|(xs, ys)| !xs.is_empty() && !ys.is_empty())
+        .map(|(xs, ys)| {
+            let u: f64 = xs
+                .iter()
+                .flat_map(|a| ys.iter().map(move |b| (a, b)))
+                .map(|(a, b)| match a.total_cmp(b) {
+                    std::cmp::Ordering::Greater => 1.0,
+                    std::cmp::Ordering::Equal => 0.5,
+                    std::cmp::Ordering::Less => 0.0,
+                })
+                .sum();
+            u / (xs.len() * ys.len()) as f64
+        })
+        .collect();
+    if per_task.is_empty() {
+        f64::NAN
+    } else {
+        mean(&per_task)
+    }
+}
+
+/// P(X > Y) with its stratified-bootstrap percentile interval, as rliable's
+/// `get_interval_estimates` on a pair: each replicate resamples X's runs and Y's runs
+/// independently, with replacement, within each task.
+pub fn improvement_estimate(x: &ScoreTable, y: &ScoreTable, cfg: &BootstrapConfig) -> Estimate {
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let mut rx = ScoreTable {
+        tasks: x.tasks.iter().map(|t| vec![0.0; t.len()]).collect(),
+    };
+    let mut ry = ScoreTable {
+        tasks: y.tasks.iter().map(|t| vec![0.0; t.len()]).collect(),
+    };
+    let mut values = Vec::with_capacity(cfg.reps);
+    for _ in 0..cfg.reps {
+        for (table, out) in [(x, &mut rx), (y, &mut ry)] {
+            for (task, slots) in table.tasks.iter().zip(&mut out.tasks) {
+                for slot in slots.iter_mut() {
+                    *slot = task[rng.random_range(0..task.len())];
+                }
+            }
+        }
+        values.push(probability_of_improvement(&rx, &ry));
+    }
+    values.sort_by(f64::total_cmp);
+    let alpha = (1.0 - cfg.confidence) / 2.0;
+    Estimate {
+        point: probability_of_improvement(x, y),
+        lower: percentile(&values, 100.0 * alpha),
+        upper: percentile(&values, 100.0 * (1.0 - alpha)),
+    }
+}
+
 /// NumPy's default (`method="linear"`) percentile `p` (0..=100) of sorted values.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {

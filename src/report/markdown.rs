@@ -273,6 +273,7 @@ fn scores_at_budget(md: &mut String, report: &Report, budget: &BudgetReport) {
     normalised_table(md, scores, &tasks);
     seen_unseen_table(md, scores);
     aggregates_table(md, report, budget);
+    improvements_table(md, report, budget);
 }
 
 fn table_header(md: &mut String, first: &[&str], scores: &BudgetScores, paper: &[String]) {
@@ -420,6 +421,45 @@ fn seen_unseen_table(md: &mut String, scores: &BudgetScores) {
             row.push(format!("{:.3}", paper_normalised_mean(p, set)));
         }
         let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(md);
+}
+
+fn improvements_table(md: &mut String, report: &Report, budget: &BudgetReport) {
+    let rows = &budget.aggregates.improvements;
+    let Some(floor) = rows.first().map(|r| r.floor.as_str()) else {
+        return;
+    };
+    let b = &report.bootstrap;
+    let _ = writeln!(
+        md,
+        "### Probability of improvement over `{floor}` (rliable)
+"
+    );
+    let _ = writeln!(
+        md,
+        "P(X > {floor}): the probability that a run of X scores higher than a run of the never-trained encoder \
+         on a task, averaged over the tasks both have runs on (rliable's `probability_of_improvement`: the \
+         Mann-Whitney U statistic over all pairs of runs, a tie counting ½). 0.5 is no difference. Brackets: \
+         {:.0}% stratified-bootstrap percentile intervals (each method's runs resampled independently within \
+         each task, {} replications, seed {}).\n",
+        100.0 * b.confidence,
+        b.reps,
+        b.seed
+    );
+    let _ = writeln!(md, "| method | tasks | P(method > {floor}) |");
+    let _ = writeln!(md, "|---|---|---|");
+    for set in TaskSet::ALL {
+        for row in rows.iter().filter(|r| r.set == set) {
+            let _ = writeln!(
+                md,
+                "| {} | {} ({}) | {} |",
+                row.method,
+                set.name(),
+                row.num_tasks,
+                fmt_estimate(&row.estimate)
+            );
+        }
     }
     let _ = writeln!(md);
 }

@@ -95,6 +95,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
     let agents: BTreeSet<&str> = cells.iter().map(|c| c.meta.agent.as_str()).collect();
     let agents_differ = agents.len() > 1;
     let methods = scores::group_by_method(&cells, agents_differ);
+    let floor = floor_method(&cells, &methods);
     let budgets: BTreeSet<u64> = if opts.budgets.is_empty() {
         cells
             .iter()
@@ -107,7 +108,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         .into_iter()
         .map(|budget| {
             let scores = scores::scores_at(&cells, &methods, budget);
-            let aggregates = scores::aggregates_at(&scores, &opts.bootstrap);
+            let aggregates = scores::aggregates_at(&scores, floor.as_deref(), &opts.bootstrap);
             BudgetReport { scores, aggregates }
         })
         .collect();
@@ -127,6 +128,21 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         pretraining,
         bootstrap: opts.bootstrap,
     })
+}
+
+/// The floor every method is compared with: the method of the suite's never-trained encoder
+/// under frozen-encoder SAC (source `random`, agent `sac`), if it has one.
+fn floor_method(cells: &[Cell], methods: &[MethodCells]) -> Option<String> {
+    methods
+        .iter()
+        .find(|m| {
+            m.by_task
+                .values()
+                .flatten()
+                .next()
+                .is_some_and(|&i| cells[i].meta.encoder_source == "random" && cells[i].meta.agent == "sac")
+        })
+        .map(|m| m.method.clone())
 }
 
 /// One output file: its name in the report folder and its bytes.

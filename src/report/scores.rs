@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
-use super::aggregate::{interval_estimates, Aggregate, BootstrapConfig, Estimate, ScoreTable};
+use super::aggregate::{improvement_estimate, interval_estimates, Aggregate, BootstrapConfig, Estimate, ScoreTable};
 use super::cells::Cell;
 use super::reference::{expert_score, is_seen};
 use crate::env::Task;
@@ -186,6 +186,20 @@ pub struct BudgetAggregates {
     pub budget: u64,
     /// One row per method and task set; sets a method has no run in are left out.
     pub rows: Vec<AggregateRow>,
+    /// Every other method against the floor (the suite's `random` encoder), when there is one.
+    pub improvements: Vec<ImprovementRow>,
+}
+
+/// rliable's probability of improvement of one method over the floor, on one set of tasks.
+#[derive(Debug, Clone)]
+pub struct ImprovementRow {
+    pub method: String,
+    pub floor: String,
+    pub set: TaskSet,
+    /// Tasks both have runs on: the only ones compared.
+    pub num_tasks: usize,
+    /// P(method > floor) with its interval.
+    pub estimate: Estimate,
 }
 
 /// rliable's aggregates of one method over one set of tasks.
@@ -201,7 +215,7 @@ pub struct AggregateRow {
 
 /// rliable's aggregates with intervals of every method's normalised scores, over all tasks,
 /// the seen and the unseen ones.
-pub fn aggregates_at(scores: &BudgetScores, bootstrap: &BootstrapConfig) -> BudgetAggregates {
+pub fn aggregates_at(scores: &BudgetScores, floor: Option<&str>, bootstrap: &BootstrapConfig) -> BudgetAggregates {
     let mut rows = Vec::new();
     for m in &scores.methods {
         for set in TaskSet::ALL {
@@ -221,7 +235,42 @@ pub fn aggregates_at(scores: &BudgetScores, bootstrap: &BootstrapConfig) -> Budg
     BudgetAggregates {
         budget: scores.budget,
         rows,
+        improvements: floor.map_or_else(Vec::new, |floor| improvements_over(scores, floor, bootstrap)),
     }
+}
+
+/// P(method > floor) for every method but the floor, over all, the seen and the unseen tasks,
+/// each on the tasks of the set that both have runs on (normalised scores).
+fn improvements_over(scores: &BudgetScores, floor: &str, bootstrap: &BootstrapConfig) -> Vec<ImprovementRow> {
+    let Some(base) = scores.methods.iter().find(|m| m.method == floor) else {
+        return Vec::new();
+    };
+    let mut rows = Vec::new();
+    for m in scores.methods.iter().filter(|m| m.method != floor) {
+        for set in TaskSet::ALL {
+            let shared: Vec<Task> = m
+                .by_task
+                .iter()
+                .filter(|(t, runs)| set.contains(**t) && !runs.is_empty())
+                .map(|(t, _)| *t)
+                .filter(|t| base.by_task.get(t).is_some_and(|runs| !runs.is_empty()))
+                .collect();
+            if shared.is_empty() {
+                continue;
+            }
+            let table = |ms: &MethodScores| ScoreTable {
+                tasks: shared.iter().filter_map(|t| ms.normalised(*t)).collect(),
+            };
+            rows.push(ImprovementRow {
+                method: m.method.clone(),
+                floor: floor.to_string(),
+                set,
+                num_tasks: shared.len(),
+                estimate: improvement_estimate(&table(m), &table(base), bootstrap),
+            });
+        }
+    }
+    rows
 }
 
 /// One point of a learning curve: raw returns over seeds at one evaluation frame.
