@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Copy a study's small results into the repository: the report, each cell's CSVs and logs, each
-# pre-training's config and per-update curve (CSV), and the stage timings. Checkpoints, videos
-# and shards stay in the run folder.   eval/study/copy_results.sh runs/study-mini results/study-mini
+# Copy a study's small results into the repository: the report, each done cell's CSVs and
+# logs, each pre-training's config and per-update curve (CSV), the dataset's info and the stage
+# timings. Checkpoints, videos and shards stay in the run folder.
+#   eval/study/copy_results.sh runs/study-mini results/study-mini
 set -euo pipefail
 shopt -s nullglob  # a study without cells yet copies none
 DIR=$1
@@ -12,6 +13,8 @@ cp "$DIR/stages.tsv" "$OUT/"
 [ -d "$DIR/report" ] && rm -rf "$OUT/report" && cp -r "$DIR/report" "$OUT/report"
 for cell in "$DIR"/suite/cells/*/; do
     name=$(basename "$cell")
+    # Finished cells only: a running one's files are still growing.
+    grep -q '"state": "done"' "$cell/cell.json" 2>/dev/null || continue
     mkdir -p "$OUT/cells/$name"
     for f in cell.json run.json config.resolved.toml eval.csv train.jsonl log.txt; do
         [ -f "$cell/$f" ] && cp "$cell/$f" "$OUT/cells/$name/"
