@@ -41,6 +41,13 @@ impl ScoreTable {
         self.tasks.iter().filter(|t| !t.is_empty())
     }
 
+    /// A table of the same shape, every score 0 (a bootstrap replicate's buffer).
+    fn zeroed(&self) -> Self {
+        ScoreTable {
+            tasks: self.tasks.iter().map(|t| vec![0.0; t.len()]).collect(),
+        }
+    }
+
     fn task_means(&self) -> Vec<f64> {
         self.nonempty().map(|t| mean(t)).collect()
     }
@@ -154,33 +161,39 @@ impl Default for BootstrapConfig {
 pub fn interval_estimates(table: &ScoreTable, aggregates: &[Aggregate], cfg: &BootstrapConfig) -> Vec<Estimate> {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let mut replicates = vec![Vec::with_capacity(cfg.reps); aggregates.len()];
-    let mut resampled = ScoreTable {
-        tasks: table.tasks.iter().map(|t| vec![0.0; t.len()]).collect(),
-    };
+    let mut resampled = table.zeroed();
     for _ in 0..cfg.reps {
-        // runs with replacement within each task
-        for (task, out) in table.tasks.iter().zip(&mut resampled.tasks) {
-            for slot in out.iter_mut() {
-                *slot = task[rng.random_range(0..task.len())];
-            }
-        }
+        resample_within_tasks(table, &mut resampled, &mut rng);
         for (agg, values) in aggregates.iter().zip(&mut replicates) {
             values.push(agg.of(&resampled));
         }
     }
-    let alpha = (1.0 - cfg.confidence) / 2.0;
     aggregates
         .iter()
-        .zip(&mut replicates)
-        .map(|(agg, values)| {
-            values.sort_by(f64::total_cmp);
-            Estimate {
-                point: agg.of(table),
-                lower: percentile(values, 100.0 * alpha),
-                upper: percentile(values, 100.0 * (1.0 - alpha)),
-            }
-        })
+        .zip(replicates)
+        .map(|(agg, values)| percentile_interval(agg.of(table), values, cfg.confidence))
         .collect()
+}
+
+/// One stratified-bootstrap draw: each task's runs of `table`, with replacement, into the task
+/// of `out` (same shape).
+fn resample_within_tasks(table: &ScoreTable, out: &mut ScoreTable, rng: &mut ChaCha8Rng) {
+    for (task, slots) in table.tasks.iter().zip(&mut out.tasks) {
+        for slot in slots.iter_mut() {
+            *slot = task[rng.random_range(0..task.len())];
+        }
+    }
+}
+
+/// `point` with the percentile interval of its bootstrap replicates at `confidence`.
+fn percentile_interval(point: f64, mut replicates: Vec<f64>, confidence: f64) -> Estimate {
+    replicates.sort_by(f64::total_cmp);
+    let alpha = (1.0 - confidence) / 2.0;
+    Estimate {
+        point,
+        lower: percentile(&replicates, 100.0 * alpha),
+        upper: percentile(&replicates, 100.0 * (1.0 - alpha)),
+    }
 }
 
 /// rliable's probability of improvement P(X > Y) (`rliable.metrics.probability_of_improvement`):
@@ -219,30 +232,14 @@ pub fn probability_of_improvement(x: &ScoreTable, y: &ScoreTable) -> f64 {
 /// independently, with replacement, within each task.
 pub fn improvement_estimate(x: &ScoreTable, y: &ScoreTable, cfg: &BootstrapConfig) -> Estimate {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let mut rx = ScoreTable {
-        tasks: x.tasks.iter().map(|t| vec![0.0; t.len()]).collect(),
-    };
-    let mut ry = ScoreTable {
-        tasks: y.tasks.iter().map(|t| vec![0.0; t.len()]).collect(),
-    };
+    let (mut rx, mut ry) = (x.zeroed(), y.zeroed());
     let mut values = Vec::with_capacity(cfg.reps);
     for _ in 0..cfg.reps {
-        for (table, out) in [(x, &mut rx), (y, &mut ry)] {
-            for (task, slots) in table.tasks.iter().zip(&mut out.tasks) {
-                for slot in slots.iter_mut() {
-                    *slot = task[rng.random_range(0..task.len())];
-                }
-            }
-        }
+        resample_within_tasks(x, &mut rx, &mut rng);
+        resample_within_tasks(y, &mut ry, &mut rng);
         values.push(probability_of_improvement(&rx, &ry));
     }
-    values.sort_by(f64::total_cmp);
-    let alpha = (1.0 - cfg.confidence) / 2.0;
-    Estimate {
-        point: probability_of_improvement(x, y),
-        lower: percentile(&values, 100.0 * alpha),
-        upper: percentile(&values, 100.0 * (1.0 - alpha)),
-    }
+    percentile_interval(probability_of_improvement(x, y), values, cfg.confidence)
 }
 
 /// NumPy's default (`method="linear"`) percentile `p` (0..=100) of sorted values.

@@ -146,21 +146,12 @@ pub fn read_cell(dir: &Path) -> Result<Cell> {
 /// `aux.jsonl`'s N (`pretrain/num_synthetic`) averaged over the updates in each interval
 /// (previous evaluation frame, evaluation frame]; intervals without updates are left out.
 pub fn read_selected(path: &Path, evals: &[EvalRow]) -> Result<Vec<(u64, f64)>> {
-    use std::io::BufRead;
-    // Line by line: at the paper's scale the file holds 250K updates per cell.
-    let file = std::fs::File::open(path).map_err(|e| Error::cell(path, e.to_string()))?;
     let mut sums = vec![(0.0f64, 0u64); evals.len()];
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::cell(path, e.to_string()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| Error::cell(path, format!("line {}: {e}", i + 1)))?;
+    for_each_json_line(path, |v| {
         let field = |key: &str| {
             v.get(key)
                 .and_then(serde_json::Value::as_u64)
-                .ok_or_else(|| Error::cell(path, format!("line {}: no count `{key}`", i + 1)))
+                .ok_or_else(|| format!("no count `{key}`"))
         };
         let (frame, n) = (field("train/frame")?, field("pretrain/num_synthetic")?);
         // The first evaluation at or after the update's frame.
@@ -168,13 +159,37 @@ pub fn read_selected(path: &Path, evals: &[EvalRow]) -> Result<Vec<(u64, f64)>> 
             sums[k].0 += n as f64;
             sums[k].1 += 1;
         }
-    }
+        Ok(())
+    })
+    .map_err(|e| Error::cell(path, e))?;
     Ok(evals
         .iter()
         .zip(sums)
         .filter(|(_, (_, count))| *count > 0)
         .map(|(r, (sum, count))| (r.frame, sum / count as f64))
         .collect())
+}
+
+/// Calls `each` on every non-blank line of the JSONL log at `path`, parsed, reading it line by
+/// line (at the paper's scale a log holds 250K lines). The error is the I/O error, or the
+/// parse error or `each`'s, after `line N: `.
+pub fn for_each_json_line(
+    path: &Path,
+    mut each: impl FnMut(&serde_json::Value) -> std::result::Result<(), String>,
+) -> std::result::Result<(), String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| e.to_string())?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        serde_json::from_str(&line)
+            .map_err(|e| e.to_string())
+            .and_then(|v| each(&v))
+            .map_err(|e| format!("line {}: {e}", i + 1))?;
+    }
+    Ok(())
 }
 
 fn read_text(path: &Path) -> Result<String> {

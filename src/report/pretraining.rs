@@ -10,11 +10,10 @@
 //! the suite's scores do not depend on it.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use super::cells::Cell;
-use super::scores::MethodCells;
+use super::cells::{for_each_json_line, Cell};
+use super::scores::{MethodCells, SeedStats};
 
 /// The pre-training log beside a run's checkpoint (src/pretrain/run.rs).
 pub const PRETRAIN_LOG: &str = "metrics.jsonl";
@@ -116,20 +115,14 @@ pub fn read(cells: &[Cell], methods: &[MethodCells]) -> Pretraining {
 /// The binned curve of one log; `None` when no update ran LNC. A resumed run logs the updates
 /// after its checkpoint twice: the last line of each update counts.
 pub fn read_log(path: &Path) -> std::result::Result<Option<(usize, Vec<LncBin>)>, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut updates: BTreeMap<u64, UpdateLine> = BTreeMap::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| e.to_string())?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", i + 1))?;
+    for_each_json_line(path, |v| {
         let num = |key: &str| v.get(key).and_then(serde_json::Value::as_f64);
         let (Some(step), Some(lnc_d)) = (v.get("step").and_then(serde_json::Value::as_u64), num("pretrain/lnc_d"))
         else {
-            continue; // not an LNC update (another method, or a line of another kind)
+            return Ok(()); // not an LNC update (another method, or a line of another kind)
         };
-        let need = |key: &str| num(key).ok_or_else(|| format!("line {}: no number `{key}`", i + 1));
+        let need = |key: &str| num(key).ok_or_else(|| format!("no number `{key}`"));
         updates.insert(
             step,
             UpdateLine {
@@ -141,7 +134,8 @@ pub fn read_log(path: &Path) -> std::result::Result<Option<(usize, Vec<LncBin>)>
                 loss: need("pretrain/loss")?,
             },
         );
-    }
+        Ok(())
+    })?;
     let Some(&last) = updates.keys().next_back() else {
         return Ok(None);
     };
@@ -155,17 +149,16 @@ pub fn read_log(path: &Path) -> std::result::Result<Option<(usize, Vec<LncBin>)>
     for k in 0..NUM_BINS as u64 {
         let (first, end) = (k * width + 1, ((k + 1) * width).min(last));
         let rows: Vec<&UpdateLine> = updates.range(first..=end).map(|(_, u)| u).collect();
-        if rows.is_empty() {
-            continue;
-        }
+        let n: Vec<f64> = rows.iter().map(|u| u.num_synthetic).collect();
+        let Some(n) = SeedStats::of(&n) else {
+            continue; // no update logged in this bin
+        };
         let mean = |f: fn(&UpdateLine) -> f64| rows.iter().map(|u| f(u)).sum::<f64>() / rows.len() as f64;
-        let n = mean(|u| u.num_synthetic);
-        let var = rows.iter().map(|u| (u.num_synthetic - n).powi(2)).sum::<f64>() / rows.len() as f64;
         bins.push(LncBin {
             first,
             last: end,
-            num_synthetic: n,
-            num_synthetic_std: var.sqrt(),
+            num_synthetic: n.mean,
+            num_synthetic_std: n.std,
             lnc_d: mean(|u| u.lnc_d),
             clip_low: mean(|u| u.clip_low),
             clip_high: mean(|u| u.clip_high),
