@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 
 use rand::Rng;
 
+use crate::data::sampler::locate;
 use crate::observation::{stack_frames, stack_indices, StoredFrames, FRAME_STACK};
 use crate::{Error, Result};
 
@@ -213,8 +214,11 @@ impl ReplayBuffer {
             reward: Vec::with_capacity(n),
             locations: Vec::with_capacity(n),
         };
+        let lengths: Vec<usize> = self.episodes.iter().map(EpisodeRecord::num_transitions).collect();
         for i in 0..n {
-            let (e, t) = self.locate(rng.random_range(0..self.num_transitions));
+            // Invariant: the draw is < num_transitions, the sum of the lengths.
+            let (e, t) = locate(&lengths, rng.random_range(0..self.num_transitions))
+                .ok_or_else(|| Error::Shape("replay: transition index beyond the stored episodes".into()))?;
             let episode = &self.episodes[e];
             if cached {
                 let dim = self.feature_dim;
@@ -242,18 +246,6 @@ impl ReplayBuffer {
             out.locations.push((e, t));
         }
         Ok(out)
-    }
-
-    /// (episode, t) of the `index`-th stored transition, oldest first.
-    fn locate(&self, mut index: usize) -> (usize, usize) {
-        for (e, episode) in self.episodes.iter().enumerate() {
-            if index < episode.num_transitions() {
-                return (e, index);
-            }
-            index -= episode.num_transitions();
-        }
-        // Invariant: index < num_transitions, the sum over episodes.
-        unreachable!("replay: transition index beyond the stored episodes")
     }
 
     /// Replaces the contents with `episodes` (a checkpoint's), features recomputed by the
