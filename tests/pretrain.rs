@@ -406,9 +406,17 @@ fn cli_ingest_pretrain_export_on_the_embedded_sample() {
     ]);
     assert!(text.contains("update 2"), "{text}");
     assert!(run.join("encoder.example.safetensors").exists());
-    // A second `pretrain` on the finished run resumes and has nothing left to do.
+    // A second `pretrain` on the finished run resumes and has nothing left to do, and leaves
+    // the run's summary (its last metrics, its collapse verdict) as the training wrote it.
+    let summary_before = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    assert!(summary_before.contains("\"pretrain/loss\""), "{summary_before}");
     let text = lfs(&pretrain_args);
     assert!(text.contains("resuming at update 2"), "{text}");
+    assert!(text.contains("2 updates done"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(run.join("summary.json")).unwrap(),
+        summary_before
+    );
 }
 
 #[test]

@@ -84,7 +84,7 @@ pub fn spread(z: &Tensor) -> Result<Spread> {
 }
 
 /// A collapse that held for the configured window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Collapse {
     /// The first update of the window.
     pub since_step: u64,

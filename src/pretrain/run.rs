@@ -203,6 +203,18 @@ pub fn run_on_episodes(
         // A resumed run that was already complete still leaves its checkpoint in place.
         trainer.save_checkpoint(&checkpoint, &provenance)?;
     }
+    let summary_path = out_dir.join(SUMMARY_FILE);
+    if last_metrics.is_none() && summary_path.exists() {
+        // Nothing trained in this invocation (a finished run run again): the summary the run
+        // ended with stays as it is, its last metrics and collapse verdict included.
+        return Ok(RunSummary {
+            checkpoint,
+            steps_done: trainer.step(),
+            resumed_from,
+            last_metrics: None,
+            collapse: read_summary_collapse(&summary_path)?,
+        });
+    }
     let collapse = last_metrics.as_ref().and_then(|m| monitor.current(&m.collapse_signs()));
     let summary = RunSummary {
         checkpoint,
@@ -211,7 +223,7 @@ pub fn run_on_episodes(
         last_metrics,
         collapse,
     };
-    write_summary(&out_dir.join(SUMMARY_FILE), &summary)?;
+    write_summary(&summary_path, &summary)?;
     Ok(summary)
 }
 
@@ -253,7 +265,8 @@ fn check_episode_lengths(method: Method, episodes: &[Episode]) -> Result<Vec<Tas
     Ok(lengths.into_iter().filter(short).collect())
 }
 
-/// `summary.json`: the run's report, written atomically at the end of every invocation.
+/// `summary.json`: the run's report, written atomically at the end of every invocation that
+/// trained.
 fn write_summary(path: &Path, summary: &RunSummary) -> Result<()> {
     let json = serde_json::json!({
         "steps_done": summary.steps_done,
@@ -263,6 +276,14 @@ fn write_summary(path: &Path, summary: &RunSummary) -> Result<()> {
     });
     let text = serde_json::to_string_pretty(&json)?;
     write_bytes_atomic(path, text.as_bytes()).map_err(|e| Error::checkpoint(path, e.to_string()))
+}
+
+/// The collapse verdict of an earlier `summary.json`.
+fn read_summary_collapse(path: &Path) -> Result<Option<Collapse>> {
+    let bad = |reason: String| Error::checkpoint(path, format!("unreadable run summary: {reason}"));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    serde_json::from_value(json["collapse"].clone()).map_err(|e| bad(e.to_string()))
 }
 
 /// A checkpoint resumes only on the datasets it was trained on (same content ids, same order).
