@@ -366,7 +366,10 @@ fn report_of_a_suite() {
         md.contains("| lfs-finger_spin-s4 | lfs | finger_spin | 4 | pending |"),
         "{md}"
     );
-    assert!(md.contains("18 done, 1 failed, 0 running, 1 pending"), "{md}");
+    assert!(
+        md.contains("20 cells: 18 done, 0 running, 1 failed, 0 interrupted, 1 pending"),
+        "{md}"
+    );
 
     // pictures: PNGs decode at their size with the methods' colours and dark text in them;
     // SVGs hold the text
@@ -537,7 +540,11 @@ fn partial_and_broken_suites() {
     assert!(res.status.success(), "{}", text(&res.stderr));
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("No cell is done yet"), "{md}");
-    assert!(md.contains("0 done, 0 failed, 20 running"), "{md}");
+    // No process holds these cells, so they are shown as interrupted, as `lfs suite status` does.
+    assert!(
+        md.contains("20 cells: 0 done, 0 running, 0 failed, 20 interrupted, 0 pending"),
+        "{md}"
+    );
     assert!(!out.join("learning_curves.png").exists());
     assert_eq!(
         std::fs::read_to_string(out.join("results.csv")).unwrap(),
@@ -565,6 +572,60 @@ fn partial_and_broken_suites() {
         "{}",
         text(&res.stderr)
     );
+}
+
+/// With the suite's plan beside the cells (`suite.toml`, as `lfs suite run` writes it), cells
+/// not started yet count as pending, and a `running` cell is running only while a process
+/// holds its lock: the counts `lfs suite status` gives.
+#[test]
+fn progress_follows_the_suites_plan_and_the_cells_locks() {
+    let suite = temp_dir("report-plan");
+    std::fs::write(
+        suite.join("suite.toml"),
+        "name = \"plan\"\nscale = \"tiny\"\nsac_config = \"pipelines/sac/tiny.toml\"\n\
+         num_train_frames = 10000\ntasks = [\"walker_stand\"]\nseeds = [1, 2, 3]\n\n\
+         [[encoders]]\nname = \"random\"\nsource = \"random\"\n",
+    )
+    .unwrap();
+    // Cells 0 and 1 have started (the names `lfs suite run` gives them); cell 2 has not.
+    let spec = |seed| CellSpec {
+        encoder: "random",
+        task: "walker_stand",
+        seed,
+        state: "running",
+        num_train_frames: 10000,
+        render_quality: "fast",
+        feature_cache: true,
+    };
+    let held = write_cell(&suite, 0, &spec(1));
+    let held = rename(&held, "000-random-walker_stand-s1");
+    let orphan = write_cell(&suite, 1, &spec(2));
+    rename(&orphan, "001-random-walker_stand-s2");
+    let _lock = lfs::suite::cell::CellLock::acquire(&held)
+        .unwrap()
+        .expect("a free lock");
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("3 cells: 0 done, 1 running, 0 failed, 1 interrupted, 1 pending"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 000-random-walker_stand-s1 | random | walker_stand | 1 | running |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 001-random-walker_stand-s2 | random | walker_stand | 2 | interrupted |"),
+        "{md}"
+    );
+}
+
+fn rename(dir: &Path, name: &str) -> PathBuf {
+    let to = dir.parent().unwrap().join(name);
+    std::fs::rename(dir, &to).unwrap();
+    to
 }
 
 #[test]

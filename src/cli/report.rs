@@ -51,10 +51,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })?;
     let files = report::render(&analysed).context("drawing the report")?;
     let paths = report::write(&files, &args.out).with_context(|| format!("writing {}", args.out.display()))?;
-    let done = analysed.done_cells().count();
     println!(
-        "{done} of {} cells done; {} files in {}: {}",
-        analysed.cells.len(),
+        "{} of {} cells done; {} files in {}: {}",
+        analysed.progress.done,
+        analysed.progress.total(),
         paths.len(),
         args.out.display(),
         args.out.join(report::REPORT_MD).display()

@@ -12,6 +12,7 @@ use crate::eval::run::{EvalRow, AUX_LOG, CONFIG_FILE, EVAL_CSV, RUN_FILE};
 use crate::{Error, Result};
 
 pub use crate::suite::cell::{CellRecord, CellState, CELLS_DIR, CELL_FILE};
+use crate::suite::status::{self, Shown};
 
 /// `run.json` of `lfs eval`: the provenance the report quotes.
 #[derive(Debug, Clone, Deserialize)]
@@ -73,6 +74,12 @@ pub struct FinishedCell {
 impl Cell {
     pub fn is_done(&self) -> bool {
         self.finished.is_some()
+    }
+
+    /// Its state as `lfs suite status` shows it (a `running` cell that no process holds is
+    /// `interrupted`).
+    pub fn shown(&self) -> Shown {
+        status::shown(Some(&self.meta), &self.dir)
     }
 
     /// The column the report compares: the encoder label, or `encoder+agent` when the suite

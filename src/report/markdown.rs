@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::aggregate::{Aggregate, Estimate};
-use super::cells::{Cell, CellSettings, CellState};
+use super::cells::{Cell, CellSettings};
 use super::plots::frames_label;
 use super::reference::{expert_score, is_seen, PaperColumn, EXPERT_SOURCE, PAPER_SCALE, PAPER_TABLE3};
 use super::scores::{BudgetScores, SeedStats, TaskSet};
@@ -103,18 +103,13 @@ pub fn render(report: &Report, pictures: &[&str]) -> String {
 }
 
 fn header(md: &mut String, report: &Report) {
-    let count = |state: CellState| report.cells.iter().filter(|c| c.meta.state == state).count();
     let _ = writeln!(md, "# Benchmark report\n");
     let _ = writeln!(
         md,
-        "Suite `{}`: {} cells, {} done, {} failed, {} running, {} pending. Only done cells count in \
-         scores, aggregates and pictures. Written by `lfs report` (lfs {}).\n",
+        "Suite `{}`: {}. Only done cells count in scores, aggregates and pictures. Written by \
+         `lfs report` (lfs {}).\n",
         report.suite_dir.display(),
-        report.cells.len(),
-        count(CellState::Done),
-        count(CellState::Failed),
-        count(CellState::Running),
-        count(CellState::Pending),
+        report.progress,
         env!("CARGO_PKG_VERSION"),
     );
 }
@@ -663,7 +658,7 @@ fn cell_columns(c: &Cell, agents_differ: bool) -> String {
         c.method(agents_differ),
         c.meta.task,
         c.meta.seed,
-        c.meta.state.name(),
+        c.shown().name(),
         c.meta.frames_done,
         c.meta.num_train_frames
     )

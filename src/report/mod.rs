@@ -27,6 +27,8 @@ use mismatch::Mismatch;
 use scores::{BudgetAggregates, BudgetScores, MethodCells};
 
 use crate::fsutil::write_bytes_atomic;
+use crate::suite::runner::SUITE_FILE;
+use crate::suite::status::{self, StateCounts};
 use crate::{Error, Result};
 
 /// The report's main file.
@@ -49,8 +51,11 @@ pub struct ReportOptions {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub suite_dir: PathBuf,
-    /// Every cell, done or not, by index.
+    /// Every cell with a folder, done or not, by index.
     pub cells: Vec<Cell>,
+    /// How far the suite has got, cells not started included when the folder has the suite's
+    /// plan (the `suite.toml` that `lfs suite run` writes).
+    pub progress: StateCounts,
     /// The suite mixes agents, so a method is `encoder+agent`.
     pub agents_differ: bool,
     /// The done cells by method; methods in the order of their first cell (their colours).
@@ -117,9 +122,11 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         .map(|m| scores::iqm_curve(&cells, m, &opts.bootstrap))
         .collect();
     let pretraining = pretraining::read(&cells, &methods);
+    let progress = progress(suite_dir, &cells)?;
     Ok(Report {
         suite_dir: suite_dir.to_path_buf(),
         cells,
+        progress,
         agents_differ,
         methods,
         mismatches: if opts.allow_mismatch { mismatches } else { Vec::new() },
@@ -128,6 +135,16 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         pretraining,
         bootstrap: opts.bootstrap,
     })
+}
+
+/// Every cell of the suite's plan when `suite_dir` holds it (a cell not started is pending),
+/// else the cell folders alone.
+fn progress(suite_dir: &Path, cells: &[Cell]) -> Result<StateCounts> {
+    if suite_dir.join(SUITE_FILE).is_file() {
+        let rows = status::status(suite_dir)?;
+        return Ok(StateCounts::of(rows.iter().map(|r| r.shown)));
+    }
+    Ok(StateCounts::of(cells.iter().map(Cell::shown)))
 }
 
 /// The floor every method is compared with: the method of the suite's never-trained encoder

@@ -56,19 +56,69 @@ pub fn status(out: &Path) -> Result<Vec<CellStatus>> {
         .map(|cell| {
             let dir = cell.dir(out);
             let record = CellRecord::read(&dir)?;
-            let shown = match &record {
-                None => Shown::Pending,
-                Some(r) if r.interrupted(&dir) => Shown::Interrupted,
-                Some(r) => match r.state {
-                    CellState::Pending => Shown::Pending,
-                    CellState::Running => Shown::Running,
-                    CellState::Done => Shown::Done,
-                    CellState::Failed => Shown::Failed,
-                },
-            };
+            let shown = shown(record.as_ref(), &dir);
             Ok(CellStatus { cell, shown, record })
         })
         .collect()
+}
+
+/// How a cell whose folder is `dir` is shown: pending until it has a record.
+pub fn shown(record: Option<&CellRecord>, dir: &Path) -> Shown {
+    match record {
+        None => Shown::Pending,
+        Some(r) if r.interrupted(dir) => Shown::Interrupted,
+        Some(r) => match r.state {
+            CellState::Pending => Shown::Pending,
+            CellState::Running => Shown::Running,
+            CellState::Done => Shown::Done,
+            CellState::Failed => Shown::Failed,
+        },
+    }
+}
+
+/// How many cells are in each state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StateCounts {
+    pub done: usize,
+    pub running: usize,
+    pub failed: usize,
+    pub interrupted: usize,
+    pub pending: usize,
+}
+
+impl StateCounts {
+    pub fn of(shown: impl IntoIterator<Item = Shown>) -> Self {
+        let mut counts = Self::default();
+        for s in shown {
+            *match s {
+                Shown::Done => &mut counts.done,
+                Shown::Running => &mut counts.running,
+                Shown::Failed => &mut counts.failed,
+                Shown::Interrupted => &mut counts.interrupted,
+                Shown::Pending => &mut counts.pending,
+            } += 1;
+        }
+        counts
+    }
+
+    pub fn total(&self) -> usize {
+        self.done + self.running + self.failed + self.interrupted + self.pending
+    }
+}
+
+impl std::fmt::Display for StateCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} cells: {} done, {} running, {} failed, {} interrupted, {} pending",
+            self.total(),
+            self.done,
+            self.running,
+            self.failed,
+            self.interrupted,
+            self.pending
+        )
+    }
 }
 
 /// The table `lfs suite status` prints, and a count per state.
@@ -99,15 +149,6 @@ pub fn render(rows: &[CellStatus]) -> String {
             error
         ));
     }
-    let count = |s: Shown| rows.iter().filter(|r| r.shown == s).count();
-    text.push_str(&format!(
-        "{} cells: {} done, {} running, {} failed, {} interrupted, {} pending\n",
-        rows.len(),
-        count(Shown::Done),
-        count(Shown::Running),
-        count(Shown::Failed),
-        count(Shown::Interrupted),
-        count(Shown::Pending)
-    ));
+    text.push_str(&format!("{}\n", StateCounts::of(rows.iter().map(|r| r.shown))));
     text
 }
