@@ -38,6 +38,16 @@ pub struct CellStatus {
     pub shown: Shown,
     /// The record, when the cell has started once.
     pub record: Option<CellRecord>,
+    /// The suite's frame budget for every cell.
+    pub num_train_frames: u64,
+}
+
+impl CellStatus {
+    /// Frames this cell has still to train.
+    pub fn frames_left(&self) -> u64 {
+        let done = self.record.as_ref().map_or(0, |r| r.frames_done);
+        self.num_train_frames.saturating_sub(done)
+    }
 }
 
 /// The state of every cell of the suite run into `out`.
@@ -57,7 +67,12 @@ pub fn status(out: &Path) -> Result<Vec<CellStatus>> {
             let dir = cell.dir(out);
             let record = CellRecord::read(&dir)?;
             let shown = shown(record.as_ref(), &dir);
-            Ok(CellStatus { cell, shown, record })
+            Ok(CellStatus {
+                cell,
+                shown,
+                record,
+                num_train_frames: suite.num_train_frames.0,
+            })
         })
         .collect()
 }
@@ -150,5 +165,126 @@ pub fn render(rows: &[CellStatus]) -> String {
         ));
     }
     text.push_str(&format!("{}\n", StateCounts::of(rows.iter().map(|r| r.shown))));
+    if let Some(left) = TimeLeft::of(rows) {
+        text.push_str(&format!("{left}\n"));
+    }
     text
+}
+
+/// What is left of a suite at the pace of its done cells.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimeLeft {
+    /// Frames still to train, over every cell not done.
+    pub frames: u64,
+    /// The done cells' frames per wall-clock second, per cell (their frames over their
+    /// seconds, summed over them).
+    pub frames_per_s: f64,
+    /// The cells running now, each at that pace (one when none is).
+    pub at_once: usize,
+}
+
+impl TimeLeft {
+    /// None while no cell is done (no pace yet) or when every cell is.
+    pub fn of(rows: &[CellStatus]) -> Option<Self> {
+        let done: Vec<&CellRecord> = rows
+            .iter()
+            .filter(|r| r.shown == Shown::Done)
+            .filter_map(|r| r.record.as_ref())
+            .collect();
+        let seconds: f64 = done.iter().map(|r| r.wall_clock_s).sum();
+        let frames: u64 = rows
+            .iter()
+            .filter(|r| r.shown != Shown::Done)
+            .map(CellStatus::frames_left)
+            .sum();
+        if seconds <= 0.0 || frames == 0 {
+            return None;
+        }
+        Some(TimeLeft {
+            frames,
+            frames_per_s: done.iter().map(|r| r.frames_done).sum::<u64>() as f64 / seconds,
+            at_once: rows.iter().filter(|r| r.shown == Shown::Running).count().max(1),
+        })
+    }
+
+    pub fn seconds(&self) -> f64 {
+        self.frames as f64 / self.frames_per_s / self.at_once as f64
+    }
+}
+
+impl std::fmt::Display for TimeLeft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let minutes = (self.seconds() / 60.0).round() as u64;
+        write!(
+            f,
+            "about {} h {:02} min left: {} frames at the done cells' {:.1} frames/s per cell, {} at once",
+            minutes / 60,
+            minutes % 60,
+            self.frames,
+            self.frames_per_s,
+            self.at_once
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::suite_file::SuiteFile;
+
+    fn rows() -> Vec<CellStatus> {
+        let suite: SuiteFile = toml::from_str(
+            "name = \"t\"\nscale = \"tiny\"\nsac_config = \"pipelines/sac/tiny.toml\"\n\
+             num_train_frames = 20000\ntasks = [\"walker_stand\"]\nseeds = [1, 2, 3, 4]\n\
+             [[encoders]]\nname = \"random\"\nsource = \"random\"\n",
+        )
+        .unwrap();
+        let cells = Cell::all(&suite);
+        // Two done (20000 frames in 1000 s and in 3000 s), one running at 5000, one not started.
+        let record = |cell: &Cell, state, frames_done, wall_clock_s| {
+            let mut r = CellRecord::pending(cell, "random", 20000);
+            r.state = state;
+            r.frames_done = frames_done;
+            r.wall_clock_s = wall_clock_s;
+            r
+        };
+        vec![
+            (Shown::Done, Some(record(&cells[0], CellState::Done, 20000, 1000.0))),
+            (Shown::Done, Some(record(&cells[1], CellState::Done, 20000, 3000.0))),
+            (Shown::Running, Some(record(&cells[2], CellState::Running, 5000, 400.0))),
+            (Shown::Pending, None),
+        ]
+        .into_iter()
+        .zip(cells)
+        .map(|((shown, record), cell)| CellStatus {
+            cell,
+            shown,
+            record,
+            num_train_frames: 20000,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn time_left_is_the_frames_left_at_the_done_cells_pace() {
+        let rows = rows();
+        let left = TimeLeft::of(&rows).unwrap();
+        // 15000 + 20000 frames left; 40000 frames in 4000 s: 10 frames/s; one running.
+        assert_eq!(left.frames, 35000);
+        assert_eq!(left.frames_per_s, 10.0);
+        assert_eq!(left.at_once, 1);
+        assert_eq!(left.seconds(), 3500.0);
+        assert_eq!(
+            left.to_string(),
+            "about 0 h 58 min left: 35000 frames at the done cells' 10.0 frames/s per cell, 1 at once"
+        );
+        let text = render(&rows);
+        assert!(
+            text.contains("4 cells: 2 done, 1 running, 0 failed, 0 interrupted, 1 pending\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("1 at once\n"), "{text}");
+        // No pace before a cell is done.
+        assert_eq!(TimeLeft::of(&rows[2..]), None);
+    }
 }
