@@ -149,6 +149,22 @@ fn run_one(file: &SuiteFile, out: &std::path::Path, index: usize) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
+/// `; about … left` for a pool of `jobs` (nothing when there is no pace or no work left).
+fn time_left(out: &std::path::Path, jobs: usize) -> String {
+    let rows = status::status(out).unwrap_or_default();
+    let not_done = rows.iter().filter(|r| r.shown != status::Shown::Done).count();
+    match status::TimeLeft::of(&rows) {
+        Some(left) => {
+            let left = status::TimeLeft {
+                at_once: jobs.min(not_done).max(1),
+                ..left
+            };
+            format!("; {left}")
+        }
+        None => String::new(),
+    }
+}
+
 fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jobs: usize) -> anyhow::Result<ExitCode> {
     let budget = file.num_train_frames.0;
     let mut bar: Option<ProgressBar> = None;
@@ -181,11 +197,12 @@ fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jo
             frames_before = 0;
             let line = match record.state {
                 CellState::Done => format!(
-                    "cell {}: done, {} frames in {:.0} s ({:.1} frames/s)",
+                    "cell {}: done, {} frames in {:.0} s ({:.1} frames/s){}",
                     cell.name(),
                     record.frames_done,
                     record.wall_clock_s,
-                    record.frames_per_s
+                    record.frames_per_s,
+                    time_left(out, jobs)
                 ),
                 _ => format!(
                     "cell {}: FAILED at frame {}: {}",
