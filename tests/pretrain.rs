@@ -398,12 +398,15 @@ fn cli_ingest_pretrain_export_on_the_embedded_sample() {
     assert_eq!(tasks, 3, "{datasets}");
     assert_eq!(read_metrics(&run).len(), 2);
     let encoder = run.join("encoder.safetensors");
-    let text = lfs(&[
-        "export",
-        run.join(CHECKPOINT_FILE).to_str().unwrap(),
-        "--out",
-        encoder.to_str().unwrap(),
-    ]);
+    let export = || {
+        lfs(&[
+            "export",
+            run.join(CHECKPOINT_FILE).to_str().unwrap(),
+            "--out",
+            encoder.to_str().unwrap(),
+        ])
+    };
+    let text = export();
     assert!(text.contains("update 2"), "{text}");
     assert!(run.join("encoder.example.safetensors").exists());
     // A second `pretrain` on the finished run resumes and has nothing left to do, and leaves
@@ -416,6 +419,14 @@ fn cli_ingest_pretrain_export_on_the_embedded_sample() {
     assert_eq!(
         std::fs::read_to_string(run.join("summary.json")).unwrap(),
         summary_before
+    );
+    // Exporting the same checkpoint again, in another process, writes the same bytes: suite
+    // cells identify their encoder by the export's sha256 and refuse to resume against another.
+    let export_before = std::fs::read(&encoder).unwrap();
+    export();
+    assert!(
+        std::fs::read(&encoder).unwrap() == export_before,
+        "a second export changed the file"
     );
 }
 

@@ -65,12 +65,65 @@ pub fn check_same_version(file: &SafetensorsFile) -> Result<()> {
     Ok(())
 }
 
-/// Writes `tensors` and `metadata` to `path` atomically.
+/// Writes `tensors` and `metadata` to `path` atomically. The same tensors and metadata always
+/// give the same bytes (see [`canonical_header`]).
 pub fn save_atomic(path: &Path, tensors: &BTreeMap<String, Tensor>, metadata: &HashMap<String, String>) -> Result<()> {
-    let bytes = safetensors::tensor::serialize(tensors.iter().map(|(k, v)| (k.as_str(), v)), Some(metadata.clone()))
-        .map_err(|e| Error::checkpoint(path, format!("serialising safetensors: {e}")))?;
+    let mut bytes =
+        safetensors::tensor::serialize(tensors.iter().map(|(k, v)| (k.as_str(), v)), Some(metadata.clone()))
+            .map_err(|e| Error::checkpoint(path, format!("serialising safetensors: {e}")))?;
+    canonical_header(&mut bytes).map_err(|e| Error::checkpoint(path, format!("serialising safetensors: {e}")))?;
     crate::fsutil::write_atomic(path, |f| f.write_all(&bytes))
         .map_err(|e| Error::checkpoint(path, format!("writing: {e}")))
+}
+
+/// Rewrites a serialised safetensors file's JSON header with every key in sorted order.
+///
+/// The safetensors crate writes `__metadata__` in its `HashMap`'s iteration order, which is
+/// seeded per process, so re-exporting the same checkpoint gave a file with another sha256, and
+/// an evaluation resuming against that file refused it as a different encoder. Sorting changes
+/// neither the header's length nor any tensor offset, so the data section stays where it is.
+fn canonical_header(bytes: &mut [u8]) -> std::result::Result<(), String> {
+    let len_prefix: [u8; 8] = bytes
+        .get(..8)
+        .ok_or("shorter than its 8-byte header length")?
+        .try_into()
+        .unwrap();
+    let header_end = 8 + u64::from_le_bytes(len_prefix) as usize;
+    let header = bytes.get(8..header_end).ok_or("header runs past the end")?;
+    let mut entries: BTreeMap<String, serde_json::Value> =
+        serde_json::from_slice(header).map_err(|e| format!("reading back its own header: {e}"))?;
+    // `__metadata__` is parsed on its own into a BTreeMap: a `serde_json::Value` object would
+    // keep insertion order if serde_json's `preserve_order` feature were ever enabled.
+    let metadata: Option<BTreeMap<String, String>> = entries
+        .remove("__metadata__")
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| format!("reading back its own metadata: {e}"))?;
+    #[derive(serde::Serialize)]
+    struct Header {
+        #[serde(rename = "__metadata__", skip_serializing_if = "Option::is_none")]
+        metadata: Option<BTreeMap<String, String>>,
+        #[serde(flatten)]
+        tensors: BTreeMap<String, serde_json::Value>,
+    }
+    let sorted = serde_json::to_vec(&Header {
+        metadata,
+        tensors: entries,
+    })
+    .map_err(|e| e.to_string())?;
+    if sorted.len() > header.len() {
+        return Err(format!(
+            "sorted header is {} bytes, the original {}",
+            sorted.len(),
+            header.len()
+        ));
+    }
+    // The crate pads the header with spaces to an 8-byte boundary; keep the same length.
+    let padded = sorted.into_iter().chain(std::iter::repeat(b' ')).take(header.len());
+    for (dst, src) in bytes[8..header_end].iter_mut().zip(padded) {
+        *dst = src;
+    }
+    Ok(())
 }
 
 /// `seed_hex:stream:word_pos`: the full state of a ChaCha8 RNG, for checkpoint metadata.
@@ -143,4 +196,52 @@ pub fn read_metadata(path: &Path) -> Result<HashMap<String, String>> {
         .into_iter()
         .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Re-exporting a checkpoint must give the same file: evaluation cells identify their
+    /// encoder by the export's sha256. Each `HashMap` gets its own hash seed, so two maps with
+    /// the same twelve entries iterate in different orders (almost surely), as they did across
+    /// the processes of a restarted study.
+    #[test]
+    fn the_same_tensors_and_metadata_give_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let tensors: BTreeMap<String, Tensor> = [
+            (
+                "conv.weight",
+                Tensor::arange(0f32, 24., &Device::Cpu)
+                    .unwrap()
+                    .reshape((2, 3, 4))
+                    .unwrap(),
+            ),
+            ("fc.bias", Tensor::new(&[1u8, 2, 3], &Device::Cpu).unwrap()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let entries: Vec<(String, String)> = (0..12).map(|i| (format!("lfs.key{i}"), format!("value {i}"))).collect();
+        let forward: HashMap<String, String> = entries.iter().cloned().collect();
+        let backward: HashMap<String, String> = entries.iter().rev().cloned().collect();
+        let (a, b) = (dir.path().join("a.safetensors"), dir.path().join("b.safetensors"));
+        save_atomic(&a, &tensors, &forward).unwrap();
+        save_atomic(&b, &tensors, &backward).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+
+        // Still a valid file with everything in it.
+        let read = load(&a).unwrap();
+        assert_eq!(read.metadata, forward);
+        assert_eq!(read.tensors.keys().collect::<Vec<_>>(), ["conv.weight", "fc.bias"]);
+        assert_eq!(
+            read.tensors["conv.weight"]
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap(),
+            (0..24).map(|i| i as f32).collect::<Vec<_>>()
+        );
+        assert_eq!(read.tensors["fc.bias"].to_vec1::<u8>().unwrap(), [1, 2, 3]);
+    }
 }
