@@ -6,8 +6,11 @@
 #                  inspect them, pre-train with pipelines/tiny.toml and export, into runs/tiny/
 #   make test      the whole test suite
 #   make bench     every benchmark (slow; results go to BENCHMARKS.md by hand)
+#   make help      the targets a user runs, one line each (the `## ` notes below)
+# Targets that run lfs take SET='--set key=value ...' to override their config (pretrain, eval,
+# train); tests/readme.rs runs every target `make help` lists, as written, at tiny budgets.
 .DEFAULT_GOAL := all
-.PHONY: all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
+.PHONY: help all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini
 
@@ -30,11 +33,15 @@ APT_PACKAGES := build-essential pkg-config clang libclang-dev ffmpeg libavcodec-
 	slurm-wlm munge
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-all: setup pretrain
+help:
+	@echo "make [TARGET] [VAR=value ...]; the user-facing targets (Makefile comments say more):"
+	@awk -F ':.*## ' '/^[a-z-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
+
+all: setup pretrain ## the default job: ingest the embedded sample, pre-train (tiny), export, contact sheet
 	$(LFS) inspect $(RUN_DIR)/dataset --contact-sheet $(RUN_DIR)/contact-sheet.png
 	@echo "default job done: $(RUN_DIR)/ (encoder.safetensors, contact-sheet.png, metrics.jsonl)"
 
-deps:
+deps: ## system packages (apt-get) and Rust via rustup if cargo is missing
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
 	@command -v cargo >/dev/null || { echo "installing Rust with rustup"; \
@@ -43,12 +50,12 @@ deps:
 	@# make lint needs rustfmt and clippy on an existing toolchain too.
 	@! command -v rustup >/dev/null || rustup component add clippy rustfmt 2>&1 | grep -v "is up to date" || true
 
-build:
+build: ## cargo build --release
 	$(CARGO) build --release --locked
 
 # Creates .venv with the pinned worker requirements and the dataset readers the tests use.
 # The stamp file makes a second run instant; it is refreshed when a requirements file changes.
-setup: $(VENV)/.stamp
+setup: $(VENV)/.stamp ## the Python venv .venv (pinned mujoco, dm-control, Parquet readers)
 $(VENV)/.stamp: eval/requirements.txt eval/requirements-data.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements.txt -r eval/requirements-data.txt
@@ -57,26 +64,26 @@ $(VENV)/.stamp: eval/requirements.txt eval/requirements-data.txt
 # Ingest only: the embedded sample (datasets/tiny, made by `lfs collect`) and what went in.
 SAMPLE_VIDEOS := datasets/tiny/videos
 SAMPLE_OUT := runs/sample
-sample: build
+sample: build ## ingest and inspect the embedded sample into runs/sample/
 	$(LFS) ingest $(SAMPLE_VIDEOS) --out $(SAMPLE_OUT)/dataset
 	$(LFS) inspect $(SAMPLE_OUT)/dataset --contact-sheet $(SAMPLE_OUT)/contact-sheet.png
 
-test: setup
+test: setup ## the whole test suite
 	$(CARGO) test --release --locked
 
-lint:
+lint: ## cargo fmt --check and clippy -D warnings
 	$(CARGO) fmt --check
 	$(CARGO) clippy --release --locked --all-targets -- -D warnings
 
 # LeRobot itself opening the embedded sample's dataset (eval/check_lerobot.py). Not in CI:
 # LeRobot pulls in torch (a few GB). Its own venv, .venv-lerobot, made on first use.
 LEROBOT_VENV := .venv-lerobot
-check-lerobot: sample
+check-lerobot: sample ## LeRobot itself opens the sample dataset (its own venv with torch)
 	[ -x $(LEROBOT_VENV)/bin/python ] || python3 -m venv $(LEROBOT_VENV)
 	$(LEROBOT_VENV)/bin/pip install --disable-pip-version-check -q lerobot==0.4.4
 	HF_HUB_OFFLINE=1 $(LEROBOT_VENV)/bin/python eval/check_lerobot.py $(SAMPLE_OUT)/dataset
 
-bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac bench-e2e
+bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac bench-e2e ## every benchmark (slow), for BENCHMARKS.md
 
 # lfs ingest vs the ffmpeg CLI vs PyAV+pyarrow on the same files, interleaved, medians.
 bench-ingest: setup build
@@ -98,13 +105,13 @@ PRETRAIN_NAME ?= $(basename $(notdir $(PRETRAIN_CONFIG)))
 endif
 RUN_DIR ?= runs/$(PRETRAIN_NAME)
 SET ?=
-pretrain: build
+pretrain: build ## [VIDEOS=dir PRETRAIN_CONFIG=... SET=...] ingest + pretrain + export into runs/<name>/
 	$(LFS) ingest $(VIDEOS) --out $(RUN_DIR)/dataset
 	$(LFS) pretrain --config $(PRETRAIN_CONFIG) --set 'data.datasets=["$(RUN_DIR)/dataset"]' --out-dir $(RUN_DIR) $(SET)
 	$(LFS) export $(RUN_DIR)/checkpoint.safetensors --out $(RUN_DIR)/encoder.safetensors
 
 # make export [RUN_DIR=runs/<name>]: re-export a run's latest checkpoint.
-export: build
+export: build ## [RUN_DIR=runs/<name>] re-export a run's latest checkpoint
 	$(LFS) export $(RUN_DIR)/checkpoint.safetensors --out $(RUN_DIR)/encoder.safetensors
 
 # One LFS update at B = 32, 128, 512: candle vs PyTorch CPU, interleaved, medians. PyTorch comes
@@ -135,8 +142,9 @@ bench-env: setup
 
 # The paper's video set (docs/design.md §8): 320 random-policy episodes of up to 250 frames per seen task,
 # action repeat 2, dm_control's default rendering. Resumable: run it again after an interruption.
-collect: setup build
-	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --video-frames 250 --out videos/
+COLLECT_EPISODES ?= 320
+collect: setup build ## [COLLECT_EPISODES=320] the paper's demonstration videos into videos/
+	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes $(COLLECT_EPISODES) --video-frames 250 --out videos/
 
 # Issue 10: round-robin vs mixed task batches at batch 16/64/512, on the embedded sample and a
 # collected 36-episode set (about 75 minutes); the summary table goes in BENCHMARKS.md.
@@ -158,22 +166,27 @@ bench-dynamics-reference: setup build
 
 # ---- Frozen-encoder SAC (issue 11) ---------------------------------------------------------
 # make eval TASK=cartpole_swingup [ENCODER=runs/tiny/encoder.safetensors|random]
-#           [EVAL_CONFIG=pipelines/sac/mini.toml] [SEED=1]
+#           [EVAL_CONFIG=pipelines/sac/mini.toml] [SEED=1] [SET='--set k=v ...']
+#   into runs/eval/<config>/<task>/<encoder name>/<seed>/; the encoder's name is `random`, the
+#   folder an `encoder.safetensors` sits in (runs/tiny/encoder.safetensors: tiny), or the file's
+#   stem.
 TASK ?= cartpole_swingup
 ENCODER ?= $(RUN_DIR)/encoder.safetensors
+ENCODER_NAME ?= $(if $(filter random,$(ENCODER)),random,$(if $(filter encoder.safetensors,$(notdir $(ENCODER))),$(notdir $(patsubst %/,%,$(dir $(ENCODER)))),$(basename $(notdir $(ENCODER)))))
 EVAL_CONFIG ?= pipelines/sac/tiny.toml
 SEED ?= 1
-eval: setup build
+eval: setup build ## TASK=... [ENCODER=file|random EVAL_CONFIG=... SEED=1 SET=...] frozen-encoder SAC
 	$(LFS) eval --config $(EVAL_CONFIG) --encoder $(ENCODER) --task $(TASK) --seed $(SEED) \
-		--out-dir runs/eval/$(basename $(notdir $(EVAL_CONFIG)))/$(TASK)/$(notdir $(ENCODER))/$(SEED)
+		--out-dir runs/eval/$(basename $(notdir $(EVAL_CONFIG)))/$(TASK)/$(ENCODER_NAME)/$(SEED) $(SET)
 
 # make train TASK=walker_stand [AUX=lfs|lfs-no-lnc|lfs-no-fm|lfs-cl|atc|curl|none]
-#            [TRAIN_CONFIG=pipelines/e2e/mini.toml] [SEED=1]: end-to-end SAC + objective
+#            [TRAIN_CONFIG=pipelines/e2e/mini.toml] [SEED=1] [SET='--set k=v ...']: end-to-end
+#            SAC + objective
 AUX ?= lfs
 TRAIN_CONFIG ?= pipelines/e2e/tiny.toml
-train: setup build
+train: setup build ## TASK=... [AUX=lfs|atc|curl|none|... TRAIN_CONFIG=... SEED=1 SET=...] SAC + objective end to end
 	$(LFS) train --config $(TRAIN_CONFIG) --task $(TASK) --seed $(SEED) --set aux.method=$(AUX) \
-		--out-dir runs/train/$(basename $(notdir $(TRAIN_CONFIG)))/$(TASK)/$(AUX)/$(SEED)
+		--out-dir runs/train/$(basename $(notdir $(TRAIN_CONFIG)))/$(TASK)/$(AUX)/$(SEED) $(SET)
 
 # One full SAC update (critic, actor, alpha, target) on pixels: candle (examples/bench_sac.rs,
 # shift + two frozen-encoder passes) vs PyTorch (eval/bench/sac_torch.py, Proto-RL's update),
@@ -201,7 +214,7 @@ bench-e2e:
 SUITE ?= eval/suites/tiny.toml
 SUITE_OUT ?= runs/suite-$(basename $(notdir $(SUITE)))
 JOBS ?= 2
-suite: setup build
+suite: setup build ## [SUITE=eval/suites/tiny.toml JOBS=2] a benchmark suite and its report
 	$(LFS) suite run $(SUITE) --out $(SUITE_OUT) -j $(JOBS)
 	$(LFS) report $(SUITE_OUT) --out $(SUITE_OUT)/report
 
@@ -209,10 +222,10 @@ suite: setup build
 # Collect 300 fast-rendered videos of the seen tasks, pre-train lfs, atc and curl on them
 # (pipelines/mini.toml), run eval/suites/study-mini.toml (24 cells, -j 2), write the report and
 # copy the results into results/study-mini/. About 6.5 hours on 2 cores; rerun to resume.
-study-mini: setup build
+study-mini: setup build ## the reduced-scale study (about 6.5 hours)
 	eval/study/study_mini.sh $(LFS)
 
 # The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a
 # report in runs/suite-tiny/report/: a few minutes; CI runs it.
-suite-tiny: pretrain
+suite-tiny: pretrain ## make pretrain, then the tiny suite at -j 2 and its report (CI runs it)
 	$(MAKE) suite SUITE=eval/suites/tiny.toml

@@ -19,9 +19,9 @@ use candle_core::{Device, Tensor};
 use lfs::config::StageConfig;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::data::RandomShift;
-use lfs::e2e::{OnlineEncoder, TrainConfig};
 use lfs::observation::{FRAME_BYTES, FRAME_SIZE, FRAME_STACK};
 use lfs::rl::{ReplayBuffer, SacAgent, SacBatch};
+use lfs::train::{OnlineEncoder, TrainConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -12,7 +12,8 @@ pub enum Error {
     /// A source video or image folder that could not be decoded.
     #[error("{path}: {reason}")]
     Decode { path: PathBuf, reason: String },
-    /// A video that could not be encoded or written (`lfs collect`).
+    /// A video or picture that could not be encoded or written (`lfs collect`, `--save-video`,
+    /// contact sheets).
     #[error("{path}: {reason}")]
     Encode { path: PathBuf, reason: String },
     /// A dataset shard, sidecar or metadata file that is missing, malformed or not writable.

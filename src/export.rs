@@ -2,8 +2,8 @@
 //! safetensors file (`encoder.convnet.{0,2,4,6}.{weight,bias}`, `projector.{weight,bias}`,
 //! metadata `format = pt` plus architecture, input convention and provenance), and beside it
 //! `<stem>.example.safetensors`: a fixed input batch and the features this encoder computes
-//! for it, so any loader can check itself. [`load_frozen_encoder`] reads such a file back as
-//! constants, which is how downstream RL gets its encoder.
+//! for it, so any loader can check itself. [`ExportFile`] reads such a file back (its encoder as
+//! constants, its identity and provenance), which is how downstream RL gets its encoder.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -11,10 +11,13 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use sha2::{Digest, Sha256};
 
+use crate::env::RenderQuality;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{checkpoint, Encoder, EncoderConfig, EncoderProjector};
 use crate::pretrain::config::PretrainConfig;
+use crate::run_dir::{self, kind};
 use crate::{Error, Result};
 
 /// Input convention written into the metadata and docs/pytorch.md.
@@ -53,13 +56,14 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
             .cloned()
             .ok_or_else(|| err(format!("no `{key}` in the metadata: not an `lfs pretrain` checkpoint")))
     };
-    if meta("lfs.kind")? != "checkpoint" {
-        return Err(err(format!(
-            "is an `lfs {}` file, not an `lfs pretrain` checkpoint",
-            meta("lfs.kind")?
-        )));
-    }
-    let cfg = PretrainConfig::from_toml_str(&meta("lfs.config")?, &[]).map_err(|e| err(format!("its config: {e}")))?;
+    run_dir::expect_kind(
+        checkpoint_path,
+        &meta(kind::KEY)?,
+        kind::PRETRAIN_CHECKPOINT,
+        "an `lfs pretrain` checkpoint",
+    )?;
+    let cfg = PretrainConfig::from_toml_str(&meta(run_dir::meta::CONFIG)?, &[])
+        .map_err(|e| err(format!("its config: {e}")))?;
     let step: u64 = meta("lfs.step")?.parse().map_err(|e| err(format!("`lfs.step`: {e}")))?;
     let method = meta("lfs.method")?;
 
@@ -84,17 +88,17 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
     });
     let mut metadata = HashMap::new();
     metadata.insert("format".to_string(), "pt".to_string());
-    metadata.insert("lfs.kind".to_string(), "export".to_string());
+    metadata.insert(kind::KEY.to_string(), kind::EXPORT.to_string());
     metadata.insert("lfs.architecture".to_string(), architecture.to_string());
     metadata.insert("lfs.input".to_string(), INPUT_CONVENTION.to_string());
     metadata.insert("lfs.method".to_string(), method.clone());
     metadata.insert("lfs.step".to_string(), step.to_string());
     metadata.insert("lfs.checkpoint".to_string(), checkpoint_path.display().to_string());
     metadata.insert("lfs.version".to_string(), env!("CARGO_PKG_VERSION").to_string());
-    if let Some(d) = file.metadata.get("lfs.datasets") {
-        metadata.insert("lfs.datasets".to_string(), d.clone());
+    if let Some(d) = file.metadata.get(run_dir::meta::DATASETS) {
+        metadata.insert(run_dir::meta::DATASETS.to_string(), d.clone());
     }
-    metadata.insert("lfs.config".to_string(), meta("lfs.config")?);
+    metadata.insert(run_dir::meta::CONFIG.to_string(), meta(run_dir::meta::CONFIG)?);
     checkpoint::save_atomic(out, &tensors, &metadata)?;
 
     // The example: a fixed pseudo-random uint8 batch and its features.
@@ -109,7 +113,7 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
     example.insert("projection".to_string(), features.z.detach()); // (4, latent)
     let mut example_meta = HashMap::new();
     example_meta.insert("format".to_string(), "pt".to_string());
-    example_meta.insert("lfs.kind".to_string(), "export-example".to_string());
+    example_meta.insert(kind::KEY.to_string(), kind::EXPORT_EXAMPLE.to_string());
     example_meta.insert("lfs.encoder".to_string(), out.display().to_string());
     example_meta.insert("lfs.input".to_string(), INPUT_CONVENTION.to_string());
     let example_file = example_path(out);
@@ -133,37 +137,91 @@ pub struct FrozenEncoder {
     pub metadata: HashMap<String, String>,
 }
 
-/// Loads the encoder f of an `lfs export` file as constants (the projector is not needed
-/// downstream and is left out). Errors name the file, or the tensor that is missing or has
-/// another shape.
-pub fn load_frozen_encoder(path: &Path) -> Result<FrozenEncoder> {
-    let file = checkpoint::load(path)?;
-    let kind = file.meta("lfs.kind")?;
-    if kind != "export" {
-        return Err(Error::checkpoint(
-            path,
-            format!("is an `lfs {kind}` file, not an encoder written by `lfs export`"),
-        ));
+/// An `lfs export` file, read once: the one place that checks its kind, hashes it and reads
+/// its provenance. Runs that use it record [`ExportFile::sha256`] as the encoder's identity.
+#[derive(Debug, Clone)]
+pub struct ExportFile {
+    pub file: checkpoint::SafetensorsFile,
+    /// sha256 of the file's bytes, hex.
+    pub sha256: String,
+}
+
+impl ExportFile {
+    /// Reads `path`; an error names it when it is unreadable, not safetensors, or another
+    /// kind of lfs file.
+    pub fn read(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|e| Error::checkpoint(path, format!("reading: {e}")))?;
+        let file = checkpoint::from_bytes(path, &bytes)?;
+        check_is_export(path, run_dir::kind_of(&file)?)?;
+        Ok(Self {
+            file,
+            sha256: hex::encode(Sha256::digest(&bytes)),
+        })
     }
-    let arch: serde_json::Value = serde_json::from_str(file.meta("lfs.architecture")?)
-        .map_err(|e| Error::checkpoint(path, format!("`lfs.architecture`: {e}")))?;
-    let field = |key: &str| {
-        arch.get(key)
-            .and_then(serde_json::Value::as_u64)
-            .map(|v| v as usize)
-            .ok_or_else(|| Error::checkpoint(path, format!("`lfs.architecture` has no integer `{key}`")))
-    };
-    let config = EncoderConfig {
-        in_channels: field("in_channels")?,
-        image_size: field("image_size")?,
-        num_filters: field("num_filters")?,
-        num_layers: field("num_layers")?,
-        ..EncoderConfig::default()
-    };
-    let encoder = Encoder::from_tensors(&config, ENCODER_PREFIX, &file.tensors)?;
-    Ok(FrozenEncoder {
-        encoder,
-        config,
-        metadata: file.metadata,
-    })
+
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// The render quality of the DMControl videos the encoder was pre-trained on, when
+    /// `lfs collect` made them (None for videos from elsewhere).
+    pub fn training_render_quality(&self) -> Option<RenderQuality> {
+        training_render_quality(&self.file.metadata)
+    }
+
+    /// The encoder f as constants (the projector is not needed downstream and is left out).
+    /// Errors name the file, or the tensor that is missing or has another shape.
+    pub fn frozen_encoder(&self) -> Result<FrozenEncoder> {
+        let path = self.path();
+        let arch: serde_json::Value = serde_json::from_str(self.file.meta("lfs.architecture")?)
+            .map_err(|e| Error::checkpoint(path, format!("`lfs.architecture`: {e}")))?;
+        let field = |key: &str| {
+            arch.get(key)
+                .and_then(serde_json::Value::as_u64)
+                .map(|v| v as usize)
+                .ok_or_else(|| Error::checkpoint(path, format!("`lfs.architecture` has no integer `{key}`")))
+        };
+        let config = EncoderConfig {
+            in_channels: field("in_channels")?,
+            image_size: field("image_size")?,
+            num_filters: field("num_filters")?,
+            num_layers: field("num_layers")?,
+            ..EncoderConfig::default()
+        };
+        let encoder = Encoder::from_tensors(&config, ENCODER_PREFIX, &self.file.tensors)?;
+        Ok(FrozenEncoder {
+            encoder,
+            config,
+            metadata: self.file.metadata.clone(),
+        })
+    }
+}
+
+/// Loads the encoder f of an `lfs export` file as constants ([`ExportFile::frozen_encoder`]).
+pub fn load_frozen_encoder(path: &Path) -> Result<FrozenEncoder> {
+    ExportFile::read(path)?.frozen_encoder()
+}
+
+/// The training render quality an export file at `path` records, reading its header only;
+/// errors as [`ExportFile::read`] for a file that is not an export.
+pub fn recorded_render_quality(path: &Path) -> Result<Option<RenderQuality>> {
+    let metadata = checkpoint::read_metadata(path)?;
+    let kind = metadata
+        .get(kind::KEY)
+        .ok_or_else(|| Error::checkpoint(path, "no `lfs.kind` in the metadata: not an lfs file"))?;
+    check_is_export(path, kind)?;
+    Ok(training_render_quality(&metadata))
+}
+
+fn check_is_export(path: &Path, found: &str) -> Result<()> {
+    run_dir::expect_kind(path, found, kind::EXPORT, "an encoder written by `lfs export`")
+}
+
+/// The render quality recorded in an export's `lfs.datasets` (None for ingested videos).
+fn training_render_quality(metadata: &HashMap<String, String>) -> Option<RenderQuality> {
+    let datasets: serde_json::Value = serde_json::from_str(metadata.get(run_dir::meta::DATASETS)?).ok()?;
+    datasets
+        .as_array()?
+        .iter()
+        .find_map(|d| d.get("render_quality")?.as_str()?.parse().ok())
 }

@@ -114,7 +114,10 @@ pub fn write_contact_sheet(ds: &Dataset, per_task: usize, out: &Path) -> Result<
     sheet
         .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png)
         // Encoding into memory fails only for an image that does not fit its own size.
-        .map_err(|e| crate::Error::Shape(format!("PNG encoding failed: {e}")))?;
+        .map_err(|e| crate::Error::Encode {
+            path: out.to_path_buf(),
+            reason: format!("PNG encoding failed: {e}"),
+        })?;
     fsutil::write_bytes_atomic(out, &bytes)?;
     Ok(())
 }

@@ -5,14 +5,13 @@
 //! [`video`] decode -> [`shards`] (Parquet, LeRobot v3 layout, written by [`ingest`]) ->
 //! stacked frames ([`observation`]) -> real and frame-mask pairs ([`data`]) -> encoder and
 //! heads ([`nn`]) trained by an objective ([`objectives`]) in [`pretrain`] -> checkpoint ->
-//! [`export`] (PyTorch `state_dict` names) -> frozen-encoder SAC ([`rl`], [`mod@eval`]) -> a
-//! benchmark suite's [`report`].
+//! [`export`] (PyTorch `state_dict` names) -> SAC on a frozen encoder ([`rl`], the RL loop
+//! [`rl_loop`], [`mod@eval`]) or trained end to end ([`train`]) -> a benchmark suite's [`report`].
 
 pub mod alloc;
 pub mod collect;
 pub mod config;
 pub mod data;
-pub mod e2e;
 pub mod env;
 pub mod error;
 pub mod eval;
@@ -27,8 +26,11 @@ pub mod observation;
 pub mod pretrain;
 pub mod report;
 pub mod rl;
+pub mod rl_loop;
+pub mod run_dir;
 pub mod shards;
 pub mod suite;
+pub mod train;
 pub mod video;
 
 pub use error::{Error, Result};

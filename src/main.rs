@@ -15,7 +15,11 @@ static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
 #[command(
     name = "lfs",
     version,
-    about = "Pre-train visual encoders for RL on action-free videos (LFS)"
+    about = "Pre-train visual encoders for RL on action-free videos (LFS)",
+    // A later `--flag value` replaces an earlier one, so a documented command can be run at a
+    // smaller budget by appending to it (`... --episodes 320 ... --episodes 2`). Repeatable
+    // flags (`--set`) still add up.
+    args_override_self = true
 )]
 struct Cli {
     #[command(subcommand)]

@@ -10,10 +10,10 @@ use std::process::{Command, Stdio};
 use candle_core::{Device, Tensor};
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::data::ObservationQueue;
-use lfs::e2e::online_encoder::synthetic_pairs;
-use lfs::e2e::{OnlineEncoder, TrainConfig};
 use lfs::observation::{stack_frames, stack_indices, FRAME_BYTES};
 use lfs::rl::{ReplayBuffer, SacAgent, SacBatch};
+use lfs::train::online_encoder::synthetic_pairs;
+use lfs::train::{OnlineEncoder, TrainConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -117,9 +117,9 @@ fn with_the_critic_gradient_the_critic_update_moves_the_encoder() {
 
 #[test]
 fn the_value_comparison_averages_batch_means_and_maxima() {
-    use lfs::e2e::value_comparison::{ValueComparison, ValueComparisonConfig};
+    use lfs::rl_loop::value_comparison::{ValueComparison, ValueComparisonConfig};
     let cfg = ValueComparisonConfig {
-        from_frame: lfs::eval::Frames(100),
+        from_frame: lfs::rl_loop::Frames(100),
         updates: 2,
     };
     let mut w = ValueComparison::new(&cfg).unwrap();
@@ -192,7 +192,8 @@ fn synthetic_pairs_are_the_queues_pairs_of_the_stored_episodes() {
 /// pipelines/e2e/tiny.toml at toy sizes: one cartpole episode and a bit (1400 frames), updates
 /// from frame 600 (400 agent steps of LFS + SAC), evaluations at frames 0, 700 and 1400, a
 /// checkpoint at the first episode end (frame 1000).
-const SMALL: [&str; 10] = [
+const SMALL: [&str; 11] = [
+    "env.render_quality=fast",
     "agent.hidden_dim=32",
     "agent.feature_dim=8",
     "aux.model.predictor_hidden_dim=64",

@@ -10,7 +10,8 @@ use crate::common::{lfs_in_repo, output_text as text, run_results as results, wa
 
 /// pipelines/sac/tiny.toml at toy network sizes and budgets: 3 cartpole episodes of 500 agent
 /// steps, updates from step 200, evaluations of one episode at frames 0, 1500 and 3000.
-const SMALL: [&str; 9] = [
+const SMALL: [&str; 10] = [
+    "env.render_quality=fast",
     "agent.hidden_dim=32",
     "agent.feature_dim=8",
     "agent.batch_size=16",

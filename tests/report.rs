@@ -630,7 +630,7 @@ fn rename(dir: &Path, name: &str) -> PathBuf {
 
 #[test]
 fn n_per_update_is_averaged_between_evaluations() {
-    use lfs::eval::EvalRow;
+    use lfs::rl_loop::EvalRow;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("aux.jsonl");
     // Updates at frames 600..=1400 step 200 with N = 0, 2, 4, 6, 8.

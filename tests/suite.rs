@@ -369,6 +369,7 @@ set = [
     "run.checkpoint_every_frames=500",
     "replay.capacity=2000",
     "replay.feature_cache=false",
+    "env.render_quality=fast",
 ]
 num_train_frames = 800
 tasks = ["reach_duplo"]

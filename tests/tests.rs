@@ -41,3 +41,6 @@ mod suite;
 // `lfs report`: rliable's aggregates vs rliable, a synthetic suite's report and pictures,
 // mismatched cells refused with nothing written, results.csv read back (and by pandas).
 mod report;
+// The README's commands and `make help`'s targets run as written in a fresh folder, at tiny
+// budgets: every one walked or its reason given (needs `make setup`).
+mod readme;

@@ -8,5 +8,6 @@ pub mod inspect;
 pub mod pretrain;
 pub mod progress;
 pub mod report;
+pub mod run_args;
 pub mod suite;
 pub mod train;

@@ -31,10 +31,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut overrides = args.set.clone();
-    if let Some(seed) = args.seed {
-        overrides.push(format!("run.seed={seed}"));
-    }
+    let overrides = super::run_args::overrides(&args.set, args.seed);
     let cfg = PretrainConfig::load(&args.config, &overrides).context("loading the pre-training config")?;
     let out_dir = args
         .out_dir

@@ -8,7 +8,7 @@ use anyhow::Context;
 use indicatif::ProgressBar;
 
 use super::progress::{say, terminal_bar};
-use lfs::eval::EvalEvent;
+use lfs::rl_loop::LoopEvent;
 use lfs::suite::runner::{self, CellOutcome, PoolEvent};
 use lfs::suite::sbatch::{self, SbatchOptions};
 use lfs::suite::status;
@@ -120,8 +120,8 @@ fn run_one(file: &SuiteFile, out: &std::path::Path, index: usize) -> anyhow::Res
     }
     let cells = Cell::all(file);
     let name = cells.get(index).map(Cell::name).unwrap_or_default();
-    let mut on_event = |event: EvalEvent| match event {
-        EvalEvent::Started {
+    let mut on_event = |event: LoopEvent| match event {
+        LoopEvent::Started {
             start_frame,
             num_train_frames,
             resumed,
@@ -130,11 +130,11 @@ fn run_one(file: &SuiteFile, out: &std::path::Path, index: usize) -> anyhow::Res
             "cell {name}: {} at frame {start_frame} of {num_train_frames}, encoder {encoder}",
             if resumed { "resuming" } else { "starting" }
         ),
-        EvalEvent::Evaluation(row) => eprintln!(
+        LoopEvent::Evaluation(row) => eprintln!(
             "cell {name}: eval at frame {}: episode_reward {:.1} ({:.0} s)",
             row.frame, row.episode_reward, row.total_time
         ),
-        EvalEvent::EpisodeLost { error } => eprintln!("cell {name}: warning: an episode was lost: {error}"),
+        LoopEvent::EpisodeLost { error } => eprintln!("cell {name}: warning: an episode was lost: {error}"),
         _ => {}
     };
     let outcome = runner::run_cell(file, out, index, &mut on_event).with_context(|| format!("cell {index} {name}"))?;

@@ -8,7 +8,6 @@
 //! those and redoes the rest.
 
 mod sidecar;
-mod video_writer;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs;
@@ -19,10 +18,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 pub use sidecar::{read_sidecar, read_sidecar_beside, sidecar_path, EpisodeSidecar, FoundSidecar, SOURCE};
-pub use video_writer::{write_lossless_video, write_preview_video, VIDEO_CODEC};
 
 use crate::env::{DmcConfig, EnvCommand, EnvPool, EnvSpec, PoolReply, RenderQuality, Task, TimeStep, MAX_SEED};
 use crate::fsutil;
+use crate::video::{write_lossless_video, VIDEO_CODEC};
 use crate::{Error, Result};
 
 /// An episode is given up after this many lost attempts (worker crashes, PhysicsError).

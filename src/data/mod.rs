@@ -15,6 +15,6 @@ pub use episode_lengths::{episode_lengths, TaskEpisodeLengths};
 pub use frame_mask::frame_mask_pair;
 pub use observation_queue::{ObservationQueue, SyntheticObservations};
 pub use pair_frames::{real_pair, PairFrames};
-pub use pair_source::PairSource;
+pub use pair_source::{PairBatch, PairKind, PairSource};
 pub use random_shift::RandomShift;
-pub use sampler::{PairBatch, PairKind, PairSampler, SamplerConfig, TaskBatching};
+pub use sampler::{PairSampler, SamplerConfig, TaskBatching};

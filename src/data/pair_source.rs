@@ -1,12 +1,105 @@
 //! Where a pre-training update draws its pairs from: the frames of ingested videos
 //! ([`super::PairSampler`], `lfs pretrain`), or the replay buffer of an RL run whose encoder
-//! is trained online (`lfs train`, docs/design.md §7). The trainer shifts what it is given.
+//! is trained online (`lfs train`, docs/design.md §7), as batches of stacked observations. The
+//! trainer shifts what it is given.
 
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::sampler::{PairBatch, PairKind};
-use crate::Result;
+use super::pair_frames::PairFrames;
+use super::random_shift::RandomShift;
+use crate::observation::{stack_frames, StoredFrames};
+use crate::{Error, Result};
 
+/// Which pairs to draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairKind {
+    /// (O_{t-1}, O_t), t >= 1 (O_0 repeats frame 0).
+    Real,
+    /// Frame-mask pairs, t >= 4.
+    Synthetic,
+}
+
+/// A batch of pairs as uint8 stacks, (len, 9, h, w) each, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairBatch {
+    /// Previous observations (online branch).
+    pub prev: Vec<u8>,
+    /// Current observations (target branch).
+    pub cur: Vec<u8>,
+    pub len: usize,
+    /// (channels, height, width) of one observation.
+    pub obs_shape: (usize, usize, usize),
+}
+
+impl PairBatch {
+    fn obs_len(&self) -> usize {
+        self.obs_shape.0 * self.obs_shape.1 * self.obs_shape.2
+    }
+
+    /// The pairs at `indices`, in that order.
+    pub fn select(&self, indices: &[usize]) -> PairBatch {
+        let n = self.obs_len();
+        let gather = |src: &[u8]| {
+            let mut out = Vec::with_capacity(indices.len() * n);
+            for &i in indices {
+                out.extend_from_slice(&src[i * n..(i + 1) * n]);
+            }
+            out
+        };
+        PairBatch {
+            prev: gather(&self.prev),
+            cur: gather(&self.cur),
+            len: indices.len(),
+            obs_shape: self.obs_shape,
+        }
+    }
+
+    /// `self` followed by `other` (same observation shape).
+    pub fn concat(mut self, other: &PairBatch) -> Result<PairBatch> {
+        if self.obs_shape != other.obs_shape {
+            return Err(Error::Shape(format!(
+                "pair batches of shapes {:?} and {:?}",
+                self.obs_shape, other.obs_shape
+            )));
+        }
+        self.prev.extend_from_slice(&other.prev);
+        self.cur.extend_from_slice(&other.cur);
+        self.len += other.len;
+        Ok(self)
+    }
+
+    /// `n` pairs stacked from stored frames (`obs_shape` each); pair i is the episode and frame
+    /// indices of the i-th call of `pick`.
+    pub fn stack<'e, E: StoredFrames + 'e>(
+        n: usize,
+        obs_shape: (usize, usize, usize),
+        mut pick: impl FnMut() -> Result<(&'e E, PairFrames)>,
+    ) -> Result<PairBatch> {
+        let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
+        let mut batch = PairBatch {
+            prev: vec![0; n * obs_len],
+            cur: vec![0; n * obs_len],
+            len: n,
+            obs_shape,
+        };
+        for i in 0..n {
+            let (episode, frames) = pick()?;
+            stack_frames(episode, frames.prev, &mut batch.prev[i * obs_len..(i + 1) * obs_len]);
+            stack_frames(episode, frames.cur, &mut batch.cur[i * obs_len..(i + 1) * obs_len]);
+        }
+        Ok(batch)
+    }
+
+    /// Random shift on every previous and every current observation, independently.
+    pub fn augment<R: Rng + ?Sized>(&mut self, shift: &RandomShift, rng: &mut R) {
+        let (c, h, w) = self.obs_shape;
+        shift.apply_batch(&mut self.prev, (self.len, c, h, w), rng);
+        shift.apply_batch(&mut self.cur, (self.len, c, h, w), rng);
+    }
+}
+
+/// Where an update's pairs come from.
 pub trait PairSource {
     /// `n` unshifted pairs of `kind`, from task `task` when updates are batched by task.
     fn sample_pairs(

@@ -1,9 +1,8 @@
 //! `lfs eval`: does an encoder make downstream RL better? SAC trained on one DMControl task on
-//! top of a frozen encoder (docs/design.md §6, §8): the config, and the run loop with its logs,
-//! evaluations and resumable checkpoints.
+//! top of a frozen encoder (docs/design.md §6, §8). Its config is the RL loop's
+//! ([`crate::rl_loop::EvalConfig`]); [`run`] gives the loop the encoder as constants.
 
-pub mod config;
 pub mod run;
 
-pub use config::{EvalConfig, Frames};
-pub use run::{run, EncoderChoice, EvalEvent, EvalRow, EvalSpec, EvalSummary};
+pub use crate::rl_loop::EvalConfig;
+pub use run::run;

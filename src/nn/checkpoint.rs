@@ -154,12 +154,17 @@ pub fn rng_from_string(s: &str) -> std::result::Result<ChaCha8Rng, String> {
 
 /// Reads every tensor (onto the CPU) and the metadata of a safetensors file.
 pub fn load(path: &Path) -> Result<SafetensorsFile> {
+    let bytes = std::fs::read(path).map_err(|e| Error::checkpoint(path, format!("reading: {e}")))?;
+    from_bytes(path, &bytes)
+}
+
+/// Parses the bytes of the safetensors file at `path` (named in errors).
+pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<SafetensorsFile> {
     let shard_err = |reason: String| Error::checkpoint(path, reason);
-    let bytes = std::fs::read(path).map_err(|e| shard_err(format!("reading: {e}")))?;
-    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes)
+    let (_, header) = safetensors::SafeTensors::read_metadata(bytes)
         .map_err(|e| shard_err(format!("not a safetensors file: {e}")))?;
     let metadata = header.metadata().clone().unwrap_or_default();
-    let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
+    let tensors = candle_core::safetensors::load_buffer(bytes, &Device::Cpu)
         .map_err(|e| shard_err(format!("loading tensors: {e}")))?
         .into_iter()
         .collect();

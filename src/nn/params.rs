@@ -115,11 +115,6 @@ impl Params {
         self.vars.is_empty()
     }
 
-    /// Total number of scalar parameters.
-    pub fn num_elements(&self) -> usize {
-        self.vars.values().map(|v| v.elem_count()).sum()
-    }
-
     /// Overwrites every parameter from `tensors` (keys = names). Errors on a missing key or a
     /// shape mismatch, naming the key.
     pub fn load_from(&self, tensors: &BTreeMap<String, Tensor>) -> Result<()> {

@@ -19,13 +19,8 @@ use crate::nn::checkpoint::{THIS_VERSION, VERSION_KEY};
 use crate::shards::{Dataset, Episode, RenderQualities};
 use crate::{Error, Result};
 
-/// File names inside a run directory.
-pub const CHECKPOINT_FILE: &str = "checkpoint.safetensors";
-pub const CONFIG_FILE: &str = "config.resolved.toml";
-pub const DATASETS_FILE: &str = "datasets.json";
-pub const METRICS_FILE: &str = "metrics.jsonl";
-/// How the last invocation ended: updates done, last metrics, collapse (JSON).
-pub const SUMMARY_FILE: &str = "summary.json";
+/// File names inside a run directory (the run folder's contract: [`crate::run_dir`]).
+pub use crate::run_dir::{CHECKPOINT_FILE, CONFIG_FILE, DATASETS_FILE, METRICS_FILE, SUMMARY_FILE};
 
 /// Provenance of one input dataset.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -168,7 +163,7 @@ pub fn run_on_episodes(
     let datasets_path = out_dir.join(DATASETS_FILE);
     write_bytes_atomic(&datasets_path, datasets_json.as_bytes()).map_err(|e| io_err(&datasets_path, e))?;
     let mut provenance = BTreeMap::new();
-    provenance.insert("lfs.datasets".to_string(), datasets_json);
+    provenance.insert(crate::run_dir::meta::DATASETS.to_string(), datasets_json);
     provenance.insert(VERSION_KEY.to_string(), THIS_VERSION.to_string());
 
     let mut log = MetricsLog::open(&out_dir.join(METRICS_FILE), trainer.step())?;
@@ -290,7 +285,7 @@ fn read_summary_collapse(path: &Path) -> Result<Option<Collapse>> {
 fn check_same_datasets(checkpoint: &Path, datasets: &[DatasetInfo]) -> Result<()> {
     let meta = crate::nn::checkpoint::read_metadata(checkpoint)?;
     let saved: Vec<String> = meta
-        .get("lfs.datasets")
+        .get(crate::run_dir::meta::DATASETS)
         .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
         .and_then(|v| {
             v.as_array()

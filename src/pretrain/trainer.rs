@@ -426,9 +426,12 @@ impl Trainer {
         let (tensors, counters) = self.state()?;
         let mut meta: HashMap<String, String> = provenance.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         meta.extend(counters.into_iter().map(|(k, v)| (format!("lfs.{k}"), v)));
-        meta.insert("lfs.kind".into(), "checkpoint".into());
+        meta.insert(
+            crate::run_dir::kind::KEY.into(),
+            crate::run_dir::kind::PRETRAIN_CHECKPOINT.into(),
+        );
         meta.insert("lfs.method".into(), self.cfg.objective.method.name().into());
-        meta.insert("lfs.config".into(), self.cfg.to_toml()?);
+        meta.insert(crate::run_dir::meta::CONFIG.into(), self.cfg.to_toml()?);
         checkpoint::save_atomic(path, &tensors, &meta)
     }
 
@@ -437,7 +440,7 @@ impl Trainer {
         let file = checkpoint::load(path)?;
         let err = |reason: String| Error::checkpoint(path, reason);
         checkpoint::check_same_version(&file)?;
-        let saved = PretrainConfig::from_toml_str(file.meta("lfs.config")?, &[])
+        let saved = PretrainConfig::from_toml_str(file.meta(crate::run_dir::meta::CONFIG)?, &[])
             .map_err(|e| err(format!("its config: {e}")))?;
         if saved.resume_key()? != self.cfg.resume_key()? {
             return Err(err(

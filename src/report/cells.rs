@@ -1,6 +1,6 @@
 //! Reading a benchmark-suite directory: `DIR/cells/<name>/` for every cell, as the suite runner
 //! writes it. Each cell holds `cell.json` (what the cell is and how far it got), and once it has
-//! run, `eval.csv`, `run.json` and `config.resolved.toml` from `lfs eval` (src/eval/run.rs).
+//! run, `eval.csv`, `run.json` and `config.resolved.toml` from `lfs eval` or `lfs train` (src/rl_loop/).
 //! Only a cell whose state is `done` is read beyond its `cell.json`; the others are reported as
 //! missing or failed.
 
@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::eval::run::{EvalRow, AUX_LOG, CONFIG_FILE, EVAL_CSV, RUN_FILE};
+use crate::rl_loop::EvalRow;
+use crate::run_dir::{AUX_LOG, CONFIG_FILE, EVAL_CSV, RUN_FILE};
 use crate::{Error, Result};
 
 pub use crate::suite::cell::{CellRecord, CellState, CELLS_DIR, CELL_FILE};

@@ -16,7 +16,7 @@ use super::cells::{for_each_json_line, Cell};
 use super::scores::{MethodCells, SeedStats};
 
 /// The pre-training log beside a run's checkpoint (src/pretrain/run.rs).
-pub const PRETRAIN_LOG: &str = "metrics.jsonl";
+pub const PRETRAIN_LOG: &str = crate::run_dir::METRICS_FILE;
 /// Bins of updates per curve (and rows per table).
 pub const NUM_BINS: usize = 20;
 

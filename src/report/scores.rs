@@ -13,7 +13,7 @@ use super::aggregate::{improvement_estimate, interval_estimates, Aggregate, Boot
 use super::cells::Cell;
 use super::reference::{expert_score, is_seen};
 use crate::env::Task;
-use crate::eval::run::EvalRow;
+use crate::rl_loop::EvalRow;
 
 /// The done cells of one method, by task (tasks in the paper's order), as indices into the
 /// suite's cells.

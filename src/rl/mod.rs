@@ -12,6 +12,6 @@ pub mod squashed_gaussian;
 pub use actor::Actor;
 pub use critic::Critic;
 
-pub use replay_buffer::{ReplayBuffer, Transitions};
+pub use replay_buffer::{ReplayBuffer, StoredEpisode, Transitions};
 pub use sac::{SacAgent, SacBatch, SacConfig, SacMetrics};
 pub use squashed_gaussian::SquashedGaussian;

@@ -19,6 +19,17 @@ use crate::data::sampler::locate;
 use crate::observation::{stack_frames, stack_indices, StoredFrames, FRAME_STACK};
 use crate::{Error, Result};
 
+/// What a checkpoint keeps of one stored episode (features are recomputed).
+#[derive(Debug, Clone, Default)]
+pub struct StoredEpisode {
+    /// F_0 … F_n, (3, h, w) each.
+    pub frames: Vec<u8>,
+    /// a_0 … a_{n−1}, A each.
+    pub actions: Vec<f32>,
+    /// r_0 … r_{n−1}.
+    pub rewards: Vec<f32>,
+}
+
 /// One episode's frames, actions, rewards and (with the cache) observation features.
 #[derive(Debug, Clone)]
 pub struct EpisodeRecord {
@@ -250,10 +261,15 @@ impl ReplayBuffer {
 
     /// Replaces the contents with `episodes` (a checkpoint's), features recomputed by the
     /// caller when the cache is on.
-    pub fn restore(&mut self, episodes: Vec<(Vec<u8>, Vec<f32>, Vec<f32>)>) -> Result<()> {
+    pub fn restore(&mut self, episodes: Vec<StoredEpisode>) -> Result<()> {
         self.episodes.clear();
         self.num_transitions = 0;
-        for (frames, actions, rewards) in episodes {
+        for StoredEpisode {
+            frames,
+            actions,
+            rewards,
+        } in episodes
+        {
             let record = EpisodeRecord {
                 frames,
                 actions,

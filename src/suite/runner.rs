@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::eval::{self, EvalConfig, EvalEvent, EvalSpec, EvalSummary};
+use crate::eval::{self, EvalConfig};
 use crate::fsutil;
+use crate::rl_loop::{EncoderChoice, LoopEvent, LoopSpec, LoopSummary};
 use crate::suite::cell::{Cell, CellLock, CellRecord, CellState, LOG_FILE};
 use crate::suite::suite_file::{RowCommand, SuiteFile};
+use crate::train;
 use crate::{Error, Result};
 
 /// The suite as last run into a directory; later runs must match it but for the budget.
@@ -105,7 +107,7 @@ fn read_if_exists(path: &Path) -> Result<Option<String>> {
 #[derive(Debug)]
 pub enum CellOutcome {
     /// It ran to its budget now.
-    Finished(EvalSummary),
+    Finished(LoopSummary),
     /// It had already finished.
     AlreadyDone,
     /// Another process holds its lock.
@@ -118,7 +120,7 @@ pub fn run_cell(
     suite: &SuiteFile,
     out: &Path,
     index: usize,
-    on_event: &mut dyn FnMut(EvalEvent),
+    on_event: &mut dyn FnMut(LoopEvent),
 ) -> Result<CellOutcome> {
     let cells = Cell::all(suite);
     let cell = cells.get(index).ok_or_else(|| {
@@ -152,17 +154,17 @@ pub fn run_cell(
     let started = Instant::now();
     let wall_before = record.wall_clock_s;
     let result = (|| {
-        let spec = EvalSpec {
+        let spec = LoopSpec {
             task: cell.task,
             encoder: cell.encoder.choice()?,
             allow_render_quality_mismatch: suite.allow_render_quality_mismatch,
             save_video: false,
         };
-        if let eval::EncoderChoice::Exported(path) = &spec.encoder {
+        if let EncoderChoice::Exported(path) = &spec.encoder {
             record.encoder_source = path.display().to_string();
         }
-        let mut note = |event: EvalEvent| {
-            if let EvalEvent::Episode(log) = &event {
+        let mut note = |event: LoopEvent| {
+            if let LoopEvent::Episode(log) = &event {
                 record.frames_done = log.frame;
                 record.wall_clock_s = wall_before + started.elapsed().as_secs_f64();
                 // Progress only: a record that cannot be written now is written at the end.
@@ -175,7 +177,7 @@ pub fn run_cell(
             RowCommand::Train => {
                 let mut train = suite.train_config(&cell.encoder)?;
                 train.run.seed = cell.seed;
-                eval::run::train(&train, &spec, &dir, &mut note)
+                train::run(&train, &spec, &dir, &mut note)
             }
         }
     })();

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::e2e::TrainConfig;
-use crate::env::Task;
-use crate::eval::{EncoderChoice, EvalConfig, Frames};
+use crate::env::{RenderQuality, Task};
+use crate::rl_loop::{EncoderChoice, EvalConfig, Frames, RenderQualitySetting};
+use crate::train::TrainConfig;
 use crate::{Error, Result};
 
 /// The export file `lfs suite` looks for inside a pre-training run directory (what
@@ -196,14 +196,48 @@ impl SuiteFile {
     }
 
     /// The SAC config of every cell but its seed: the suite's file, its overrides, its budget.
+    /// Under `env.render_quality = "encoder"` every row renders at the quality its
+    /// pre-trained encoders agree on ([`SuiteFile::encoders_render_quality`]).
     pub fn sac_config(&self) -> Result<EvalConfig> {
         let mut overrides = self.set.clone();
         overrides.push(format!("run.num_train_frames={}", self.num_train_frames.0));
-        EvalConfig::load(&self.sac_config, &overrides)
+        let mut cfg = EvalConfig::load(&self.sac_config, &overrides)?;
+        self.pin_render_quality(&mut cfg.env.render_quality)?;
+        Ok(cfg)
+    }
+
+    /// `"encoder"` becomes the quality the suite's pre-trained encoders agree on, so that its
+    /// `random` rows (which record none) see the task as the others do; unchanged when they
+    /// record none or disagree (each row then follows its own encoder).
+    fn pin_render_quality(&self, setting: &mut RenderQualitySetting) -> Result<()> {
+        if *setting == RenderQualitySetting::Encoder {
+            if let Some(q) = self.encoders_render_quality()? {
+                *setting = RenderQualitySetting::Pinned(q);
+            }
+        }
+        Ok(())
+    }
+
+    /// The render quality the suite's pre-trained encoders were trained at, when they record
+    /// one and all agree. Under `env.render_quality = "encoder"`, `random` rows render at it, so
+    /// that every row of the suite sees the task alike (the random encoder records none).
+    pub fn encoders_render_quality(&self) -> Result<Option<RenderQuality>> {
+        let mut found = None;
+        for row in &self.encoders {
+            if let EncoderChoice::Exported(path) = row.choice()? {
+                match (found, crate::export::recorded_render_quality(&path)?) {
+                    (_, None) => {}
+                    (None, Some(q)) => found = Some(q),
+                    (Some(f), Some(q)) if f != q => return Ok(None),
+                    (Some(_), Some(_)) => {}
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// The `lfs train` config of `row`'s cells but their seed: `train_config`, the suite's
-    /// overrides, the budget, then the row's overrides.
+    /// overrides, the budget, then the row's overrides; its render quality as [`SuiteFile::sac_config`]'s.
     pub fn train_config(&self, row: &EncoderRow) -> Result<TrainConfig> {
         let path = self
             .train_config
@@ -212,13 +246,86 @@ impl SuiteFile {
         let mut overrides = self.set.clone();
         overrides.push(format!("run.num_train_frames={}", self.num_train_frames.0));
         overrides.extend(row.set.iter().cloned());
-        TrainConfig::load(path, &overrides).map_err(|e| match e {
+        let mut cfg = TrainConfig::load(path, &overrides).map_err(|e| match e {
             Error::Config(m) => Error::Config(format!("encoder {}: {m}", row.name)),
             other => other,
-        })
+        })?;
+        self.pin_render_quality(&mut cfg.env.render_quality)?;
+        Ok(cfg)
     }
 }
 
 fn has_duplicate<T: PartialEq>(items: &[T]) -> bool {
     items.iter().enumerate().any(|(i, a)| items[..i].contains(a))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use super::*;
+    use crate::nn::checkpoint;
+
+    /// An export-kind file whose `lfs.datasets` records `quality` (None: ingested videos).
+    fn export_file(dir: &Path, name: &str, kind: &str, quality: Option<&str>) -> String {
+        let path = dir.join(name);
+        let mut meta = HashMap::new();
+        meta.insert(crate::run_dir::kind::KEY.to_string(), kind.to_string());
+        let datasets = match quality {
+            Some(q) => serde_json::json!([{ "render_quality": q }]),
+            None => serde_json::json!([{}]),
+        };
+        meta.insert("lfs.datasets".to_string(), datasets.to_string());
+        let t = candle_core::Tensor::zeros(1, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();
+        checkpoint::save_atomic(&path, &BTreeMap::from([("x".to_string(), t)]), &meta).unwrap();
+        path.display().to_string()
+    }
+
+    fn suite(sources: &[String]) -> SuiteFile {
+        let rows = sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("[[encoders]]\nname = \"e{i}\"\nsource = \"{s}\"\n"))
+            .collect::<String>();
+        let text = format!(
+            "name = \"t\"\nscale = \"tiny\"\nsac_config = \"pipelines/sac/tiny.toml\"\nnum_train_frames = 4000\n\
+             tasks = [\"walker_stand\"]\nseeds = [1]\n{rows}"
+        );
+        toml::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn random_rows_render_as_the_suites_encoders_were_trained() {
+        let dir = tempfile::tempdir().unwrap();
+        let fast = export_file(dir.path(), "fast.safetensors", "export", Some("fast"));
+        let fast2 = export_file(dir.path(), "fast2.safetensors", "export", Some("fast"));
+        let default = export_file(dir.path(), "default.safetensors", "export", Some("default"));
+        let ingested = export_file(dir.path(), "ingested.safetensors", "export", None);
+        let random = "random".to_string();
+        let quality = |sources: &[String]| suite(sources).sac_config().unwrap().env.render_quality;
+        let pinned = |q| RenderQualitySetting::Pinned(q);
+        // pipelines/sac/tiny.toml follows the encoder; the encoders that record one agree.
+        assert_eq!(
+            quality(&[random.clone(), fast.clone(), fast2, ingested.clone()]),
+            pinned(RenderQuality::Fast)
+        );
+        assert_eq!(
+            quality(&[random.clone(), default.clone()]),
+            pinned(RenderQuality::Default)
+        );
+        // They disagree, or none records one: each row follows its own encoder.
+        assert_eq!(quality(&[random.clone(), fast, default]), RenderQualitySetting::Encoder);
+        assert_eq!(quality(&[random.clone(), ingested]), RenderQualitySetting::Encoder);
+        // A pin in the suite's `set` stays.
+        let mut s = suite(std::slice::from_ref(&random));
+        s.set.push("env.render_quality=fast".into());
+        assert_eq!(s.sac_config().unwrap().env.render_quality, pinned(RenderQuality::Fast));
+        // A file that is not an export is named.
+        let other = export_file(dir.path(), "checkpoint.safetensors", "checkpoint", Some("fast"));
+        let err = suite(&[random, other]).sac_config().unwrap_err().to_string();
+        assert!(
+            err.contains("checkpoint.safetensors") && err.contains("not an encoder written by `lfs export`"),
+            "{err}"
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! Decoding sources into RGB frames at the training resolution.
+//! Decoding sources into RGB frames at the training resolution, and encoding frames into videos
+//! ([`write_lossless_video`] for datasets, [`write_preview_video`] for people).
 //!
 //! A *source* is one episode: a video file (anything FFmpeg demuxes and decodes) or a folder
 //! of numbered PNG/JPEG frames. Every source goes through the same resampler (FFmpeg's
@@ -6,6 +7,7 @@
 
 mod deadline;
 mod discover;
+mod encode;
 pub(crate) mod ffmpeg;
 mod frame_ops;
 mod images;
@@ -18,6 +20,7 @@ pub use deadline::Deadline;
 pub use discover::{
     discover, sequence_frames as sequence_files, Discovered, Rejected, Source, SourceKind, VIDEO_EXTENSIONS,
 };
+pub use encode::{write_lossless_video, write_preview_video, VIDEO_CODEC};
 pub use frame_ops::{center_crop_window, rotate_rgb, Resampler};
 
 use crate::Result;

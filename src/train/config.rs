@@ -5,14 +5,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::value_comparison::ValueComparisonConfig;
 use crate::config::{self, StageConfig};
-use crate::eval::config::{EvalEnvConfig, EvalRunConfig, ReplayConfig};
-use crate::eval::EvalConfig;
 use crate::nn::AdamConfig;
 use crate::pretrain::config::{DataConfig, Method, ModelConfig, ObjectiveConfig, RunConfig};
 use crate::pretrain::PretrainConfig;
 use crate::rl::SacConfig;
+use crate::rl_loop::config::{EvalConfig, EvalEnvConfig, EvalRunConfig, Frames, ReplayConfig};
+use crate::rl_loop::value_comparison::ValueComparisonConfig;
 use crate::{Error, Result};
 
 /// The whole `lfs train` config.
@@ -214,8 +213,8 @@ impl TrainConfig {
     /// checkpoint cadence.
     pub fn resume_key(&self) -> Result<String> {
         let mut c = self.clone();
-        c.run.num_train_frames = crate::eval::config::Frames(0);
-        c.run.checkpoint_every_frames = crate::eval::config::Frames(0);
+        c.run.num_train_frames = Frames(0);
+        c.run.checkpoint_every_frames = Frames(0);
         c.to_toml()
     }
 }

@@ -27,12 +27,12 @@ use crate::data::episode_lengths::MIN_FRAMES_FOR_SYNTHETIC_PAIR;
 use crate::data::sampler::locate;
 use crate::data::{frame_mask_pair, PairBatch, PairKind, PairSource};
 use crate::nn::checkpoint::strip_prefix;
-use crate::nn::encoder::Encoded;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Adam, Encoder, Params};
 use crate::observation::{FRAME_SIZE, FRAME_STACK};
 use crate::pretrain::{Trainer, UpdateMetrics};
 use crate::rl::{ReplayBuffer, Transitions};
+use crate::rl_loop::CriticFeatures;
 use crate::{Error, Result};
 
 /// The encoder `lfs train` trains, and what trains it.
@@ -55,11 +55,6 @@ enum Networks {
 struct CriticGradient {
     params: Params,
     adam: Adam,
-}
-
-/// An observation batch encoded with its tape kept, for the critic's gradient.
-pub struct CriticFeatures {
-    pub encoded: Encoded,
 }
 
 impl OnlineEncoder {

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::eval::Frames;
+use super::config::Frames;
 
 /// `aux.value_comparison`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,57 @@
+//! The arguments `lfs eval` and `lfs train` share (the RL loop's run), and the `--seed`
+//! shortcut every training command has.
+
+use std::path::PathBuf;
+
+use lfs::env::Task;
+use lfs::rl_loop::{EncoderChoice, LoopSpec};
+
+/// `--set` overrides with `--seed N` as `run.seed=N` last.
+pub fn overrides(set: &[String], seed: Option<u64>) -> Vec<String> {
+    let mut overrides = set.to_vec();
+    if let Some(seed) = seed {
+        overrides.push(format!("run.seed={seed}"));
+    }
+    overrides
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// DMControl task, e.g. walker_walk (the nine of the paper).
+    #[arg(long)]
+    pub task: String,
+    /// Shortcut for --set run.seed=N.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override one config field, e.g. --set run.num_train_frames=100000 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Run directory: eval.csv, train.jsonl (and aux.jsonl for `lfs train`), checkpoint,
+    /// provenance. A checkpoint already there is resumed.
+    #[arg(long)]
+    pub out_dir: PathBuf,
+    /// Use an encoder pre-trained on videos of another render quality than a pinned
+    /// env.render_quality.
+    #[arg(long)]
+    pub allow_render_quality_mismatch: bool,
+    /// Write the first episode of every evaluation as <out-dir>/eval_video/<frame>.mp4.
+    #[arg(long)]
+    pub save_video: bool,
+}
+
+impl RunArgs {
+    pub fn overrides(&self) -> Vec<String> {
+        overrides(&self.set, self.seed)
+    }
+
+    /// The run's task and encoder, as the loop takes them.
+    pub fn spec(&self, encoder: EncoderChoice) -> anyhow::Result<LoopSpec> {
+        let task: Task = self.task.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+        Ok(LoopSpec {
+            task,
+            encoder,
+            allow_render_quality_mismatch: self.allow_render_quality_mismatch,
+            save_video: self.save_video,
+        })
+    }
+}

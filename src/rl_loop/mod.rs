@@ -1,0 +1,253 @@
+//! The RL loop `lfs eval` and `lfs train` share (docs/design.md §6–§8): SAC on one DMControl
+//! task on top of a [`Representation`]. Evaluations (deterministic tanh μ, their own environment
+//! and seeds) run at frame 0, every `eval_every_frames` and at the end, one row each in
+//! `eval.csv`; every training episode adds a line to `train.jsonl`, every auxiliary update one
+//! to `aux.jsonl`. Checkpoints (agent, optimisers, replay, representation, RNG, counters) are
+//! written atomically at episode ends, so a killed run resumes at its last one and continues
+//! exactly as an uninterrupted run would have from there. Nothing here prints: progress goes
+//! to the caller's callback.
+//!
+//! What differs between the commands comes in through two seams: the [`Stage`] (the command's
+//! name, its whole config for provenance and resume, the value comparison) and the
+//! [`Representation`] (constants for `lfs eval`, an encoder trained online for `lfs train`).
+
+mod checkpoint;
+pub mod config;
+mod logs;
+mod representation;
+pub mod value_comparison;
+mod workspace;
+
+use std::path::Path;
+use std::time::Instant;
+
+pub use config::{EvalConfig, Frames, RenderQualitySetting, RenderQualitySource};
+pub use logs::{AuxLog, EpisodeLog, EvalRow, EVAL_HEADER};
+pub use representation::{CriticFeatures, EncoderChoice, FrozenFeatures, Representation, RepresentationState};
+pub use value_comparison::ValueComparison;
+
+use crate::env::{RenderQuality, Task};
+use crate::fsutil::write_bytes_atomic;
+use crate::metrics::{CsvLog, MetricsLog};
+use crate::nn::checkpoint as safetensors_file;
+use crate::run_dir::{
+    AUX_LOG, CHECKPOINT_FILE, CONFIG_FILE, EVAL_CSV, RUN_FILE, TRAIN_LOG, VALUE_COMPARISON_FILE, VIDEO_DIR,
+};
+use crate::{Error, Result};
+use workspace::{EpisodeState, StepOutcome, Workspace};
+
+/// What a run is, beyond its config.
+#[derive(Debug, Clone)]
+pub struct LoopSpec {
+    pub task: Task,
+    pub encoder: EncoderChoice,
+    /// Evaluate on a render quality other than the encoder's training videos'.
+    pub allow_render_quality_mismatch: bool,
+    /// Write the first episode of every evaluation as `eval_video/<frame>.mp4`.
+    pub save_video: bool,
+}
+
+/// What the loop reports to its caller.
+#[derive(Debug)]
+pub enum LoopEvent<'a> {
+    Started {
+        start_frame: u64,
+        num_train_frames: u64,
+        resumed: bool,
+        encoder: &'a str,
+    },
+    /// After every agent step: frames done.
+    Progress {
+        frame: u64,
+    },
+    Episode(&'a EpisodeLog),
+    Evaluation(&'a EvalRow),
+    Checkpoint {
+        frame: u64,
+    },
+    /// An episode was lost (a worker died or dm_control raised); the run goes on.
+    EpisodeLost {
+        error: String,
+    },
+}
+
+/// Where the run ended.
+#[derive(Debug, Clone)]
+pub struct LoopSummary {
+    pub frames_done: u64,
+    pub resumed_from_frame: Option<u64>,
+    pub last_eval: Option<EvalRow>,
+}
+
+/// What the loop needs to know of the command it runs for, beyond the SAC sections.
+pub struct Stage {
+    /// `eval` or `train`: the command, in messages, `run.json` and the folder's claim.
+    pub command: &'static str,
+    /// The `lfs.kind` of its checkpoints.
+    pub checkpoint_kind: &'static str,
+    /// The SAC sections of the config, its render quality resolved (all of `lfs eval`'s).
+    pub sac: EvalConfig,
+    /// The whole config as TOML (`config.resolved.toml`, the checkpoint's `lfs.config`).
+    pub toml: String,
+    /// What a resumed run must share with its checkpoint.
+    pub resume_key: String,
+    /// The resume key of a config a checkpoint recorded (its TOML).
+    pub saved_resume_key: fn(&str) -> Result<String>,
+    /// The paper's value comparison window, when asked for (`lfs train`).
+    pub value_comparison: Option<ValueComparison>,
+}
+
+/// Pins `env.render_quality` (`"encoder"` resolved against `representation`) and says where the
+/// quality came from; a pinned quality the encoder was not trained at is refused unless `spec`
+/// allows it.
+pub fn resolve_render_quality(
+    env: &mut config::EvalEnvConfig,
+    representation: &dyn Representation,
+    spec: &LoopSpec,
+) -> Result<RenderQualitySource> {
+    let (quality, source) = env.render_quality.resolve(
+        representation.training_render_quality(),
+        spec.allow_render_quality_mismatch,
+    )?;
+    env.render_quality = RenderQualitySetting::Pinned(quality);
+    Ok(source)
+}
+
+/// Trains into `out_dir`, resuming a checkpoint there; `stage.sac` has been validated and its
+/// render quality resolved (see [`resolve_render_quality`]).
+pub fn run(
+    stage: Stage,
+    spec: &LoopSpec,
+    representation: Box<dyn Representation>,
+    render_source: RenderQualitySource,
+    out_dir: &Path,
+    on_event: &mut dyn FnMut(LoopEvent),
+) -> Result<LoopSummary> {
+    // ---- bad input first: nothing is written before these pass
+    let checkpoint = out_dir.join(CHECKPOINT_FILE);
+    let saved = if checkpoint.exists() {
+        Some(safetensors_file::load(&checkpoint)?)
+    } else {
+        None
+    };
+    if let Some(file) = &saved {
+        checkpoint::check_resumable(file, &stage, spec, representation.id())?;
+    }
+    let cfg = stage.sac.clone();
+    let cfg = &cfg;
+
+    // ---- set up
+    let mut ws = Workspace::new(stage, spec, representation)?;
+    let resumed_from_frame = match &saved {
+        Some(file) => {
+            ws.restore(file)?;
+            Some(ws.frame())
+        }
+        None => None,
+    };
+    std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
+    let _claim = crate::fsutil::claim_dir(out_dir, ws.stage.command)?;
+    write_provenance(out_dir, &ws, render_source)?;
+    // The evaluations the checkpoint knows of stay; a row written after it (or any row, when
+    // there is no checkpoint) is evaluated again.
+    let evaluated_through = ws
+        .last_eval_step
+        .map(|step| Frames::from_steps(step, cfg.env.action_repeat).0);
+    let mut eval_log = CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, evaluated_through)?;
+    let mut train_log = MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?;
+    let mut aux_log = match ws.representation.aux_step() {
+        Some(step) => Some(MetricsLog::open(&out_dir.join(AUX_LOG), step)?),
+        None => None,
+    };
+    on_event(LoopEvent::Started {
+        start_frame: ws.frame(),
+        num_train_frames: cfg.run.num_train_frames.0,
+        resumed: resumed_from_frame.is_some(),
+        encoder: ws.representation.id(),
+    });
+
+    // ---- the loop
+    let start = Instant::now();
+    let repeat = cfg.env.action_repeat;
+    let total_steps = cfg.run.num_train_frames.to_steps(repeat);
+    let eval_every = cfg.run.eval_every_frames.to_steps(repeat);
+    let checkpoint_every = cfg.run.checkpoint_every_frames.to_steps(repeat);
+    let mut last_checkpoint_step = ws.step;
+    let mut last_eval = None;
+    let mut episode: Option<EpisodeState> = None;
+    loop {
+        // At step 0, at every multiple of eval_every after the last evaluation (mid-episode
+        // too: evaluation has its own environment), and once at the end of the budget.
+        let due = ws
+            .last_eval_step
+            .is_none_or(|last| ws.step >= (last / eval_every + 1) * eval_every);
+        let at_end = ws.step >= total_steps && ws.last_eval_step != Some(ws.step);
+        if due || at_end {
+            let video_dir = spec.save_video.then(|| out_dir.join(VIDEO_DIR));
+            let row = ws.evaluate(start, video_dir.as_deref())?;
+            eval_log.append(&row.csv())?;
+            on_event(LoopEvent::Evaluation(&row));
+            last_eval = Some(row);
+        }
+        if ws.step >= total_steps {
+            break;
+        }
+        let state = match episode.take() {
+            Some(state) => state,
+            None => ws.start_episode()?,
+        };
+        match ws.agent_step(state, aux_log.as_mut())? {
+            StepOutcome::Continue(state) => episode = Some(state),
+            StepOutcome::Finished(log) => {
+                train_log.write(&log)?;
+                on_event(LoopEvent::Episode(&log));
+                if ws.step - last_checkpoint_step >= checkpoint_every && ws.step < total_steps {
+                    ws.save_checkpoint(&checkpoint)?;
+                    last_checkpoint_step = ws.step;
+                    on_event(LoopEvent::Checkpoint { frame: ws.frame() });
+                }
+            }
+            StepOutcome::Lost(error) => on_event(LoopEvent::EpisodeLost { error }),
+        }
+        if let Some(window) = ws.value_comparison.as_ref().filter(|w| w.is_complete()) {
+            let path = out_dir.join(VALUE_COMPARISON_FILE);
+            if !path.exists() {
+                let text = serde_json::to_string_pretty(&window.result())?;
+                write_bytes_atomic(&path, text.as_bytes()).map_err(|e| Error::checkpoint(&path, e.to_string()))?;
+            }
+        }
+        on_event(LoopEvent::Progress { frame: ws.frame() });
+    }
+    ws.save_checkpoint(&checkpoint)?;
+    on_event(LoopEvent::Checkpoint { frame: ws.frame() });
+    Ok(LoopSummary {
+        frames_done: ws.frame(),
+        resumed_from_frame,
+        last_eval,
+    })
+}
+
+/// `config.resolved.toml` and `run.json` (task, encoder, render quality, feature cache).
+fn write_provenance(out_dir: &Path, ws: &Workspace, render_source: RenderQualitySource) -> Result<()> {
+    let write = |name: &str, text: String| {
+        let path = out_dir.join(name);
+        write_bytes_atomic(&path, text.as_bytes()).map_err(|e| Error::checkpoint(&path, e.to_string()))
+    };
+    write(CONFIG_FILE, ws.stage.toml.clone())?;
+    let info = serde_json::json!({
+        "command": ws.stage.command,
+        "task": ws.spec.task.name(),
+        "encoder": match &ws.spec.encoder {
+            EncoderChoice::Exported(p) => p.display().to_string(),
+            EncoderChoice::Random => "random".to_string(),
+        },
+        "encoder_sha256": ws.representation.id(),
+        "encoder_render_quality": ws.representation.training_render_quality().map(RenderQuality::name),
+        "render_quality": ws.render_quality.name(),
+        "render_quality_from": render_source.name(),
+        "feature_cache": ws.cfg.replay.feature_cache,
+        "seed": ws.cfg.run.seed,
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    write(RUN_FILE, serde_json::to_string_pretty(&info)?)
+}

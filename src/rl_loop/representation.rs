@@ -1,0 +1,157 @@
+//! Where the agent's features come from: the loop's seam for encoders. `lfs eval` gives it a
+//! [`FrozenFeatures`] (an export or the random encoder, as constants); `lfs train` an encoder
+//! that an auxiliary objective, or the critic, trains online (`crate::train::OnlineRepresentation`).
+//! A new way to make features is a new implementation of [`Representation`], not new arms in
+//! the loop.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use candle_core::{Device, Tensor};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::data::PairBatch;
+use crate::env::RenderQuality;
+use crate::export::ExportFile;
+use crate::nn::encoder::Encoded;
+use crate::nn::encoder_projector::ENCODER_PREFIX;
+use crate::nn::{Encoder, EncoderConfig, Params};
+use crate::pretrain::UpdateMetrics;
+use crate::rl::{ReplayBuffer, Transitions};
+use crate::{Error, Result};
+
+/// Which encoder the agent sees the task through (for `lfs train`: its initialisation).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EncoderChoice {
+    /// An `lfs export` file.
+    Exported(std::path::PathBuf),
+    /// A randomly initialised encoder, seeded by the run's seed: the floor every method must
+    /// beat.
+    Random,
+}
+
+/// An observation batch encoded with its tape kept, for the critic's gradient.
+pub struct CriticFeatures {
+    pub encoded: Encoded,
+}
+
+/// A representation's training state in a checkpoint: tensors and string counters, each under
+/// the loop's own prefix for it (see `super::checkpoint`).
+#[derive(Debug, Default)]
+pub struct RepresentationState {
+    pub tensors: BTreeMap<String, Tensor>,
+    pub counters: BTreeMap<String, String>,
+}
+
+/// The features the agent acts and learns on.
+pub trait Representation {
+    /// What the run records as its encoder and a resumed run must match: the export's sha256,
+    /// `random:<seed>`, or (`lfs train`) the objective and the initialisation.
+    fn id(&self) -> &str;
+
+    /// Features per observation.
+    fn repr_dim(&self) -> usize;
+
+    /// The render quality of the videos the encoder was pre-trained on, when known.
+    fn training_render_quality(&self) -> Option<RenderQuality>;
+
+    /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), constants.
+    fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor>;
+
+    /// The features with their tape, when the critic's gradient trains the encoder; None when
+    /// nothing the critic does reaches it.
+    fn encode_for_critic(&self, _obs: &[u8], _n: usize) -> Result<Option<CriticFeatures>> {
+        Ok(None)
+    }
+
+    /// One step of the encoder on the critic loss's gradient `dh` (n, repr) with respect to
+    /// `features.encoded.h`.
+    fn critic_step(&mut self, _features: &CriticFeatures, _dh: &Tensor) -> Result<()> {
+        Err(Error::Training(
+            "this encoder does not train on the critic's gradient".into(),
+        ))
+    }
+
+    /// One update of an auxiliary objective on the SAC batch's (unshifted) transitions, before
+    /// SAC reads the batch (Algorithm 1); None without one.
+    fn aux_update(&mut self, _batch: &Transitions, _replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {
+        Ok(None)
+    }
+
+    /// Auxiliary updates done, when there is an objective (`aux.jsonl` is cut back to it).
+    fn aux_step(&self) -> Option<u64> {
+        None
+    }
+
+    /// The synthetic observations the objective's last update kept (the value comparison).
+    fn last_selected_synthetic(&self) -> Option<&PairBatch> {
+        None
+    }
+
+    /// The training state a checkpoint keeps; None when there is none (constants).
+    fn state(&self) -> Result<Option<RepresentationState>> {
+        Ok(None)
+    }
+
+    /// Restores [`Representation::state`]; `what` names the checkpoint in errors.
+    fn load_state(&mut self, _state: &RepresentationState, _what: &Path) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The encoder as constants, its identity, and the render quality of its training videos
+/// (`lfs eval`, and `lfs train` when nothing trains the encoder).
+pub struct FrozenFeatures {
+    encoder: Encoder,
+    /// sha256 of the export file, or `random:<seed>`.
+    id: String,
+    /// The render quality of the videos the encoder was trained on, when they were collected.
+    render_quality: Option<RenderQuality>,
+}
+
+impl FrozenFeatures {
+    /// `choice` loaded as constants: an export file, or the paper's encoder orthogonally
+    /// initialised from `seed`.
+    pub fn new(choice: &EncoderChoice, seed: u64) -> Result<Self> {
+        match choice {
+            EncoderChoice::Random => {
+                let cfg = EncoderConfig::default();
+                let mut params = Params::new(&Device::Cpu);
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                Encoder::new(&cfg, ENCODER_PREFIX, &mut params, &mut rng)?;
+                Ok(Self {
+                    encoder: Encoder::from_tensors(&cfg, ENCODER_PREFIX, &params.snapshot()?)?,
+                    id: format!("random:{seed}"),
+                    render_quality: None,
+                })
+            }
+            EncoderChoice::Exported(path) => {
+                let export = ExportFile::read(path)?;
+                Ok(Self {
+                    render_quality: export.training_render_quality(),
+                    encoder: export.frozen_encoder()?.encoder,
+                    id: export.sha256,
+                })
+            }
+        }
+    }
+}
+
+impl Representation for FrozenFeatures {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn repr_dim(&self) -> usize {
+        self.encoder.repr_dim()
+    }
+
+    fn training_render_quality(&self) -> Option<RenderQuality> {
+        self.render_quality
+    }
+
+    fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
+        Ok(self.encoder.encode(obs, n, false)?.h)
+    }
+}

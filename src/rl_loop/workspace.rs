@@ -1,0 +1,422 @@
+//! The loop's state and one agent step of it (docs/design.md §6, §7): the two environments
+//! (one trains, one evaluates), the agent, the replay buffer, the representation, the RNG and
+//! the counters a checkpoint holds. Per agent step, as Proto-RL's train loop: choose the action
+//! (uniformly random during the seed frames), update on a sampled batch (the representation's
+//! auxiliary objective first, for `lfs train`), step the environment, store the transition.
+
+use std::path::Path;
+use std::time::Instant;
+
+use candle_core::{Device, Tensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::config::{EvalConfig, Frames};
+use super::logs::{AuxLog, EpisodeLog, EvalRow, MetricSums};
+use super::representation::{CriticFeatures, Representation};
+use super::value_comparison::ValueComparison;
+use super::{LoopSpec, Stage};
+use crate::data::RandomShift;
+use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, TimeStep, FRAME_BYTES};
+use crate::metrics::MetricsLog;
+use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
+use crate::pretrain::UpdateMetrics;
+use crate::rl::{ReplayBuffer, SacAgent, SacBatch, Transitions};
+use crate::{Error, Result};
+
+/// The environment seeds (dm_control takes 0..2³²): training episode `e`, and evaluation
+/// episode `k` of evaluation `i`, in disjoint halves of the range for a run seed.
+fn train_seed(run_seed: u64, episode: u64) -> u64 {
+    run_seed.wrapping_mul(1_000_003).wrapping_add(episode) % (1 << 31)
+}
+
+fn eval_seed(run_seed: u64, evaluation: u64, k: u64) -> u64 {
+    (1 << 31) + run_seed.wrapping_mul(1_000_003).wrapping_add(evaluation * 1000 + k) % (1 << 31)
+}
+
+/// The pool slots: one environment trains, the other evaluates.
+pub(super) const TRAIN: usize = 0;
+const EVAL: usize = 1;
+
+/// The training state a checkpoint holds, and what the loop works with.
+pub(super) struct Workspace {
+    /// The SAC half of the config (all of it for `lfs eval`), its render quality resolved.
+    pub(super) cfg: EvalConfig,
+    /// The whole config as TOML, its checkpoint kind and its command, for checkpoints and
+    /// provenance.
+    pub(super) stage: Stage,
+    pub(super) spec: LoopSpec,
+    pub(super) representation: Box<dyn Representation>,
+    /// The quality the environments render at.
+    pub(super) render_quality: RenderQuality,
+    pool: EnvPool,
+    pub(super) agent: SacAgent,
+    pub(super) replay: ReplayBuffer,
+    shift: RandomShift,
+    pub(super) rng: ChaCha8Rng,
+    /// Where the agent's tensors live.
+    device: Device,
+    /// Agent steps done.
+    pub(super) step: u64,
+    /// Training episodes started.
+    pub(super) episode: u64,
+    /// Evaluations done, and the agent step of the last one.
+    pub(super) evaluations: u64,
+    pub(super) last_eval_step: Option<u64>,
+    pub(super) action_dim: usize,
+    /// The value comparison window, when asked for (`lfs train`).
+    pub(super) value_comparison: Option<ValueComparison>,
+}
+
+/// What one agent step trains on.
+struct TrainingBatch {
+    sac: SacBatch,
+    /// The auxiliary objective's update on these transitions (`lfs train`).
+    aux: Option<UpdateMetrics>,
+    /// The observations' encoding with its tape, when the critic trains the encoder.
+    critic: Option<CriticFeatures>,
+}
+
+/// The episode being played.
+pub(super) struct EpisodeState {
+    reward: f64,
+    length: u64,
+    start: Instant,
+    sums: MetricSums,
+}
+
+pub(super) enum StepOutcome {
+    Continue(EpisodeState),
+    Finished(EpisodeLog),
+    Lost(String),
+}
+
+impl Workspace {
+    pub(super) fn new(stage: Stage, spec: &LoopSpec, representation: Box<dyn Representation>) -> Result<Self> {
+        let cfg = &stage.sac;
+        let render_quality = cfg
+            .env
+            .render_quality
+            .pinned()
+            .ok_or_else(|| Error::Config("env.render_quality was not resolved before the run".into()))?;
+        let env_cfg = DmcConfig {
+            action_repeat: cfg.env.action_repeat,
+            render_quality,
+            ..DmcConfig::new(spec.task)
+        };
+        let pool = EnvPool::new(vec![env_cfg.clone(), env_cfg])?;
+        let action_dim = pool.spec(TRAIN).action_dim;
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
+        let repr = representation.repr_dim();
+        // The one place the run's device is chosen: the agent and every batch it trains on live
+        // there. The replay, the environments' frames and the encoder's CPU kernels stay in host
+        // memory.
+        let device = Device::Cpu;
+        let agent = SacAgent::new(&cfg.agent, repr, action_dim, &device, &mut rng)?;
+        let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
+        Ok(Self {
+            replay: ReplayBuffer::new(cfg.replay.capacity, FRAME_BYTES, action_dim, feature_dim),
+            shift: RandomShift {
+                pad: cfg.replay.random_shift_pad,
+            },
+            cfg: cfg.clone(),
+            value_comparison: stage.value_comparison.clone(),
+            stage,
+            spec: spec.clone(),
+            representation,
+            render_quality,
+            pool,
+            agent,
+            device,
+            rng,
+            step: 0,
+            episode: 0,
+            evaluations: 0,
+            last_eval_step: None,
+            action_dim,
+        })
+    }
+
+    pub(super) fn frame(&self) -> u64 {
+        Frames::from_steps(self.step, self.cfg.env.action_repeat).0
+    }
+
+    /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), through the frozen encoder's kernels.
+    pub(super) fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
+        self.representation.encode(obs, n)
+    }
+
+    fn reset(&mut self, slot: usize, seed: u64) -> Result<std::result::Result<TimeStep, String>> {
+        self.command(slot, EnvCommand::Reset { seed })
+    }
+
+    fn command(&mut self, slot: usize, command: EnvCommand) -> Result<std::result::Result<TimeStep, String>> {
+        let mut commands = vec![None, None];
+        commands[slot] = Some(command);
+        let mut replies = self.pool.execute(&commands)?;
+        match replies.swap_remove(slot) {
+            PoolReply::Ready(step) => Ok(Ok(step)),
+            PoolReply::Broken(error) => Ok(Err(error.to_string())),
+            PoolReply::Idle => Err(Error::Env {
+                task: self.spec.task.name().to_string(),
+                reason: "the environment pool left a command unanswered".into(),
+            }),
+        }
+    }
+
+    /// Resets the training environment (retrying a lost reset) and starts an episode in the
+    /// replay buffer.
+    pub(super) fn start_episode(&mut self) -> Result<EpisodeState> {
+        let first = loop {
+            let seed = train_seed(self.cfg.run.seed, self.episode);
+            self.episode += 1;
+            match self.reset(TRAIN, seed)? {
+                Ok(step) => break step,
+                Err(_) => continue, // the pool gives up after repeated failures
+            }
+        };
+        self.replay.start_episode(&env_frame_to_chw(&first.frame))?;
+        self.cache_latest_features()?;
+        Ok(EpisodeState {
+            reward: 0.0,
+            length: 0,
+            start: Instant::now(),
+            sums: MetricSums::default(),
+        })
+    }
+
+    /// Feature cache: encode the newest observation once, when it is stored.
+    fn cache_latest_features(&mut self) -> Result<()> {
+        if !self.cfg.replay.feature_cache {
+            return Ok(());
+        }
+        let obs = self.latest_observation()?;
+        let h = self.encode(&obs, 1)?.flatten_all()?.to_vec1::<f32>()?;
+        self.replay.set_features(&h)
+    }
+
+    fn latest_observation(&self) -> Result<Vec<u8>> {
+        self.replay
+            .latest_observation()
+            .ok_or_else(|| Error::Shape("eval: no episode started".into()))
+    }
+
+    /// The features the agent acts on: (1, repr).
+    fn latest_features(&self) -> Result<Tensor> {
+        if self.cfg.replay.feature_cache {
+            if let Some(episode) = self.replay.episodes().back() {
+                let repr = self.representation.repr_dim();
+                let h = &episode.features[episode.features.len() - repr..];
+                return Ok(Tensor::from_slice(h, (1, repr), &self.device)?);
+            }
+        }
+        self.encode(&self.latest_observation()?, 1)
+    }
+
+    /// Choose, update (the auxiliary objective first, for `lfs train`), step, store.
+    pub(super) fn agent_step(
+        &mut self,
+        mut state: EpisodeState,
+        aux_log: Option<&mut MetricsLog>,
+    ) -> Result<StepOutcome> {
+        let seed_steps = self.cfg.run.num_seed_frames.to_steps(self.cfg.env.action_repeat);
+        let action: Vec<f32> = if self.step < seed_steps {
+            (0..self.action_dim)
+                .map(|_| self.rng.random_range(-1.0f32..=1.0))
+                .collect()
+        } else {
+            let h = self.latest_features()?;
+            self.agent.act(&h, true, &mut self.rng)?
+        };
+        if self.step >= seed_steps {
+            let TrainingBatch {
+                sac: batch,
+                aux,
+                critic,
+            } = self.batch()?;
+            if let Some(aux) = &aux {
+                state.sums.add_aux(aux);
+                if let Some(log) = aux_log {
+                    log.write(&AuxLog {
+                        update: aux,
+                        frame: self.frame(),
+                    })?;
+                }
+            }
+            self.observe_values(&batch)?;
+            let (metrics, obs_grad) = self.agent.update_with_obs_grad(&batch, self.step, &mut self.rng)?;
+            if let Some(features) = critic {
+                let dh = obs_grad.ok_or_else(|| Error::Training("the critic gave the encoder no gradient".into()))?;
+                self.representation.critic_step(&features, &dh)?;
+            }
+            state.sums.add(&metrics);
+        }
+        let step = match self.command(TRAIN, EnvCommand::Step { action: action.clone() })? {
+            Ok(step) => step,
+            Err(error) => return Ok(StepOutcome::Lost(error)),
+        };
+        self.replay
+            .add(&action, step.reward as f32, &env_frame_to_chw(&step.frame))?;
+        self.cache_latest_features()?;
+        self.step += 1;
+        state.reward += step.reward;
+        state.length += 1;
+        if !step.last {
+            return Ok(StepOutcome::Continue(state));
+        }
+        let seconds = state.start.elapsed().as_secs_f64().max(1e-9);
+        Ok(StepOutcome::Finished(EpisodeLog {
+            step: self.step,
+            frame: self.frame(),
+            episode: self.episode,
+            episode_reward: state.reward,
+            episode_length: state.length,
+            fps: Frames::from_steps(state.length, self.cfg.env.action_repeat).0 as f64 / seconds,
+            num_updates: state.sums.count,
+            sac: state.sums.mean(),
+            aux_loss: state.sums.aux_mean(|m| m.loss),
+            aux_num_synthetic: state.sums.aux_mean(|m| m.num_synthetic as f64),
+        }))
+    }
+
+    /// A training batch: shifted and encoded pixels, or cached features. With an online
+    /// encoder, its objective first takes one update on the batch's transitions (Algorithm 1),
+    /// and the batch is encoded by the updated encoder.
+    fn batch(&mut self) -> Result<TrainingBatch> {
+        let n = self.cfg.agent.batch_size;
+        let mut t = self.replay.sample(n, &mut self.rng)?;
+        let aux = self.aux_update(&t)?;
+        let mut critic = None;
+        let (obs, next_obs) = if self.cfg.replay.feature_cache {
+            let repr = self.representation.repr_dim();
+            (
+                Tensor::from_vec(std::mem::take(&mut t.obs_features), (n, repr), &self.device)?,
+                Tensor::from_vec(std::mem::take(&mut t.next_obs_features), (n, repr), &self.device)?,
+            )
+        } else {
+            let dims = (n, 3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE);
+            self.shift.apply_batch(&mut t.obs, dims, &mut self.rng);
+            self.shift.apply_batch(&mut t.next_obs, dims, &mut self.rng);
+            let obs = match self.representation.encode_for_critic(&t.obs, n)? {
+                Some(features) => {
+                    // The critic's gradient reaches the encoder through h: a leaf whose
+                    // gradient the encoder's own backward takes from there.
+                    let h = candle_core::Var::from_tensor(&features.encoded.h)?.as_tensor().clone();
+                    critic = Some(features);
+                    h
+                }
+                None => self.encode(&t.obs, n)?,
+            };
+            (obs, self.encode(&t.next_obs, n)?)
+        };
+        let sac = SacBatch {
+            obs,
+            action: Tensor::from_vec(t.action, (n, self.action_dim), &self.device)?,
+            reward: Tensor::from_vec(t.reward, (n, 1), &self.device)?,
+            next_obs,
+        };
+        Ok(TrainingBatch { sac, aux, critic })
+    }
+
+    /// The value comparison's step, when the window is open: the critic's values of the SAC
+    /// batch's observations and of the synthetic ones LNC just selected.
+    fn observe_values(&mut self, batch: &SacBatch) -> Result<()> {
+        let frame = self.frame();
+        if !self.value_comparison.as_ref().is_some_and(|w| w.wants(frame)) {
+            return Ok(());
+        }
+        let uniform = |n: usize, rng: &mut ChaCha8Rng| -> Result<Tensor> {
+            let a: Vec<f32> = (0..n * self.action_dim)
+                .map(|_| rng.random_range(-1.0f32..=1.0))
+                .collect();
+            Ok(Tensor::from_vec(a, (n, self.action_dim), &self.device)?)
+        };
+        let n = batch.obs.dim(0)?;
+        let real = self.agent.min_q(&batch.obs, &uniform(n, &mut self.rng)?)?;
+        let selected = self.representation.last_selected_synthetic();
+        let synthetic = match selected {
+            Some(pairs) if pairs.len > 0 => {
+                let h = self.representation.encode(&pairs.prev, pairs.len)?;
+                self.agent.min_q(&h, &uniform(pairs.len, &mut self.rng)?)?
+            }
+            _ => vec![],
+        };
+        if let Some(window) = self.value_comparison.as_mut() {
+            window.observe(&real, &synthetic);
+        }
+        Ok(())
+    }
+
+    /// The online encoder's objective, one update on the (unshifted) transitions `t`.
+    fn aux_update(&mut self, t: &Transitions) -> Result<Option<UpdateMetrics>> {
+        self.representation.aux_update(t, &self.replay)
+    }
+
+    /// `num_eval_episodes` deterministic episodes on the evaluation environment; with
+    /// `video_dir`, the first one is also written there as `<frame>.mp4`.
+    pub(super) fn evaluate(&mut self, start: Instant, video_dir: Option<&Path>) -> Result<EvalRow> {
+        let mut returns = Vec::new();
+        let mut k = 0;
+        while returns.len() < self.cfg.run.num_eval_episodes {
+            let seed = eval_seed(self.cfg.run.seed, self.evaluations, k);
+            k += 1;
+            let mut frames = (returns.is_empty() && video_dir.is_some()).then(Vec::new);
+            if let Some(ret) = self.eval_episode(seed, frames.as_mut())? {
+                returns.push(ret);
+                if let (Some(dir), Some(frames)) = (video_dir, frames) {
+                    self.write_video(dir, &frames)?;
+                }
+            }
+        }
+        self.evaluations += 1;
+        self.last_eval_step = Some(self.step);
+        Ok(EvalRow {
+            frame: self.frame(),
+            step: self.step,
+            episode: self.episode,
+            episode_reward: returns.iter().sum::<f64>() / returns.len() as f64,
+            total_time: start.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// `eval_video/<frame>.mp4`, written atomically.
+    fn write_video(&self, dir: &Path, frames: &[Vec<u8>]) -> Result<()> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::checkpoint(dir, e.to_string()))?;
+        let path = dir.join(format!("{}.mp4", self.frame()));
+        let tmp = crate::fsutil::temp_path(&path);
+        let seconds = self.pool.spec(EVAL).agent_timestep();
+        crate::video::write_preview_video(&tmp, frames, seconds)?;
+        crate::fsutil::commit_temp(&tmp, &path).map_err(|e| Error::checkpoint(&path, e.to_string()))
+    }
+
+    /// One evaluation episode's return, or None if it was lost; its (84, 84, 3) frames go to
+    /// `frames` when given.
+    fn eval_episode(&mut self, seed: u64, mut frames: Option<&mut Vec<Vec<u8>>>) -> Result<Option<f64>> {
+        let mut stack = crate::observation::FrameStack::new();
+        let first = match self.reset(EVAL, seed)? {
+            Ok(step) => step,
+            Err(_) => return Ok(None),
+        };
+        stack.reset(&first.frame);
+        if let Some(frames) = frames.as_mut() {
+            frames.push(first.frame.clone());
+        }
+        let mut ret = 0.0;
+        loop {
+            let h = self.encode(&stack.observation(), 1)?;
+            let action = self.agent.act(&h, false, &mut self.rng)?;
+            let step = match self.command(EVAL, EnvCommand::Step { action })? {
+                Ok(step) => step,
+                Err(_) => return Ok(None),
+            };
+            ret += step.reward;
+            if let Some(frames) = frames.as_mut() {
+                frames.push(step.frame.clone());
+            }
+            if step.last {
+                return Ok(Some(ret));
+            }
+            stack.push(&step.frame);
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! The README's commands and `make help`'s targets, run as a new user runs them (issue 27): each
+//! command exactly as written, with only budget flags appended (`--set`, a later `--episodes`
+//! replacing an earlier one, or a Makefile variable the Makefile documents), in a fresh folder
+//! that sees the checkout's files but has no `runs/` and no `videos/` of its own. A command the
+//! README gains, or a target `make help` gains, fails the first test until this file says how it
+//! is walked or why it is not.
+//!
+//! `make` targets run as `make -o build -o setup TARGET`: the binary and venv are the ones this
+//! test run was built with (`make test`), and cargo in a second folder would rebuild them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{output_text, repo, wait_for};
+
+/// How a command of the README or a target of `make help` is walked.
+enum Walk {
+    /// Run to completion, `append` after the command as written.
+    Run { append: &'static str },
+    /// Started as written, stopped once its first cell has begun (`lfs suite run` of a suite of
+    /// day-long cells).
+    UntilFirstCell,
+    /// Not run here, and why.
+    Skip(&'static str),
+}
+
+/// One command as written (README) or `make TARGET` (`make help`), and how it is walked.
+struct Step {
+    written: &'static str,
+    walk: Walk,
+}
+
+const fn run(written: &'static str, append: &'static str) -> Step {
+    Step {
+        written,
+        walk: Walk::Run { append },
+    }
+}
+
+const fn skip(written: &'static str, why: &'static str) -> Step {
+    Step {
+        written,
+        walk: Walk::Skip(why),
+    }
+}
+
+/// SAC at a tiny budget: 600 frames, updates from 400, evaluations (one episode) at 0 and 600.
+const SAC_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
+     --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
+     --set agent.feature_dim=8 --set agent.batch_size=16";
+/// `lfs train` at the same budget, with a small objective head.
+const TRAIN_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
+     --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
+     --set agent.feature_dim=8 --set aux.model.num_prototypes=32 --set aux.model.predictor_hidden_dim=64";
+
+/// The walk, in the order a user meets it: the default job, the Makefile's stages, then the
+/// README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the report.
+const STEPS: &[Step] = &[
+    skip("make deps", ".ci/run runs it first on a bare machine (apt-get, as root)"),
+    run("make", "SET='--set run.num_updates=100'"),
+    skip("make test", "this test is part of it"),
+    skip(
+        "make build",
+        "cargo test built the binary these steps run; cargo in a second folder would rebuild it",
+    ),
+    run("make pretrain", "SET='--set run.num_updates=100'"),
+    run("make setup", ""),
+    run("make sample", ""),
+    run("make export", ""),
+    skip("make lint", ".ci/run runs it"),
+    skip("make check-lerobot", "installs LeRobot and torch (several GB); run by hand"),
+    skip("make bench", "hours of benchmarks for BENCHMARKS.md"),
+    skip("make study-mini", "the study: about 6.5 hours"),
+    skip("make suite-tiny", ".ci/run runs it after the tests"),
+    skip("make suite", "its default suite is make suite-tiny's, which .ci/run runs"),
+    run("make eval", SAC_MAKE_SET),
+    run("make train", TRAIN_MAKE_SET),
+    run("make collect", "COLLECT_EPISODES=1"),
+    run(
+        "target/release/lfs collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --video-frames 250 --out videos/",
+        "--episodes 1",
+    ),
+    run("target/release/lfs ingest videos/ --out runs/paper/dataset", ""),
+    run("target/release/lfs inspect runs/paper/dataset --contact-sheet sheet.png", ""),
+    run(
+        "target/release/lfs pretrain --config pipelines/mini.toml --set 'data.datasets=[\"runs/paper/dataset\"]' --out-dir runs/paper",
+        "--set run.num_updates=2",
+    ),
+    run(
+        "target/release/lfs export runs/paper/checkpoint.safetensors --out runs/paper/encoder.safetensors",
+        "",
+    ),
+    run(
+        "make pretrain VIDEOS=videos/ PRETRAIN_CONFIG=pipelines/mini.toml",
+        "SET='--set run.num_updates=2'",
+    ),
+    run(
+        "make pretrain VIDEOS=videos/ PRETRAIN_CONFIG=pipelines/paper.toml",
+        "SET='--set run.num_updates=1 --set run.batch_size=32'",
+    ),
+    run(
+        "target/release/lfs eval --config pipelines/sac/mini.toml --encoder runs/tiny/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval/walker_walk/1",
+        SAC_BUDGET,
+    ),
+    run(
+        "target/release/lfs train --config pipelines/e2e/tiny.toml --task walker_stand --seed 1 --out-dir runs/train/walker_stand/1",
+        TRAIN_BUDGET,
+    ),
+    Step {
+        written: "target/release/lfs suite run eval/suites/mini.toml --out runs/suite-mini -j 2",
+        walk: Walk::UntilFirstCell,
+    },
+    run("target/release/lfs suite status runs/suite-mini", ""),
+    run(
+        "target/release/lfs suite sbatch eval/suites/paper.toml --out runs/suite-paper --cpus-per-task 8 --time 72:00:00",
+        "",
+    ),
+    run(
+        "target/release/lfs report results/study-mini --out runs/report-study-mini",
+        "",
+    ),
+];
+
+/// `make eval`'s and `make train`'s SET: the budgets above.
+const SAC_MAKE_SET: &str = concat!(
+    "SET='--set run.num_train_frames=600 --set run.num_seed_frames=400 ",
+    "--set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 ",
+    "--set agent.feature_dim=8 --set agent.batch_size=16'"
+);
+const TRAIN_MAKE_SET: &str = concat!(
+    "SET='--set run.num_train_frames=600 --set run.num_seed_frames=400 ",
+    "--set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 ",
+    "--set agent.feature_dim=8 --set aux.model.num_prototypes=32 ",
+    "--set aux.model.predictor_hidden_dim=64'"
+);
+
+/// The commands of the README's ```sh blocks: continuation lines joined, comments dropped,
+/// `a && b` split, white space folded.
+fn readme_commands() -> Vec<String> {
+    let text = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut commands = Vec::new();
+    let (mut in_block, mut current) = (false, String::new());
+    for line in text.lines() {
+        if line.starts_with("```") {
+            in_block = line.starts_with("```sh");
+            continue;
+        }
+        if !in_block || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let code = match line.find(" #") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        if let Some(part) = code.trim_end().strip_suffix('\\') {
+            current.push_str(part);
+            current.push(' ');
+            continue;
+        }
+        current.push_str(code);
+        for command in current.split("&&") {
+            let folded = command.split_whitespace().collect::<Vec<_>>().join(" ");
+            if !folded.is_empty() {
+                commands.push(folded);
+            }
+        }
+        current.clear();
+    }
+    commands
+}
+
+/// The targets `make help` lists, as `make` (the default goal, `all`) or `make TARGET`.
+fn make_help_targets(dir: &Path) -> Vec<String> {
+    let out = Command::new("make").arg("help").current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "make help: {}", output_text(&out));
+    output_text(&out)
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|t| {
+            if t == "all" {
+                "make".to_string()
+            } else {
+                format!("make {t}")
+            }
+        })
+        .collect()
+}
+
+/// A fresh folder that sees the checkout's files (links) but writes its own runs/ and videos/.
+fn user_folder() -> PathBuf {
+    let dir = crate::common::temp_dir("readme");
+    for name in [
+        "Makefile",
+        "pipelines",
+        "eval",
+        "datasets",
+        "results",
+        "target",
+        ".venv",
+        "README.md",
+    ] {
+        std::os::unix::fs::symlink(repo().join(name), dir.join(name)).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn every_readme_command_and_make_target_is_walked_or_says_why_not() {
+    let dir = user_folder();
+    let mut missing = Vec::new();
+    for command in readme_commands().into_iter().chain(make_help_targets(&dir)) {
+        if !STEPS.iter().any(|s| s.written == command) {
+            missing.push(command);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "commands shown to users that tests/readme.rs neither runs nor explains: {missing:#?}"
+    );
+    for step in STEPS {
+        if let Walk::Skip(why) = step.walk {
+            assert!(!why.is_empty(), "{}: a skipped step says why", step.written);
+        }
+    }
+}
+
+/// The shell line a step runs: `make` with the build and venv taken as current.
+fn shell_line(written: &str, append: &str) -> String {
+    let line = match written.strip_prefix("make") {
+        Some(rest) => format!("make -o build -o setup{rest}"),
+        None => written.to_string(),
+    };
+    format!("exec {line} {append}")
+}
+
+fn bash(dir: &Path, line: &str) -> Command {
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", line])
+        .current_dir(dir)
+        .env("MUJOCO_GL", std::env::var("MUJOCO_GL").unwrap_or_else(|_| "egl".into()))
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("JOB_COMPLETION_INDEX");
+    cmd
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn the_readme_walk_through_runs_as_written() {
+    let dir = user_folder();
+    for step in STEPS {
+        let started = Instant::now();
+        match step.walk {
+            Walk::Skip(_) => continue,
+            Walk::Run { append } => {
+                let out = bash(&dir, &shell_line(step.written, append)).output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "`{} {append}` failed in {}:\n{}",
+                    step.written,
+                    dir.display(),
+                    output_text(&out)
+                );
+            }
+            Walk::UntilFirstCell => {
+                let mut child = bash(&dir, &shell_line(step.written, ""))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let cells = dir.join("runs/suite-mini/cells");
+                wait_for(&mut child, 300, "the first cell's run.json", || {
+                    std::fs::read_dir(&cells).is_ok_and(|mut d| d.any(|e| e.unwrap().path().join("run.json").exists()))
+                });
+                // SIGKILL: the pool's cells die with it (the suite tests' kill).
+                child.kill().unwrap();
+                child.wait().unwrap();
+            }
+        }
+        eprintln!("{}: {:.0} s", step.written, started.elapsed().as_secs_f64());
+        check_after(&dir, step.written);
+    }
+}
+
+/// What a step must have left behind, beyond exit 0.
+fn check_after(dir: &Path, written: &str) {
+    let runs = dir.join("runs");
+    match written {
+        "make" => {
+            assert!(runs.join("tiny/encoder.safetensors").is_file());
+            assert!(runs.join("tiny/contact-sheet.png").is_file());
+            render_quality_pinned_against_the_encoder_is_refused(dir);
+        }
+        "make eval" => {
+            // The out-dir names the encoder by its run folder, not `encoder.safetensors`.
+            let run = runs.join("eval/tiny/cartpole_swingup/tiny/1");
+            let info = json(&run.join("run.json"));
+            // tiny.toml follows the encoder, trained on the embedded sample's default renders.
+            assert_eq!(info["render_quality"], "default", "{info}");
+            assert_eq!(info["encoder_render_quality"], "default", "{info}");
+            assert_eq!(info["render_quality_from"], "encoder", "{info}");
+            assert_eq!(std::fs::read_to_string(run.join("eval.csv")).unwrap().lines().count(), 3);
+        }
+        "make train" => {
+            let run = runs.join("train/tiny/cartpole_swingup/lfs/1");
+            let info = json(&run.join("run.json"));
+            assert_eq!(info["command"], "train", "{info}");
+            assert!(run.join("aux.jsonl").is_file());
+        }
+        "make collect" => {
+            for task in ["reach_duplo", "walker_run", "cartpole_swingup"] {
+                let n = std::fs::read_dir(dir.join("videos").join(task)).unwrap().count();
+                assert!(n >= 2, "videos/{task}: a video and its sidecar, found {n} files");
+            }
+        }
+        "target/release/lfs eval --config pipelines/sac/mini.toml --encoder runs/tiny/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval/walker_walk/1" => {
+            let info = json(&runs.join("eval/walker_walk/1/run.json"));
+            assert_eq!(info["render_quality"], "default", "{info}");
+        }
+        "target/release/lfs suite status runs/suite-mini" => {
+            assert!(runs.join("suite-mini/sac.resolved.toml").is_file());
+        }
+        "target/release/lfs suite sbatch eval/suites/paper.toml --out runs/suite-paper --cpus-per-task 8 --time 72:00:00" => {
+            let scripts = std::fs::read_dir(runs.join("suite-paper/slurm"))
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sbatch"))
+                .count();
+            assert_eq!(scripts, 1, "the job-array script");
+        }
+        "target/release/lfs report results/study-mini --out runs/report-study-mini" => {
+            assert!(runs.join("report-study-mini/report.md").is_file());
+        }
+        _ => {}
+    }
+}
+
+/// A config that pins a render quality the encoder was not trained at is refused by name, with
+/// nothing written; the flag lets it run.
+fn render_quality_pinned_against_the_encoder_is_refused(dir: &Path) {
+    let line = format!(
+        "exec target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/tiny/encoder.safetensors \
+         --task cartpole_swingup --out-dir runs/refused --set env.render_quality=fast {SAC_BUDGET}"
+    );
+    let out = bash(dir, &line).output().unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("pre-trained on videos rendered at quality \"default\", and env.render_quality pins \"fast\""),
+        "{text}"
+    );
+    assert!(text.contains("--allow-render-quality-mismatch"), "{text}");
+    assert!(!dir.join("runs/refused").exists(), "nothing written");
+    let started = Instant::now();
+    let mut child = bash(dir, &format!("{line} --allow-render-quality-mismatch"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let info = dir.join("runs/refused/run.json");
+    wait_for(&mut child, 120, "run.json", || info.exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let info = json(&info);
+    assert_eq!(info["render_quality"], "fast", "{info}");
+    assert_eq!(info["render_quality_from"], "config", "{info}");
+    assert!(started.elapsed() < Duration::from_secs(120));
+}
