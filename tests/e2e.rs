@@ -146,7 +146,7 @@ fn every_e2e_pipeline_loads() {
         let cfg = TrainConfig::load(&repo().join(format!("pipelines/e2e/{name}.toml")), &[]).unwrap();
         assert_eq!(cfg.aux.method.objective(), Some(lfs::pretrain::Method::Lfs), "{name}");
         assert!(!cfg.replay.feature_cache && !cfg.aux.critic_gradient, "{name}");
-        assert_eq!(cfg.pretrain().unwrap().run.batch_size, cfg.agent.batch_size, "{name}");
+        assert_eq!(cfg.trainer_config().unwrap().batch_size, cfg.agent.batch_size, "{name}");
     }
 }
 
@@ -344,7 +344,7 @@ fn bad_train_input_is_refused_by_name_with_nothing_written() {
         ),
         (
             &["--set", "aux.objective.lnc.k=16"],
-            "aux: objective.lnc.k = 16 must be < run.batch_size = 16",
+            "aux: objective.lnc.k = 16 must be < the batch size M = 16",
         ),
         (&["--init-encoder", not_export.to_str().unwrap()], "encoder.safetensors"),
     ];

@@ -16,10 +16,9 @@
 //! (BENCHMARKS.md, "Collapse and task batching"). So a clustering run counts as collapsed when
 //! both hold; the other methods have no ln K and use the cosine alone.
 
-use candle_core::{DType, Tensor};
+/// The spread of the target projections, measured by the objective engine every update.
+pub use crate::objectives::spread::{spread, Spread};
 use serde::{Deserialize, Serialize};
-
-use crate::Result;
 
 /// When the run counts as collapsed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,44 +42,6 @@ impl Default for CollapseConfig {
             max_target_cosine: 0.999,
         }
     }
-}
-
-/// How spread out a batch of projections is.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Spread {
-    /// Mean cosine between the projections of different samples: 1 when all are parallel.
-    pub mean_pairwise_cosine: f64,
-    /// Mean L2 norm of the projections.
-    pub mean_norm: f64,
-}
-
-/// The spread of `z` (b, d), b >= 2. The mean over pairs i ≠ j of û_i·û_j is
-/// (‖Σ û_i‖² − b) / (b(b − 1)) for unit vectors û, so it costs O(b·d).
-pub fn spread(z: &Tensor) -> Result<Spread> {
-    let rows = z.detach().to_dtype(DType::F64)?.to_vec2::<f64>()?;
-    let b = rows.len();
-    let d = rows.first().map_or(0, Vec::len);
-    let mut sum = vec![0f64; d];
-    let mut norms = 0.0;
-    let mut units = 0usize;
-    for row in &rows {
-        let norm = row.iter().map(|v| v * v).sum::<f64>().sqrt();
-        norms += norm;
-        if norm > 0.0 {
-            units += 1;
-            sum.iter_mut().zip(row).for_each(|(s, v)| *s += v / norm);
-        }
-    }
-    let pairs = (units * units.saturating_sub(1)) as f64;
-    let mean_pairwise_cosine = if pairs > 0.0 {
-        (sum.iter().map(|s| s * s).sum::<f64>() - units as f64) / pairs
-    } else {
-        f64::NAN
-    };
-    Ok(Spread {
-        mean_pairwise_cosine,
-        mean_norm: norms / b.max(1) as f64,
-    })
 }
 
 /// A collapse that held for the configured window.
@@ -110,6 +71,18 @@ pub struct CollapseSigns {
     pub loss: f64,
     pub sinkhorn_entropy: Option<f64>,
     pub target_cosine: f64,
+}
+
+impl CollapseSigns {
+    /// What the monitor reads of one update.
+    pub fn of(m: &crate::objectives::UpdateMetrics) -> Self {
+        Self {
+            step: m.step,
+            loss: m.loss,
+            sinkhorn_entropy: m.sinkhorn_entropy,
+            target_cosine: m.target_cosine,
+        }
+    }
 }
 
 impl CollapseMonitor {

@@ -1,13 +1,12 @@
-//! The pre-trainer: config (TOML), the per-update trainer for every method of docs/design.md §5, the
-//! run loop with metrics, checkpoints and resume.
+//! The pre-trainer: config (TOML), and the run loop that drives the objective engine
+//! ([`crate::objectives::Trainer`], every method of docs/design.md §5) over video pairs, with
+//! metrics, checkpoints, resume and the collapse monitor.
 
 pub mod collapse;
 pub mod config;
-pub mod metrics;
 pub mod run;
-pub mod trainer;
 
+/// The objective engine `lfs pretrain` drives lives beside the objectives.
+pub use crate::objectives::{Trainer, UpdateMetrics};
 pub use config::{Method, PretrainConfig};
-pub use metrics::UpdateMetrics;
-pub use run::{run, RunEvent, RunSummary};
-pub use trainer::{video_pair_sampler, Trainer};
+pub use run::{run, video_pair_sampler, RunEvent, RunSummary};

@@ -2,25 +2,84 @@
 //! exists, loop `Trainer::update`, log every update to `metrics.jsonl`, checkpoint every K
 //! updates and at the end. Progress is reported through a callback; nothing here prints.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::collapse::{Collapse, CollapseMonitor};
+use super::collapse::{Collapse, CollapseMonitor, CollapseSigns};
 use super::config::{Method, PretrainConfig};
-use super::metrics::UpdateMetrics;
-use super::trainer::{video_pair_sampler, Trainer};
 use crate::data::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
 use crate::data::{episode_lengths, TaskEpisodeLengths};
+use crate::data::{PairSampler, SamplerConfig};
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::MetricsLog;
+use crate::nn::checkpoint;
 use crate::nn::checkpoint::{THIS_VERSION, VERSION_KEY};
+use crate::objectives::{Trainer, UpdateMetrics};
+use crate::run_dir::{self, kind};
 use crate::shards::{Dataset, Episode, RenderQualities};
 use crate::{Error, Result};
 
 /// File names inside a run directory (the run folder's contract: [`crate::run_dir`]).
 pub use crate::run_dir::{CHECKPOINT_FILE, CONFIG_FILE, DATASETS_FILE, METRICS_FILE, SUMMARY_FILE};
+
+/// The pair sampler over pre-training videos for `cfg` (its task batching); errors unless the
+/// frames fit `model.encoder.image_size`.
+pub fn video_pair_sampler<'a>(cfg: &PretrainConfig, episodes: &'a [Episode]) -> Result<PairSampler<'a>> {
+    let sampler = PairSampler::new(
+        episodes,
+        SamplerConfig {
+            task_batching: cfg.data.task_batching,
+        },
+    )?;
+    let (_, h, w) = sampler.obs_shape();
+    let size = cfg.model.encoder.image_size;
+    if (h, w) != (size, size) {
+        return Err(Error::Config(format!(
+            "frames are {h}x{w} but model.encoder.image_size = {size}"
+        )));
+    }
+    Ok(sampler)
+}
+
+/// Everything needed to resume ([`Trainer::state`], its counters as `lfs.step`,
+/// `lfs.adam_step`, `lfs.rng`) plus the method and config, and `provenance` entries.
+fn save_checkpoint(
+    trainer: &Trainer,
+    cfg: &PretrainConfig,
+    path: &Path,
+    provenance: &BTreeMap<String, String>,
+) -> Result<()> {
+    let (tensors, counters) = trainer.state()?;
+    let mut meta: HashMap<String, String> = provenance.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    meta.extend(counters.into_iter().map(|(k, v)| (format!("lfs.{k}"), v)));
+    meta.insert(kind::KEY.into(), kind::PRETRAIN_CHECKPOINT.into());
+    meta.insert("lfs.method".into(), cfg.objective.method.name().into());
+    meta.insert(run_dir::meta::CONFIG.into(), cfg.to_toml()?);
+    checkpoint::save_atomic(path, &tensors, &meta)
+}
+
+/// Restores into `trainer` a checkpoint [`save_checkpoint`] wrote for the same settings.
+fn load_checkpoint(trainer: &mut Trainer, cfg: &PretrainConfig, path: &Path) -> Result<()> {
+    let file = checkpoint::load(path)?;
+    let err = |reason: String| Error::checkpoint(path, reason);
+    checkpoint::check_same_version(&file)?;
+    let saved = PretrainConfig::from_toml_str(file.meta(run_dir::meta::CONFIG)?, &[])
+        .map_err(|e| err(format!("its config: {e}")))?;
+    if saved.resume_key()? != cfg.resume_key()? {
+        return Err(err(
+            "was written with different settings (only run.num_updates and run.checkpoint_every_updates may change on resume); \
+             use a new --out-dir or delete the checkpoint"
+                .to_string(),
+        ));
+    }
+    let counters = ["step", "adam_step", "rng"]
+        .into_iter()
+        .map(|k| Ok((k.to_string(), file.meta(&format!("lfs.{k}"))?.to_string())))
+        .collect::<Result<BTreeMap<_, _>>>()?;
+    trainer.load_state(&file.tensors, &counters, path)
+}
 
 /// Provenance of one input dataset.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -147,11 +206,11 @@ pub fn run_on_episodes(
     std::fs::create_dir_all(out_dir).map_err(|e| io_err(out_dir, e))?;
     let _claim = crate::fsutil::claim_dir(out_dir, "pretrain")?;
     let mut sampler = video_pair_sampler(cfg, episodes)?;
-    let mut trainer = Trainer::new(cfg)?;
+    let mut trainer = Trainer::new(&cfg.trainer_config(), &cfg.device())?;
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
     let resumed_from = if checkpoint.exists() {
         check_same_datasets(&checkpoint, datasets)?;
-        trainer.load_checkpoint(&checkpoint)?;
+        load_checkpoint(&mut trainer, cfg, &checkpoint)?;
         Some(trainer.step())
     } else {
         None
@@ -181,12 +240,12 @@ pub fn run_on_episodes(
         let metrics = trainer.update(&mut sampler)?;
         log.write(&metrics)?;
         on_event(RunEvent::Update(&metrics));
-        if let Some(collapse) = monitor.observe(&metrics.collapse_signs()) {
+        if let Some(collapse) = monitor.observe(&CollapseSigns::of(&metrics)) {
             on_event(RunEvent::Collapse(&collapse));
         }
         let step = trainer.step();
         if step % cfg.run.checkpoint_every_updates == 0 || step == cfg.run.num_updates {
-            trainer.save_checkpoint(&checkpoint, &provenance)?;
+            save_checkpoint(&trainer, cfg, &checkpoint, &provenance)?;
             on_event(RunEvent::Checkpoint {
                 step,
                 path: &checkpoint,
@@ -196,7 +255,7 @@ pub fn run_on_episodes(
     }
     if !checkpoint.exists() {
         // A resumed run that was already complete still leaves its checkpoint in place.
-        trainer.save_checkpoint(&checkpoint, &provenance)?;
+        save_checkpoint(&trainer, cfg, &checkpoint, &provenance)?;
     }
     let summary_path = out_dir.join(SUMMARY_FILE);
     if last_metrics.is_none() && summary_path.exists() {
@@ -210,7 +269,9 @@ pub fn run_on_episodes(
             collapse: read_summary_collapse(&summary_path)?,
         });
     }
-    let collapse = last_metrics.as_ref().and_then(|m| monitor.current(&m.collapse_signs()));
+    let collapse = last_metrics
+        .as_ref()
+        .and_then(|m| monitor.current(&CollapseSigns::of(m)));
     let summary = RunSummary {
         checkpoint,
         steps_done: trainer.step(),

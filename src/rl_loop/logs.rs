@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::pretrain::UpdateMetrics;
+use crate::objectives::UpdateMetrics;
 use crate::rl::SacMetrics;
 
 /// `eval.csv`'s columns (DrQ-v2's).

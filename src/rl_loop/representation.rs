@@ -17,7 +17,7 @@ use crate::export::ExportFile;
 use crate::nn::encoder::Encoded;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Encoder, EncoderConfig, Params};
-use crate::pretrain::UpdateMetrics;
+use crate::objectives::UpdateMetrics;
 use crate::rl::{ReplayBuffer, Transitions};
 use crate::{Error, Result};
 

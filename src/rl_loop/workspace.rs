@@ -19,8 +19,8 @@ use super::{LoopSpec, Stage};
 use crate::data::RandomShift;
 use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, TimeStep, FRAME_BYTES};
 use crate::metrics::MetricsLog;
+use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
-use crate::pretrain::UpdateMetrics;
 use crate::rl::{ReplayBuffer, SacAgent, SacBatch, Transitions};
 use crate::{Error, Result};
 

@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{self, StageConfig};
 use crate::nn::AdamConfig;
-use crate::pretrain::config::{DataConfig, Method, ModelConfig, ObjectiveConfig, RunConfig};
-use crate::pretrain::PretrainConfig;
+use crate::objectives::{Method, ModelConfig, ObjectiveConfig, TrainerConfig};
 use crate::rl::SacConfig;
 use crate::rl_loop::config::{EvalConfig, EvalEnvConfig, EvalRunConfig, Frames, ReplayConfig};
 use crate::rl_loop::value_comparison::ValueComparisonConfig;
@@ -131,7 +130,7 @@ impl StageConfig for TrainConfig {
                     method.name()
                 ));
             }
-            self.pretrain()?.validate().map_err(|e| match e {
+            self.trainer_config()?.validate().map_err(|e| match e {
                 Error::Config(m) => Error::Config(format!("aux: {m}")),
                 other => other,
             })?;
@@ -177,35 +176,25 @@ impl TrainConfig {
         }
     }
 
-    /// The pre-trainer's config for the auxiliary objective: M = the SAC batch size (Algorithm
-    /// 1 draws one batch of M real transitions for both), the run's seed and shift padding.
-    /// Errors for `aux.method = none`.
-    pub fn pretrain(&self) -> Result<PretrainConfig> {
+    /// The objective engine's config for `aux.method`: `[aux]`'s model, optimizer and objective,
+    /// M = the SAC batch size (Algorithm 1 draws one batch of M real transitions for both), the
+    /// run's seed and the replay's shift padding. Errors for `aux.method = none`.
+    pub fn trainer_config(&self) -> Result<TrainerConfig> {
         let method = self
             .aux
             .method
             .objective()
             .ok_or_else(|| Error::Config("aux.method = none has no objective".into()))?;
-        Ok(PretrainConfig {
-            run: RunConfig {
-                name: "lfs-train".into(),
-                seed: self.run.seed,
-                num_updates: 0,
-                batch_size: self.agent.batch_size,
-                checkpoint_every_updates: 1,
-            },
-            data: DataConfig {
-                datasets: vec![],
-                random_shift_pad: self.replay.random_shift_pad,
-                ..DataConfig::default()
-            },
+        Ok(TrainerConfig {
+            seed: self.run.seed,
+            batch_size: self.agent.batch_size,
+            random_shift_pad: self.replay.random_shift_pad,
             model: self.aux.model.clone(),
             optimizer: self.aux.optimizer.clone(),
             objective: ObjectiveConfig {
                 method,
                 ..self.aux.objective.clone()
             },
-            collapse: Default::default(),
         })
     }
 

@@ -1,10 +1,11 @@
 //! The encoder of `lfs train` (docs/design.md §7, the paper's Algorithm 1): trained online, one
-//! update per agent step, by an auxiliary objective — the pre-trainer's [`Trainer`], reused as
-//! it is — and read by SAC through detached features, so the SAC losses never reach it. The
-//! baselines that let the critic train the encoder (`aux.critic_gradient`: SAC from pixels
-//! with `aux.method = none`, CURL end to end with `aux.method = curl`) add the critic loss's
-//! gradient through the encoder's own backward and a second Adam, as CURL's code keeps one
-//! optimiser for the critic (encoder included) and one for its contrastive loss.
+//! update per agent step, by an auxiliary objective — the objective engine [`Trainer`] that
+//! `lfs pretrain` drives, reused as it is — and read by SAC through detached features, so the
+//! SAC losses never reach it. The baselines that let the critic train the encoder
+//! (`aux.critic_gradient`: SAC from pixels with `aux.method = none`, CURL end to end with
+//! `aux.method = curl`) add the critic loss's gradient through the encoder's own backward and a
+//! second Adam, as CURL's code keeps one optimiser for the critic (encoder included) and one for
+//! its contrastive loss.
 //!
 //! The objective draws its pairs from the RL run itself ([`ReplayPairs`]):
 //! - real pairs are the SAC batch's M transitions (O_t, O_{t+1}), as Algorithm 1 shares them;
@@ -29,8 +30,8 @@ use crate::data::{frame_mask_pair, PairBatch, PairKind, PairSource};
 use crate::nn::checkpoint::strip_prefix;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Adam, Encoder, Params};
+use crate::objectives::{Trainer, UpdateMetrics};
 use crate::observation::{FRAME_SIZE, FRAME_STACK};
-use crate::pretrain::{Trainer, UpdateMetrics};
 use crate::rl::{ReplayBuffer, Transitions};
 use crate::rl_loop::CriticFeatures;
 use crate::{Error, Result};
@@ -61,7 +62,7 @@ impl OnlineEncoder {
     /// Fresh networks from `cfg.run.seed`, as `lfs pretrain` would initialise them.
     pub fn new(cfg: &TrainConfig) -> Result<Self> {
         let networks = match cfg.aux.method.objective() {
-            Some(_) => Networks::Objective(Box::new(Trainer::new(&cfg.pretrain()?)?)),
+            Some(_) => Networks::Objective(Box::new(Trainer::new(&cfg.trainer_config()?, &Device::Cpu)?)),
             None => {
                 let mut params = Params::new(&Device::Cpu);
                 let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);

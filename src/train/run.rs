@@ -14,7 +14,7 @@ use crate::config::StageConfig;
 use crate::data::PairBatch;
 use crate::env::RenderQuality;
 use crate::export::ExportFile;
-use crate::pretrain::{Trainer, UpdateMetrics};
+use crate::objectives::{Trainer, UpdateMetrics};
 use crate::rl::{ReplayBuffer, Transitions};
 use crate::rl_loop::{
     self, CriticFeatures, EncoderChoice, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Representation,

@@ -10,31 +10,29 @@
 //! ([`EncoderProjector::backward`], the fast CPU path) and spliced into the same gradient store
 //! ([`Trainer::backward`]) before one Adam step takes them all.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
 use candle_core::backprop::GradStore;
-use candle_core::{Tensor, Var};
+use candle_core::{Device, Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::collapse::spread;
-use super::config::{LncLatent, Method, PretrainConfig};
-use super::metrics::UpdateMetrics;
-use crate::config::StageConfig;
-use crate::data::{PairBatch, PairKind, PairSampler, PairSource, RandomShift, SamplerConfig};
-use crate::nn::checkpoint::{self, rng_from_string, rng_to_string, strip_prefix};
+use super::config::{LncLatent, Method, ModelConfig, ObjectiveConfig};
+use super::update_metrics::UpdateMetrics;
+use crate::data::{PairBatch, PairKind, PairSource, RandomShift};
+use crate::nn::checkpoint::{rng_from_string, rng_to_string, strip_prefix};
 use crate::nn::clip_grad::clip_grad_norm;
 use crate::nn::ema::ema_update;
 use crate::nn::encoder_projector::Features;
-use crate::nn::{Adam, EncoderProjector, Params, Predictor, Prototypes};
+use crate::nn::kernels::conv_nhwc::OB;
+use crate::nn::{Adam, AdamConfig, EncoderProjector, Params, Predictor, Prototypes};
 use crate::objectives::atc::AtcHead;
 use crate::objectives::curl::CurlHead;
 use crate::objectives::infonce::cosine_info_nce;
 use crate::objectives::lfs::clustering_loss;
 use crate::objectives::lnc_select;
-use crate::shards::Episode;
 use crate::{Error, Result};
 
 /// The method-specific part of the online network.
@@ -60,28 +58,94 @@ struct OnlinePass {
     rows: Vec<usize>,
 }
 
-/// The pair sampler over pre-training videos for `cfg` (its task batching); errors unless the
-/// frames fit `model.encoder.image_size`.
-pub fn video_pair_sampler<'a>(cfg: &PretrainConfig, episodes: &'a [Episode]) -> Result<PairSampler<'a>> {
-    let sampler = PairSampler::new(
-        episodes,
-        SamplerConfig {
-            task_batching: cfg.data.task_batching,
-        },
-    )?;
-    let (_, h, w) = sampler.obs_shape();
-    let size = cfg.model.encoder.image_size;
-    if (h, w) != (size, size) {
-        return Err(Error::Config(format!(
-            "frames are {h}x{w} but model.encoder.image_size = {size}"
-        )));
+/// What the objective engine is built from: the model, optimizer and objective sections of a
+/// config, with the run's seed, the batch size M and the shift padding. `lfs pretrain` makes it
+/// from its whole config, `lfs train` from `[aux]` and the SAC batch (Algorithm 1 draws one
+/// batch of M real transitions for both).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainerConfig {
+    /// Seeds the initialisation and the engine's own RNG (sampling, shifts).
+    pub seed: u64,
+    /// M: real pairs per update.
+    pub batch_size: usize,
+    /// Random-shift padding of every pair, in pixels.
+    pub random_shift_pad: usize,
+    pub model: ModelConfig,
+    pub optimizer: AdamConfig,
+    pub objective: ObjectiveConfig,
+}
+
+impl TrainerConfig {
+    /// Refuses settings the engine cannot train with, naming the field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::Config(m));
+        let (obj, model) = (&self.objective, &self.model);
+        if self.batch_size < 2 {
+            return bad(format!("the batch size M = {} must be >= 2", self.batch_size));
+        }
+        if obj.method.uses_lnc() && obj.lnc.k >= self.batch_size {
+            return bad(format!(
+                "objective.lnc.k = {} must be < the batch size M = {}",
+                obj.lnc.k, self.batch_size
+            ));
+        }
+        if obj.lnc.k == 0 || obj.lnc.r < 0.0 || obj.lnc.c - obj.lnc.r / 2.0 < 0.0 {
+            return bad(format!(
+                "objective.lnc: need k >= 1, r >= 0, c - r/2 >= 0 (k {}, c {}, r {})",
+                obj.lnc.k, obj.lnc.c, obj.lnc.r
+            ));
+        }
+        for (name, tau) in [
+            ("objective.ema_tau", obj.ema_tau),
+            ("objective.atc.ema_tau", obj.atc.ema_tau),
+            ("objective.curl.ema_tau", obj.curl.ema_tau),
+        ] {
+            if !(tau > 0.0 && tau <= 1.0) {
+                return bad(format!("{name} = {tau} must be in (0, 1]"));
+            }
+        }
+        if !(obj.atc.clip_grad_norm >= 0.0 && obj.atc.clip_grad_norm.is_finite()) {
+            return bad(format!(
+                "objective.atc.clip_grad_norm = {} must be >= 0 (0: no clipping)",
+                obj.atc.clip_grad_norm
+            ));
+        }
+        if !(0.0..=1.0).contains(&obj.no_lnc_synthetic_fraction) {
+            return bad(format!(
+                "objective.no_lnc_synthetic_fraction = {} must be in [0, 1]",
+                obj.no_lnc_synthetic_fraction
+            ));
+        }
+        if obj.clustering.temperature <= 0.0 || obj.cl_temperature <= 0.0 {
+            return bad("temperatures must be > 0".into());
+        }
+        if model.encoder.in_channels != 9 {
+            return bad(format!(
+                "model.encoder.in_channels = {}: observations stack 3 RGB frames (9)",
+                model.encoder.in_channels
+            ));
+        }
+        if model.latent_dim == 0
+            || model.predictor_hidden_dim == 0
+            || model.num_prototypes == 0
+            || obj.atc.hidden_dim == 0
+        {
+            return bad("model dimensions must be >= 1".into());
+        }
+        model.encoder.repr_dim()?;
+        if model.encoder.num_filters % OB != 0 {
+            return bad(format!(
+                "model.encoder.num_filters = {}: the CPU conv kernels need a multiple of {OB}",
+                model.encoder.num_filters
+            ));
+        }
+        self.optimizer.validate("optimizer")
     }
-    Ok(sampler)
 }
 
 /// The full training state.
 pub struct Trainer {
-    cfg: PretrainConfig,
+    cfg: TrainerConfig,
     shift: RandomShift,
     online_params: Params,
     target_params: Params,
@@ -97,11 +161,12 @@ pub struct Trainer {
 }
 
 impl Trainer {
-    /// Initialises the networks from `cfg.run.seed` (orthogonal init; target = copy of online).
-    pub fn new(cfg: &PretrainConfig) -> Result<Self> {
+    /// Initialises the networks on `device` from `cfg.seed` (orthogonal init; target = copy of
+    /// online).
+    pub fn new(cfg: &TrainerConfig, device: &Device) -> Result<Self> {
         cfg.validate()?;
-        let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
-        let mut online_params = Params::new(&cfg.device());
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let mut online_params = Params::new(device);
         let (encoder_cfg, latent) = (&cfg.model.encoder, cfg.model.latent_dim);
         let online_net = EncoderProjector::new(encoder_cfg, latent, &mut online_params, &mut rng)?;
         let new_predictor = |params: &mut Params, rng: &mut _| {
@@ -134,7 +199,7 @@ impl Trainer {
         Ok(Self {
             cfg: cfg.clone(),
             shift: RandomShift {
-                pad: cfg.data.random_shift_pad,
+                pad: cfg.random_shift_pad,
             },
             online_params,
             target_params,
@@ -210,7 +275,7 @@ impl Trainer {
         let z_leaf = Var::from_tensor(&online.features.z_rows(&online.rows)?)?; // (M, latent)
                                                                                 // The target branch builds no graph, so backward never reaches its parameters.
         let t = self.target_net.forward_pixels(&batch.cur, batch.len, false)?.z; // (M, latent)
-        let spread = spread(&t)?;
+        let spread = super::spread::spread(&t)?;
         metrics.target_cosine = spread.mean_pairwise_cosine;
         metrics.target_norm = spread.mean_norm;
         let loss = self.loss(z_leaf.as_tensor(), &t, &mut metrics)?;
@@ -251,7 +316,7 @@ impl Trainer {
         task: Option<usize>,
         metrics: &mut UpdateMetrics,
     ) -> Result<(PairBatch, Option<OnlinePass>)> {
-        let m = self.cfg.run.batch_size;
+        let m = self.cfg.batch_size;
         Ok(match self.cfg.objective.method {
             Method::Lfs | Method::LfsCl => {
                 let (batch, online) = self.lnc_batch(source, task, m, metrics)?;
@@ -418,41 +483,5 @@ impl Trainer {
         self.rng = rng_from_string(get("rng")?).map_err(|e| err(format!("`rng`: {e}")))?;
         self.step = step;
         Ok(())
-    }
-
-    /// Everything needed to resume ([`Trainer::state`], its counters as `lfs.step`,
-    /// `lfs.adam_step`, `lfs.rng`) plus the method and config, and `provenance` entries.
-    pub fn save_checkpoint(&self, path: &Path, provenance: &BTreeMap<String, String>) -> Result<()> {
-        let (tensors, counters) = self.state()?;
-        let mut meta: HashMap<String, String> = provenance.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        meta.extend(counters.into_iter().map(|(k, v)| (format!("lfs.{k}"), v)));
-        meta.insert(
-            crate::run_dir::kind::KEY.into(),
-            crate::run_dir::kind::PRETRAIN_CHECKPOINT.into(),
-        );
-        meta.insert("lfs.method".into(), self.cfg.objective.method.name().into());
-        meta.insert(crate::run_dir::meta::CONFIG.into(), self.cfg.to_toml()?);
-        checkpoint::save_atomic(path, &tensors, &meta)
-    }
-
-    /// Restores a checkpoint written by [`Trainer::save_checkpoint`] for the same settings.
-    pub fn load_checkpoint(&mut self, path: &Path) -> Result<()> {
-        let file = checkpoint::load(path)?;
-        let err = |reason: String| Error::checkpoint(path, reason);
-        checkpoint::check_same_version(&file)?;
-        let saved = PretrainConfig::from_toml_str(file.meta(crate::run_dir::meta::CONFIG)?, &[])
-            .map_err(|e| err(format!("its config: {e}")))?;
-        if saved.resume_key()? != self.cfg.resume_key()? {
-            return Err(err(
-                "was written with different settings (only run.num_updates and run.checkpoint_every_updates may change on resume); \
-                 use a new --out-dir or delete the checkpoint"
-                    .to_string(),
-            ));
-        }
-        let counters = ["step", "adam_step", "rng"]
-            .into_iter()
-            .map(|k| Ok((k.to_string(), file.meta(&format!("lfs.{k}"))?.to_string())))
-            .collect::<Result<BTreeMap<_, _>>>()?;
-        self.load_state(&file.tensors, &counters, path)
     }
 }

@@ -1,9 +1,8 @@
-//! What one pre-training update reports: a line of `metrics.jsonl` (keys `pretrain/<name>`,
-//! written by [`crate::metrics::MetricsLog`]).
+//! What one update of the objective engine reports: a line of `lfs pretrain`'s `metrics.jsonl`
+//! and of `lfs train`'s `aux.jsonl` (keys `pretrain/<name>`, written by
+//! [`crate::metrics::MetricsLog`]).
 
 use serde::Serialize;
-
-use super::collapse::CollapseSigns;
 
 /// What one update reports (updates return metrics; the loop logs them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,16 +86,6 @@ impl UpdateMetrics {
             seconds_optimizer: 0.0,
             update_seconds: 0.0,
             updates_per_s: 0.0,
-        }
-    }
-
-    /// What the collapse monitor reads of this update.
-    pub fn collapse_signs(&self) -> CollapseSigns {
-        CollapseSigns {
-            step: self.step,
-            loss: self.loss,
-            sinkhorn_entropy: self.sinkhorn_entropy,
-            target_cosine: self.target_cosine,
         }
     }
 }
