@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::config::StageConfig;
+use crate::rl::SacAgent;
 use crate::rl_loop::{self, EvalConfig, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Stage};
 use crate::run_dir::kind;
 use crate::Result;
@@ -28,5 +29,5 @@ pub fn run(
         value_comparison: None,
         sac,
     };
-    rl_loop::run(stage, spec, Box::new(representation), render_source, out_dir, on_event)
+    rl_loop::run::<SacAgent>(stage, spec, Box::new(representation), render_source, out_dir, on_event)
 }

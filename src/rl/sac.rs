@@ -230,6 +230,11 @@ impl SacAgent {
         self.action_dim
     }
 
+    /// The settings it was built with.
+    pub fn config(&self) -> &SacConfig {
+        &self.cfg
+    }
+
     /// −|A|.
     pub fn target_entropy(&self) -> f64 {
         -(self.action_dim as f64)

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 
+use super::agent::{Agent, AgentState};
 use super::representation::RepresentationState;
 use super::workspace::Workspace;
 use super::{LoopSpec, Stage};
@@ -121,9 +122,9 @@ pub(super) fn check_resumable(file: &SafetensorsFile, stage: &Stage, spec: &Loop
     Ok(())
 }
 
-impl Workspace {
+impl<A: Agent> Workspace<A> {
     pub(super) fn save_checkpoint(&self, path: &Path) -> Result<()> {
-        let (mut tensors, mut meta) = self.agent.state()?;
+        let AgentState { mut tensors, mut meta } = self.agent.state()?;
         tensors.extend(self.replay_tensors()?);
         meta.insert(kind::KEY.into(), self.stage.checkpoint_kind.into());
         meta.insert(run_dir::meta::CONFIG.into(), self.stage.toml.clone());

@@ -11,6 +11,7 @@
 //! name, its whole config for provenance and resume, the value comparison) and the
 //! [`Representation`] (constants for `lfs eval`, an encoder trained online for `lfs train`).
 
+pub mod agent;
 mod checkpoint;
 pub mod config;
 mod logs;
@@ -21,8 +22,9 @@ mod workspace;
 use std::path::Path;
 use std::time::Instant;
 
+pub use agent::{Agent, AgentState, AgentUpdate, EpisodeSums, SacSums};
 pub use config::{EvalConfig, Frames, RenderQualitySetting, RenderQualitySource};
-pub use logs::{AuxLog, EpisodeLog, EvalRow, EVAL_HEADER};
+pub use logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow, TrainLine, EVAL_HEADER};
 pub use representation::{CriticFeatures, EncoderChoice, FrozenFeatures, Representation, RepresentationState};
 pub use value_comparison::ValueComparison;
 
@@ -115,7 +117,7 @@ pub fn resolve_render_quality(
 
 /// Trains into `out_dir`, resuming a checkpoint there; `stage.sac` has been validated and its
 /// render quality resolved (see [`resolve_render_quality`]).
-pub fn run(
+pub fn run<A: Agent>(
     stage: Stage,
     spec: &LoopSpec,
     representation: Box<dyn Representation>,
@@ -137,7 +139,7 @@ pub fn run(
     let cfg = &cfg;
 
     // ---- set up
-    let mut ws = Workspace::new(stage, spec, representation)?;
+    let mut ws = Workspace::<A>::new(stage, spec, representation)?;
     let resumed_from_frame = match &saved {
         Some(file) => {
             ws.restore(file)?;
@@ -174,7 +176,7 @@ pub fn run(
     let checkpoint_every = cfg.run.checkpoint_every_frames.to_steps(repeat);
     let mut last_checkpoint_step = ws.step;
     let mut last_eval = None;
-    let mut episode: Option<EpisodeState> = None;
+    let mut episode: Option<EpisodeState<A>> = None;
     loop {
         // At step 0, at every multiple of eval_every after the last evaluation (mid-episode
         // too: evaluation has its own environment), and once at the end of the budget.
@@ -198,8 +200,12 @@ pub fn run(
         };
         match ws.agent_step(state, aux_log.as_mut())? {
             StepOutcome::Continue(state) => episode = Some(state),
-            StepOutcome::Finished(log) => {
-                train_log.write(&log)?;
+            StepOutcome::Finished(log, agent, aux) => {
+                train_log.write(&TrainLine {
+                    episode: &log,
+                    agent: &agent,
+                    aux: &aux,
+                })?;
                 on_event(LoopEvent::Episode(&log));
                 if ws.step - last_checkpoint_step >= checkpoint_every && ws.step < total_steps {
                     ws.save_checkpoint(&checkpoint)?;
@@ -228,7 +234,7 @@ pub fn run(
 }
 
 /// `config.resolved.toml` and `run.json` (task, encoder, render quality, feature cache).
-fn write_provenance(out_dir: &Path, ws: &Workspace, render_source: RenderQualitySource) -> Result<()> {
+fn write_provenance<A: Agent>(out_dir: &Path, ws: &Workspace<A>, render_source: RenderQualitySource) -> Result<()> {
     let write = |name: &str, text: String| {
         let path = out_dir.join(name);
         write_bytes_atomic(&path, text.as_bytes()).map_err(|e| Error::checkpoint(&path, e.to_string()))

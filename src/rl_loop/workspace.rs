@@ -11,8 +11,9 @@ use candle_core::{Device, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::agent::{Agent, AgentUpdate, EpisodeSums};
 use super::config::{EvalConfig, Frames};
-use super::logs::{AuxLog, EpisodeLog, EvalRow, MetricSums};
+use super::logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow};
 use super::representation::{CriticFeatures, Representation};
 use super::value_comparison::ValueComparison;
 use super::{LoopSpec, Stage};
@@ -21,7 +22,7 @@ use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, TimeS
 use crate::metrics::MetricsLog;
 use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
-use crate::rl::{ReplayBuffer, SacAgent, SacBatch, Transitions};
+use crate::rl::{ReplayBuffer, SacBatch, Transitions};
 use crate::{Error, Result};
 
 /// The environment seeds (dm_control takes 0..2³²): training episode `e`, and evaluation
@@ -39,7 +40,7 @@ pub(super) const TRAIN: usize = 0;
 const EVAL: usize = 1;
 
 /// The training state a checkpoint holds, and what the loop works with.
-pub(super) struct Workspace {
+pub(super) struct Workspace<A: Agent> {
     /// The SAC half of the config (all of it for `lfs eval`), its render quality resolved.
     pub(super) cfg: EvalConfig,
     /// The whole config as TOML, its checkpoint kind and its command, for checkpoints and
@@ -50,7 +51,7 @@ pub(super) struct Workspace {
     /// The quality the environments render at.
     pub(super) render_quality: RenderQuality,
     pool: EnvPool,
-    pub(super) agent: SacAgent,
+    pub(super) agent: A,
     pub(super) replay: ReplayBuffer,
     shift: RandomShift,
     pub(super) rng: ChaCha8Rng,
@@ -78,20 +79,24 @@ struct TrainingBatch {
 }
 
 /// The episode being played.
-pub(super) struct EpisodeState {
+pub(super) struct EpisodeState<A: Agent> {
     reward: f64,
     length: u64,
     start: Instant,
-    sums: MetricSums,
+    /// The agent's update metrics, summed.
+    sums: A::Sums,
+    /// The auxiliary updates' metrics (`lfs train`).
+    aux: Vec<UpdateMetrics>,
 }
 
-pub(super) enum StepOutcome {
-    Continue(EpisodeState),
-    Finished(EpisodeLog),
+pub(super) enum StepOutcome<A: Agent> {
+    Continue(EpisodeState<A>),
+    /// The episode, and the means of its updates' metrics.
+    Finished(EpisodeLog, A::Metrics, AuxMeans),
     Lost(String),
 }
 
-impl Workspace {
+impl<A: Agent> Workspace<A> {
     pub(super) fn new(stage: Stage, spec: &LoopSpec, representation: Box<dyn Representation>) -> Result<Self> {
         let cfg = &stage.sac;
         let render_quality = cfg
@@ -112,7 +117,7 @@ impl Workspace {
         // there. The replay, the environments' frames and the encoder's CPU kernels stay in host
         // memory.
         let device = Device::Cpu;
-        let agent = SacAgent::new(&cfg.agent, repr, action_dim, &device, &mut rng)?;
+        let agent = A::new(cfg, repr, action_dim, &device, &mut rng)?;
         let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
         Ok(Self {
             replay: ReplayBuffer::new(cfg.replay.capacity, FRAME_BYTES, action_dim, feature_dim),
@@ -166,7 +171,7 @@ impl Workspace {
 
     /// Resets the training environment (retrying a lost reset) and starts an episode in the
     /// replay buffer.
-    pub(super) fn start_episode(&mut self) -> Result<EpisodeState> {
+    pub(super) fn start_episode(&mut self) -> Result<EpisodeState<A>> {
         let first = loop {
             let seed = train_seed(self.cfg.run.seed, self.episode);
             self.episode += 1;
@@ -181,7 +186,8 @@ impl Workspace {
             reward: 0.0,
             length: 0,
             start: Instant::now(),
-            sums: MetricSums::default(),
+            sums: A::Sums::default(),
+            aux: Vec::new(),
         })
     }
 
@@ -216,9 +222,9 @@ impl Workspace {
     /// Choose, update (the auxiliary objective first, for `lfs train`), step, store.
     pub(super) fn agent_step(
         &mut self,
-        mut state: EpisodeState,
+        mut state: EpisodeState<A>,
         aux_log: Option<&mut MetricsLog>,
-    ) -> Result<StepOutcome> {
+    ) -> Result<StepOutcome<A>> {
         let seed_steps = self.cfg.run.num_seed_frames.to_steps(self.cfg.env.action_repeat);
         let action: Vec<f32> = if self.step < seed_steps {
             (0..self.action_dim)
@@ -235,7 +241,7 @@ impl Workspace {
                 critic,
             } = self.batch()?;
             if let Some(aux) = &aux {
-                state.sums.add_aux(aux);
+                state.aux.push(aux.clone());
                 if let Some(log) = aux_log {
                     log.write(&AuxLog {
                         update: aux,
@@ -244,7 +250,7 @@ impl Workspace {
                 }
             }
             self.observe_values(&batch)?;
-            let (metrics, obs_grad) = self.agent.update_with_obs_grad(&batch, self.step, &mut self.rng)?;
+            let AgentUpdate { metrics, obs_grad } = self.agent.update(&batch, self.step, &mut self.rng)?;
             if let Some(features) = critic {
                 let dh = obs_grad.ok_or_else(|| Error::Training("the critic gave the encoder no gradient".into()))?;
                 self.representation.critic_step(&features, &dh)?;
@@ -265,25 +271,23 @@ impl Workspace {
             return Ok(StepOutcome::Continue(state));
         }
         let seconds = state.start.elapsed().as_secs_f64().max(1e-9);
-        Ok(StepOutcome::Finished(EpisodeLog {
+        let log = EpisodeLog {
             step: self.step,
             frame: self.frame(),
             episode: self.episode,
             episode_reward: state.reward,
             episode_length: state.length,
             fps: Frames::from_steps(state.length, self.cfg.env.action_repeat).0 as f64 / seconds,
-            num_updates: state.sums.count,
-            sac: state.sums.mean(),
-            aux_loss: state.sums.aux_mean(|m| m.loss),
-            aux_num_synthetic: state.sums.aux_mean(|m| m.num_synthetic as f64),
-        }))
+            num_updates: state.sums.count(),
+        };
+        Ok(StepOutcome::Finished(log, state.sums.mean(), AuxMeans::of(&state.aux)))
     }
 
     /// A training batch: shifted and encoded pixels, or cached features. With an online
     /// encoder, its objective first takes one update on the batch's transitions (Algorithm 1),
     /// and the batch is encoded by the updated encoder.
     fn batch(&mut self) -> Result<TrainingBatch> {
-        let n = self.cfg.agent.batch_size;
+        let n = self.agent.batch_size();
         let mut t = self.replay.sample(n, &mut self.rng)?;
         let aux = self.aux_update(&t)?;
         let mut critic = None;

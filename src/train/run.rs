@@ -15,7 +15,7 @@ use crate::data::PairBatch;
 use crate::env::RenderQuality;
 use crate::export::ExportFile;
 use crate::objectives::{Trainer, UpdateMetrics};
-use crate::rl::{ReplayBuffer, Transitions};
+use crate::rl::{ReplayBuffer, SacAgent, Transitions};
 use crate::rl_loop::{
     self, CriticFeatures, EncoderChoice, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Representation,
     RepresentationState, Stage, ValueComparison,
@@ -47,7 +47,7 @@ pub fn run(
         value_comparison: ValueComparison::new(&cfg.aux.value_comparison),
         sac: cfg.sac(),
     };
-    rl_loop::run(stage, spec, representation, render_source, out_dir, on_event)
+    rl_loop::run::<SacAgent>(stage, spec, representation, render_source, out_dir, on_event)
 }
 
 /// `lfs train`'s representation: the encoder its objective (or the critic) trains online, named

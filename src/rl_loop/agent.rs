@@ -1,0 +1,150 @@
+//! The loop's seam for agents: what acts on features and learns from batches of transitions.
+//! SAC ([`SacAgent`], docs/design.md §6) is the one today; another agent is a new
+//! implementation of [`Agent`] chosen by the command, not new arms in the loop.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Debug;
+
+use candle_core::{Device, Tensor};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::config::EvalConfig;
+use crate::rl::{SacAgent, SacBatch, SacMetrics};
+use crate::Result;
+
+/// What one update did: its metrics, and the critic loss's gradient with respect to the
+/// batch's observation features when they track one (an encoder the critic trains).
+pub struct AgentUpdate<M> {
+    pub metrics: M,
+    pub obs_grad: Option<Tensor>,
+}
+
+/// An agent's checkpoint state: tensors under its own names, counters as metadata.
+pub struct AgentState {
+    pub tensors: BTreeMap<String, Tensor>,
+    pub meta: HashMap<String, String>,
+}
+
+/// An episode's update metrics summed, for the means `train.jsonl` logs.
+pub trait EpisodeSums<M>: Default {
+    fn add(&mut self, m: &M);
+    /// Updates added.
+    fn count(&self) -> u64;
+    fn mean(&self) -> M;
+}
+
+/// An actor-critic the loop trains on features of its representation.
+pub trait Agent: Sized {
+    /// What one update reports.
+    type Metrics: Serialize + Debug;
+    type Sums: EpisodeSums<Self::Metrics>;
+
+    /// Fresh networks from the config's agent section, for features of `repr_dim` and actions
+    /// of `action_dim` in [-1, 1], on `device`.
+    fn new(cfg: &EvalConfig, repr_dim: usize, action_dim: usize, device: &Device, rng: &mut ChaCha8Rng)
+        -> Result<Self>;
+
+    /// Transitions per update.
+    fn batch_size(&self) -> usize;
+
+    /// Actions for features h (b, repr): explored with `rng` (training) or deterministic
+    /// (evaluation). Returns (b, A) row-major.
+    fn act(&self, h: &Tensor, explore: bool, rng: &mut ChaCha8Rng) -> Result<Vec<f32>>;
+
+    /// One update at agent step `step`.
+    fn update(&mut self, batch: &SacBatch, step: u64, rng: &mut ChaCha8Rng) -> Result<AgentUpdate<Self::Metrics>>;
+
+    /// min(Q1, Q2) of features h (b, repr) and actions (b, A), without a graph (the value
+    /// comparison).
+    fn min_q(&self, h: &Tensor, action: &Tensor) -> Result<Vec<f32>>;
+
+    fn state(&self) -> Result<AgentState>;
+
+    fn load_state(&mut self, tensors: &BTreeMap<String, Tensor>, meta: &HashMap<String, String>) -> Result<()>;
+}
+
+impl Agent for SacAgent {
+    type Metrics = SacMetrics;
+    type Sums = SacSums;
+
+    fn new(
+        cfg: &EvalConfig,
+        repr_dim: usize,
+        action_dim: usize,
+        device: &Device,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Self> {
+        SacAgent::new(&cfg.agent, repr_dim, action_dim, device, rng)
+    }
+
+    fn batch_size(&self) -> usize {
+        self.config().batch_size
+    }
+
+    fn act(&self, h: &Tensor, explore: bool, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
+        SacAgent::act(self, h, explore, rng)
+    }
+
+    fn update(&mut self, batch: &SacBatch, step: u64, rng: &mut ChaCha8Rng) -> Result<AgentUpdate<SacMetrics>> {
+        let (metrics, obs_grad) = self.update_with_obs_grad(batch, step, rng)?;
+        Ok(AgentUpdate { metrics, obs_grad })
+    }
+
+    fn min_q(&self, h: &Tensor, action: &Tensor) -> Result<Vec<f32>> {
+        SacAgent::min_q(self, h, action)
+    }
+
+    fn state(&self) -> Result<AgentState> {
+        let (tensors, meta) = SacAgent::state(self)?;
+        Ok(AgentState { tensors, meta })
+    }
+
+    fn load_state(&mut self, tensors: &BTreeMap<String, Tensor>, meta: &HashMap<String, String>) -> Result<()> {
+        SacAgent::load_state(self, tensors, meta)
+    }
+}
+
+/// SAC's update metrics over an episode: means of the losses and Q values (the actor's over
+/// the updates that trained it), and the latest α.
+#[derive(Debug, Default)]
+pub struct SacSums {
+    count: u64,
+    actor_count: u64,
+    sum: SacMetrics,
+}
+
+impl EpisodeSums<SacMetrics> for SacSums {
+    fn add(&mut self, m: &SacMetrics) {
+        self.count += 1;
+        self.sum.critic_loss += m.critic_loss;
+        self.sum.critic_q1 += m.critic_q1;
+        self.sum.critic_target_q += m.critic_target_q;
+        self.sum.alpha = m.alpha; // the latest, not a mean
+        if let (Some(a), Some(e), Some(l)) = (m.actor_loss, m.actor_entropy, m.alpha_loss) {
+            self.actor_count += 1;
+            let add = |s: &mut Option<f64>, v: f64| *s = Some(s.unwrap_or(0.0) + v);
+            add(&mut self.sum.actor_loss, a);
+            add(&mut self.sum.actor_entropy, e);
+            add(&mut self.sum.alpha_loss, l);
+        }
+    }
+
+    fn count(&self) -> u64 {
+        self.count
+    }
+
+    fn mean(&self) -> SacMetrics {
+        let n = self.count.max(1) as f64;
+        let na = self.actor_count.max(1) as f64;
+        SacMetrics {
+            critic_loss: self.sum.critic_loss / n,
+            critic_q1: self.sum.critic_q1 / n,
+            critic_target_q: self.sum.critic_target_q / n,
+            actor_loss: self.sum.actor_loss.map(|v| v / na),
+            actor_entropy: self.sum.actor_entropy.map(|v| v / na),
+            alpha_loss: self.sum.alpha_loss.map(|v| v / na),
+            alpha: self.sum.alpha,
+        }
+    }
+}
