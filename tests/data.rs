@@ -222,7 +222,7 @@ fn algorithm_1s_queue_gives_the_frame_mask_pair_of_the_right_five_observations()
         stack_frames(&ep, lfs::observation::stack_indices(t), &mut out);
         out
     };
-    let mut queue = lfs::data::ObservationQueue::new(3 * h * w);
+    let mut queue = crate::observation_queue::ObservationQueue::new(3 * h * w);
     for round in 0..2 {
         queue.reset();
         for t in 0..ep.num_frames {

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use crate::observation_queue::ObservationQueue;
 use candle_core::{Device, Tensor};
 use lfs::data::moving_squares::moving_square_episodes;
-use lfs::data::ObservationQueue;
 use lfs::observation::{stack_frames, stack_indices, FRAME_BYTES};
 use lfs::rl::{ReplayBuffer, SacAgent, SacBatch};
 use lfs::train::online_encoder::synthetic_pairs;

@@ -19,6 +19,9 @@ mod objectives;
 mod pretrain;
 // `lfs export`: state_dict names, metadata, example file, the PyTorch loader when available.
 mod export;
+// The queue of Algorithm 1 as the paper's pseudo-code builds it: the reference the frame-mask
+// pairs of `lfs::data` are checked against (data, e2e).
+mod observation_queue;
 // In-memory episodes (moving squares, counting frames) shared by the modules above.
 mod synthetic_episodes;
 // DMControl through the worker pool: parity with dm_control in Python, seeds, frame stack,

@@ -103,9 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let summary = pretrain::run(&cfg, &out_dir, &mut on_event)
         .with_context(|| format!("pre-training into {}", out_dir.display()))?;
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+    super::progress::finish(bar);
     let last = summary
         .last_metrics
         .map(|m| format!(", last loss {:.4}", m.loss))

@@ -19,6 +19,13 @@ pub fn terminal_bar(len: u64, template: &str) -> Option<ProgressBar> {
     })
 }
 
+/// Clears the bar, if there is one, before the closing line.
+pub fn finish(bar: Option<ProgressBar>) {
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+}
+
 /// Prints a line above the bar, or to stderr when there is none.
 pub fn say(bar: &Option<ProgressBar>, line: String) {
     match bar {
@@ -44,23 +51,18 @@ pub fn run_with_progress(
         bar.set_prefix(format!("{command} {task}"));
     }
     let mut on_event = |event: LoopEvent| match event {
-        LoopEvent::Started {
-            start_frame,
-            num_train_frames,
-            resumed,
-            encoder,
-        } => {
-            let how = if resumed {
-                format!("resuming at frame {start_frame} of {num_train_frames}")
-            } else {
-                format!("starting, {num_train_frames} frames")
-            };
+        LoopEvent::Started(start) => {
             say(
                 &bar,
-                format!("lfs {command} {task}: {how}, encoder {encoder} → {}", out_dir.display()),
+                format!(
+                    "lfs {command} {task}: {}, encoder {} → {}",
+                    start.how(),
+                    start.encoder,
+                    out_dir.display()
+                ),
             );
             if let Some(bar) = &bar {
-                bar.set_position(start_frame);
+                bar.set_position(start.start_frame);
                 bar.reset_eta();
             }
         }
@@ -77,13 +79,7 @@ pub fn run_with_progress(
                 ));
             }
         }
-        LoopEvent::Evaluation(row) => say(
-            &bar,
-            format!(
-                "eval at frame {}: episode_reward {:.1} ({:.0} s)",
-                row.frame, row.episode_reward, row.total_time
-            ),
-        ),
+        LoopEvent::Evaluation(row) => say(&bar, row.line()),
         LoopEvent::Checkpoint { frame } => {
             if bar.is_none() {
                 eprintln!("checkpoint at frame {frame}");
@@ -93,9 +89,7 @@ pub fn run_with_progress(
     };
     let what = if command == "eval" { "evaluating" } else { "training" };
     let summary = job(&mut on_event).with_context(|| format!("{what} into {}", out_dir.display()))?;
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+    finish(bar);
     let last = summary
         .last_eval
         .map(|r| format!(", last evaluation {:.1}", r.episode_reward))

@@ -121,19 +121,8 @@ fn run_one(file: &SuiteFile, out: &std::path::Path, index: usize) -> anyhow::Res
     let cells = Cell::all(file);
     let name = cells.get(index).map(Cell::name).unwrap_or_default();
     let mut on_event = |event: LoopEvent| match event {
-        LoopEvent::Started {
-            start_frame,
-            num_train_frames,
-            resumed,
-            encoder,
-        } => eprintln!(
-            "cell {name}: {} at frame {start_frame} of {num_train_frames}, encoder {encoder}",
-            if resumed { "resuming" } else { "starting" }
-        ),
-        LoopEvent::Evaluation(row) => eprintln!(
-            "cell {name}: eval at frame {}: episode_reward {:.1} ({:.0} s)",
-            row.frame, row.episode_reward, row.total_time
-        ),
+        LoopEvent::Started(start) => eprintln!("cell {name}: {}, encoder {}", start.how(), start.encoder),
+        LoopEvent::Evaluation(row) => eprintln!("cell {name}: {}", row.line()),
         LoopEvent::EpisodeLost { error } => eprintln!("cell {name}: warning: an episode was lost: {error}"),
         _ => {}
     };

@@ -5,7 +5,6 @@
 pub mod episode_lengths;
 pub mod frame_mask;
 pub mod moving_squares;
-pub mod observation_queue;
 pub mod pair_frames;
 pub mod pair_source;
 pub mod random_shift;
@@ -13,7 +12,6 @@ pub mod sampler;
 
 pub use episode_lengths::{episode_lengths, TaskEpisodeLengths};
 pub use frame_mask::frame_mask_pair;
-pub use observation_queue::{ObservationQueue, SyntheticObservations};
 pub use pair_frames::{real_pair, PairFrames};
 pub use pair_source::{PairBatch, PairKind, PairSource};
 pub use random_shift::RandomShift;

@@ -87,6 +87,14 @@ pub struct AuxLog<'a> {
 }
 
 impl EvalRow {
+    /// "eval at frame F: episode_reward R (T s)", for messages.
+    pub fn line(&self) -> String {
+        format!(
+            "eval at frame {}: episode_reward {:.1} ({:.0} s)",
+            self.frame, self.episode_reward, self.total_time
+        )
+    }
+
     /// The row as `eval.csv` holds it.
     pub fn csv(&self) -> String {
         format!(

@@ -25,7 +25,9 @@ use std::time::Instant;
 pub use agent::{Agent, AgentState, AgentUpdate, EpisodeSums, SacSums};
 pub use config::{EvalConfig, Frames, RenderQualitySetting, RenderQualitySource};
 pub use logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow, TrainLine, EVAL_HEADER};
-pub use representation::{CriticFeatures, EncoderChoice, FrozenFeatures, Representation, RepresentationState};
+pub use representation::{
+    CriticFeatures, EncoderChoice, EncoderProvenance, FrozenFeatures, Representation, RepresentationState,
+};
 pub use value_comparison::ValueComparison;
 
 use crate::env::{RenderQuality, Task};
@@ -49,15 +51,30 @@ pub struct LoopSpec {
     pub save_video: bool,
 }
 
+/// Where a run starts: at frame 0, or resumed.
+#[derive(Debug)]
+pub struct LoopStart<'a> {
+    pub start_frame: u64,
+    pub num_train_frames: u64,
+    pub resumed: bool,
+    /// The representation's identity.
+    pub encoder: &'a str,
+}
+
+impl LoopStart<'_> {
+    /// "starting, N frames" or "resuming at frame F of N", for messages.
+    pub fn how(&self) -> String {
+        match self.resumed {
+            true => format!("resuming at frame {} of {}", self.start_frame, self.num_train_frames),
+            false => format!("starting, {} frames", self.num_train_frames),
+        }
+    }
+}
+
 /// What the loop reports to its caller.
 #[derive(Debug)]
 pub enum LoopEvent<'a> {
-    Started {
-        start_frame: u64,
-        num_train_frames: u64,
-        resumed: bool,
-        encoder: &'a str,
-    },
+    Started(LoopStart<'a>),
     /// After every agent step: frames done.
     Progress {
         frame: u64,
@@ -125,48 +142,20 @@ pub fn run<A: Agent>(
     out_dir: &Path,
     on_event: &mut dyn FnMut(LoopEvent),
 ) -> Result<LoopSummary> {
-    // ---- bad input first: nothing is written before these pass
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
-    let saved = if checkpoint.exists() {
-        Some(safetensors_file::load(&checkpoint)?)
-    } else {
-        None
-    };
-    if let Some(file) = &saved {
-        checkpoint::check_resumable(file, &stage, spec, representation.id())?;
-    }
-    let cfg = stage.sac.clone();
+    let (mut ws, resumed_from_frame) = workspace::<A>(stage, spec, representation, &checkpoint)?;
+    let cfg = ws.cfg.clone();
     let cfg = &cfg;
-
-    // ---- set up
-    let mut ws = Workspace::<A>::new(stage, spec, representation)?;
-    let resumed_from_frame = match &saved {
-        Some(file) => {
-            ws.restore(file)?;
-            Some(ws.frame())
-        }
-        None => None,
-    };
     std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
     let _claim = crate::fsutil::claim_dir(out_dir, ws.stage.command)?;
     write_provenance(out_dir, &ws, render_source)?;
-    // The evaluations the checkpoint knows of stay; a row written after it (or any row, when
-    // there is no checkpoint) is evaluated again.
-    let evaluated_through = ws
-        .last_eval_step
-        .map(|step| Frames::from_steps(step, cfg.env.action_repeat).0);
-    let mut eval_log = CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, evaluated_through)?;
-    let mut train_log = MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?;
-    let mut aux_log = match ws.representation.aux_step() {
-        Some(step) => Some(MetricsLog::open(&out_dir.join(AUX_LOG), step)?),
-        None => None,
-    };
-    on_event(LoopEvent::Started {
+    let mut logs = Logs::open(out_dir, &ws)?;
+    on_event(LoopEvent::Started(LoopStart {
         start_frame: ws.frame(),
         num_train_frames: cfg.run.num_train_frames.0,
         resumed: resumed_from_frame.is_some(),
         encoder: ws.representation.id(),
-    });
+    }));
 
     // ---- the loop
     let start = Instant::now();
@@ -187,7 +176,7 @@ pub fn run<A: Agent>(
         if due || at_end {
             let video_dir = spec.save_video.then(|| out_dir.join(VIDEO_DIR));
             let row = ws.evaluate(start, video_dir.as_deref())?;
-            eval_log.append(&row.csv())?;
+            logs.eval.append(&row.csv())?;
             on_event(LoopEvent::Evaluation(&row));
             last_eval = Some(row);
         }
@@ -198,10 +187,10 @@ pub fn run<A: Agent>(
             Some(state) => state,
             None => ws.start_episode()?,
         };
-        match ws.agent_step(state, aux_log.as_mut())? {
+        match ws.agent_step(state, logs.aux.as_mut())? {
             StepOutcome::Continue(state) => episode = Some(state),
             StepOutcome::Finished(log, agent, aux) => {
-                train_log.write(&TrainLine {
+                logs.train.write(&TrainLine {
                     episode: &log,
                     agent: &agent,
                     aux: &aux,
@@ -215,13 +204,7 @@ pub fn run<A: Agent>(
             }
             StepOutcome::Lost(error) => on_event(LoopEvent::EpisodeLost { error }),
         }
-        if let Some(window) = ws.value_comparison.as_ref().filter(|w| w.is_complete()) {
-            let path = out_dir.join(VALUE_COMPARISON_FILE);
-            if !path.exists() {
-                let text = serde_json::to_string_pretty(&window.result())?;
-                write_bytes_atomic(&path, text.as_bytes()).map_err(|e| Error::checkpoint(&path, e.to_string()))?;
-            }
-        }
+        write_value_comparison(out_dir, ws.value_comparison.as_ref())?;
         on_event(LoopEvent::Progress { frame: ws.frame() });
     }
     ws.save_checkpoint(&checkpoint)?;
@@ -231,6 +214,72 @@ pub fn run<A: Agent>(
         resumed_from_frame,
         last_eval,
     })
+}
+
+/// The loop's state: fresh, or restored from the checkpoint at `checkpoint` (with the frame it
+/// resumes at) after checking it is this run's. Bad input fails here, before anything is written.
+fn workspace<A: Agent>(
+    stage: Stage,
+    spec: &LoopSpec,
+    representation: Box<dyn Representation>,
+    checkpoint: &Path,
+) -> Result<(Workspace<A>, Option<u64>)> {
+    let saved = match checkpoint.exists() {
+        true => Some(safetensors_file::load(checkpoint)?),
+        false => None,
+    };
+    if let Some(file) = &saved {
+        checkpoint::check_resumable(file, &stage, spec, representation.id())?;
+    }
+    let mut ws = Workspace::<A>::new(stage, spec, representation)?;
+    let resumed_from_frame = match &saved {
+        Some(file) => {
+            ws.restore(file)?;
+            Some(ws.frame())
+        }
+        None => None,
+    };
+    Ok((ws, resumed_from_frame))
+}
+
+/// The run's logs, opened for appending; on resume each is cut back to what the checkpoint
+/// knows, so a resumed run's logs equal an uninterrupted one's.
+struct Logs {
+    eval: CsvLog,
+    train: MetricsLog,
+    /// `aux.jsonl`, when the representation has an objective.
+    aux: Option<MetricsLog>,
+}
+
+impl Logs {
+    fn open<A: Agent>(out_dir: &Path, ws: &Workspace<A>) -> Result<Self> {
+        // The evaluations the checkpoint knows of stay; a row written after it (or any row,
+        // when there is no checkpoint) is evaluated again.
+        let evaluated_through = ws
+            .last_eval_step
+            .map(|step| Frames::from_steps(step, ws.cfg.env.action_repeat).0);
+        Ok(Self {
+            eval: CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, evaluated_through)?,
+            train: MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?,
+            aux: match ws.representation.aux_step() {
+                Some(step) => Some(MetricsLog::open(&out_dir.join(AUX_LOG), step)?),
+                None => None,
+            },
+        })
+    }
+}
+
+/// `value_comparison.json`, once its window is complete.
+fn write_value_comparison(out_dir: &Path, window: Option<&ValueComparison>) -> Result<()> {
+    let Some(window) = window.filter(|w| w.is_complete()) else {
+        return Ok(());
+    };
+    let path = out_dir.join(VALUE_COMPARISON_FILE);
+    if !path.exists() {
+        let text = serde_json::to_string_pretty(&window.result())?;
+        write_bytes_atomic(&path, text.as_bytes()).map_err(|e| Error::checkpoint(&path, e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// `config.resolved.toml` and `run.json` (task, encoder, render quality, feature cache).

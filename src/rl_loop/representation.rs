@@ -44,17 +44,32 @@ pub struct RepresentationState {
     pub counters: BTreeMap<String, String>,
 }
 
+/// What a run records of its encoder (`run.json`, the checkpoint) and a resumed run must match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncoderProvenance {
+    /// The export's sha256, `random:<seed>`, or (`lfs train`) the objective and the
+    /// initialisation.
+    pub id: String,
+    /// The render quality of the videos the encoder was pre-trained on, when known.
+    pub render_quality: Option<RenderQuality>,
+}
+
 /// The features the agent acts and learns on.
 pub trait Representation {
-    /// What the run records as its encoder and a resumed run must match: the export's sha256,
-    /// `random:<seed>`, or (`lfs train`) the objective and the initialisation.
-    fn id(&self) -> &str;
+    fn provenance(&self) -> &EncoderProvenance;
+
+    /// [`EncoderProvenance::id`].
+    fn id(&self) -> &str {
+        &self.provenance().id
+    }
+
+    /// [`EncoderProvenance::render_quality`].
+    fn training_render_quality(&self) -> Option<RenderQuality> {
+        self.provenance().render_quality
+    }
 
     /// Features per observation.
     fn repr_dim(&self) -> usize;
-
-    /// The render quality of the videos the encoder was pre-trained on, when known.
-    fn training_render_quality(&self) -> Option<RenderQuality>;
 
     /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), constants.
     fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor>;
@@ -104,10 +119,8 @@ pub trait Representation {
 /// (`lfs eval`, and `lfs train` when nothing trains the encoder).
 pub struct FrozenFeatures {
     encoder: Encoder,
-    /// sha256 of the export file, or `random:<seed>`.
-    id: String,
-    /// The render quality of the videos the encoder was trained on, when they were collected.
-    render_quality: Option<RenderQuality>,
+    /// sha256 of the export file, or `random:<seed>`; the render quality of its training videos.
+    provenance: EncoderProvenance,
 }
 
 impl FrozenFeatures {
@@ -122,16 +135,20 @@ impl FrozenFeatures {
                 Encoder::new(&cfg, ENCODER_PREFIX, &mut params, &mut rng)?;
                 Ok(Self {
                     encoder: Encoder::from_tensors(&cfg, ENCODER_PREFIX, &params.snapshot()?)?,
-                    id: format!("random:{seed}"),
-                    render_quality: None,
+                    provenance: EncoderProvenance {
+                        id: format!("random:{seed}"),
+                        render_quality: None,
+                    },
                 })
             }
             EncoderChoice::Exported(path) => {
                 let export = ExportFile::read(path)?;
                 Ok(Self {
-                    render_quality: export.training_render_quality(),
                     encoder: export.frozen_encoder()?.encoder,
-                    id: export.sha256,
+                    provenance: EncoderProvenance {
+                        render_quality: export.training_render_quality(),
+                        id: export.sha256,
+                    },
                 })
             }
         }
@@ -139,16 +156,12 @@ impl FrozenFeatures {
 }
 
 impl Representation for FrozenFeatures {
-    fn id(&self) -> &str {
-        &self.id
+    fn provenance(&self) -> &EncoderProvenance {
+        &self.provenance
     }
 
     fn repr_dim(&self) -> usize {
         self.encoder.repr_dim()
-    }
-
-    fn training_render_quality(&self) -> Option<RenderQuality> {
-        self.render_quality
     }
 
     fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {

@@ -11,7 +11,7 @@
 //! - real pairs are the SAC batch's M transitions (O_t, O_{t+1}), as Algorithm 1 shares them;
 //! - synthetic pairs are the frame-mask pairs of the replay's episodes: at every frame t ≥ 4 of
 //!   a stored episode, the pair the 5-observation queue of Algorithm 1 yields at t
-//!   ([`crate::data::ObservationQueue`]; tests/data.rs checks the two agree). Kept as positions
+//!   (tests/observation_queue.rs; tests/data.rs checks the two agree). Kept as positions
 //!   in the replay's frames rather than a second copy (40000 pairs of two 9×84×84 stacks would
 //!   take ~5 GB), so the auxiliary buffer holds the pairs of the episodes the replay holds,
 //!   the seed frames included.

@@ -12,13 +12,12 @@ use super::config::TrainConfig;
 use super::online_encoder::OnlineEncoder;
 use crate::config::StageConfig;
 use crate::data::PairBatch;
-use crate::env::RenderQuality;
 use crate::export::ExportFile;
 use crate::objectives::{Trainer, UpdateMetrics};
 use crate::rl::{ReplayBuffer, SacAgent, Transitions};
 use crate::rl_loop::{
-    self, CriticFeatures, EncoderChoice, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Representation,
-    RepresentationState, Stage, ValueComparison,
+    self, CriticFeatures, EncoderChoice, EncoderProvenance, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary,
+    Representation, RepresentationState, Stage, ValueComparison,
 };
 use crate::run_dir::kind;
 use crate::Result;
@@ -54,10 +53,9 @@ pub fn run(
 /// by its objective and initialisation.
 pub struct OnlineRepresentation {
     encoder: OnlineEncoder,
-    /// `online:<method>[+critic]:init=<random:seed | the export's sha256>`.
-    id: String,
-    /// The render quality of the videos an exported initialisation was pre-trained on.
-    render_quality: Option<RenderQuality>,
+    /// `online:<method>[+critic]:init=<random:seed | the export's sha256>`, and the render
+    /// quality of the videos an exported initialisation was pre-trained on.
+    provenance: EncoderProvenance,
 }
 
 impl OnlineRepresentation {
@@ -75,23 +73,21 @@ impl OnlineRepresentation {
         let critic = if cfg.aux.critic_gradient { "+critic" } else { "" };
         Ok(Self {
             encoder,
-            id: format!("online:{}{critic}:init={init}", cfg.aux.method.name()),
-            render_quality,
+            provenance: EncoderProvenance {
+                id: format!("online:{}{critic}:init={init}", cfg.aux.method.name()),
+                render_quality,
+            },
         })
     }
 }
 
 impl Representation for OnlineRepresentation {
-    fn id(&self) -> &str {
-        &self.id
+    fn provenance(&self) -> &EncoderProvenance {
+        &self.provenance
     }
 
     fn repr_dim(&self) -> usize {
         self.encoder.repr_dim()
-    }
-
-    fn training_render_quality(&self) -> Option<RenderQuality> {
-        self.render_quality
     }
 
     fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {

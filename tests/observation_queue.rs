@@ -3,12 +3,14 @@
 //! observation yields the frame-mask synthetic pair ending at t, built as the appendix's
 //! "PyTorch-style pseudo code for frame mask" builds it from the queued observations, with that
 //! code's three asserts checked: the five must be consecutive observations of one episode.
-//! Equal to [`super::frame_mask_pair`] on the episode's frames (tests/data.rs checks it).
+//! Equal to `lfs::data::frame_mask_pair` on the episode's frames (tests/data.rs checks it): the
+//! paper's own construction, kept here as the independent reference the library's is tested
+//! against.
 
 use std::collections::VecDeque;
 
-use crate::observation::FRAME_STACK;
-use crate::{Error, Result};
+use lfs::observation::FRAME_STACK;
+use lfs::{Error, Result};
 
 /// Observations the queue holds (the pseudo-code's `obs_quene`).
 pub const QUEUE_LEN: usize = 5;
