@@ -1,5 +1,5 @@
-//! The RL loop `lfs eval` and `lfs train` share (docs/design.md §6–§8): SAC on one DMControl
-//! task on top of a [`Representation`]. Evaluations (deterministic tanh μ, their own environment
+//! The RL loop `lfs eval` and `lfs train` share (docs/design.md §6–§8): an [`Agent`] (SAC) on
+//! one DMControl task on top of a [`Representation`]. Evaluations (deterministic tanh μ, their own environment
 //! and seeds) run at frame 0, every `eval_every_frames` and at the end, one row each in
 //! `eval.csv`; every training episode adds a line to `train.jsonl`, every auxiliary update one
 //! to `aux.jsonl`. Checkpoints (agent, optimisers, replay, representation, RNG, counters) are
@@ -7,9 +7,11 @@
 //! exactly as an uninterrupted run would have from there. Nothing here prints: progress goes
 //! to the caller's callback.
 //!
-//! What differs between the commands comes in through two seams: the [`Stage`] (the command's
-//! name, its whole config for provenance and resume, the value comparison) and the
-//! [`Representation`] (constants for `lfs eval`, an encoder trained online for `lfs train`).
+//! What differs between runs comes in through three seams: the [`Stage`] (the command's name,
+//! its whole config for provenance and resume, the value comparison), the [`Representation`]
+//! (constants for `lfs eval`, an encoder trained online for `lfs train`) and the [`Agent`] the
+//! command chooses. A new agent or way to make features is a new implementation, not new arms
+//! here.
 
 pub mod agent;
 mod checkpoint;

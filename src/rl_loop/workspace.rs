@@ -146,7 +146,7 @@ impl<A: Agent> Workspace<A> {
         Frames::from_steps(self.step, self.cfg.env.action_repeat).0
     }
 
-    /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), through the frozen encoder's kernels.
+    /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), through the representation.
     pub(super) fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
         self.representation.encode(obs, n)
     }
@@ -204,7 +204,7 @@ impl<A: Agent> Workspace<A> {
     fn latest_observation(&self) -> Result<Vec<u8>> {
         self.replay
             .latest_observation()
-            .ok_or_else(|| Error::Shape("eval: no episode started".into()))
+            .ok_or_else(|| Error::Shape("the RL loop: no episode started".into()))
     }
 
     /// The features the agent acts on: (1, repr).
