@@ -36,6 +36,17 @@ use crate::rl::{ReplayBuffer, Transitions};
 use crate::rl_loop::CriticFeatures;
 use crate::{Error, Result};
 
+/// The sections of the online encoder's state (within the loop's representation section).
+mod state {
+    /// The objective's networks, Adam and RNG (`Trainer::state`).
+    pub const OBJECTIVE: &str = "objective.";
+    /// The encoder alone (`aux.method = none`).
+    pub const ENCODER_ONLY: &str = "encoder_only.";
+    /// The critic's Adam over the conv layers (`aux.critic_gradient`), and its step count.
+    pub const CRITIC_ADAM: &str = "critic_adam.";
+    pub const CRITIC_ADAM_STEP: &str = "critic_adam_step";
+}
+
 /// The encoder `lfs train` trains, and what trains it.
 pub struct OnlineEncoder {
     networks: Networks,
@@ -179,13 +190,15 @@ impl OnlineEncoder {
         let (mut tensors, mut counters) = match &self.networks {
             Networks::Objective(trainer) => {
                 let (t, c) = trainer.state()?;
-                (prefixed(t, "objective."), c)
+                (prefixed(t, state::OBJECTIVE), c)
             }
-            Networks::EncoderOnly { params, .. } => (prefixed(params.snapshot()?, "encoder_only."), BTreeMap::new()),
+            Networks::EncoderOnly { params, .. } => {
+                (prefixed(params.snapshot()?, state::ENCODER_ONLY), BTreeMap::new())
+            }
         };
         if let Some(critic) = &self.critic {
-            tensors.extend(prefixed(critic.adam.state_tensors(&critic.params)?, "critic_adam."));
-            counters.insert("critic_adam_step".into(), critic.adam.step.to_string());
+            tensors.extend(prefixed(critic.adam.state_tensors(&critic.params)?, state::CRITIC_ADAM));
+            counters.insert(state::CRITIC_ADAM_STEP.into(), critic.adam.step.to_string());
         }
         Ok((tensors, counters))
     }
@@ -198,17 +211,19 @@ impl OnlineEncoder {
         what: &Path,
     ) -> Result<()> {
         match &mut self.networks {
-            Networks::Objective(trainer) => trainer.load_state(&strip_prefix(tensors, "objective."), counters, what)?,
-            Networks::EncoderOnly { params, .. } => params.load_from(&strip_prefix(tensors, "encoder_only."))?,
+            Networks::Objective(trainer) => {
+                trainer.load_state(&strip_prefix(tensors, state::OBJECTIVE), counters, what)?
+            }
+            Networks::EncoderOnly { params, .. } => params.load_from(&strip_prefix(tensors, state::ENCODER_ONLY))?,
         }
         if let Some(critic) = &mut self.critic {
             let step = counters
-                .get("critic_adam_step")
+                .get(state::CRITIC_ADAM_STEP)
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| Error::checkpoint(what, "no `critic_adam_step` in the encoder's state".to_string()))?;
             critic
                 .adam
-                .load_state(&critic.params, &strip_prefix(tensors, "critic_adam."), step)?;
+                .load_state(&critic.params, &strip_prefix(tensors, state::CRITIC_ADAM), step)?;
         }
         Ok(())
     }
