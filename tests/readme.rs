@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::common::{output_text, repo, wait_for};
 
@@ -355,7 +355,6 @@ fn render_quality_pinned_against_the_encoder_is_refused(dir: &Path) {
     );
     assert!(text.contains("--allow-render-quality-mismatch"), "{text}");
     assert!(!dir.join("runs/refused").exists(), "nothing written");
-    let started = Instant::now();
     let mut child = bash(dir, &format!("{line} --allow-render-quality-mismatch"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -368,5 +367,4 @@ fn render_quality_pinned_against_the_encoder_is_refused(dir: &Path) {
     let info = json(&info);
     assert_eq!(info["render_quality"], "fast", "{info}");
     assert_eq!(info["render_quality_from"], "config", "{info}");
-    assert!(started.elapsed() < Duration::from_secs(120));
 }
