@@ -172,11 +172,12 @@ fn readme_commands() -> Vec<String> {
 
 /// The targets `make help` lists, as `make` (the default goal, `all`) or `make TARGET`.
 fn make_help_targets(dir: &Path) -> Vec<String> {
-    let out = Command::new("make").arg("help").current_dir(dir).output().unwrap();
+    let out = bash(dir, "exec make help").output().unwrap();
     assert!(out.status.success(), "make help: {}", output_text(&out));
-    output_text(&out)
+    // A target line is indented: "  name  what it does".
+    String::from_utf8_lossy(&out.stdout)
         .lines()
-        .skip(1)
+        .filter(|l| l.starts_with("  "))
         .filter_map(|l| l.split_whitespace().next())
         .map(|t| {
             if t == "all" {
@@ -235,10 +236,15 @@ fn shell_line(written: &str, append: &str) -> String {
     format!("exec {line} {append}")
 }
 
+/// `line` in bash in `dir`, as a user's shell runs it: headless MuJoCo, and nothing inherited
+/// from a `make test` around this test (its MAKEFLAGS, MAKELEVEL) or a scheduler.
 fn bash(dir: &Path, line: &str) -> Command {
     let mut cmd = Command::new("bash");
     cmd.args(["-c", line])
         .current_dir(dir)
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
+        .env_remove("MAKELEVEL")
         .env("MUJOCO_GL", std::env::var("MUJOCO_GL").unwrap_or_else(|_| "egl".into()))
         .env_remove("SLURM_ARRAY_TASK_ID")
         .env_remove("JOB_COMPLETION_INDEX");
