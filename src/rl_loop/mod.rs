@@ -114,7 +114,8 @@ pub struct Stage {
     pub resume_key: String,
     /// The resume key of a config a checkpoint recorded (its TOML).
     pub saved_resume_key: fn(&str) -> Result<String>,
-    /// The paper's value comparison window, when asked for (`lfs train`).
+    /// The paper's value comparison window, when asked for (`lfs train`); the loop takes it
+    /// over at the start.
     pub value_comparison: Option<ValueComparison>,
 }
 
@@ -146,25 +147,25 @@ pub fn run<A: Agent>(
 ) -> Result<LoopSummary> {
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
     let (mut ws, resumed_from_frame) = workspace::<A>(stage, spec, representation, &checkpoint)?;
-    let cfg = ws.cfg.clone();
-    let cfg = &cfg;
+    // The budget and cadences, in agent steps.
+    let (run_cfg, repeat) = (&ws.stage.sac.run, ws.stage.sac.env.action_repeat);
+    let num_train_frames = run_cfg.num_train_frames.0;
+    let total_steps = run_cfg.num_train_frames.to_steps(repeat);
+    let eval_every = run_cfg.eval_every_frames.to_steps(repeat);
+    let checkpoint_every = run_cfg.checkpoint_every_frames.to_steps(repeat);
     std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
     let _claim = crate::fsutil::claim_dir(out_dir, ws.stage.command)?;
     write_provenance(out_dir, &ws, render_source)?;
     let mut logs = Logs::open(out_dir, &ws)?;
     on_event(LoopEvent::Started(LoopStart {
         start_frame: ws.frame(),
-        num_train_frames: cfg.run.num_train_frames.0,
+        num_train_frames,
         resumed: resumed_from_frame.is_some(),
         encoder: ws.representation.id(),
     }));
 
     // ---- the loop
     let start = Instant::now();
-    let repeat = cfg.env.action_repeat;
-    let total_steps = cfg.run.num_train_frames.to_steps(repeat);
-    let eval_every = cfg.run.eval_every_frames.to_steps(repeat);
-    let checkpoint_every = cfg.run.checkpoint_every_frames.to_steps(repeat);
     let mut last_checkpoint_step = ws.step;
     let mut last_eval = None;
     let mut episode: Option<EpisodeState<A>> = None;
@@ -259,7 +260,7 @@ impl Logs {
         // when there is no checkpoint) is evaluated again.
         let evaluated_through = ws
             .last_eval_step
-            .map(|step| Frames::from_steps(step, ws.cfg.env.action_repeat).0);
+            .map(|step| Frames::from_steps(step, ws.stage.sac.env.action_repeat).0);
         Ok(Self {
             eval: CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, evaluated_through)?,
             train: MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?,
@@ -302,8 +303,8 @@ fn write_provenance<A: Agent>(out_dir: &Path, ws: &Workspace<A>, render_source: 
         "encoder_render_quality": ws.representation.training_render_quality().map(RenderQuality::name),
         "render_quality": ws.render_quality.name(),
         "render_quality_from": render_source.name(),
-        "feature_cache": ws.cfg.replay.feature_cache,
-        "seed": ws.cfg.run.seed,
+        "feature_cache": ws.stage.sac.replay.feature_cache,
+        "seed": ws.stage.sac.run.seed,
         "version": env!("CARGO_PKG_VERSION"),
     });
     write(RUN_FILE, serde_json::to_string_pretty(&info)?)

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::agent::{Agent, AgentUpdate, EpisodeSums};
-use super::config::{EvalConfig, Frames};
+use super::config::Frames;
 use super::logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow};
 use super::representation::{CriticFeatures, Representation};
 use super::value_comparison::ValueComparison;
@@ -36,15 +36,13 @@ fn eval_seed(run_seed: u64, evaluation: u64, k: u64) -> u64 {
 }
 
 /// The pool slots: one environment trains, the other evaluates.
-pub(super) const TRAIN: usize = 0;
+const TRAIN: usize = 0;
 const EVAL: usize = 1;
 
 /// The training state a checkpoint holds, and what the loop works with.
 pub(super) struct Workspace<A: Agent> {
-    /// The SAC half of the config (all of it for `lfs eval`), its render quality resolved.
-    pub(super) cfg: EvalConfig,
-    /// The whole config as TOML, its checkpoint kind and its command, for checkpoints and
-    /// provenance.
+    /// The command's stage: its SAC sections (`stage.sac`, the render quality resolved), and its
+    /// whole config as TOML, checkpoint kind and name, for checkpoints and provenance.
     pub(super) stage: Stage,
     pub(super) spec: LoopSpec,
     pub(super) representation: Box<dyn Representation>,
@@ -97,7 +95,8 @@ pub(super) enum StepOutcome<A: Agent> {
 }
 
 impl<A: Agent> Workspace<A> {
-    pub(super) fn new(stage: Stage, spec: &LoopSpec, representation: Box<dyn Representation>) -> Result<Self> {
+    pub(super) fn new(mut stage: Stage, spec: &LoopSpec, representation: Box<dyn Representation>) -> Result<Self> {
+        let value_comparison = stage.value_comparison.take();
         let cfg = &stage.sac;
         let render_quality = cfg
             .env
@@ -124,8 +123,7 @@ impl<A: Agent> Workspace<A> {
             shift: RandomShift {
                 pad: cfg.replay.random_shift_pad,
             },
-            cfg: cfg.clone(),
-            value_comparison: stage.value_comparison.clone(),
+            value_comparison,
             stage,
             spec: spec.clone(),
             representation,
@@ -143,7 +141,7 @@ impl<A: Agent> Workspace<A> {
     }
 
     pub(super) fn frame(&self) -> u64 {
-        Frames::from_steps(self.step, self.cfg.env.action_repeat).0
+        Frames::from_steps(self.step, self.stage.sac.env.action_repeat).0
     }
 
     /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), through the representation.
@@ -173,7 +171,7 @@ impl<A: Agent> Workspace<A> {
     /// replay buffer.
     pub(super) fn start_episode(&mut self) -> Result<EpisodeState<A>> {
         let first = loop {
-            let seed = train_seed(self.cfg.run.seed, self.episode);
+            let seed = train_seed(self.stage.sac.run.seed, self.episode);
             self.episode += 1;
             match self.reset(TRAIN, seed)? {
                 Ok(step) => break step,
@@ -193,7 +191,7 @@ impl<A: Agent> Workspace<A> {
 
     /// Feature cache: encode the newest observation once, when it is stored.
     fn cache_latest_features(&mut self) -> Result<()> {
-        if !self.cfg.replay.feature_cache {
+        if !self.stage.sac.replay.feature_cache {
             return Ok(());
         }
         let obs = self.latest_observation()?;
@@ -209,7 +207,7 @@ impl<A: Agent> Workspace<A> {
 
     /// The features the agent acts on: (1, repr).
     fn latest_features(&self) -> Result<Tensor> {
-        if self.cfg.replay.feature_cache {
+        if self.stage.sac.replay.feature_cache {
             if let Some(episode) = self.replay.episodes().back() {
                 let repr = self.representation.repr_dim();
                 let h = &episode.features[episode.features.len() - repr..];
@@ -225,7 +223,12 @@ impl<A: Agent> Workspace<A> {
         mut state: EpisodeState<A>,
         aux_log: Option<&mut MetricsLog>,
     ) -> Result<StepOutcome<A>> {
-        let seed_steps = self.cfg.run.num_seed_frames.to_steps(self.cfg.env.action_repeat);
+        let seed_steps = self
+            .stage
+            .sac
+            .run
+            .num_seed_frames
+            .to_steps(self.stage.sac.env.action_repeat);
         let action: Vec<f32> = if self.step < seed_steps {
             (0..self.action_dim)
                 .map(|_| self.rng.random_range(-1.0f32..=1.0))
@@ -277,7 +280,7 @@ impl<A: Agent> Workspace<A> {
             episode: self.episode,
             episode_reward: state.reward,
             episode_length: state.length,
-            fps: Frames::from_steps(state.length, self.cfg.env.action_repeat).0 as f64 / seconds,
+            fps: Frames::from_steps(state.length, self.stage.sac.env.action_repeat).0 as f64 / seconds,
             num_updates: state.sums.count(),
         };
         Ok(StepOutcome::Finished(log, state.sums.mean(), AuxMeans::of(&state.aux)))
@@ -291,7 +294,7 @@ impl<A: Agent> Workspace<A> {
         let mut t = self.replay.sample(n, &mut self.rng)?;
         let aux = self.aux_update(&t)?;
         let mut critic = None;
-        let (obs, next_obs) = if self.cfg.replay.feature_cache {
+        let (obs, next_obs) = if self.stage.sac.replay.feature_cache {
             let repr = self.representation.repr_dim();
             (
                 Tensor::from_vec(std::mem::take(&mut t.obs_features), (n, repr), &self.device)?,
@@ -361,8 +364,8 @@ impl<A: Agent> Workspace<A> {
     pub(super) fn evaluate(&mut self, start: Instant, video_dir: Option<&Path>) -> Result<EvalRow> {
         let mut returns = Vec::new();
         let mut k = 0;
-        while returns.len() < self.cfg.run.num_eval_episodes {
-            let seed = eval_seed(self.cfg.run.seed, self.evaluations, k);
+        while returns.len() < self.stage.sac.run.num_eval_episodes {
+            let seed = eval_seed(self.stage.sac.run.seed, self.evaluations, k);
             k += 1;
             let mut frames = (returns.is_empty() && video_dir.is_some()).then(Vec::new);
             if let Some(ret) = self.eval_episode(seed, frames.as_mut())? {
