@@ -12,7 +12,7 @@
 .DEFAULT_GOAL := all
 .PHONY: help all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
-.PHONY: check-lerobot bench-dynamics-reference study-mini
+.PHONY: check-lerobot bench-dynamics-reference study-mini probe-set probe
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -145,6 +145,35 @@ bench-env: setup
 COLLECT_EPISODES ?= 320
 collect: setup build ## [COLLECT_EPISODES=320] the paper's demonstration videos into videos/
 	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes $(COLLECT_EPISODES) --video-frames 250 --out videos/
+
+# ---- The probe (issue 34): is an encoder any good, in minutes and without RL -----------------
+# make probe-set [PROBE_RENDER_QUALITY=fast|default PROBE_EPISODES=40]: the held-out probe set,
+# built once so that every encoder is probed on the same frames: all nine tasks, PROBE_EPISODES
+# random-policy episodes each of up to 250 frames (action repeat 2), every frame's state and
+# reward recorded. Environment seeds: collect resets episode i with --seed + i (+ episodes per
+# retry), so each task's seeds start at its PROBE_SEEDS entry, from 1000000 on: disjoint from
+# every pre-training set (which start at 0). Tasks of one domain with the same seeds would give
+# the same frames (walker_run, walker_stand and walker_walk differ only in reward), so those
+# three get seeds of their own. About 15 minutes at fast quality, 5x that at default. Into
+# runs/probe-set-<quality>/dataset; rerun to resume.
+# make probe ENCODER=file|random [PROBE_RENDER_QUALITY=...]: the probe's report beside the
+# encoder (random: runs/probe/random-1.json) and its table.
+PROBE_SEEDS ?= reach_duplo:1000000 cartpole_swingup:1000000 walker_run:1000000 reacher_hard:1000000 \
+	cheetah_run:1000000 walker_stand:1001000 ball_in_cup_catch:1000000 walker_walk:1002000 finger_spin:1000000
+PROBE_RENDER_QUALITY ?= fast
+PROBE_EPISODES ?= 40
+PROBE_FRAMES ?= 250
+PROBE_DIR ?= runs/probe-set-$(PROBE_RENDER_QUALITY)
+PROBE_SET ?= $(PROBE_DIR)/dataset
+probe-set: setup build ## [PROBE_RENDER_QUALITY=fast|default PROBE_EPISODES=40] the held-out probe set (9 tasks) into runs/probe-set-<quality>/
+	for entry in $(PROBE_SEEDS); do \
+		$(LFS) collect --tasks $${entry%%:*} --episodes $(PROBE_EPISODES) --video-frames $(PROBE_FRAMES) \
+			--render-quality $(PROBE_RENDER_QUALITY) --seed $${entry##*:} --out $(PROBE_DIR)/videos || exit 1; \
+	done
+	$(LFS) ingest $(PROBE_DIR)/videos --out $(PROBE_SET)
+
+probe: build ## ENCODER=file|random [PROBE_RENDER_QUALITY=fast|default] held-out R2 of state and reward from frozen features
+	$(LFS) probe --encoder $(ENCODER) --dataset $(PROBE_SET)
 
 # Issue 10: round-robin vs mixed task batches at batch 16/64/512, on the embedded sample and a
 # collected 36-episode set (about 75 minutes); the summary table goes in BENCHMARKS.md.

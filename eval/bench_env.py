@@ -32,7 +32,7 @@ def main():
         start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(steps):
             action = rng.uniform(-1.0, 1.0, task.action_dim).astype(np.float32)
-            _, _, last, _, frame = task.step(action)
+            _, _, last, _, frame, _ = task.step(action)
             if last:
                 seed += 1
                 task.reset(seed)

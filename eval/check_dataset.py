@@ -79,6 +79,8 @@ def main(root: str) -> None:
             "rows": len(d),
             "image_feature": type(d.features["observation.image"]).__name__,
             "first_image_size": list(d[0]["observation.image"].size),
+            # Every column's feature as `datasets` names it: List(Value('float32')) for the state.
+            "features": {name: str(f) for name, f in d.features.items()},
         }
 
     with open(f"{root}/meta/info.json") as f:

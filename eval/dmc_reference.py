@@ -5,13 +5,17 @@ Reads a JSON list of episodes on stdin:
     [{"task": "walker_run", "seed": 3, "actions": [[...], ...], "action_repeat": 2,
       "render_quality": "default"}, ...]
 
-and writes, for each episode, a fresh environment's rewards, discounts, last flags and 84x84
-RGB frames (hex, reset frame first) as JSON on stdout. Nothing here is shared with
+and writes, for each episode, a fresh environment's rewards, discounts, last flags, 84x84
+RGB frames (hex, reset frame first), states (hex of little-endian float64, reset state first:
+every observation that is not an image, flattened with numpy and concatenated in the
+observation dict's order) and the state's fields (`[key, shape]` per observation, in that
+order) as JSON on stdout. Nothing here is shared with
 eval/dmc_worker.py, not even the task table: a task name is resolved against dm_control's own
 lists (`suite.ALL_TASKS`, `manipulation.ALL`), the camera is DrQ-v2's rule for the suite
 (camera 0; 2 for quadruped) and the one image observation of a manipulation task. Each episode
 gets a freshly loaded environment seeded through `load`, actions go through dm_control's own
-`action_scale.Wrapper`, and pixels come from dm_control's `pixels.Wrapper` (suite).
+`action_scale.Wrapper`, and pixels come from dm_control's `pixels.Wrapper` (suite), which keeps
+the task's own observations beside the pixels.
 """
 
 import json
@@ -48,7 +52,7 @@ def make_env(task, seed, render_quality, render=True):
             env.physics.model.vis.quality.offsamples = 0
         pixels_key = None
         if render:
-            env = pixels.Wrapper(env, pixels_only=True,
+            env = pixels.Wrapper(env, pixels_only=False,
                                  render_kwargs={"height": 84, "width": 84, "camera_id": camera})
             pixels_key = "pixels"
     env = action_scale.Wrapper(env, minimum=-1.0, maximum=+1.0)
@@ -61,13 +65,25 @@ def frame_of(time_step, key):
     return np.asarray(frame).reshape(84, 84, 3)
 
 
+def state_fields(env):
+    """[key, shape] of every observation that is not an image (uint8 in the spec), in order."""
+    return [[k, list(v.shape)] for k, v in env.observation_spec().items() if v.dtype != np.uint8]
+
+
+def state_of(time_step, fields):
+    parts = [np.asarray(time_step.observation[k], dtype=np.float64).reshape(-1) for k, _ in fields]
+    return np.concatenate(parts).astype("<f8").tobytes().hex()
+
+
 def run_episode(ep):
     if ep.get("render_quality", "default") != "default" and resolve(ep["task"])[0] == "manipulation":
         raise ValueError("the reference renders reach_duplo at default quality only")
     env, key = make_env(ep["task"], ep["seed"], ep.get("render_quality", "default"))
     repeat = ep.get("action_repeat", 2)
+    fields = state_fields(env)
     ts = env.reset()
-    out = {"rewards": [], "discounts": [], "lasts": [], "frames": [frame_of(ts, key).tobytes().hex()]}
+    out = {"rewards": [], "discounts": [], "lasts": [], "frames": [frame_of(ts, key).tobytes().hex()],
+           "states": [state_of(ts, fields)], "state_fields": fields}
     for action in ep["actions"]:
         # DrQ-v2's ActionDTypeWrapper: the agent's float32 action, cast to the spec's float64.
         action = np.asarray(action, dtype=np.float32).astype(np.float64)
@@ -82,6 +98,7 @@ def run_episode(ep):
         out["discounts"].append(discount)
         out["lasts"].append(bool(ts.last()))
         out["frames"].append(frame_of(ts, key).tobytes().hex())
+        out["states"].append(state_of(ts, fields))
         if ts.last():
             break
     return out

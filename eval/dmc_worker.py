@@ -11,8 +11,10 @@ first byte says what it is:
                b'S' f32 * action_dim       one agent step (action in [-1, 1])
                b'N'                        poison the physics state (tests: a real PhysicsError)
                b'Q'                        quit
-    replies    b'H' utf-8 JSON             hello, sent once the task is loaded
-               b'O' f64 reward, f64 discount, u8 last, u32 env_steps, 84*84*3 uint8 RGB (HWC)
+    replies    b'H' utf-8 JSON             hello, sent once the task is loaded; its
+                                           "state_names" name the state values below
+               b'O' f64 reward, f64 discount, u8 last, u32 env_steps, 84*84*3 uint8 RGB (HWC),
+                    f64 * len(state_names) state
                b'P'                        the physics state was poisoned
                b'E' utf-8 message          the request failed; the process stays usable
 
@@ -21,6 +23,12 @@ tasks through `suite.load`, reach_duplo through `manipulation.load('reach_duplo_
 actions mapped from [-1, 1] onto the action spec exactly like `action_scale.Wrapper`, rewards
 summed over the action repeat. eval/dmc_reference.py drives dm_control that way directly, and
 the parity test checks both agree.
+
+The state of an `O` reply is the task's physical state as state-based agents see it: the time
+step's observation dict (of the reset, or of the last env step of the action repeat) with its
+image observations left out, each entry flattened in C order and concatenated in the dict's
+order. Its names in the hello: a scalar entry is its key (`height`), an entry of n values is
+`key[0]` .. `key[n-1]` (composer's leading buffer dimension of 1 included in the flattening).
 
 `DmcTask` is importable (eval/bench_env.py runs it in-process to measure what the protocol
 costs).
@@ -48,7 +56,9 @@ RENDER_QUALITIES = ("default", "fast")
 
 
 class DmcTask:
-    """A dm_control task with action repeat, [-1, 1] actions and 84x84 camera frames."""
+    """A dm_control task with action repeat, [-1, 1] actions, 84x84 camera frames and the flattened
+    state (`reset` and `step` return reward, discount, last, env_steps, frame, state bytes;
+    `state_names` is known from the first reset on)."""
 
     def __init__(self, task, action_repeat=2, render_quality="default", size=84):
         import numpy as np
@@ -86,6 +96,10 @@ class DmcTask:
         self._scale = (spec.maximum - spec.minimum) / (1.0 - (-1.0))
         self.action_dim = int(spec.shape[0])
         self._needs_reset = True
+        # The observation keys that make up the state, and their flattened names; set from the
+        # first reset's time step (see `_state`).
+        self._state_keys = None
+        self.state_names = None
 
     def hello(self):
         import importlib.metadata
@@ -106,6 +120,7 @@ class DmcTask:
             # dm_control has no __version__; its distribution metadata has the version.
             "dm_control": importlib.metadata.version("dm-control"),
             "mujoco_gl": os.environ.get("MUJOCO_GL", ""),
+            "state_names": self.state_names,
         }
 
     def _apply_render_quality(self):
@@ -119,15 +134,40 @@ class DmcTask:
     def frame(self):
         return self.env.physics.render(self.size, self.size, camera_id=self.camera)
 
+    def _state(self, observation):
+        """The non-image observations of a time step, flattened in C order and concatenated
+        in the dict's order, as little-endian float64 bytes."""
+        np = self._np
+        if self._state_keys is None:
+            keys, names = [], []
+            for key, value in observation.items():
+                value = np.asarray(value)
+                # An image: (h, w, 3) uint8, with composer's leading buffer dimension if any.
+                if value.dtype == np.uint8 and value.ndim >= 3:
+                    continue
+                keys.append(key)
+                if value.ndim == 0:
+                    names.append(key)
+                else:
+                    names.extend(f"{key}[{i}]" for i in range(value.size))
+            self._state_keys, self.state_names = keys, names
+        values = [np.asarray(observation[key], dtype="<f8").ravel() for key in self._state_keys]
+        state = np.concatenate(values) if values else np.zeros(0, dtype="<f8")
+        if state.size != len(self.state_names):
+            raise RuntimeError(
+                f"the observation has {state.size} state values, the hello named {len(self.state_names)}"
+            )
+        return state.tobytes()
+
     def reset(self, seed):
         # Re-seeding the task's own generator in place is what a fresh `load(..., seed)` does:
         # eval/dmc_reference.py builds a fresh environment per episode and the parity test
         # checks they agree.
         self._random.seed(seed)
-        self.env.reset()
+        ts = self.env.reset()
         self._apply_render_quality()
         self._needs_reset = False
-        return 0.0, 1.0, False, 0, self.frame()
+        return 0.0, 1.0, False, 0, self.frame(), self._state(ts.observation)
 
     def step(self, action):
         np = self._np
@@ -155,7 +195,7 @@ class DmcTask:
             self._needs_reset = True
             raise
         self._needs_reset = last
-        return reward, discount, last, env_steps, self.frame()
+        return reward, discount, last, env_steps, self.frame(), self._state(ts.observation)
 
     def poison(self):
         """Make the physics state invalid so that the next step raises dm_control's PhysicsError."""
@@ -224,8 +264,8 @@ def serve(args):
         except Exception as exc:
             _send(proto_out, b"E" + f"{type(exc).__name__}: {exc}".encode())
             continue
-        reward, discount, last, env_steps, frame = result
-        _send(proto_out, b"O" + struct.pack("<ddBI", reward, discount, last, env_steps) + frame.tobytes())
+        reward, discount, last, env_steps, frame, state = result
+        _send(proto_out, b"O" + struct.pack("<ddBI", reward, discount, last, env_steps) + frame.tobytes() + state)
 
 
 def main():

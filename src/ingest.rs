@@ -16,9 +16,10 @@ use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::{ExtendedColorType, ImageEncoder};
 use sha2::{Digest, Sha256};
 
-use crate::collect::read_sidecar_beside;
+use crate::collect::{read_sidecar_beside, sidecar_path};
 use crate::shards::{
-    DatasetWriter, EncodedFrames, EpisodeRecord, FeatureStats, FrameCodec, NewEpisode, SourceInfo, WriterSettings,
+    count_mismatch, DatasetWriter, EncodedFrames, EpisodeRecord, FeatureStats, FrameCodec, NewEpisode, SourceInfo,
+    WriterSettings,
 };
 use crate::video::{self, Deadline, DecodeOptions, Discovered, Source, SourceKind};
 use crate::{fsutil, Error, Result};
@@ -52,6 +53,9 @@ pub enum Outcome {
     Ingested {
         episode_index: i64,
         frames: usize,
+        /// Its sidecar's state or rewards were not stored: the dataset has no columns for them
+        /// ([`NO_STATE_COLUMNS`]).
+        state_not_stored: bool,
     },
     Skipped(Skip),
     /// The reason, naming the file.
@@ -267,7 +271,15 @@ fn prepare_source(job: &Job, opts: &IngestOptions, known: &ByContent) -> Result<
         }));
     }
     let decoded = video::decode_within(&job.source, &opts.decode, &deadline)?;
-    let sidecar = read_sidecar_beside(&job.source.path)?;
+    let mut sidecar = read_sidecar_beside(&job.source.path)?;
+    if let Some(s) = &sidecar {
+        if let Some(why) = count_mismatch(s.state.as_ref(), s.rewards.as_deref(), decoded.num_frames()) {
+            return Err(Error::decode(&s.path, why));
+        }
+    }
+    let (state, rewards) = sidecar
+        .as_mut()
+        .map_or((None, None), |s| (s.state.take(), s.rewards.take()));
     let frames = encode_frames(&decoded.frames, decoded.width, decoded.height, opts.frame_codec)?;
     let image_stats = FeatureStats::of_rgb_frames(&decoded.frames, decoded.num_frames());
     let episode = NewEpisode {
@@ -285,6 +297,8 @@ fn prepare_source(job: &Job, opts: &IngestOptions, known: &ByContent) -> Result<
         },
         render_quality: sidecar.as_ref().and_then(|s| s.render_quality),
         sidecar: sidecar.map(|s| s.json),
+        state,
+        rewards,
         timestamps: decoded.timestamps,
         frames,
         image_stats,
@@ -490,11 +504,27 @@ fn append(result: Result<Prepared>, job: &Job, known: &mut ByContent, writer: &m
     if let Some(reason) = writer.render_quality_conflict(episode.render_quality) {
         return Ok(Outcome::Failed(format!("{}: {reason}", job.source.path.display())));
     }
+    if let Some(reason) = writer.state_names_conflict(&episode.task, episode.state.as_ref()) {
+        return Ok(Outcome::Failed(format!(
+            "{}: {reason}",
+            sidecar_path(&job.source.path).display()
+        )));
+    }
+    let state_not_stored = !writer.has_state_columns() && (episode.state.is_some() || episode.rewards.is_some());
     let frames = episode.timestamps.len();
     let episode_index = writer.append(*episode)?;
     known.insert(sha, (episode_index, job.source.path.to_string_lossy().to_string()));
-    Ok(Outcome::Ingested { episode_index, frames })
+    Ok(Outcome::Ingested {
+        episode_index,
+        frames,
+        state_not_stored,
+    })
 }
+
+/// Why a sidecar's state and rewards are not stored as columns: the dataset is older than them.
+pub const NO_STATE_COLUMNS: &str = "the dataset was made by an older lfs without the observation.state and reward \
+     columns and keeps its schema (the values stay in each episode's `sidecar` column); ingest into a new --out \
+     to get them as columns";
 
 #[cfg(test)]
 mod tests {

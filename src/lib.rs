@@ -24,6 +24,7 @@ pub mod nn;
 pub mod objectives;
 pub mod observation;
 pub mod pretrain;
+pub mod probe;
 pub mod report;
 pub mod rl;
 pub mod rl_loop;

@@ -36,6 +36,9 @@ enum Command {
     Pretrain(cli::pretrain::Args),
     /// Export a checkpoint's encoder + projector as PyTorch-loadable safetensors.
     Export(cli::export::Args),
+    /// How much of each task's state and reward an encoder's frozen features hold: held-out R²
+    /// of linear probes, in minutes and without RL.
+    Probe(cli::probe::Args),
     /// Record random-policy DMControl episodes as lossless videos with JSON sidecars.
     Collect(cli::collect::Args),
     /// Train SAC on a DMControl task on top of a frozen encoder and evaluate it; resumes a
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => cli::inspect::run(args),
         Command::Pretrain(args) => cli::pretrain::run(args),
         Command::Export(args) => cli::export::run(args),
+        Command::Probe(args) => cli::probe::run(args),
         Command::Collect(args) => cli::collect::run(args),
         Command::Eval(args) => cli::eval::run(args),
         Command::Train(args) => cli::train::run(args),

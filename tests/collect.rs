@@ -44,7 +44,7 @@ fn config(out_dir: &Path, episodes: usize, max_frames: usize) -> CollectConfig {
 }
 
 /// The video decodes bit for bit to the frames dm_control renders when the sidecar's seed and
-/// actions are replayed, and the sidecar's rewards are the replay's rewards.
+/// actions are replayed, and the sidecar's rewards and per-frame states are the replay's.
 #[test]
 fn collected_episode_is_lossless_and_replays() {
     let dir = tempfile::tempdir().unwrap();
@@ -63,6 +63,11 @@ fn collected_episode_is_lossless_and_replays() {
     assert_eq!(sidecar.render_quality, RenderQuality::Fast);
     assert_eq!((sidecar.seed, sidecar.action_repeat, sidecar.num_frames), (7, 2, 6));
     assert_eq!((sidecar.actions.len(), sidecar.rewards.len()), (5, 5));
+    // One state row per frame, as wide as its names: cartpole's position (3) and velocity (2).
+    assert_eq!(sidecar.states.len(), sidecar.num_frames);
+    assert_eq!(sidecar.state_names.len(), 5, "{:?}", sidecar.state_names);
+    assert!(sidecar.states.iter().all(|row| row.len() == sidecar.state_names.len()));
+    assert!(sidecar.has_states());
     assert_eq!((sidecar.source.as_str(), sidecar.camera.as_str()), ("lfs collect", "0"));
     // The versions eval/requirements.txt pins (dm_control has no __version__ to read).
     assert_eq!(
@@ -82,6 +87,8 @@ fn collected_episode_is_lossless_and_replays() {
         "rewards",
         "source",
         "lfs_version",
+        "state_names",
+        "states",
     ] {
         assert!(raw.get(key).is_some(), "sidecar lacks {key}");
     }
@@ -94,10 +101,23 @@ fn collected_episode_is_lossless_and_replays() {
         ..DmcConfig::new(Task::CartpoleSwingup)
     })
     .unwrap();
-    let mut replay = vec![env.reset(sidecar.seed).unwrap().frame];
+    assert_eq!(env.spec().state_names, sidecar.state_names);
+    // States go through JSON (serde_json reads floats to within an ulp): 1e-12 is far tighter
+    // than any change of state between two frames.
+    let assert_state = |t: usize, state: &[f64]| {
+        let row = &sidecar.states[t];
+        assert!(
+            row.len() == state.len() && row.iter().zip(state).all(|(a, b)| (a - b).abs() <= 1e-12),
+            "state {t}: sidecar {row:?}, replay {state:?}"
+        );
+    };
+    let reset = env.reset(sidecar.seed).unwrap();
+    assert_state(0, &reset.state);
+    let mut replay = vec![reset.frame];
     for (t, action) in sidecar.actions.iter().enumerate() {
         let step = env.step(action).unwrap();
         assert!((step.reward - sidecar.rewards[t]).abs() <= 1e-12, "reward {t}");
+        assert_state(t + 1, &step.state);
         replay.push(step.frame);
     }
     assert_eq!(decoded.len(), replay.len());
@@ -260,7 +280,9 @@ fn collect_survives_a_killed_worker() {
     );
     for episode in 0..3 {
         let (video, sidecar) = episode_paths(dir.path(), Task::CartpoleSwingup, episode);
-        assert_eq!(decode_rgb(&video).len(), read_sidecar(&sidecar).unwrap().num_frames);
+        let sidecar = read_sidecar(&sidecar).unwrap();
+        assert_eq!(decode_rgb(&video).len(), sidecar.num_frames);
+        assert!(sidecar.has_states(), "episode {episode} lacks a state row per frame");
     }
 }
 

@@ -1,5 +1,6 @@
 //! DMControl through the worker protocol, against dm_control itself (no mock anywhere): parity
-//! with dm_control driven directly in Python (eval/dmc_reference.py), seeds, frame stacking,
+//! with dm_control driven directly in Python (eval/dmc_reference.py: frames, rewards and the
+//! flattened state), seeds, frame stacking,
 //! render quality, refused actions, PhysicsError, killed and hung workers and missing dependencies.
 //!
 //! Needs the project venv (`make setup`). Episodes are a few steps long (CI has 2 cores), but
@@ -44,6 +45,32 @@ struct Reference {
     lasts: Vec<bool>,
     /// Hex of (84, 84, 3) frames, reset frame first.
     frames: Vec<String>,
+    /// Hex of little-endian f64 states (the non-image observations flattened with numpy),
+    /// reset state first.
+    states: Vec<String>,
+    /// The observations the state is made of, in order.
+    state_fields: Vec<StateField>,
+}
+
+/// One observation in the reference's state: its key and shape (`["height", []]`).
+#[derive(serde::Deserialize)]
+struct StateField(String, Vec<usize>);
+
+impl Reference {
+    /// The names the worker must give the state: a scalar is its key, an array of n values is
+    /// `key[0]` .. `key[n-1]` (C order).
+    fn state_names(&self) -> Vec<String> {
+        self.state_fields
+            .iter()
+            .flat_map(|StateField(key, shape)| {
+                if shape.is_empty() {
+                    vec![key.clone()]
+                } else {
+                    (0..shape.iter().product()).map(|i| format!("{key}[{i}]")).collect()
+                }
+            })
+            .collect()
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -90,8 +117,11 @@ fn run_episode(env: &mut DmcEnv, seed: u64, actions: &[Vec<f32>]) -> Vec<TimeSte
     steps
 }
 
+/// Frames bit for bit, rewards and discounts to 1e-6, last flags, and states bit for bit (the
+/// same f64 values as dm_control's own observation, flattened independently).
 fn assert_same_episode(what: &str, ours: &[TimeStep], theirs: &Reference) {
     assert_eq!(ours.len(), theirs.frames.len(), "{what}: number of frames");
+    assert_eq!(ours.len(), theirs.states.len(), "{what}: number of states");
     for (t, (step, frame_hex)) in ours.iter().zip(&theirs.frames).enumerate() {
         let frame = hex::decode(frame_hex).unwrap();
         assert_eq!(frame.len(), FRAME_BYTES);
@@ -99,6 +129,19 @@ fn assert_same_episode(what: &str, ours: &[TimeStep], theirs: &Reference) {
         assert_eq!(
             differing, 0,
             "{what}: frame {t} differs from dm_control's in {differing} bytes"
+        );
+        let state: Vec<f64> = hex::decode(&theirs.states[t])
+            .unwrap()
+            .chunks(8)
+            .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert!(!state.is_empty(), "{what}: dm_control's state is empty");
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+        assert_eq!(
+            bits(&step.state),
+            bits(&state),
+            "{what}: state {t} differs from dm_control's observation:\n ours   {:?}\n theirs {state:?}",
+            step.state
         );
         if t > 0 {
             let (reward, discount, last) = (theirs.rewards[t - 1], theirs.discounts[t - 1], theirs.lasts[t - 1]);
@@ -114,8 +157,9 @@ fn assert_same_episode(what: &str, ours: &[TimeStep], theirs: &Reference) {
 }
 
 /// Every task of the paper: a fixed seed and action sequence through the Rust pool give the
-/// rewards (to 1e-6) and frames (bit for bit) of dm_control driven directly in Python. Each
-/// worker runs two episodes, so re-seeding a used environment is checked against a fresh one.
+/// rewards (to 1e-6), frames and states (bit for bit) of dm_control driven directly in Python,
+/// and the state's names are the reference's observations flattened. Each worker runs two
+/// episodes, so re-seeding a used environment is checked against a fresh one.
 #[test]
 fn parity_with_dm_control_all_tasks() {
     let mut pool = EnvPool::new(Task::ALL.iter().map(|&t| config(t, RenderQuality::Default)).collect()).unwrap();
@@ -158,11 +202,16 @@ fn parity_with_dm_control_all_tasks() {
     let mut k = 0;
     for (e, &(seed, _)) in episodes.iter().enumerate() {
         for (i, task_episodes) in ours.iter().enumerate() {
-            assert_same_episode(
-                &format!("{} seed {seed}", pool.spec(i).task),
-                &task_episodes[e],
-                &theirs[k],
+            let what = format!("{} seed {seed}", pool.spec(i).task);
+            assert_same_episode(&what, &task_episodes[e], &theirs[k]);
+            let names = &pool.spec(i).state_names;
+            assert!(!names.is_empty(), "{what}: no state names");
+            assert!(
+                task_episodes[e].iter().all(|s| s.state.len() == names.len()),
+                "{what}: a state is not {} values wide",
+                names.len()
             );
+            assert_eq!(*names, theirs[k].state_names(), "{what}: state names");
             k += 1;
         }
     }
@@ -173,6 +222,11 @@ fn parity_with_dm_control_all_tasks() {
             episode[0].frame,
             episode[episode.len() - 1].frame,
             "the frames never changed"
+        );
+        assert_ne!(
+            episode[0].state,
+            episode[episode.len() - 1].state,
+            "the state never changed"
         );
     }
 }
@@ -229,6 +283,7 @@ fn seeds_are_honoured() {
     let err = env.reset(lfs::env::MAX_SEED + 1).unwrap_err().to_string();
     assert!(err.contains("walker_run") && err.contains("out of range"), "{err}");
     assert_ne!(a[0].frame, b[0].frame, "seeds 5 and 6 start from the same frame");
+    assert_ne!(a[0].state, b[0].state, "seeds 5 and 6 start from the same state");
     assert!(a[1..].iter().all(|s| s.env_steps == 2 && s.discount == 1.0 && !s.last));
 }
 

@@ -724,6 +724,21 @@ fn python_readers_open_the_dataset() {
         v["info"]["features"]["observation.image"]["shape"],
         serde_json::json!([84, 84, 3])
     );
+    // The state columns are there, all null (no fixture has a sidecar), and `datasets` types
+    // them from the schema's metadata; info.json describes both, the state of no known width
+    // as [-1] (LeRobot's loader wants every column described, and reads -1 as any length).
+    assert_eq!(v["pyarrow"]["schema"]["observation.state"], "list<item: float>");
+    assert_eq!(v["pyarrow"]["schema"]["reward"], "float");
+    assert_eq!(v["datasets"]["features"]["observation.state"], "List(Value('float32'))");
+    assert_eq!(v["datasets"]["features"]["reward"], "Value('float32')");
+    assert_eq!(
+        v["info"]["features"]["reward"],
+        serde_json::json!({"dtype": "float32", "shape": [1], "names": null})
+    );
+    assert_eq!(
+        v["info"]["features"]["observation.state"],
+        serde_json::json!({"dtype": "float32", "shape": [-1], "names": null})
+    );
     // The first frame PIL decodes is the one our reader returns.
     let first = ds.load_episode(&ds.episodes[0]).unwrap();
     let sum: u64 = first.frame(0).iter().map(|&b| u64::from(b)).sum();
@@ -1088,4 +1103,446 @@ fn an_8k_video_is_decoded_by_streaming_in_bounded_memory() {
     eprintln!("8K ingest peak RSS: {peak_mib} MiB");
     // Measured: about 210 MiB with -j 2.
     assert!(peak_mib < 600, "peak RSS {peak_mib} MiB");
+}
+
+/// State value `i` of frame `t` in test episode `ep`: not representable in float32, so the
+/// rounding to the column's type is checked too.
+fn state_value(ep: usize, t: usize, i: usize) -> f64 {
+    (ep * 100 + t * 7 + i) as f64 * 0.1 - 1.234567
+}
+
+fn reward_value(ep: usize, t: usize) -> f64 {
+    t as f64 * 0.01 + ep as f64 + 1.0 / 3.0
+}
+
+/// Names of a `dim`-wide state, `prefix[0]`, `prefix[1]`, …
+fn state_names(prefix: &str, dim: usize) -> Vec<String> {
+    (0..dim).map(|i| format!("{prefix}[{i}]")).collect()
+}
+
+/// What a test sidecar holds: `rows` rows of state, `names.len()` wide, and `rewards` rewards.
+struct StateSidecar<'a> {
+    names: &'a [String],
+    rows: usize,
+    rewards: usize,
+}
+
+/// A lossless `frames`-frame video at `path`, of distinct content per episode `ep`, and a
+/// sidecar beside it with episode `ep`'s state and rewards, as `lfs collect` writes them.
+fn video_with_state(path: &Path, ep: usize, frames: u32, sidecar: Option<StateSidecar>) {
+    lavfi(
+        &format!("testsrc2=size={}x48:rate=10", 64 + 2 * ep),
+        frames,
+        &["-c:v", "ffv1"],
+        path,
+    );
+    if let Some(StateSidecar { names, rows, rewards }) = sidecar {
+        let states: Vec<Vec<f64>> = (0..rows)
+            .map(|t| (0..names.len()).map(|i| state_value(ep, t, i)).collect())
+            .collect();
+        let rewards: Vec<f64> = (0..rewards).map(|t| reward_value(ep, t)).collect();
+        let json = serde_json::json!({
+            "task": "t", "seed": ep, "num_frames": frames, "source": "lfs collect",
+            "state_names": names, "states": states, "rewards": rewards,
+        });
+        fs::write(path.with_extension("json"), json.to_string()).unwrap();
+    }
+}
+
+/// Per episode index, as pyarrow reads `data/*/*.parquet`: the float32 bit patterns of each
+/// row's `observation.state` and `reward` (null as None), and the columns' types.
+fn pyarrow_state_columns(ds: &Path) -> serde_json::Value {
+    const SCRIPT: &str = r#"
+import glob, json, struct, sys
+import pyarrow.parquet as pq
+t = pq.read_table(sorted(glob.glob(sys.argv[1] + "/data/*/*.parquet")),
+                  columns=["episode_index", "observation.state", "reward"])
+bits = lambda v: None if v is None else struct.unpack("<I", struct.pack("<f", v))[0]
+out = {}
+for ep, s, r in zip(*(t.column(c).to_pylist() for c in t.column_names)):
+    e = out.setdefault(str(ep), {"state": [], "reward": []})
+    e["state"].append(None if s is None else [bits(v) for v in s])
+    e["reward"].append(bits(r))
+print(json.dumps({"types": {f.name: str(f.type) for f in t.schema}, "episodes": out}))
+"#;
+    let o = Command::new(python()).args(["-c", SCRIPT]).arg(ds).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Float32 bits of `v` rounded to float32, as JSON.
+fn f32_bits(v: f64) -> serde_json::Value {
+    (v as f32).to_bits().into()
+}
+
+#[test]
+fn state_and_rewards_from_sidecars_become_columns() {
+    let dir = temp_dir("state");
+    let videos = dir.join("videos");
+    let cartpole = state_names("position", 5);
+    // Episodes 0 and 1 of cartpole carry state and rewards; an older sidecar and a video
+    // without one carry neither; three sidecars are wrong.
+    video_with_state(
+        &videos.join("cartpole/ep0.mkv"),
+        0,
+        10,
+        Some(StateSidecar {
+            names: &cartpole,
+            rows: 10,
+            rewards: 9,
+        }),
+    );
+    video_with_state(
+        &videos.join("cartpole/ep1.mkv"),
+        1,
+        7,
+        Some(StateSidecar {
+            names: &cartpole,
+            rows: 7,
+            rewards: 6,
+        }),
+    );
+    video_with_state(
+        &videos.join("cartpole/bad_rows.mkv"),
+        2,
+        8,
+        Some(StateSidecar {
+            names: &cartpole,
+            rows: 7,
+            rewards: 7,
+        }),
+    );
+    video_with_state(
+        &videos.join("cartpole/bad_rewards.mkv"),
+        3,
+        8,
+        Some(StateSidecar {
+            names: &cartpole,
+            rows: 8,
+            rewards: 8,
+        }),
+    );
+    video_with_state(&videos.join("cartpole/bad_width.mkv"), 4, 6, None);
+    fs::write(
+        videos.join("cartpole/bad_width.json"),
+        r#"{"state_names": ["a", "b"], "states": [[1, 2], [3]], "rewards": []}"#,
+    )
+    .unwrap();
+    video_with_state(&videos.join("old/ep0.mkv"), 5, 6, None);
+    fs::write(
+        videos.join("old/ep0.json"),
+        r#"{"task": "old", "seed": 3, "rewards": [0.5, 1, 0, 0, 2]}"#,
+    )
+    .unwrap();
+    video_with_state(&videos.join("old/plain.mkv"), 6, 5, None);
+
+    let out = dir.join("ds");
+    let (code, said) = ingest_within(120, &videos, &out, &[]);
+    assert_eq!(code, Some(1), "three sources fail: {said}");
+    assert_named(
+        &said,
+        "cartpole/bad_rows.json",
+        "7 states rows but the video has 8 decoded frames",
+    );
+    assert_named(
+        &said,
+        "cartpole/bad_rewards.json",
+        "8 rewards but the video has 8 decoded frames (7 expected",
+    );
+    assert_named(
+        &said,
+        "cartpole/bad_width.json",
+        "states row 1 has 1 values, state_names has 2",
+    );
+    let ds = Dataset::open(&out).unwrap();
+    assert!(ds.has_state_columns());
+    ds.require_state().unwrap();
+    assert_eq!(ds.state_names("cartpole"), Some(cartpole.as_slice()));
+    assert_eq!(ds.state_names("old"), None);
+    // Sorted by path: cartpole/ep0, cartpole/ep1, old/ep0, old/plain.
+    let lengths: Vec<i64> = ds.episodes.iter().map(|r| r.length).collect();
+    assert_eq!(lengths, vec![10, 7, 6, 5], "{said}");
+
+    // Our reader: state as the sidecar's rows rounded to float32, rewards shifted by a frame.
+    let episodes = ds.load_episodes().unwrap();
+    for (ep, e) in episodes[..2].iter().enumerate() {
+        let state = e.state.as_ref().expect("state");
+        assert_eq!(state.names, cartpole);
+        let expected: Vec<f32> = (0..e.num_frames)
+            .flat_map(|t| (0..5).map(move |i| state_value(ep, t, i) as f32))
+            .collect();
+        assert_eq!(state.values, expected, "episode {ep}");
+        let rewards = e.rewards.as_ref().expect("rewards");
+        assert_eq!(rewards.len(), e.num_frames);
+        assert!(rewards[0].is_nan(), "frame 0 has no reward");
+        for t in 1..e.num_frames {
+            assert_eq!(rewards[t], reward_value(ep, t - 1) as f32, "episode {ep} frame {t}");
+        }
+    }
+    // The older sidecar has rewards but no state; the plain video neither.
+    assert!(episodes[2].state.is_none());
+    let old_rewards: Vec<f32> = episodes[2].rewards.as_ref().unwrap()[1..].to_vec();
+    assert_eq!(old_rewards, vec![0.5, 1.0, 0.0, 0.0, 2.0]);
+    assert!(episodes[3].state.is_none() && episodes[3].rewards.is_none());
+
+    // pyarrow reads the same values, bit for bit, and nulls where there is nothing.
+    let py = pyarrow_state_columns(&out);
+    assert_eq!(py["types"]["observation.state"], "list<item: float>");
+    assert_eq!(py["types"]["reward"], "float");
+    for ep in 0..2 {
+        let e = &py["episodes"][ep.to_string()];
+        let n = lengths[ep] as usize;
+        let state: Vec<serde_json::Value> = (0..n)
+            .map(|t| (0..5).map(|i| f32_bits(state_value(ep, t, i))).collect())
+            .collect();
+        assert_eq!(e["state"], serde_json::Value::from(state), "episode {ep}");
+        let mut reward = vec![serde_json::Value::Null];
+        reward.extend((0..n - 1).map(|t| f32_bits(reward_value(ep, t))));
+        assert_eq!(e["reward"], serde_json::Value::from(reward), "episode {ep}");
+    }
+    let nulls = |n: usize| serde_json::Value::from(vec![serde_json::Value::Null; n]);
+    assert_eq!(py["episodes"]["2"]["state"], nulls(6));
+    assert_eq!(py["episodes"]["3"]["state"], nulls(5));
+    assert_eq!(py["episodes"]["3"]["reward"], nulls(5));
+
+    // info.json: one state width, so `observation.state` is described; stats over rewards.
+    let meta = |file: &str| -> serde_json::Value {
+        serde_json::from_slice(&fs::read(out.join("meta").join(file)).unwrap()).unwrap()
+    };
+    assert_eq!(
+        meta("info.json")["features"]["observation.state"],
+        serde_json::json!({"dtype": "float32", "shape": [5], "names": cartpole})
+    );
+    let all_rewards: Vec<f32> = episodes
+        .iter()
+        .filter_map(|e| e.rewards.as_ref())
+        .flat_map(|r| r[1..].to_vec())
+        .collect();
+    let stats = &meta("stats.json")["reward"];
+    assert_eq!(stats["count"], serde_json::json!([all_rewards.len()]));
+    let max = all_rewards.iter().copied().fold(f32::MIN, f32::max);
+    assert_eq!(stats["max"], serde_json::json!([f64::from(max)]));
+    let mean = all_rewards.iter().map(|&r| f64::from(r)).sum::<f64>() / all_rewards.len() as f64;
+    assert!((stats["mean"][0].as_f64().unwrap() - mean).abs() < 1e-9, "{stats}");
+    assert!(meta("lfs.json")["state_columns"] == true);
+
+    // A second run: a task of another width (info.json no longer gives one width), and a
+    // cartpole episode whose state names differ from the dataset's (failed by name).
+    let walker = state_names("height", 3);
+    video_with_state(
+        &videos.join("walker/ep0.mkv"),
+        7,
+        6,
+        Some(StateSidecar {
+            names: &walker,
+            rows: 6,
+            rewards: 5,
+        }),
+    );
+    let renamed = state_names("velocity", 5);
+    video_with_state(
+        &videos.join("cartpole/ep2.mkv"),
+        8,
+        6,
+        Some(StateSidecar {
+            names: &renamed,
+            rows: 6,
+            rewards: 5,
+        }),
+    );
+    let (code, said) = ingest_within(120, &videos, &out, &[]);
+    assert_eq!(code, Some(1), "{said}");
+    assert_named(&said, "cartpole/ep2.json", "state_names [velocity[0]");
+    assert_named(&said, "cartpole/ep2.json", "differ from those of task \"cartpole\"");
+    let ds = Dataset::open(&out).unwrap();
+    assert_eq!(ds.state_names("walker"), Some(walker.as_slice()));
+    let walker_ep = ds.load_episode(ds.episodes.last().unwrap()).unwrap();
+    assert_eq!(walker_ep.task, "walker");
+    assert_eq!(walker_ep.state.unwrap().values.len(), 6 * 3);
+    let info = meta("info.json");
+    assert_eq!(
+        info["features"]["observation.state"],
+        serde_json::json!({"dtype": "float32", "shape": [-1], "names": null})
+    );
+    assert_eq!(info["features"]["reward"]["dtype"], "float32");
+
+    // The usual readers still open it (the state's width differs between tasks).
+    let o = Command::new(python())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/eval/check_dataset.py"))
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["datasets"]["rows"], ds.num_frames());
+    assert_eq!(v["duckdb"]["rows"], ds.num_frames());
+}
+
+/// Turns a dataset into what an lfs before the state columns wrote: data files without
+/// `observation.state` and `reward`, episodes tables without `stats/reward/*`, and an lfs.json
+/// without `state_columns` and `state_names`.
+fn make_pre_state_dataset(ds: &Path) {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ArrowWriter;
+    let rewrite = |path: &Path, keep: &dyn Fn(&str) -> bool, schema: Option<arrow_schema::SchemaRef>| {
+        let reader = ParquetRecordBatchReaderBuilder::try_new(fs::File::open(path).unwrap())
+            .unwrap()
+            .build()
+            .unwrap();
+        let batches: Vec<arrow_array::RecordBatch> = reader
+            .map(|b| {
+                let b = b.unwrap();
+                let kept: Vec<usize> = (0..b.num_columns())
+                    .filter(|&i| keep(b.schema().field(i).name()))
+                    .collect();
+                let b = b.project(&kept).unwrap();
+                match &schema {
+                    Some(s) => arrow_array::RecordBatch::try_new(s.clone(), b.columns().to_vec()).unwrap(),
+                    None => b,
+                }
+            })
+            .collect();
+        let schema = batches[0].schema();
+        let mut w = ArrowWriter::try_new(fs::File::create(path).unwrap(), schema, None).unwrap();
+        for b in &batches {
+            w.write(b).unwrap();
+            w.flush().unwrap();
+        }
+        w.close().unwrap();
+    };
+    let old_schema = lfs::shards::data_schema(lfs::shards::FrameCodec::Png, 84 * 84 * 3, false);
+    for path in parquet_files(&ds.join("data")) {
+        rewrite(
+            &path,
+            &|name| name != "observation.state" && name != "reward",
+            Some(old_schema.clone()),
+        );
+    }
+    for path in parquet_files(&ds.join("meta/episodes")) {
+        rewrite(&path, &|name| !name.starts_with("stats/reward/"), None);
+    }
+    let meta_path = ds.join("meta/lfs.json");
+    let mut meta: serde_json::Value = serde_json::from_slice(&fs::read(&meta_path).unwrap()).unwrap();
+    let meta_obj = meta.as_object_mut().unwrap();
+    assert!(meta_obj.remove("state_columns").is_some() && meta_obj.remove("state_names").is_some());
+    fs::write(&meta_path, serde_json::to_vec_pretty(&meta).unwrap()).unwrap();
+}
+
+/// `dir/chunk-*/*.parquet`, sorted.
+fn parquet_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for chunk in fs::read_dir(dir).unwrap() {
+        for f in fs::read_dir(chunk.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "parquet") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The column names of a data file.
+fn data_columns(path: &Path) -> Vec<String> {
+    let b =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(fs::File::open(path).unwrap()).unwrap();
+    b.schema().fields().iter().map(|f| f.name().clone()).collect()
+}
+
+#[test]
+fn a_dataset_from_before_the_state_columns_keeps_its_schema() {
+    let dir = temp_dir("pre-state");
+    let videos = dir.join("videos");
+    let names = state_names("position", 2);
+    video_with_state(
+        &videos.join("t/ep0.mkv"),
+        0,
+        6,
+        Some(StateSidecar {
+            names: &names,
+            rows: 6,
+            rewards: 5,
+        }),
+    );
+    let out = dir.join("ds");
+    ingest_ok(&videos, &out, &[]);
+    make_pre_state_dataset(&out);
+
+    // It reads: no state columns, no state, and a consumer that needs state is told why.
+    let ds = Dataset::open(&out).unwrap();
+    assert!(!ds.has_state_columns());
+    let err = ds.require_state().unwrap_err().to_string();
+    assert!(
+        err.contains(out.to_str().unwrap()) && err.contains("dataset has no state columns"),
+        "{err}"
+    );
+    let ep = ds.load_episode(&ds.episodes[0]).unwrap();
+    assert!(ep.state.is_none() && ep.rewards.is_none());
+    assert_eq!(ep.num_frames, 6);
+
+    // Appending a source with state: ingested with a warning, in the dataset's old schema.
+    video_with_state(
+        &videos.join("t/ep1.mkv"),
+        1,
+        7,
+        Some(StateSidecar {
+            names: &names,
+            rows: 7,
+            rewards: 6,
+        }),
+    );
+    video_with_state(&videos.join("t/plain.mkv"), 2, 5, None);
+    let stdout = ingest_ok(&videos, &out, &["--commit-every", "0"]);
+    assert!(stdout.contains("ingested 2 source(s)"), "{stdout}");
+    assert!(
+        stdout.contains("warning: 1 source(s) with state or rewards in their sidecar")
+            && stdout.contains("ingest into a new --out"),
+        "{stdout}"
+    );
+    let files = parquet_files(&out.join("data"));
+    assert!(files.len() >= 2, "{files:?}");
+    for f in &files {
+        assert_eq!(
+            data_columns(f),
+            [
+                "observation.image",
+                "timestamp",
+                "frame_index",
+                "episode_index",
+                "index",
+                "task_index"
+            ],
+            "{f:?}"
+        );
+    }
+    // lfs.json keeps the old fields only, so the older lfs still opens the dataset.
+    let meta: serde_json::Value = serde_json::from_slice(&fs::read(out.join("meta/lfs.json")).unwrap()).unwrap();
+    let mut keys: Vec<&String> = meta.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "crop",
+            "frame_codec",
+            "height",
+            "lfs_dataset_version",
+            "render_quality",
+            "width"
+        ],
+        "{meta}"
+    );
+    let info: serde_json::Value = serde_json::from_slice(&fs::read(out.join("meta/info.json")).unwrap()).unwrap();
+    assert!(
+        info["features"].get("reward").is_none() && info["features"].get("observation.state").is_none(),
+        "{info}"
+    );
+    let ds = Dataset::open(&out).unwrap();
+    assert_eq!(ds.episodes.len(), 3);
+    assert!(ds.load_episodes().unwrap().iter().all(|e| e.state.is_none()));
+    // The state is not lost: the sidecar is kept verbatim with the episode.
+    assert!(ds.episodes[1].sidecar.as_deref().unwrap().contains("\"states\""));
+    // A glob over the data files reads them as one table.
+    let (data, index) = pyarrow_view(&out);
+    assert_eq!(data, index);
 }

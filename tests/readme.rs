@@ -77,6 +77,16 @@ const STEPS: &[Step] = &[
     run("make eval", SAC_MAKE_SET),
     run("make train", TRAIN_MAKE_SET),
     run("make collect", "COLLECT_EPISODES=1"),
+    // The probe set at a tiny budget: one task, the 14 episodes the probe needs, 12 frames each.
+    run(
+        "make probe-set",
+        "PROBE_SEEDS=cartpole_swingup:1000000 PROBE_EPISODES=14 PROBE_FRAMES=12",
+    ),
+    run("make probe", "ENCODER=random"),
+    run(
+        "target/release/lfs probe --encoder random --dataset runs/probe-set-fast/dataset --out runs/probe/random.json",
+        "",
+    ),
     run(
         "target/release/lfs collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --video-frames 250 --out videos/",
         "--episodes 1",
@@ -323,6 +333,14 @@ fn check_after(dir: &Path, written: &str) {
                 let n = std::fs::read_dir(dir.join("videos").join(task)).unwrap().count();
                 assert!(n >= 2, "videos/{task}: a video and its sidecar, found {n} files");
             }
+        }
+        "make probe" => {
+            let report = json(&runs.join("probe/random-1.json"));
+            assert_eq!(report["tasks"][0]["task"], "cartpole_swingup", "{report}");
+        }
+        "target/release/lfs probe --encoder random --dataset runs/probe-set-fast/dataset --out runs/probe/random.json" => {
+            let report = json(&runs.join("probe/random.json"));
+            assert_eq!(report["tasks"][0]["test_episodes"], 4, "{report}");
         }
         "target/release/lfs eval --config pipelines/sac/mini.toml --encoder runs/tiny/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval/walker_walk/1" => {
             let info = json(&runs.join("eval/walker_walk/1/run.json"));

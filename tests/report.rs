@@ -1,6 +1,7 @@
 //! `lfs report`: rliable's statistics against rliable itself, the report of a synthetic suite
 //! (files, paper numbers with their scale, cells not counted, pictures that decode), refused
-//! mismatches with nothing written, and `results.csv` read back by us and by pandas.
+//! mismatches with nothing written, `results.csv` read back by us and by pandas, and the
+//! encoders' pre-training logs and linear probes beside the returns.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -166,10 +167,17 @@ const EVAL_EVERY: u64 = 2000;
 fn reward(spec: &CellSpec, frame: u64) -> f64 {
     let level = match spec.encoder {
         "random" => 200.0,
+        "atc" => 350.0,
         _ => 500.0,
     } + 37.0 * spec.task.len() as f64;
     let noise = ((spec.seed * 7919 + frame / 10) % 97) as f64;
     level * (1.0 - (-(frame as f64) / 4000.0).exp()) + noise
+}
+
+/// A 64-hex-digit id per encoder label, standing for its export's sha256.
+fn fake_sha256(encoder: &str) -> String {
+    let hex: String = encoder.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{hex:0<64}")
 }
 
 fn write_cell(suite: &Path, index: usize, spec: &CellSpec) -> PathBuf {
@@ -211,7 +219,7 @@ fn write_cell(suite: &Path, index: usize, spec: &CellSpec) -> PathBuf {
     std::fs::write(dir.join("eval.csv"), csv).unwrap();
     let run = serde_json::json!({
         "encoder": spec.encoder, "encoder_render_quality": null,
-        "encoder_sha256": if spec.encoder == "random" { format!("random:{}", spec.seed) } else { "ab12".repeat(16) },
+        "encoder_sha256": if spec.encoder == "random" { format!("random:{}", spec.seed) } else { fake_sha256(spec.encoder) },
         "feature_cache": spec.feature_cache, "render_quality": spec.render_quality,
         "seed": spec.seed, "task": spec.task, "version": "0.1.0",
     });
@@ -670,7 +678,11 @@ fn n_per_update_is_averaged_between_evaluations() {
 /// A pre-training log of 40 LNC updates with N = step mod 5 out of M = 64, D = 1 + step/100 and
 /// the window 0.55·D–0.65·D; updates 31–34 appear twice, as a resumed run logs them, first with
 /// N = 99 (the last line of an update counts).
-fn write_pretraining_log(dir: &Path) {
+///
+/// With `probes`, the online probe's lines too, as `lfs pretrain` with `[probe] every_updates =
+/// 10` writes them: after updates 0 (the initial encoder), 10, 20, 30 and, after the resume, 40;
+/// state R² = 0.1 + update/100, reward R² = update/200, null (NaN) at update 0.
+fn write_pretraining_log(dir: &Path, probes: bool) {
     let line = |step: u64, n: u64| {
         let d = 1.0 + step as f64 / 100.0;
         format!(
@@ -681,12 +693,31 @@ fn write_pretraining_log(dir: &Path) {
             0.65 * d
         )
     };
-    let mut log = String::new();
+    let probe = |step: u64| {
+        let state = 0.1 + step as f64 / 100.0;
+        let reward = if step == 0 {
+            serde_json::Value::Null
+        } else {
+            (step as f64 / 200.0).into()
+        };
+        let line = serde_json::json!({
+            "step": step, "probe/state_r2": state, "probe/reward_r2": reward, "probe/seconds": 4.2,
+            "probe/tasks": {"cartpole_swingup": {"state_r2": state, "reward_r2": reward}},
+        });
+        if probes && step % 10 == 0 {
+            format!("{line}\n")
+        } else {
+            String::new()
+        }
+    };
+    let mut log = probe(0);
     for step in 1..=34 {
         log += &line(step, if step > 30 { 99 } else { step % 5 });
+        log += &probe(step);
     }
     for step in 31..=40 {
         log += &line(step, step % 5);
+        log += &probe(step);
     }
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("metrics.jsonl"), log).unwrap();
@@ -699,17 +730,8 @@ fn lnc_during_pretraining_is_read_from_the_encoders_log() {
     let specs: Vec<CellSpec> = suite_specs().into_iter().filter(|s| s.state == "done").collect();
     let suite = write_suite("report-pretraining", &specs);
     let run_dir = suite.join("pretrain-run");
-    write_pretraining_log(&run_dir);
-    // The lfs rows name the exported file inside the run, as `lfs suite` records it.
-    let source = run_dir.join("encoder.safetensors");
-    for entry in std::fs::read_dir(suite.join("cells")).unwrap() {
-        let path = entry.unwrap().path().join("cell.json");
-        let mut cell: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        if cell["encoder"] == "lfs" {
-            cell["encoder_source"] = source.to_str().unwrap().into();
-            std::fs::write(&path, cell.to_string()).unwrap();
-        }
-    }
+    write_pretraining_log(&run_dir, false);
+    set_encoder_source(&suite, "lfs", &run_dir.join("encoder.safetensors"));
 
     let (batch, bins) = lfs::report::pretraining::read_log(&run_dir.join("metrics.jsonl"))
         .unwrap()
@@ -755,4 +777,392 @@ fn lnc_during_pretraining_is_read_from_the_encoders_log() {
         "{md}"
     );
     assert!(!md.contains("![N per pre-training update"), "{md}");
+}
+
+/// Points the cells of `encoder` at `source`, as `lfs suite` records an exported encoder.
+fn set_encoder_source(suite: &Path, encoder: &str, source: &Path) {
+    for entry in std::fs::read_dir(suite.join("cells")).unwrap() {
+        let path = entry.unwrap().path().join("cell.json");
+        let mut cell: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if cell["encoder"] == encoder {
+            cell["encoder_source"] = source.to_str().unwrap().into();
+            std::fs::write(&path, cell.to_string()).unwrap();
+        }
+    }
+}
+
+/// The text of report.md's section `title`, up to the next section.
+fn section<'a>(md: &'a str, title: &str) -> &'a str {
+    let start = md.find(title).unwrap_or_else(|| panic!("no {title} in {md}"));
+    let rest = &md[start + title.len()..];
+    &md[start..start + title.len() + rest.find("\n## ").unwrap_or(rest.len())]
+}
+
+/// The online probe's lines in a pre-training log: tabulated and drawn beside the loss, while
+/// N, its table and its picture stay exactly what they are without those lines; a probe line
+/// that cannot be read is a note.
+#[test]
+fn online_probe_during_pretraining() {
+    let specs: Vec<CellSpec> = suite_specs().into_iter().filter(|s| s.state == "done").collect();
+    let suite = write_suite("report-online-probe", &specs);
+    let run_dir = suite.join("pretrain-run");
+    set_encoder_source(&suite, "lfs", &run_dir.join("encoder.safetensors"));
+    let log = run_dir.join("metrics.jsonl");
+
+    // without the probe's lines, then with them
+    write_pretraining_log(&run_dir, false);
+    let plain = lfs::report::pretraining::read_log(&log).unwrap();
+    assert_eq!(lfs::report::pretrain_probe::read_log(&log).unwrap(), None);
+    let out_plain = suite.join("report-plain");
+    let res = run_report(&suite, &out_plain, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    write_pretraining_log(&run_dir, true);
+    assert_eq!(lfs::report::pretraining::read_log(&log).unwrap(), plain);
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+
+    let probes = lfs::report::pretrain_probe::read_log(&log).unwrap().unwrap();
+    let steps: Vec<u64> = probes.points.iter().map(|p| p.step).collect();
+    assert_eq!(steps, [0, 10, 20, 30, 40]);
+    assert!(probes.points[0].reward_r2.is_nan(), "null is an undefined R²");
+    assert!((probes.points[4].state_r2 - 0.5).abs() < 1e-12);
+    // the loss of the 40 updates in 20 bins of 2, the probe lines not among them
+    assert_eq!(probes.loss.len(), 20);
+    assert_eq!(probes.loss[0], (2, 6.0));
+
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let md_plain = std::fs::read_to_string(out_plain.join("report.md")).unwrap();
+    let title = "## LNC during pre-training";
+    assert_eq!(section(&md, title), section(&md_plain, title));
+    for ext in ["png", "svg"] {
+        let name = format!("pretrain_selected.{ext}");
+        assert_eq!(
+            std::fs::read(out.join(&name)).unwrap(),
+            std::fs::read(out_plain.join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+    assert!(!md_plain.contains("## Online probe during pre-training"), "{md_plain}");
+    assert!(!out_plain.join("pretrain_probe.png").exists());
+
+    let online = section(&md, "## Online probe during pre-training");
+    assert!(online.contains("### lfs ("), "{online}");
+    assert!(!online.contains("### random"), "{online}");
+    assert!(online.contains("| update | state R² | reward R² |"), "{online}");
+    assert!(online.contains("| 0 | 0.100 | – |"), "{online}");
+    assert!(online.contains("| 30 | 0.400 | 0.150 |"), "{online}");
+    assert!(online.contains("| 40 | 0.500 | 0.200 |"), "{online}");
+    assert!(md.contains("](pretrain_probe.png)"), "{md}");
+    let img = image::open(out.join("pretrain_probe.png")).unwrap().to_rgb8();
+    assert!(img.pixels().any(|px| px.0 == [255, 127, 14]), "lfs's colour");
+    let svg = std::fs::read_to_string(out.join("pretrain_probe.svg")).unwrap();
+    assert!(svg.contains("state: held-out R²") && svg.contains("pre-training loss"));
+
+    // a probe line without a number is a note; N is still reported
+    let mut text_log = std::fs::read_to_string(&log).unwrap();
+    let bad_line = text_log.lines().count() + 1;
+    text_log += "{\"step\":50,\"probe/state_r2\":\"high\",\"probe/reward_r2\":0.1}\n";
+    std::fs::write(&log, text_log).unwrap();
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("The online probe in the pre-training log of lfs")
+            && md.contains(&format!(
+                "could not be read: line {bad_line}: `probe/state_r2` is not a number"
+            )),
+        "{md}"
+    );
+    assert!(md.contains("![N per pre-training update"), "{md}");
+    assert!(!md.contains("](pretrain_probe.png)"), "{md}");
+}
+
+/// A table of many probes shows 21 of them, evenly spaced, the first and the last among them.
+#[test]
+fn online_probe_table_is_thinned() {
+    use lfs::report::pretrain_probe::{ProbeCurve, ProbeLog, ProbePoint, MAX_TABLE_ROWS};
+    let points = (0..=100)
+        .map(|k| ProbePoint {
+            step: 500 * k,
+            state_r2: 0.0,
+            reward_r2: 0.0,
+        })
+        .collect();
+    let curve = ProbeCurve {
+        method: 0,
+        log: PathBuf::from("metrics.jsonl"),
+        probes: ProbeLog {
+            points,
+            loss: Vec::new(),
+        },
+    };
+    let steps: Vec<u64> = curve.table_rows().iter().map(|p| p.step).collect();
+    assert_eq!(steps.len(), MAX_TABLE_ROWS);
+    assert_eq!((steps[0], steps[1], steps[20]), (0, 2500, 50_000));
+}
+
+/// See: a log of fewer updates than bins asked `BTreeMap::range` for bins past its last update,
+/// which panics (start > end); such a log now gives one bin per update.
+#[test]
+fn pretraining_log_shorter_than_the_bins() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for step in 1..=3 {
+        log += &format!(
+            "{{\"step\":{step},\"pretrain/loss\":6.0,\"pretrain/num_synthetic\":{step},\"pretrain/num_real\":8,\
+             \"pretrain/lnc_d\":1.0,\"pretrain/clip_low\":0.5,\"pretrain/clip_high\":0.7}}\n"
+        );
+    }
+    log += "{\"step\":3,\"probe/state_r2\":0.5,\"probe/reward_r2\":0.25}\n";
+    let path = dir.path().join("metrics.jsonl");
+    std::fs::write(&path, log).unwrap();
+    let (_, bins) = lfs::report::pretraining::read_log(&path).unwrap().unwrap();
+    assert_eq!(bins.iter().map(|b| b.last).collect::<Vec<_>>(), [1, 2, 3]);
+    let probes = lfs::report::pretrain_probe::read_log(&path).unwrap().unwrap();
+    assert_eq!(probes.loss, [(1, 6.0), (2, 6.0), (3, 6.0)]);
+}
+
+/// Spearman's ρ and average ranks as scipy computes them (scipy 1.17.1):
+///   rankdata([0.3, 0.1, 0.3, 0.2, 0.3])            -> [4, 1, 4, 2, 4]
+///   spearmanr([0.3, 0.3, 0.9], [1, 2, 3])          -> 0.8660254037844387
+///   spearmanr([1, 2, 2, 3, 5], [2, 1, 4, 4, 9])    -> 0.7631578947368421
+/// to 1e-12; all ties on one side leave ρ undefined (scipy: nan).
+#[test]
+fn spearman_matches_scipy() {
+    use lfs::report::probes::{average_ranks, spearman};
+    assert_eq!(average_ranks(&[0.3, 0.1, 0.3, 0.2, 0.3]), [4.0, 1.0, 4.0, 2.0, 4.0]);
+    assert!((spearman(&[0.3, 0.3, 0.9], &[1.0, 2.0, 3.0]) - 0.8660254037844387).abs() < 1e-12);
+    assert!((spearman(&[1.0, 2.0, 2.0, 3.0, 5.0], &[2.0, 1.0, 4.0, 4.0, 9.0]) - 0.7631578947368421).abs() < 1e-12);
+    assert_eq!(spearman(&[0.2, 0.5, 0.8], &[10.0, 20.0, 30.0]), 1.0);
+    assert_eq!(spearman(&[0.6, 0.4, 0.2], &[10.0, 20.0, 30.0]), -1.0);
+    assert!(spearman(&[0.5, 0.5, 0.5], &[1.0, 2.0, 3.0]).is_nan());
+}
+
+/// A probe.json as `lfs probe` writes it, with fields the report does not read; each task is
+/// (name, state [point, low, high], reward [point, low, high]), `None` for a null (NaN) R².
+fn probe_json(source: &str, id: &str, tasks: &[(&str, [f64; 3], Option<[f64; 3]>)]) -> String {
+    let r2 = |v: Option<[f64; 3]>| {
+        let mean = match v {
+            Some([point, low, high]) => serde_json::json!({"point": point, "low": low, "high": high}),
+            None => serde_json::json!({"point": null, "low": null, "high": null}),
+        };
+        serde_json::json!({"names": ["x"], "held_out": {"mean": mean, "per_dim": [mean], "num_rows": 90},
+                           "fit": {"lambda": 1.0}})
+    };
+    let tasks: Vec<serde_json::Value> = tasks
+        .iter()
+        .map(|(task, state, reward)| {
+            serde_json::json!({"task": task, "train_episodes": 30, "test_episodes": 10,
+                               "state": r2(Some(*state)), "reward": r2(*reward)})
+        })
+        .collect();
+    serde_json::json!({
+        "encoder": {"source": source, "id": id, "render_quality": "fast", "method": null, "step": null},
+        "dataset": {"path": "runs/probe-set", "id": "d1", "render_quality": "fast"},
+        "config": {}, "tasks": tasks, "lfs_version": "0.1.0", "seconds": 12.5,
+    })
+    .to_string()
+}
+
+/// Probes beside SAC returns: lfs's probe.json found beside its export, atc's and random's
+/// named, each matched to its row by sha256 (random: by source, whatever the seed); returns
+/// order random < atc < lfs on every task, and the probes are chosen so that ρ is known:
+/// cartpole_swingup state R² in the same order (ρ = 1), reward R² reversed (ρ = −1);
+/// walker_stand state R² 0.3, 0.3, 0.9 (a tie: ρ = √3/2 = 0.866), reward R² 0.1, 0.5, 0.3
+/// (ρ = 0.5); finger_spin has only two probed rows (no ρ). Files that cannot be read, or
+/// that probe no encoder of the suite, are notes.
+#[test]
+fn probes_beside_sac_returns() {
+    let mut specs = Vec::new();
+    for encoder in ["random", "atc", "lfs"] {
+        for task in ["cartpole_swingup", "walker_stand", "finger_spin"] {
+            for seed in 1..=2 {
+                specs.push(CellSpec {
+                    encoder,
+                    task,
+                    seed,
+                    state: "done",
+                    num_train_frames: 10_000,
+                    render_quality: "fast",
+                    feature_cache: true,
+                });
+            }
+        }
+    }
+    let suite = write_suite("report-probes", &specs);
+    let lfs_run = suite.join("lfs-run");
+    std::fs::create_dir_all(&lfs_run).unwrap();
+    set_encoder_source(&suite, "lfs", &lfs_run.join("encoder.safetensors"));
+    let lfs_probe = lfs_run.join("probe.json");
+    std::fs::write(
+        &lfs_probe,
+        probe_json(
+            lfs_run.join("encoder.safetensors").to_str().unwrap(),
+            &fake_sha256("lfs"),
+            &[
+                ("cartpole_swingup", [0.8, 0.75, 0.85], Some([0.2, 0.1, 0.3])),
+                ("walker_stand", [0.9, 0.85, 0.95], Some([0.3, 0.2, 0.4])),
+                ("finger_spin", [0.5, 0.4, 0.6], Some([0.5, 0.4, 0.6])),
+                ("cheetah_run", [0.1, 0.0, 0.2], Some([0.1, 0.0, 0.2])), // not the suite's
+                ("not_a_task", [0.1, 0.0, 0.2], None),                   // nobody's
+            ],
+        ),
+    )
+    .unwrap();
+    let probes = suite.join("probes");
+    std::fs::create_dir_all(&probes).unwrap();
+    let write = |name: &str, text: String| {
+        let path = probes.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let atc = write(
+        "atc.json",
+        probe_json(
+            "runs/atc/encoder.safetensors",
+            &fake_sha256("atc"),
+            &[
+                ("cartpole_swingup", [0.5, 0.45, 0.55], Some([0.4, 0.3, 0.5])),
+                ("walker_stand", [0.3, 0.25, 0.35], Some([0.5, 0.4, 0.6])),
+                ("finger_spin", [0.4, 0.35, 0.45], None),
+            ],
+        ),
+    );
+    let random = write(
+        "random-7.json",
+        probe_json(
+            "random",
+            "random:7",
+            &[
+                ("cartpole_swingup", [0.2, 0.15, 0.25], Some([0.6, 0.5, 0.7])),
+                ("walker_stand", [0.3, 0.25, 0.35], Some([0.1, 0.0, 0.2])),
+            ],
+        ),
+    );
+    let broken = write("broken.json", "{not json".to_string());
+    let no_tasks = write(
+        "no-tasks.json",
+        "{\"encoder\": {\"source\": \"random\", \"id\": \"random:1\"}}".into(),
+    );
+    let other = write(
+        "other.json",
+        probe_json("runs/other/encoder.safetensors", &"ff".repeat(32), &[]),
+    );
+    let out = suite.join("report");
+    let named: [&str; 6] = [&atc, &random, &broken, &no_tasks, &other, lfs_probe.to_str().unwrap()];
+    let args: Vec<&str> = named.iter().flat_map(|p| ["--probe", *p]).collect();
+    let res = run_report(&suite, &out, &args);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let probed = section(&md, "## Linear probes beside SAC returns");
+    assert!(
+        probed.contains("| encoder | task | SAC return at 10K | state R² [low, high] | reward R² [low, high] |"),
+        "{probed}"
+    );
+    // the return is the one the table of returns shows: mean ± std over the 2 seeds at 10K
+    let sac = |encoder: &str, task: &str| {
+        let finals: Vec<f64> = specs
+            .iter()
+            .filter(|s| s.encoder == encoder && s.task == task)
+            .map(|s| reward(s, 10_000))
+            .collect();
+        let mean = finals.iter().sum::<f64>() / 2.0;
+        let std = (finals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+        (mean, format!("{mean:.1} ± {std:.1} (2)"))
+    };
+    for row in [
+        format!(
+            "| lfs | cartpole_swingup | {} | 0.800 [0.750, 0.850] | 0.200 [0.100, 0.300] |",
+            sac("lfs", "cartpole_swingup").1
+        ),
+        format!(
+            "| atc | walker_stand | {} | 0.300 [0.250, 0.350] | 0.500 [0.400, 0.600] |",
+            sac("atc", "walker_stand").1
+        ),
+        format!(
+            "| atc | finger_spin | {} | 0.400 [0.350, 0.450] | – |",
+            sac("atc", "finger_spin").1
+        ),
+        format!(
+            "| random | cartpole_swingup | {} | 0.200 [0.150, 0.250] | 0.600 [0.500, 0.700] |",
+            sac("random", "cartpole_swingup").1
+        ),
+    ] {
+        assert!(probed.contains(&row), "no {row} in {probed}");
+    }
+    let returns = section(&md, "### Returns per task");
+    assert!(returns.contains(&sac("lfs", "cartpole_swingup").1), "{returns}");
+    assert!(
+        !probed.contains("cheetah_run") && !probed.contains("not_a_task"),
+        "{probed}"
+    );
+    assert!(!probed.contains("| random | finger_spin |"), "{probed}");
+    assert!(probed.contains("the random encoder of seed 7 (`random:7`"), "{probed}");
+    assert!(
+        probed.contains(&format!("- lfs: `{}`", lfs_probe.display())),
+        "{probed}"
+    );
+    // ρ per task, over the 3 encoders, with the caveat
+    assert!(
+        probed.contains("| cartpole_swingup | 1.000 (3 encoders) | -1.000 (3 encoders) |"),
+        "{probed}"
+    );
+    assert!(
+        probed.contains("| walker_stand | 0.866 (3 encoders) | 0.500 (3 encoders) |"),
+        "{probed}"
+    );
+    assert!(
+        !probed.contains("\n| finger_spin | "),
+        "no ρ from two encoders: {probed}"
+    );
+    assert!(
+        probed.contains("Each ρ is over only 3 encoders") && probed.contains("1/6 at n = 3"),
+        "{probed}"
+    );
+    // the files not used, each named with why
+    assert!(
+        probed.contains(&format!("`{broken}` was not used: key must be a string")),
+        "{probed}"
+    );
+    assert!(
+        probed.contains(&format!("`{no_tasks}` was not used: no list `tasks`")),
+        "{probed}"
+    );
+    assert!(
+        probed.contains(&format!("`{other}` was not used: its encoder"))
+            && probed.contains("none of the suite's encoder rows"),
+        "{probed}"
+    );
+
+    // probe.csv: one line per row (lfs's file read once, though named and found), results.csv as ever
+    let csv = std::fs::read_to_string(out.join("probe.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], lfs::report::probes::HEADER.join(","));
+    assert_eq!(lines.len(), 1 + 3 + 3 + 2, "{csv}");
+    let fields = |prefix: &str| -> Vec<String> {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix} in {csv}"));
+        line.split(',').map(str::to_string).collect()
+    };
+    let f = fields("sac,lfs,cartpole_swingup,");
+    assert_eq!(f[3], "10000");
+    assert!(
+        (f[4].parse::<f64>().unwrap() - sac("lfs", "cartpole_swingup").0).abs() < 1e-9,
+        "{f:?}"
+    );
+    assert_eq!(f[6..13], ["2", "0.8", "0.75", "0.85", "0.2", "0.1", "0.3"]);
+    assert_eq!(f[13], fake_sha256("lfs"));
+    assert_eq!(f[14], lfs_probe.to_str().unwrap());
+    let f = fields("sac,atc,finger_spin,");
+    assert_eq!(f[10..13], ["", "", ""], "an undefined R² is empty");
+    assert_eq!(fields("sac,random,walker_stand,")[13], "random:7");
+    let rows = results_csv::rows(&cells::read_suite(&suite).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.csv")).unwrap(),
+        results_csv::to_csv(&rows)
+    );
 }

@@ -20,5 +20,7 @@ pub fn counting_episode(num_frames: usize, h: usize, w: usize) -> Episode {
         height: h,
         width: w,
         frames,
+        state: None,
+        rewards: None,
     }
 }

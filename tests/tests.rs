@@ -44,6 +44,12 @@ mod suite;
 // `lfs report`: rliable's aggregates vs rliable, a synthetic suite's report and pictures,
 // mismatched cells refused with nothing written, results.csv read back (and by pandas).
 mod report;
+// The linear probe's numerical core: ridge by group k-fold CV in the dual form on synthetic data,
+// the protocol vs eval/probe_reference.py (numpy, primal form), the held-out R² bootstrap.
+mod probe;
+// `lfs probe` on a recorded probe set (its report, its refusals) and the online probe of
+// `lfs pretrain` (logged, and training unchanged by it).
+mod probe_command;
 // The README's commands and `make help`'s targets run as written in a fresh folder, at tiny
 // budgets: every one walked or its reason given (needs `make setup`).
 mod readme;

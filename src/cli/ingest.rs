@@ -10,7 +10,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use lfs::data::episode_lengths::MIN_FRAMES_FOR_SYNTHETIC_PAIR;
-use lfs::ingest::{self, IngestOptions, IngestReport, Outcome, Progress, Skip, SourceReport};
+use lfs::ingest::{self, IngestOptions, IngestReport, Outcome, Progress, Skip, SourceReport, NO_STATE_COLUMNS};
 use lfs::shards::FrameCodec;
 use lfs::video::{Crop, DecodeOptions, FrameSize};
 
@@ -72,12 +72,21 @@ impl Progress for Reporter {
         *done += 1;
         let total = *self.total.lock().unwrap_or_else(|e| e.into_inner());
         let line = match &r.outcome {
-            Outcome::Ingested { episode_index, frames } => {
+            Outcome::Ingested {
+                episode_index,
+                frames,
+                state_not_stored,
+            } => {
                 format!(
-                    "ok      {} [{}]: {frames} frames -> episode {episode_index}{}",
+                    "ok      {} [{}]: {frames} frames -> episode {episode_index}{}{}",
                     r.path.display(),
                     r.task,
-                    too_short_note(*frames)
+                    too_short_note(*frames),
+                    if *state_not_stored {
+                        " (state/rewards not stored: the dataset has no state columns)"
+                    } else {
+                        ""
+                    }
                 )
             }
             Outcome::Skipped(Skip::Unchanged { episode_index }) => {
@@ -132,6 +141,18 @@ fn print_summary(args: &Args, report: &IngestReport) {
         println!(
             "warning: {short} source(s) too short for a synthetic pair (fewer than {MIN_FRAMES_FOR_SYNTHETIC_PAIR} frames): pre-training draws only real pairs from them"
         );
+    }
+    let not_stored = report.count(|o| {
+        matches!(
+            o,
+            Outcome::Ingested {
+                state_not_stored: true,
+                ..
+            }
+        )
+    });
+    if not_stored > 0 {
+        println!("warning: {not_stored} source(s) with state or rewards in their sidecar: {NO_STATE_COLUMNS}");
     }
     if !report.ignored.is_empty() {
         println!(

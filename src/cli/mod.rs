@@ -6,6 +6,7 @@ pub mod export;
 pub mod ingest;
 pub mod inspect;
 pub mod pretrain;
+pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod run_args;

@@ -88,6 +88,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => eprintln!("{line}"),
             }
         }
+        RunEvent::Probe(line) => {
+            let msg = format!(
+                "probe at update {}: held-out R² state {:.3}, reward {:.3} ({:.1} s)",
+                line.step, line.state_r2, line.reward_r2, line.seconds
+            );
+            super::progress::say(&bar, msg);
+        }
         RunEvent::ShortEpisodes(tasks) => {
             for t in tasks {
                 eprintln!("{}", short_episodes_warning(t));

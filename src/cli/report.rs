@@ -1,4 +1,4 @@
-//! `lfs report SUITE_DIR --out report/ [--allow-mismatch] [--budget FRAMES]…`
+//! `lfs report SUITE_DIR --out report/ [--allow-mismatch] [--budget FRAMES]… [--probe probe.json]…`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +29,11 @@ pub struct Args {
     /// Seed of the bootstrap resampling.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// A probe.json of `lfs probe` to set beside the SAC returns of the encoder row it probed
+    /// (matched by the export's sha256, or `random`); repeatable. The probe.json beside each
+    /// row's exported encoder is read without asking.
+    #[arg(long = "probe", value_name = "FILE")]
+    pub probes: Vec<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -41,6 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             seed: args.seed,
             ..BootstrapConfig::default()
         },
+        probes: args.probes,
     };
     let analysed = report::analyse(&args.suite_dir, &opts).map_err(|err| {
         let hint = match err {

@@ -3,9 +3,9 @@
 //! A uniform random policy runs in parallel dm_control workers; every episode becomes one
 //! lossless video `out/<task>/<episode>.mkv` (the first folder level names the task, which is
 //! how `lfs ingest` labels them) and a sidecar `out/<task>/<episode>.json` with the seed,
-//! action repeat, render quality, actions and rewards. Both are written to temporary names and
-//! renamed, the sidecar last, so an episode with a sidecar is complete: a second run keeps
-//! those and redoes the rest.
+//! action repeat, render quality, actions, rewards and the physical state of every frame. Both
+//! are written to temporary names and renamed, the sidecar last, so an episode with a sidecar
+//! is complete: a second run keeps those and redoes the rest.
 
 mod sidecar;
 
@@ -109,10 +109,17 @@ impl Job {
 struct Recording {
     job: Job,
     seed: u64,
+    /// The random policy, seeded with `seed`.
     policy: StdRng,
+    /// (84, 84, 3) RGB frames, the reset frame first.
     frames: Vec<Vec<u8>>,
+    /// The physical state at each frame (one row per entry of `frames`).
+    states: Vec<Vec<f64>>,
+    /// One action per agent step sent so far.
     actions: Vec<Vec<f32>>,
+    /// One reward per agent step replied so far.
     rewards: Vec<f64>,
+    /// dm_control ended the episode.
     ended: bool,
 }
 
@@ -224,6 +231,7 @@ impl Collector<'_> {
             seed,
             policy: StdRng::seed_from_u64(seed),
             frames: Vec::with_capacity(self.config.max_frames),
+            states: Vec::with_capacity(self.config.max_frames),
             actions: Vec::new(),
             rewards: Vec::new(),
             ended: false,
@@ -231,8 +239,8 @@ impl Collector<'_> {
         Ok(Some(EnvCommand::Reset { seed }))
     }
 
-    /// Adds a step's frame (and reward, after the reset) to the slot's recording and writes
-    /// the episode out when it is complete.
+    /// Adds a step's frame and state (and reward, after the reset) to the slot's recording and
+    /// writes the episode out when it is complete.
     fn record(&mut self, slot: usize, step: TimeStep, on_event: &mut dyn FnMut(CollectEvent)) -> Result<()> {
         // Invariant: a slot only gets a command while it has a recording.
         let rec = self.recordings[slot].as_mut().expect("a reply without a recording");
@@ -240,6 +248,7 @@ impl Collector<'_> {
             rec.rewards.push(step.reward);
         }
         rec.frames.push(step.frame);
+        rec.states.push(step.state);
         rec.ended = step.last;
         if step.last || rec.frames.len() >= self.config.max_frames {
             let rec = self.recordings[slot].take().expect("checked above");
@@ -358,6 +367,8 @@ fn finish_episode(
         codec: VIDEO_CODEC.to_string(),
         mujoco: spec.mujoco.clone(),
         dm_control: spec.dm_control.clone(),
+        state_names: spec.state_names.clone(),
+        states: rec.states,
     };
     sidecar.write(&sidecar_path)?;
     on_event(CollectEvent::EpisodeDone {
@@ -370,22 +381,35 @@ fn finish_episode(
 }
 
 /// An episode from an earlier run counts as done when its sidecar and video exist. A sidecar
-/// recorded with other settings is an error: one folder must not mix them.
+/// recorded with other settings, or without the per-frame states this version records (an
+/// older lfs), is an error: one folder must not mix them.
 fn is_complete(config: &CollectConfig, task: Task, episode: usize) -> Result<bool> {
     let (video, sidecar_path) = episode_paths(&config.out_dir, task, episode);
     if !sidecar_path.exists() || !video.exists() {
         return Ok(false);
     }
     let sidecar = read_sidecar(&sidecar_path)?;
-    let describe = |task: Task, repeat: u32, quality: RenderQuality, frames: usize| {
-        format!("task {task}, action repeat {repeat}, render quality {quality}, --video-frames {frames}")
+    let describe = |task: Task, repeat: u32, quality: RenderQuality, frames: usize, states: bool| {
+        let states = if states {
+            "per-frame states"
+        } else {
+            "no per-frame states"
+        };
+        format!("task {task}, action repeat {repeat}, render quality {quality}, --video-frames {frames}, {states}")
     };
-    let ours = describe(task, config.action_repeat, config.render_quality, config.max_frames);
+    let ours = describe(
+        task,
+        config.action_repeat,
+        config.render_quality,
+        config.max_frames,
+        true,
+    );
     let theirs = describe(
         sidecar.task,
         sidecar.action_repeat,
         sidecar.render_quality,
         sidecar.max_frames,
+        sidecar.has_states(),
     );
     if ours != theirs {
         return Err(Error::Config(format!(
@@ -395,4 +419,79 @@ fn is_complete(config: &CollectConfig, task: Task, episode: usize) -> Result<boo
         )));
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(out_dir: &Path) -> CollectConfig {
+        CollectConfig {
+            tasks: vec![Task::CartpoleSwingup],
+            episodes: 1,
+            max_frames: 2,
+            out_dir: out_dir.to_path_buf(),
+            workers: 1,
+            seed: 0,
+            action_repeat: 2,
+            render_quality: RenderQuality::Fast,
+            python: PathBuf::from("python"),
+        }
+    }
+
+    /// A two-frame cartpole sidecar as this version writes it.
+    fn sidecar() -> EpisodeSidecar {
+        EpisodeSidecar {
+            task: Task::CartpoleSwingup,
+            seed: 0,
+            action_repeat: 2,
+            render_quality: RenderQuality::Fast,
+            camera: "0".into(),
+            num_frames: 2,
+            actions: vec![vec![0.5]],
+            rewards: vec![0.1],
+            source: SOURCE.into(),
+            lfs_version: env!("CARGO_PKG_VERSION").into(),
+            episode: 0,
+            max_frames: 2,
+            episode_ended: false,
+            frame_seconds: 0.02,
+            codec: VIDEO_CODEC.into(),
+            mujoco: "3.17.0".into(),
+            dm_control: "1.0.50".into(),
+            state_names: vec!["position[0]".into(), "velocity[0]".into()],
+            states: vec![vec![0.0, 1.0], vec![0.25, -0.5]],
+        }
+    }
+
+    /// A sidecar with states is resumed into; one an older lfs wrote (no `state_names`, no
+    /// `states`) still reads, but a run that records states refuses its folder by name.
+    #[test]
+    fn older_sidecar_without_states_reads_but_is_not_resumed_into() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cfg = config(dir.path());
+        let (video, sidecar_path) = episode_paths(dir.path(), Task::CartpoleSwingup, 0);
+        fsutil::ensure_parent(&video).expect("task folder");
+        fs::write(&video, b"video").expect("write video");
+        sidecar().write(&sidecar_path).expect("write sidecar");
+        assert!(read_sidecar(&sidecar_path).expect("readable").has_states());
+        assert!(is_complete(&cfg, Task::CartpoleSwingup, 0).expect("resumable"));
+
+        let mut older = serde_json::to_value(sidecar()).expect("to json");
+        let fields = older.as_object_mut().expect("an object");
+        fields.remove("state_names");
+        fields.remove("states");
+        fs::write(&sidecar_path, serde_json::to_vec(&older).expect("json")).expect("write sidecar");
+        let read = read_sidecar(&sidecar_path).expect("an older sidecar still reads");
+        assert!(read.state_names.is_empty() && read.states.is_empty() && !read.has_states());
+        let err = is_complete(&cfg, Task::CartpoleSwingup, 0)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            err.contains(&sidecar_path.display().to_string())
+                && err.contains("no per-frame states")
+                && err.contains("another --out"),
+            "{err}"
+        );
+    }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::env::{RenderQuality, Task};
+use crate::shards::{rewards_f32, EpisodeState};
 use crate::{fsutil, Error, Result};
 
 /// `source` field of every sidecar `lfs collect` writes.
@@ -45,9 +46,25 @@ pub struct EpisodeSidecar {
     /// Versions of the Python packages that simulated and rendered it.
     pub mujoco: String,
     pub dm_control: String,
+    /// Names of the values of each `states` row (the worker's [`crate::env::EnvSpec::state_names`]:
+    /// `orientations[0]`, `height`, …). Empty in a sidecar from an lfs that did not record states.
+    #[serde(default)]
+    pub state_names: Vec<String>,
+    /// The task's physical state at each frame: dm_control's proprioceptive observation
+    /// flattened, one row per frame (the reset frame's first, `num_frames` rows), each
+    /// `state_names.len()` wide. Empty in a sidecar from an lfs that did not record states.
+    #[serde(default)]
+    pub states: Vec<Vec<f64>>,
 }
 
 impl EpisodeSidecar {
+    /// The sidecar holds a named state row for every frame (an older lfs wrote none).
+    pub fn has_states(&self) -> bool {
+        !self.state_names.is_empty()
+            && self.states.len() == self.num_frames
+            && self.states.iter().all(|row| row.len() == self.state_names.len())
+    }
+
     /// Writes the sidecar to `path` atomically (its presence marks the episode complete).
     pub fn write(&self, path: &Path) -> Result<()> {
         let mut json = serde_json::to_vec(self)?;
@@ -62,7 +79,8 @@ pub fn sidecar_path(video: &Path) -> PathBuf {
     video.with_extension("json")
 }
 
-/// Reads a sidecar written by `lfs collect`: every field must be there.
+/// Reads a sidecar written by `lfs collect`: every field must be there, but for the states,
+/// which older versions did not record (they read as empty).
 pub fn read_sidecar(path: &Path) -> Result<EpisodeSidecar> {
     let bytes = fs::read(path)?;
     serde_json::from_slice(&bytes).map_err(|e| Error::shard(path, format!("not an lfs collect sidecar: {e}")))
@@ -75,12 +93,21 @@ pub struct FoundSidecar {
     pub json: String,
     /// Its `render_quality` field; None when the field is absent or null.
     pub render_quality: Option<RenderQuality>,
+    /// Where it was read from (errors about its content name it).
+    pub path: PathBuf,
+    /// Its `state_names` and `states` (a row per frame), checked: rows `state_names.len()`
+    /// wide, finite as float32. None when both are absent, null or empty (older sidecars).
+    pub state: Option<EpisodeState>,
+    /// Its `rewards` (one per agent step) as float32, checked finite; None when absent or null.
+    pub rewards: Option<Vec<f32>>,
 }
 
 /// The sidecar beside `video`, if there is one. Any JSON is taken (sidecars from other tools
 /// or older versions may lack fields), but a `render_quality` field must name a
-/// [`RenderQuality`]: datasets refuse to mix them. Errors are [`Error::Decode`] naming the
-/// sidecar.
+/// [`RenderQuality`]: datasets refuse to mix them, and `state_names`/`states`/`rewards`, when
+/// present, must be well formed (see [`FoundSidecar`]); whether their counts fit the video is
+/// checked once it is decoded ([`crate::shards::count_mismatch`]). Errors are
+/// [`Error::Decode`] naming the sidecar.
 pub fn read_sidecar_beside(video: &Path) -> Result<Option<FoundSidecar>> {
     let path = sidecar_path(video);
     let json = match fs::read_to_string(&path) {
@@ -97,7 +124,38 @@ pub fn read_sidecar_beside(video: &Path) -> Result<Option<FoundSidecar>> {
             format!("render_quality must be {}, got {field}", RenderQuality::names()),
         )
     })?;
-    Ok(Some(FoundSidecar { json, render_quality }))
+    // State and rewards: typed here, their counts checked against the decoded frames later.
+    let typed = |key: &str, what: &str| {
+        // A wrong `states` field may be megabytes: quote its start.
+        let got = value.get(key).unwrap_or(&serde_json::Value::Null).to_string();
+        let cut = got.char_indices().nth(60).map_or(got.len(), |(i, _)| i);
+        let more = if cut < got.len() { "…" } else { "" };
+        Error::decode(&path, format!("{key} must be {what}, got {}{more}", &got[..cut]))
+    };
+    let field = |key: &str| value.get(key).unwrap_or(&serde_json::Value::Null);
+    let names = Option::<Vec<String>>::deserialize(field("state_names"))
+        .map_err(|_| typed("state_names", "a list of strings"))?
+        .unwrap_or_default();
+    let rows = Option::<Vec<Vec<f64>>>::deserialize(field("states"))
+        .map_err(|_| typed("states", "a list of rows of numbers"))?;
+    let state = match (names.is_empty(), rows) {
+        (true, None) => None,
+        (true, Some(rows)) if rows.is_empty() => None,
+        (false, None) => return Err(Error::decode(&path, "has state_names but no states")),
+        (_, Some(rows)) => Some(EpisodeState::from_rows(names, &rows).map_err(|e| Error::decode(&path, e))?),
+    };
+    let rewards = Option::<Vec<f64>>::deserialize(field("rewards"))
+        .map_err(|_| typed("rewards", "a list of numbers"))?
+        .map(|r| rewards_f32(&r))
+        .transpose()
+        .map_err(|e| Error::decode(&path, e))?;
+    Ok(Some(FoundSidecar {
+        json,
+        render_quality,
+        path,
+        state,
+        rewards,
+    }))
 }
 
 #[cfg(test)]

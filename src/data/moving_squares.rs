@@ -44,6 +44,8 @@ pub fn moving_square_episodes(
                 height: h,
                 width: w,
                 frames,
+                state: None,
+                rewards: None,
             }
         })
         .collect()

@@ -191,25 +191,30 @@ impl DmcEnv {
         self.send(&body)
     }
 
-    /// Reads the reply to the last request.
+    /// Reads the reply to the last request: reward, discount, last flag, env steps, the frame,
+    /// then one f64 per [`EnvSpec::state_names`] entry.
     pub fn receive(&mut self) -> Result<TimeStep> {
         self.awaiting_reply = false;
         let body = self.read_reply()?;
+        const FRAME_START: usize = 8 + 8 + 1 + 4;
+        let state_start = FRAME_START + FRAME_BYTES;
+        let state_dim = self.spec.state_names.len();
         match body.split_first() {
-            Some((b'O', rest)) if rest.len() == 8 + 8 + 1 + 4 + FRAME_BYTES => {
+            Some((b'O', rest)) if rest.len() == state_start + 8 * state_dim => {
                 let f64_at = |i: usize| {
                     let mut b = [0u8; 8];
                     b.copy_from_slice(&rest[i..i + 8]);
                     f64::from_le_bytes(b)
                 };
                 let mut steps = [0u8; 4];
-                steps.copy_from_slice(&rest[17..21]);
+                steps.copy_from_slice(&rest[17..FRAME_START]);
                 Ok(TimeStep {
                     reward: f64_at(0),
                     discount: f64_at(8),
                     last: rest[16] != 0,
                     env_steps: u32::from_le_bytes(steps),
-                    frame: rest[21..].to_vec(),
+                    frame: rest[FRAME_START..state_start].to_vec(),
+                    state: (0..state_dim).map(|i| f64_at(state_start + 8 * i)).collect(),
                 })
             }
             _ => Err(self.unexpected(&body)),

@@ -178,6 +178,11 @@ pub struct EnvSpec {
     pub mujoco: String,
     /// Version of the `dm_control` Python package the worker runs.
     pub dm_control: String,
+    /// Names of the values of [`TimeStep::state`]: the task's non-image observations flattened
+    /// in C order, in the observation dict's order; a scalar is its key (`height`), an array of
+    /// n values is `key[0]` .. `key[n-1]`. Empty from a worker that reports no state.
+    #[serde(default)]
+    pub state_names: Vec<String>,
 }
 
 impl EnvSpec {
@@ -200,6 +205,9 @@ pub struct TimeStep {
     pub last: bool,
     /// Env steps actually taken (fewer than the action repeat when the episode ended early).
     pub env_steps: u32,
+    /// The task's physical state after this step: dm_control's proprioceptive observation (what
+    /// state-based SAC sees) flattened, one value per [`EnvSpec::state_names`] entry.
+    pub state: Vec<f64>,
 }
 
 /// A DMControl-style environment: reset with a seed, then step with actions in [-1, 1].

@@ -14,6 +14,7 @@ use crate::nn::AdamConfig;
 /// The sections the objective engine is built from live beside it.
 pub use crate::objectives::config::{LncLatent, Method, ModelConfig, ObjectiveConfig};
 use crate::objectives::TrainerConfig;
+use crate::probe::online::OnlineProbeConfig;
 use crate::{Error, Result};
 
 /// The whole pre-training config.
@@ -27,6 +28,10 @@ pub struct PretrainConfig {
     pub objective: ObjectiveConfig,
     /// When `lfs pretrain` reports a collapsed representation (not part of the resume check).
     pub collapse: CollapseConfig,
+    /// The online probe: every `probe.every_updates` updates, the held-out R² of state and
+    /// reward from the online encoder's features on a small probe set, to `metrics.jsonl` (not
+    /// part of the resume check: it reads the encoder and draws no random numbers).
+    pub probe: OnlineProbeConfig,
 }
 
 /// Length, batch size, seeding and checkpoint cadence.
@@ -118,12 +123,14 @@ impl PretrainConfig {
     }
 
     /// The settings a resumed run must share with its checkpoint: everything except the run
-    /// length and checkpoint cadence (which may be extended) and the collapse monitor.
+    /// length and checkpoint cadence (which may be extended), the collapse monitor and the
+    /// online probe.
     pub fn resume_key(&self) -> Result<String> {
         let mut c = self.clone();
         c.run.num_updates = 0;
         c.run.checkpoint_every_updates = 0;
         c.collapse = CollapseConfig::default();
+        c.probe = OnlineProbeConfig::default();
         c.to_toml()
     }
 }
@@ -144,6 +151,6 @@ impl StageConfig for PretrainConfig {
                 "collapse: need window_updates >= 1, margin_nats > 0, 0 < max_target_cosine <= 1 ({collapse:?})"
             ));
         }
-        Ok(())
+        self.probe.validate()
     }
 }

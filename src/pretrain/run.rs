@@ -17,6 +17,7 @@ use crate::metrics::MetricsLog;
 use crate::nn::checkpoint;
 use crate::nn::checkpoint::{THIS_VERSION, VERSION_KEY};
 use crate::objectives::{Trainer, UpdateMetrics};
+use crate::probe::online::{OnlineProbe, ProbeLine};
 use crate::run_dir::{self, kind};
 use crate::shards::{Dataset, Episode, RenderQualities};
 use crate::{Error, Result};
@@ -170,6 +171,8 @@ pub enum RunEvent<'m> {
     /// Before training: tasks with episodes too short to give every pair the method draws
     /// (each task still has some; a task with none is refused).
     ShortEpisodes(&'m [TaskEpisodeLengths]),
+    /// The online probe's result (also written to `metrics.jsonl`).
+    Probe(&'m ProbeLine),
 }
 
 /// Where the run ended.
@@ -206,6 +209,7 @@ pub fn run_on_episodes(
     std::fs::create_dir_all(out_dir).map_err(|e| io_err(out_dir, e))?;
     let _claim = crate::fsutil::claim_dir(out_dir, "pretrain")?;
     let mut sampler = video_pair_sampler(cfg, episodes)?;
+    let probe = OnlineProbe::new(&cfg.probe)?;
     let mut trainer = Trainer::new(&cfg.trainer_config(), &cfg.device())?;
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
     let resumed_from = if checkpoint.exists() {
@@ -225,7 +229,13 @@ pub fn run_on_episodes(
     provenance.insert(crate::run_dir::meta::DATASETS.to_string(), datasets_json);
     provenance.insert(VERSION_KEY.to_string(), THIS_VERSION.to_string());
 
-    let mut log = MetricsLog::open(&out_dir.join(METRICS_FILE), trainer.step())?;
+    let log_path = out_dir.join(METRICS_FILE);
+    if resumed_from.is_none() && log_path.exists() {
+        // A run without a checkpoint starts over: nothing it logged survives (the initial
+        // probe's line has step 0, which the cut-back below would keep).
+        std::fs::remove_file(&log_path).map_err(|e| io_err(&log_path, e))?;
+    }
+    let mut log = MetricsLog::open(&log_path, trainer.step())?;
     on_event(RunEvent::Started {
         start_step: trainer.step(),
         num_updates: cfg.run.num_updates,
@@ -236,10 +246,24 @@ pub fn run_on_episodes(
         &cfg.collapse,
         cfg.objective.method.clusters().then_some(cfg.model.num_prototypes),
     );
+    let probe_now = |trainer: &Trainer, log: &mut MetricsLog, on_event: &mut dyn FnMut(RunEvent)| -> Result<()> {
+        if let Some(probe) = &probe {
+            let line = probe.probe(trainer.online_encoder(), trainer.step())?;
+            log.write(&line)?;
+            on_event(RunEvent::Probe(&line));
+        }
+        Ok(())
+    };
+    if trainer.step() == 0 && cfg.run.num_updates > 0 {
+        probe_now(&trainer, &mut log, on_event)?;
+    }
     while trainer.step() < cfg.run.num_updates {
         let metrics = trainer.update(&mut sampler)?;
         log.write(&metrics)?;
         on_event(RunEvent::Update(&metrics));
+        if cfg.probe.enabled() && trainer.step() % cfg.probe.every_updates == 0 {
+            probe_now(&trainer, &mut log, on_event)?;
+        }
         if let Some(collapse) = monitor.observe(&CollapseSigns::of(&metrics)) {
             on_event(RunEvent::Collapse(&collapse));
         }

@@ -5,6 +5,8 @@
 //! expert-normalised by the published references ([`reference`], docs/design.md §8–§9), with
 //! rliable's aggregates and intervals ([`aggregate`]). [`render`] turns that into the files:
 //! `report.md` ([`markdown`]), `results.csv` ([`results_csv`]) and the pictures ([`plots`]),
+//! beside the encoders' pre-training ([`pretraining`], [`pretrain_probe`]) and their linear
+//! probes ([`probes`], with `probe.csv`) when the suite's encoder rows have them,
 //! all in memory, so that [`write`] either writes every one of them (atomically, one by one)
 //! or, when anything failed before, nothing.
 
@@ -13,7 +15,9 @@ pub mod cells;
 pub mod markdown;
 pub mod mismatch;
 pub mod plots;
+pub mod pretrain_probe;
 pub mod pretraining;
+pub mod probes;
 pub mod reference;
 pub mod results_csv;
 pub mod scores;
@@ -45,6 +49,9 @@ pub struct ReportOptions {
     /// Budgets (frames) to score the runs at; empty: the budgets of the done cells.
     pub budgets: Vec<u64>,
     pub bootstrap: BootstrapConfig,
+    /// `probe.json` files of `lfs probe` to set beside the SAC returns, besides those found
+    /// beside the encoder rows' exports.
+    pub probes: Vec<PathBuf>,
 }
 
 /// The suite, analysed.
@@ -68,6 +75,8 @@ pub struct Report {
     pub iqm_curves: Vec<Vec<(u64, Estimate)>>,
     /// N during the pre-training of the encoders that LNC methods made.
     pub pretraining: pretraining::Pretraining,
+    /// The encoders' linear probes beside their SAC returns at the largest budget.
+    pub probes: probes::Probes,
     pub bootstrap: BootstrapConfig,
 }
 
@@ -109,7 +118,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
     } else {
         opts.budgets.iter().copied().collect()
     };
-    let budgets = budgets
+    let budgets: Vec<BudgetReport> = budgets
         .into_iter()
         .map(|budget| {
             let scores = scores::scores_at(&cells, &methods, budget);
@@ -122,6 +131,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         .map(|m| scores::iqm_curve(&cells, m, &opts.bootstrap))
         .collect();
     let pretraining = pretraining::read(&cells, &methods);
+    let probes = probes::read(&cells, &methods, budgets.last().map(|b| &b.scores), &opts.probes);
     let progress = progress(suite_dir, &cells)?;
     Ok(Report {
         suite_dir: suite_dir.to_path_buf(),
@@ -133,6 +143,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         budgets,
         iqm_curves,
         pretraining,
+        probes,
         bootstrap: opts.bootstrap,
     })
 }
@@ -187,6 +198,12 @@ pub fn render(report: &Report) -> Result<Vec<ReportFile>> {
             bytes: results_csv::to_csv(&results_csv::rows(&report.cells)).into_bytes(),
         },
     ];
+    if !report.probes.rows.is_empty() {
+        files.push(ReportFile {
+            name: probes::PROBE_CSV.to_string(),
+            bytes: probes::to_csv(report).into_bytes(),
+        });
+    }
     for p in pictures {
         files.push(ReportFile {
             name: format!("{}.png", p.stem),
@@ -236,6 +253,17 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             &methods,
             &[format!(
                 "each encoder's lfs pretrain log, {} bins of updates: mean and ±1 std of N within a bin",
+                pretraining::NUM_BINS
+            )],
+        )?);
+    }
+    if !report.pretraining.probes.is_empty() {
+        pictures.push(plots::pretrain_probe(
+            &report.pretraining.probes,
+            &methods,
+            &[format!(
+                "each encoder's lfs pretrain log: loss (mean over {} bins of updates) and the online probe's held-out R² \
+                 (mean over the probe set's tasks)",
                 pretraining::NUM_BINS
             )],
         )?);

@@ -1,6 +1,7 @@
 //! The report's pictures, each as PNG and SVG: per-task learning curves (mean and a band of ±1
 //! std over seeds, one colour per method), the normalised IQM over frames with its 95%
-//! interval, and rliable's interval-estimate bars.
+//! interval, rliable's interval-estimate bars, and the encoders' pre-training (N per update, the
+//! online probe beside the loss).
 //!
 //! Text is drawn with DejaVu Sans embedded in the binary (`font/`, with its licence) through
 //! ab_glyph, so the pictures render the same on a headless machine without system fonts or
@@ -14,6 +15,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use super::aggregate::{Aggregate, Estimate};
+use super::pretrain_probe::ProbeCurve;
 use super::pretraining::LncCurve;
 use super::scores::{AggregateRow, CurvePoint};
 use crate::env::Task;
@@ -418,6 +420,130 @@ pub fn pretrain_selected(curves: &[LncCurve], methods: &[String], subtitle: &[St
             x_desc: "pre-training updates",
             y_desc: "N",
             curves: &by_method,
+            methods,
+            subtitle,
+        },
+    )
+}
+
+/// Lines over one x axis, one per method that has one, each with a dot at every point.
+struct LinePanel {
+    caption: &'static str,
+    y_desc: &'static str,
+    /// (method index, points); non-finite values are not drawn.
+    series: Vec<(usize, Vec<(f64, f64)>)>,
+}
+
+/// Panels side by side over a shared x range.
+struct LinePanels<'a> {
+    title: &'a str,
+    x_desc: &'a str,
+    panels: &'a [LinePanel],
+    methods: &'a [String],
+    subtitle: &'a [String],
+}
+
+impl Figure for LinePanels<'_> {
+    fn size(&self) -> (u32, u32) {
+        (self.panels.len().max(1) as u32 * 520, HEADER_PX + 420)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
+        root.fill(&WHITE).map_err(e)?;
+        let (header, body) = root.split_vertically(HEADER_PX);
+        header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
+        draw_subtitle(&header, self.subtitle)?;
+        draw_legend(&header, self.methods, HEADER_PX as i32 - 18)?;
+        let max_x = self
+            .panels
+            .iter()
+            .flat_map(|p| p.series.iter().flat_map(|(_, points)| points.iter().map(|q| q.0)))
+            .fold(1.0, f64::max);
+        for (panel, area) in self.panels.iter().zip(body.split_evenly((1, self.panels.len().max(1)))) {
+            draw_line_panel(&area, panel, self.x_desc, max_x)?;
+        }
+        Ok(())
+    }
+}
+
+fn draw_line_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &LinePanel,
+    x_desc: &str,
+    max_x: f64,
+) -> DrawResult {
+    let ys = panel
+        .series
+        .iter()
+        .flat_map(|(_, points)| points.iter().map(|q| q.1))
+        .filter(|y| y.is_finite());
+    // from 0 (or below, for a negative R²), at least 0.1 high, 5% of room each side
+    let lo = ys.clone().fold(0.0, f64::min);
+    let hi = ys.fold(lo + 0.1, f64::max);
+    let pad = 0.05 * (hi - lo);
+    let decimals = label_decimals(hi - lo);
+    let mut chart = ChartBuilder::on(area)
+        .caption(panel.caption, font(20.0))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..max_x, lo - pad..hi + pad)
+        .map_err(e)?;
+    chart
+        .configure_mesh()
+        .x_labels(6)
+        .y_labels(6)
+        .x_label_formatter(&|x| frames_label(*x))
+        .y_label_formatter(&|y| format!("{y:.decimals$}"))
+        .x_desc(x_desc)
+        .y_desc(panel.y_desc)
+        .label_style(font(14.0))
+        .axis_desc_style(font(15.0))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(e)?;
+    for (method, points) in &panel.series {
+        let colour = method_colour(*method);
+        let line: Vec<(f64, f64)> = points.iter().copied().filter(|p| p.1.is_finite()).collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), colour.stroke_width(2)))
+            .map_err(e)?;
+        chart
+            .draw_series(line.into_iter().map(|p| Circle::new(p, 3, colour.filled())))
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// The online probe during pre-training, one line per method that ran it: the loss over
+/// updates (binned), and beside it the held-out R² of the state and of the reward.
+pub fn pretrain_probe(curves: &[ProbeCurve], methods: &[String], subtitle: &[String]) -> Result<Picture> {
+    let series = |f: fn(&ProbeCurve) -> Vec<(f64, f64)>| -> Vec<(usize, Vec<(f64, f64)>)> {
+        curves.iter().map(|c| (c.method, f(c))).collect()
+    };
+    let panels = [
+        LinePanel {
+            caption: "pre-training loss",
+            y_desc: "loss",
+            series: series(|c| c.probes.loss.iter().map(|&(x, y)| (x as f64, y)).collect()),
+        },
+        LinePanel {
+            caption: "state: held-out R²",
+            y_desc: "R²",
+            series: series(|c| c.probes.points.iter().map(|p| (p.step as f64, p.state_r2)).collect()),
+        },
+        LinePanel {
+            caption: "reward: held-out R²",
+            y_desc: "R²",
+            series: series(|c| c.probes.points.iter().map(|p| (p.step as f64, p.reward_r2)).collect()),
+        },
+    ];
+    render(
+        "pretrain_probe",
+        &LinePanels {
+            title: "Online linear probe during pre-training",
+            x_desc: "pre-training updates",
+            panels: &panels,
             methods,
             subtitle,
         },

@@ -8,11 +8,15 @@
 //! `lfs suite` took it. A source without a log (an exported file copied elsewhere, a log of a
 //! method without LNC) gives no curve; one whose log cannot be read gives a note, not an error:
 //! the suite's scores do not depend on it.
+//!
+//! The same log may hold the online probe's lines ([`super::pretrain_probe`]): they carry no
+//! `pretrain/*` key, so they are no update here, and that module reads them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::cells::{for_each_json_line, Cell};
+use super::pretrain_probe::{self, ProbeCurve};
 use super::scores::{MethodCells, SeedStats};
 
 /// The pre-training log beside a run's checkpoint (src/pretrain/run.rs).
@@ -49,7 +53,7 @@ pub struct LncBin {
 
 /// A source whose log exists but could not be read: the report says so.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LncNote {
+pub struct LogNote {
     pub method: String,
     pub log: PathBuf,
     pub reason: String,
@@ -59,7 +63,11 @@ pub struct LncNote {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pretraining {
     pub curves: Vec<LncCurve>,
-    pub notes: Vec<LncNote>,
+    pub notes: Vec<LogNote>,
+    /// The online probe of every run that logged one.
+    pub probes: Vec<ProbeCurve>,
+    /// Logs whose probe lines could not be read.
+    pub probe_notes: Vec<LogNote>,
 }
 
 /// One update's line, as far as LNC goes.
@@ -84,7 +92,8 @@ pub fn log_of_source(source: &str) -> Option<PathBuf> {
     log.is_file().then_some(log)
 }
 
-/// The LNC curves of every method whose cells name a pre-training run with LNC.
+/// The LNC curves of every method whose cells name a pre-training run with LNC, and the
+/// online-probe curves of those whose run probed.
 pub fn read(cells: &[Cell], methods: &[MethodCells]) -> Pretraining {
     let mut out = Pretraining::default();
     for (i, m) in methods.iter().enumerate() {
@@ -97,12 +106,21 @@ pub fn read(cells: &[Cell], methods: &[MethodCells]) -> Pretraining {
         match read_log(&log) {
             Ok(Some((batch_size, bins))) => out.curves.push(LncCurve {
                 method: i,
-                log,
+                log: log.clone(),
                 batch_size,
                 bins,
             }),
             Ok(None) => {}
-            Err(reason) => out.notes.push(LncNote {
+            Err(reason) => out.notes.push(LogNote {
+                method: m.method.clone(),
+                log: log.clone(),
+                reason,
+            }),
+        }
+        match pretrain_probe::read_log(&log) {
+            Ok(Some(probes)) => out.probes.push(ProbeCurve { method: i, log, probes }),
+            Ok(None) => {}
+            Err(reason) => out.probe_notes.push(LogNote {
                 method: m.method.clone(),
                 log,
                 reason,
@@ -120,7 +138,7 @@ pub fn read_log(path: &Path) -> std::result::Result<Option<(usize, Vec<LncBin>)>
         let num = |key: &str| v.get(key).and_then(serde_json::Value::as_f64);
         let (Some(step), Some(lnc_d)) = (v.get("step").and_then(serde_json::Value::as_u64), num("pretrain/lnc_d"))
         else {
-            return Ok(()); // not an LNC update (another method, or a line of another kind)
+            return Ok(()); // not an LNC update (another method, the online probe's line, …)
         };
         let need = |key: &str| num(key).ok_or_else(|| format!("no number `{key}`"));
         updates.insert(
@@ -148,6 +166,9 @@ pub fn read_log(path: &Path) -> std::result::Result<Option<(usize, Vec<LncBin>)>
     let mut bins = Vec::new();
     for k in 0..NUM_BINS as u64 {
         let (first, end) = (k * width + 1, ((k + 1) * width).min(last));
+        if first > end {
+            break; // past the last update (fewer updates than bins; BTreeMap::range would panic)
+        }
         let rows: Vec<&UpdateLine> = updates.range(first..=end).map(|(_, u)| u).collect();
         let n: Vec<f64> = rows.iter().map(|u| u.num_synthetic).collect();
         let Some(n) = SeedStats::of(&n) else {

@@ -43,7 +43,7 @@ pub fn rows(cells: &[Cell]) -> Vec<ResultRow> {
 }
 
 /// Quote a field if it holds a comma, a quote or a line break.
-fn field(s: &str) -> String {
+pub(crate) fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

@@ -7,9 +7,11 @@
 //! meta/info.json                           LeRobot's dataset info (totals, features, paths)
 //! meta/stats.json                          per-feature min/max/mean/std/count
 //! meta/lfs.json                            this tool's own settings: frame codec, size, crop,
-//!                                          render quality (LeRobot warns on unknown info keys)
+//!                                          render quality, state columns and names per task
+//!                                          (LeRobot warns on unknown info keys)
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +30,11 @@ pub const DATA_DIR: &str = "data";
 pub const DATA_PATH_TEMPLATE: &str = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet";
 /// The image feature's key (LeRobot's convention for a single camera).
 pub const IMAGE_KEY: &str = "observation.image";
+/// The per-frame state feature's key (LeRobot's name for proprioception).
+pub const STATE_KEY: &str = "observation.state";
+/// The per-frame reward feature's key: the reward of the agent step that led to the frame
+/// (LeRobot's `next.reward` of row t is our `reward` of row t + 1).
+pub const REWARD_KEY: &str = "reward";
 /// Files per chunk folder (LeRobot's default).
 pub const CHUNKS_SIZE: u32 = 1000;
 /// A data file is closed once it reaches this size (LeRobot's default).
@@ -104,6 +111,16 @@ pub struct LfsMeta {
     pub crop: Crop,
     /// DMControl render quality (`default` | `fast`) when the sources came from `lfs collect`.
     pub render_quality: Option<RenderQuality>,
+    /// The data files have the `observation.state` and `reward` columns. Absent (false) in
+    /// datasets made before they existed: those keep their schema when appended to, and their
+    /// lfs.json stays without these two fields, so the older lfs still opens them (a dataset
+    /// with the columns has fields it does not know, and it refuses that one).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub state_columns: bool,
+    /// Task -> names of its state's values, for the tasks whose episodes carry state (every
+    /// episode of a task with state has these names).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub state_names: BTreeMap<String, Vec<String>>,
 }
 
 pub const LFS_DATASET_VERSION: u32 = 1;

@@ -6,6 +6,7 @@ pub mod layout;
 mod reader;
 mod render_quality;
 mod schema;
+mod state;
 pub mod stats;
 mod tasks;
 mod writer;
@@ -15,6 +16,7 @@ pub use layout::{FileId, FrameCodec, LfsMeta};
 pub use reader::{Dataset, Episode};
 pub use render_quality::{render_quality_conflict, RenderQualities};
 pub use schema::data_schema;
+pub use state::{count_mismatch, rewards_f32, EpisodeState};
 pub use stats::FeatureStats;
 pub use writer::{DatasetWriter, EncodedFrames, NewEpisode, WriterSettings};
 

@@ -3,14 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
-use arrow_array::{Array, BinaryArray, FixedSizeBinaryArray, Int64Array, RecordBatch, StructArray};
+use arrow_array::{
+    Array, BinaryArray, FixedSizeBinaryArray, Float32Array, Int64Array, ListArray, RecordBatch, StructArray,
+};
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::episodes::EpisodeRecord;
-use super::layout::{FrameCodec, LfsMeta, IMAGE_KEY, LFS_META_PATH, TASKS_PATH};
+use super::layout::{FrameCodec, LfsMeta, IMAGE_KEY, LFS_META_PATH, REWARD_KEY, STATE_KEY, TASKS_PATH};
 use super::open_parquet;
+use super::state::EpisodeState;
 use super::tasks::read_tasks;
 use super::writer::{committed_data_path, read_all_episodes, read_lfs_meta};
 use crate::env::RenderQuality;
@@ -30,6 +33,12 @@ pub struct Episode {
     pub width: usize,
     /// (num_frames, 3, height, width), uint8 RGB.
     pub frames: Vec<u8>,
+    /// The state at every frame (`observation.state`), named by the task's `state_names`; None
+    /// for an episode recorded without state (or in a dataset without state columns).
+    pub state: Option<EpisodeState>,
+    /// (num_frames,) the reward of the agent step that led to each frame (`reward`); frame 0
+    /// has none and holds NaN. None for an episode without rewards (and one of a single frame).
+    pub rewards: Option<Vec<f32>>,
 }
 
 impl Episode {
@@ -90,6 +99,40 @@ impl Dataset {
         self.episodes.iter().map(|r| r.length as u64).sum()
     }
 
+    /// Whether the data files have the `observation.state` and `reward` columns (datasets an
+    /// older lfs ingested do not; `state_columns` in lfs.json).
+    pub fn has_state_columns(&self) -> bool {
+        self.meta.state_columns
+    }
+
+    /// Names of `task`'s state values, if its episodes carry state.
+    pub fn state_names(&self, task: &str) -> Option<&[String]> {
+        self.meta.state_names.get(task).map(Vec::as_slice)
+    }
+
+    /// An error, for a consumer that needs state, when no episode of the dataset has any: it
+    /// says whether the dataset lacks the columns or its videos came without state.
+    pub fn require_state(&self) -> Result<()> {
+        let version = env!("CARGO_PKG_VERSION");
+        if !self.meta.state_columns {
+            return Err(Error::shard(
+                &self.root,
+                format!(
+                    "dataset has no state columns: an lfs older than the state columns ingested it ({LFS_META_PATH} \
+                     has no `state_columns`); ingest its videos again into a new dataset with this lfs ({version})"
+                ),
+            ));
+        }
+        if self.meta.state_names.is_empty() {
+            return Err(Error::shard(
+                &self.root,
+                "dataset has no state: none of its episodes came with a sidecar carrying `states` (recorded by an \
+                 `lfs collect` that records state)",
+            ));
+        }
+        Ok(())
+    }
+
     /// A content id for provenance: SHA-256 (first 16 hex digits) over the frame settings and
     /// every episode's source hash, in episode order.
     pub fn id(&self) -> String {
@@ -138,6 +181,8 @@ impl Dataset {
                 let parts = c.path().parts();
                 parts[0] == "frame_index"
                     || parts[0] == "episode_index"
+                    || parts[0] == STATE_KEY
+                    || parts[0] == REWARD_KEY
                     || (parts[0] == IMAGE_KEY && parts.last().is_some_and(|p| p != "path"))
             })
             .map(|(i, _)| i)
@@ -159,6 +204,8 @@ impl Dataset {
         let reader = builder.with_projection(mask).with_row_groups(groups).build()?;
 
         let mut frames = vec![0u8; n * frame_len];
+        let state_names = self.state_names(&record.task);
+        let mut labels = LabelColumns::default();
         let mut seen = 0usize;
         let mut to_skip = skip;
         for batch in reader {
@@ -179,6 +226,7 @@ impl Dataset {
                 &mut frames[seen * frame_len..(seen + take) * frame_len],
                 &path,
             )?;
+            labels.push(&batch, state_names.map(<[String]>::len), &path)?;
             seen += take;
         }
         if seen != n {
@@ -187,6 +235,7 @@ impl Dataset {
                 format!("episode {} has {seen} rows, its table says {n}", record.episode_index),
             ));
         }
+        let (state, rewards) = labels.finish(state_names, n, record.episode_index, &path)?;
         Ok(Episode {
             episode_index: record.episode_index as u64,
             task: record.task.clone(),
@@ -196,6 +245,8 @@ impl Dataset {
             height: h,
             width: w,
             frames,
+            state,
+            rewards,
         })
     }
 
@@ -223,6 +274,87 @@ impl Dataset {
             }
         }
         Ok(())
+    }
+}
+
+/// The `observation.state` and `reward` columns of an episode's rows, gathered batch by batch.
+#[derive(Default)]
+struct LabelColumns {
+    /// The non-null state rows, row-major.
+    state: Vec<f32>,
+    state_rows: usize,
+    null_state_rows: usize,
+    /// One per row, NaN where null.
+    rewards: Vec<f32>,
+    any_reward: bool,
+}
+
+impl LabelColumns {
+    /// Appends `batch`'s rows; state rows must be `dim` wide (the task's names in lfs.json).
+    fn push(&mut self, batch: &RecordBatch, dim: Option<usize>, path: &Path) -> Result<()> {
+        if let Some(column) = batch.column_by_name(STATE_KEY) {
+            let list = column
+                .as_any()
+                .downcast_ref::<ListArray>()
+                .ok_or_else(|| Error::shard(path, format!("column {STATE_KEY:?} is not a list")))?;
+            for i in 0..list.len() {
+                if list.is_null(i) {
+                    self.null_state_rows += 1;
+                    continue;
+                }
+                let row = list.value(i);
+                let row = row
+                    .as_any()
+                    .downcast_ref::<Float32Array>()
+                    .filter(|r| r.null_count() == 0)
+                    .ok_or_else(|| Error::shard(path, format!("{STATE_KEY:?} rows must be lists of float32")))?;
+                if dim != Some(row.len()) {
+                    return Err(Error::shard(
+                        path,
+                        format!(
+                            "a state row has {} values, {LFS_META_PATH} names {} for its task",
+                            row.len(),
+                            dim.unwrap_or(0)
+                        ),
+                    ));
+                }
+                self.state.extend_from_slice(row.values());
+                self.state_rows += 1;
+            }
+        }
+        if let Some(column) = batch.column_by_name(REWARD_KEY) {
+            let rewards = column
+                .as_any()
+                .downcast_ref::<Float32Array>()
+                .ok_or_else(|| Error::shard(path, format!("column {REWARD_KEY:?} is not float32")))?;
+            self.any_reward |= rewards.null_count() < rewards.len();
+            self.rewards.extend(rewards.iter().map(|r| r.unwrap_or(f32::NAN)));
+        }
+        Ok(())
+    }
+
+    /// The episode's state (all `n` rows or none) and rewards.
+    fn finish(
+        self,
+        names: Option<&[String]>,
+        n: usize,
+        episode_index: i64,
+        path: &Path,
+    ) -> Result<(Option<EpisodeState>, Option<Vec<f32>>)> {
+        let state = match (self.state_rows, names) {
+            (0, _) => None,
+            (rows, Some(names)) if rows == n && self.null_state_rows == 0 => Some(EpisodeState {
+                names: names.to_vec(),
+                values: self.state,
+            }),
+            (rows, _) => {
+                return Err(Error::shard(
+                    path,
+                    format!("episode {episode_index} has state on {rows} of its {n} rows"),
+                ))
+            }
+        };
+        Ok((state, self.any_reward.then_some(self.rewards)))
     }
 }
 

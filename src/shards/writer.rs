@@ -13,12 +13,13 @@
 //! open). Temporary files no episode refers to, and data files of older versions that no
 //! episodes table references, are deleted at open; the sources they held are ingested again.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arrow_array::builder::{Float32Builder, ListBuilder};
 use arrow_array::{
     ArrayRef, BinaryArray, FixedSizeBinaryArray, Float32Array, Int64Array, RecordBatch, StringArray, StructArray,
 };
@@ -30,7 +31,8 @@ use serde_json::json;
 use super::episodes::{read_episodes, write_episodes, EpisodeRecord, SourceInfo};
 use super::layout::*;
 use super::render_quality::render_quality_conflict;
-use super::schema::{data_schema, image_columns, lerobot_features};
+use super::schema::{data_schema, image_columns, lerobot_features, state_type, StateFeature};
+use super::state::EpisodeState;
 use super::stats::FeatureStats;
 use super::{tasks, writer_props};
 use crate::env::RenderQuality;
@@ -64,6 +66,11 @@ pub struct NewEpisode {
     /// From the `lfs collect` sidecar; None for other videos.
     pub render_quality: Option<RenderQuality>,
     pub sidecar: Option<String>,
+    /// From the sidecar's `state_names` and `states`: one row per frame.
+    pub state: Option<EpisodeState>,
+    /// From the sidecar's `rewards`: one per agent step (frames − 1); frame t + 1 gets
+    /// `rewards[t]`.
+    pub rewards: Option<Vec<f32>>,
     pub timestamps: Vec<f32>,
     pub frames: EncodedFrames,
     /// Per-channel statistics of the frames, computed where they were decoded.
@@ -109,6 +116,10 @@ pub struct DatasetWriter {
     schema: SchemaRef,
     /// The render quality of the episodes that have one (they all share it).
     render_quality: Option<RenderQuality>,
+    /// The data files have `observation.state` and `reward` (false for datasets made before).
+    state_columns: bool,
+    /// Task -> state names, of the tasks with state (recorded in lfs.json).
+    state_names: BTreeMap<String, Vec<String>>,
     /// Episodes committed by earlier runs.
     earlier: Vec<EpisodeRecord>,
     /// This run's episodes, committed or in the open data file.
@@ -123,6 +134,32 @@ pub struct DatasetWriter {
     /// Commit at least this often, so a crash loses little work.
     pub commit_every: Duration,
     _lock: FileLock,
+}
+
+/// The `observation.state` column of an `n`-frame episode: its rows, or n nulls.
+fn state_column(state: Option<&EpisodeState>, n: usize) -> ArrayRef {
+    let mut b = ListBuilder::new(Float32Builder::new()).with_field(match state_type() {
+        DataType::List(field) => field,
+        _ => unreachable!("the state column is a list"),
+    });
+    for t in 0..n {
+        match state {
+            Some(s) => {
+                b.values().append_slice(s.row(t));
+                b.append(true);
+            }
+            None => b.append(false),
+        }
+    }
+    Arc::new(b.finish())
+}
+
+/// A list of state names for a message: the first few and how many.
+fn brief_names(names: &[String]) -> String {
+    const SHOWN: usize = 4;
+    let head = names[..names.len().min(SHOWN)].join(", ");
+    let more = if names.len() > SHOWN { ", …" } else { "" };
+    format!("[{head}{more}] ({} values)", names.len())
 }
 
 /// Every `*.parquet` file under `dir/chunk-*/`.
@@ -286,11 +323,18 @@ impl DatasetWriter {
             }
         }
         let frame_len = (settings.width * settings.height * 3) as usize;
+        // A new dataset gets the state columns; an existing one keeps the schema it has, so all
+        // its data files share one.
+        let state_columns = existing.as_ref().is_none_or(|m| m.state_columns);
+        let (render_quality, state_names) =
+            existing.map_or_else(Default::default, |m| (m.render_quality, m.state_names));
         let w = Self {
             root: root.to_path_buf(),
             settings,
-            schema: data_schema(settings.frame_codec, frame_len),
-            render_quality: existing.and_then(|m| m.render_quality),
+            schema: data_schema(settings.frame_codec, frame_len, state_columns),
+            render_quality,
+            state_columns,
+            state_names,
             next_episode: earlier.last().map_or(0, |r| r.episode_index + 1),
             next_index: earlier.iter().map(|r| r.dataset_to_index).max().unwrap_or(0),
             earlier,
@@ -329,6 +373,25 @@ impl DatasetWriter {
         render_quality_conflict(self.render_quality, quality)
     }
 
+    /// Whether the data files have the `observation.state` and `reward` columns. Without them
+    /// (a dataset an older lfs made), appended episodes' state and rewards are not stored.
+    pub fn has_state_columns(&self) -> bool {
+        self.state_columns
+    }
+
+    /// Why an episode of `task` with `state` cannot join this dataset, if it cannot: the
+    /// task's episodes must agree on the state names.
+    pub fn state_names_conflict(&self, task: &str, state: Option<&EpisodeState>) -> Option<String> {
+        let (have, new) = (self.state_names.get(task)?, &state?.names);
+        (have != new).then(|| {
+            format!(
+                "state_names {} differ from those of task {task:?} in this dataset {}; a task's episodes must record the same state",
+                brief_names(new),
+                brief_names(have)
+            )
+        })
+    }
+
     fn frame_len(&self) -> usize {
         (self.settings.width * self.settings.height * 3) as usize
     }
@@ -343,6 +406,12 @@ impl DatasetWriter {
             ));
         }
         if let Some(reason) = self.render_quality_conflict(ep.render_quality) {
+            return Err(Error::shard(&ep.source.path, reason));
+        }
+        if let Some(why) = super::state::count_mismatch(ep.state.as_ref(), ep.rewards.as_deref(), n) {
+            return Err(Error::shard(&ep.source.path, why));
+        }
+        if let Some(reason) = self.state_names_conflict(&ep.task, ep.state.as_ref()) {
             return Err(Error::shard(&ep.source.path, reason));
         }
         if self.render_quality.is_none() {
@@ -375,17 +444,24 @@ impl DatasetWriter {
                 None,
             )?),
         };
-        let batch = RecordBatch::try_new(
-            self.schema.clone(),
-            vec![
-                image,
-                Arc::new(Float32Array::from(ep.timestamps.clone())),
-                Arc::new(Int64Array::from(frame_index.clone())),
-                Arc::new(Int64Array::from(vec![episode_index; n])),
-                Arc::new(Int64Array::from(index.clone())),
-                Arc::new(Int64Array::from(vec![task_index; n])),
-            ],
-        )?;
+        let mut columns: Vec<ArrayRef> = vec![
+            image,
+            Arc::new(Float32Array::from(ep.timestamps.clone())),
+            Arc::new(Int64Array::from(frame_index.clone())),
+            Arc::new(Int64Array::from(vec![episode_index; n])),
+            Arc::new(Int64Array::from(index.clone())),
+            Arc::new(Int64Array::from(vec![task_index; n])),
+        ];
+        if self.state_columns {
+            columns.push(state_column(ep.state.as_ref(), n));
+            // Frame 0 has no step that led to it.
+            let reward: Float32Array = match &ep.rewards {
+                Some(r) => std::iter::once(None).chain(r.iter().copied().map(Some)).collect(),
+                None => Float32Array::new_null(n),
+            };
+            columns.push(Arc::new(reward));
+        }
+        let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
 
         let data_file = self.ensure_open()?;
         let open = self.open.as_mut().expect("opened just above");
@@ -394,7 +470,7 @@ impl DatasetWriter {
         open.writer.flush()?;
 
         let as_f64 = |v: &[i64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
-        let stats = vec![
+        let mut stats = vec![
             (IMAGE_KEY.to_string(), ep.image_stats),
             (
                 "timestamp".into(),
@@ -411,6 +487,14 @@ impl DatasetWriter {
                 FeatureStats::of_scalars(vec![task_index as f64; n]),
             ),
         ];
+        if self.state_columns {
+            // Over the frames that have a reward (none for an episode without): count n − 1.
+            let rewards = ep.rewards.iter().flatten().map(|&r| f64::from(r));
+            stats.push((REWARD_KEY.to_string(), FeatureStats::of_scalars(rewards)));
+        }
+        if let (true, Some(state)) = (self.state_columns, &ep.state) {
+            self.state_names.insert(ep.task.clone(), state.names.clone());
+        }
         self.run.push(EpisodeRecord {
             episode_index,
             task: ep.task,
@@ -493,9 +577,30 @@ impl DatasetWriter {
             height: self.settings.height,
             crop: self.settings.crop,
             render_quality: self.render_quality,
+            state_columns: self.state_columns,
+            state_names: self.state_names.clone(),
         };
         fsutil::write_bytes_atomic(&self.root.join(LFS_META_PATH), &serde_json::to_vec_pretty(&meta)?)?;
         Ok(())
+    }
+
+    /// What info.json says about `observation.state`: its width when every task with state
+    /// has the same, its names when they all have the same; None without the state columns.
+    fn state_feature(&self) -> Option<StateFeature<'_>> {
+        if !self.state_columns {
+            return None;
+        }
+        let mut tasks = self.state_names.values();
+        let Some(first) = tasks.next() else {
+            return Some(StateFeature { dim: None, names: None });
+        };
+        let rest: Vec<&Vec<String>> = tasks.collect();
+        let same_width = rest.iter().all(|n| n.len() == first.len());
+        let same_names = rest.iter().all(|n| *n == first);
+        Some(StateFeature {
+            dim: same_width.then_some(first.len()),
+            names: same_names.then_some(first.as_slice()),
+        })
     }
 
     /// tasks.parquet, stats.json and info.json, from the committed episodes.
@@ -503,13 +608,24 @@ impl DatasetWriter {
         let committed: Vec<&EpisodeRecord> = self.earlier.iter().chain(self.run.iter()).collect();
         tasks::write_tasks(&self.root.join(TASKS_PATH), &self.tasks)?;
 
+        // By key, over the episodes with samples of it: episodes without a reward (count 0)
+        // add nothing, and a feature no episode has a sample of is left out.
         let mut stats = serde_json::Map::new();
-        if let Some(first) = committed.first() {
-            for (i, (key, _)) in first.stats.iter().enumerate() {
-                let parts: Vec<&FeatureStats> = committed.iter().filter_map(|r| r.stats.get(i).map(|s| &s.1)).collect();
-                if let Some(merged) = FeatureStats::merge(&parts) {
-                    stats.insert(key.clone(), merged.to_json(key == IMAGE_KEY));
-                }
+        let mut keys: Vec<&str> = Vec::new();
+        for (key, _) in committed.iter().flat_map(|r| &r.stats) {
+            if !keys.contains(&key.as_str()) {
+                keys.push(key);
+            }
+        }
+        for key in keys {
+            let parts: Vec<&FeatureStats> = committed
+                .iter()
+                .flat_map(|r| &r.stats)
+                .filter(|(k, s)| k == key && s.count > 0)
+                .map(|(_, s)| s)
+                .collect();
+            if let Some(merged) = FeatureStats::merge(&parts) {
+                stats.insert(key.to_string(), merged.to_json(key == IMAGE_KEY));
             }
         }
         fsutil::write_bytes_atomic(&self.root.join(STATS_PATH), &serde_json::to_vec_pretty(&stats)?)?;
@@ -538,7 +654,12 @@ impl DatasetWriter {
             "splits": {"train": format!("0:{}", committed.len())},
             "data_path": DATA_PATH_TEMPLATE,
             "video_path": null,
-            "features": lerobot_features(self.settings.frame_codec, self.settings.width, self.settings.height),
+            "features": lerobot_features(
+                self.settings.frame_codec,
+                self.settings.width,
+                self.settings.height,
+                self.state_feature(),
+            ),
         });
         fsutil::write_bytes_atomic(&self.root.join(INFO_PATH), &serde_json::to_vec_pretty(&info)?)?;
         Ok(())
