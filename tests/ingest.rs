@@ -1275,9 +1275,9 @@ fn state_and_rewards_from_sidecars_become_columns() {
         let rewards = e.rewards.as_ref().expect("rewards");
         assert_eq!(rewards.len(), e.num_frames);
         assert!(rewards[0].is_nan(), "frame 0 has no reward");
-        for t in 1..e.num_frames {
-            assert_eq!(rewards[t], reward_value(ep, t - 1) as f32, "episode {ep} frame {t}");
-        }
+        // Frame t holds the reward of the step from t - 1.
+        let expected: Vec<f32> = (1..e.num_frames).map(|t| reward_value(ep, t - 1) as f32).collect();
+        assert_eq!(rewards[1..], expected[..], "episode {ep}");
     }
     // The older sidecar has rewards but no state; the plain video neither.
     assert!(episodes[2].state.is_none());

@@ -939,9 +939,20 @@ fn spearman_matches_scipy() {
     assert!(spearman(&[0.5, 0.5, 0.5], &[1.0, 2.0, 3.0]).is_nan());
 }
 
-/// A probe.json as `lfs probe` writes it, with fields the report does not read; each task is
-/// (name, state [point, low, high], reward [point, low, high]), `None` for a null (NaN) R².
-fn probe_json(source: &str, id: &str, tasks: &[(&str, [f64; 3], Option<[f64; 3]>)]) -> String {
+/// One task of a hand-written probe.json: state R² and reward R² as [point, low, high], `None`
+/// for a null (NaN) reward R².
+struct TaskProbe {
+    task: &'static str,
+    state: [f64; 3],
+    reward: Option<[f64; 3]>,
+}
+
+fn probed(task: &'static str, state: [f64; 3], reward: Option<[f64; 3]>) -> TaskProbe {
+    TaskProbe { task, state, reward }
+}
+
+/// A probe.json as `lfs probe` writes it, with fields the report does not read.
+fn probe_json(source: &str, id: &str, tasks: &[TaskProbe]) -> String {
     let r2 = |v: Option<[f64; 3]>| {
         let mean = match v {
             Some([point, low, high]) => serde_json::json!({"point": point, "low": low, "high": high}),
@@ -952,9 +963,9 @@ fn probe_json(source: &str, id: &str, tasks: &[(&str, [f64; 3], Option<[f64; 3]>
     };
     let tasks: Vec<serde_json::Value> = tasks
         .iter()
-        .map(|(task, state, reward)| {
-            serde_json::json!({"task": task, "train_episodes": 30, "test_episodes": 10,
-                               "state": r2(Some(*state)), "reward": r2(*reward)})
+        .map(|t| {
+            serde_json::json!({"task": t.task, "train_episodes": 30, "test_episodes": 10,
+                               "state": r2(Some(t.state)), "reward": r2(t.reward)})
         })
         .collect();
     serde_json::json!({
@@ -1001,11 +1012,11 @@ fn probes_beside_sac_returns() {
             lfs_run.join("encoder.safetensors").to_str().unwrap(),
             &fake_sha256("lfs"),
             &[
-                ("cartpole_swingup", [0.8, 0.75, 0.85], Some([0.2, 0.1, 0.3])),
-                ("walker_stand", [0.9, 0.85, 0.95], Some([0.3, 0.2, 0.4])),
-                ("finger_spin", [0.5, 0.4, 0.6], Some([0.5, 0.4, 0.6])),
-                ("cheetah_run", [0.1, 0.0, 0.2], Some([0.1, 0.0, 0.2])), // not the suite's
-                ("not_a_task", [0.1, 0.0, 0.2], None),                   // nobody's
+                probed("cartpole_swingup", [0.8, 0.75, 0.85], Some([0.2, 0.1, 0.3])),
+                probed("walker_stand", [0.9, 0.85, 0.95], Some([0.3, 0.2, 0.4])),
+                probed("finger_spin", [0.5, 0.4, 0.6], Some([0.5, 0.4, 0.6])),
+                probed("cheetah_run", [0.1, 0.0, 0.2], Some([0.1, 0.0, 0.2])), // not the suite's
+                probed("not_a_task", [0.1, 0.0, 0.2], None),                   // nobody's
             ],
         ),
     )
@@ -1023,9 +1034,9 @@ fn probes_beside_sac_returns() {
             "runs/atc/encoder.safetensors",
             &fake_sha256("atc"),
             &[
-                ("cartpole_swingup", [0.5, 0.45, 0.55], Some([0.4, 0.3, 0.5])),
-                ("walker_stand", [0.3, 0.25, 0.35], Some([0.5, 0.4, 0.6])),
-                ("finger_spin", [0.4, 0.35, 0.45], None),
+                probed("cartpole_swingup", [0.5, 0.45, 0.55], Some([0.4, 0.3, 0.5])),
+                probed("walker_stand", [0.3, 0.25, 0.35], Some([0.5, 0.4, 0.6])),
+                probed("finger_spin", [0.4, 0.35, 0.45], None),
             ],
         ),
     );
@@ -1035,8 +1046,8 @@ fn probes_beside_sac_returns() {
             "random",
             "random:7",
             &[
-                ("cartpole_swingup", [0.2, 0.15, 0.25], Some([0.6, 0.5, 0.7])),
-                ("walker_stand", [0.3, 0.25, 0.35], Some([0.1, 0.0, 0.2])),
+                probed("cartpole_swingup", [0.2, 0.15, 0.25], Some([0.6, 0.5, 0.7])),
+                probed("walker_stand", [0.3, 0.25, 0.35], Some([0.1, 0.0, 0.2])),
             ],
         ),
     );
@@ -1165,4 +1176,55 @@ fn probes_beside_sac_returns() {
         std::fs::read_to_string(out.join("results.csv")).unwrap(),
         results_csv::to_csv(&rows)
     );
+}
+
+/// A probe of an encoder regenerated elsewhere (same weights, another export's sha256) is not
+/// taken for the row by id; `--probe ROW=FILE` binds it, and the report says so.
+#[test]
+fn probe_bound_to_a_row_by_name() {
+    let mut specs = Vec::new();
+    for encoder in ["random", "lfs"] {
+        for seed in 1..=2 {
+            specs.push(CellSpec {
+                encoder,
+                task: "cartpole_swingup",
+                seed,
+                state: "done",
+                num_train_frames: 10_000,
+                render_quality: "fast",
+                feature_cache: true,
+            });
+        }
+    }
+    let suite = write_suite("report-probe-bound", &specs);
+    let file = suite.join("lfs-regenerated.json");
+    std::fs::write(
+        &file,
+        probe_json(
+            "runs/elsewhere/lfs/encoder.safetensors",
+            &"ab".repeat(32),
+            &[probed("cartpole_swingup", [0.7, 0.6, 0.8], Some([0.2, 0.1, 0.3]))],
+        ),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    // by id: not the row's export, so a note and no row
+    let out = suite.join("report-by-id");
+    let res = run_report(&suite, &out, &["--probe", path]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let probes = section(&md, "## Linear probes beside SAC returns");
+    assert!(probes.contains("is none of the suite's encoder rows"), "{probes}");
+    assert!(!probes.contains("| lfs | cartpole_swingup |"), "{probes}");
+    // bound by name: the row, and what the binding means
+    let out = suite.join("report-bound");
+    let bound = format!("lfs={path}");
+    let res = run_report(&suite, &out, &["--probe", &bound]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let probes = section(&md, "## Linear probes beside SAC returns");
+    assert!(probes.contains("| lfs | cartpole_swingup |"), "{probes}");
+    assert!(probes.contains("0.700 [0.600, 0.800]"), "{probes}");
+    assert!(probes.contains("bound to the row `lfs` by `--probe lfs=FILE`"), "{probes}");
+    assert!(!probes.contains("none of the suite's encoder rows"), "{probes}");
 }

@@ -30,9 +30,10 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// A probe.json of `lfs probe` to set beside the SAC returns of the encoder row it probed
-    /// (matched by the export's sha256, or `random`); repeatable. The probe.json beside each
-    /// row's exported encoder is read without asking.
-    #[arg(long = "probe", value_name = "FILE")]
+    /// (matched by the export's sha256, or `random`), or `ROW=FILE` to bind it to the encoder
+    /// row ROW (an encoder regenerated elsewhere, whose export's bytes differ); repeatable. The
+    /// probe.json beside each row's exported encoder is read without asking.
+    #[arg(long = "probe", value_name = "[ROW=]FILE")]
     pub probes: Vec<PathBuf>,
 }
 

@@ -1,7 +1,7 @@
 //! The episode sidecar: `<episode>.json` beside each video `lfs collect` writes, with what is
 //! needed to replay or label the episode. [`EpisodeSidecar`] is its one typed form: collect
-//! writes and re-reads it whole; `lfs ingest` keeps any sidecar verbatim and takes only its
-//! render quality, typed the same way.
+//! writes and re-reads it whole; `lfs ingest` keeps any sidecar verbatim and takes its render
+//! quality, state and rewards ([`FoundSidecar`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};

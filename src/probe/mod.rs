@@ -209,6 +209,44 @@ pub struct TargetProbe {
     pub fit: LambdaSelection,
     /// Held-out R², mean over the dimensions and per dimension, with intervals.
     pub held_out: HeldOutR2,
+    /// Per held-out episode, the sums R² is made of: two encoders probed on the same probe set
+    /// share the episodes and targets, so a paired bootstrap of their difference can resample
+    /// the same episodes for both (eval/probe_compare.py).
+    pub held_out_episodes: Vec<EpisodeSums>,
+}
+
+/// One held-out episode's sums over its rows, per kept target dimension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeSums {
+    pub episode: u64,
+    pub rows: usize,
+    /// Σ y, Σ y², Σ (y − ŷ)² per dimension.
+    pub sum_y: Vec<f64>,
+    pub sum_y2: Vec<f64>,
+    pub sum_sq_err: Vec<f64>,
+}
+
+/// [`EpisodeSums`] of every group of `groups`, in ascending group order; `y` and `predicted` are
+/// (n, k) row-major.
+fn episode_sums(y: &[f64], predicted: &[f64], k: usize, groups: &[u64]) -> Vec<EpisodeSums> {
+    let mut by_group: std::collections::BTreeMap<u64, EpisodeSums> = std::collections::BTreeMap::new();
+    for (i, &g) in groups.iter().enumerate() {
+        let e = by_group.entry(g).or_insert_with(|| EpisodeSums {
+            episode: g,
+            rows: 0,
+            sum_y: vec![0.0; k],
+            sum_y2: vec![0.0; k],
+            sum_sq_err: vec![0.0; k],
+        });
+        e.rows += 1;
+        for c in 0..k {
+            let (t, p) = (y[i * k + c], predicted[i * k + c]);
+            e.sum_y[c] += t;
+            e.sum_y2[c] += t * t;
+            e.sum_sq_err[c] += (t - p) * (t - p);
+        }
+    }
+    by_group.into_values().collect()
 }
 
 /// One task's probe.
@@ -263,6 +301,7 @@ pub fn probe_split<F: Features + ?Sized>(
             names: fitted.model.kept_dims.iter().map(|&i| names[i].clone()).collect(),
             fit: fitted.selection,
             held_out,
+            held_out_episodes: episode_sums(&kept, &predicted, num_kept, &test_groups),
         })
     };
     let state = target(&split.state_names, &split.train.state, &split.test.state)?;

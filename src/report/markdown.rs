@@ -610,7 +610,14 @@ fn probed_encoder(f: &ProbeFile) -> String {
             "the random encoder of seed {seed} (`{}`; each SAC run draws its own from the run's seed)",
             f.encoder_id
         ),
-        _ => format!("`{}` (sha256 `{}`)", f.encoder_source, f.encoder_id),
+        _ => match &f.bound_to {
+            Some(row) => format!(
+                "`{}` (sha256 `{}`), bound to the row `{row}` by `--probe {row}=FILE`: not the export its \
+                 runs record, but one said to hold the same encoder",
+                f.encoder_source, f.encoder_id
+            ),
+            None => format!("`{}` (sha256 `{}`)", f.encoder_source, f.encoder_id),
+        },
     }
 }
 

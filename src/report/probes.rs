@@ -60,6 +60,9 @@ pub struct ProbeFile {
     pub dataset_render_quality: Option<String>,
     /// By task; tasks the report does not know are left out (no suite has them).
     pub tasks: BTreeMap<Task, TaskR2>,
+    /// The encoder row it was bound to by `--probe ROW=FILE`, whatever its encoder id (an
+    /// encoder regenerated elsewhere: the same weights, another export's bytes).
+    pub bound_to: Option<String>,
 }
 
 impl ProbeFile {
@@ -165,6 +168,7 @@ pub fn read_probe_file(path: &Path) -> Result<ProbeFile, String> {
             .and_then(Value::as_str)
             .map(str::to_string),
         tasks,
+        bound_to: None,
     })
 }
 
@@ -208,7 +212,12 @@ impl Identity {
         Identity::Export(ids)
     }
 
-    fn matches(&self, probe: &ProbeFile) -> bool {
+    /// Whether `probe` belongs to the row `row` of this identity: the row it was bound to, else
+    /// by id.
+    fn matches(&self, row: &str, probe: &ProbeFile) -> bool {
+        if let Some(bound) = &probe.bound_to {
+            return bound == row;
+        }
         match self {
             Identity::Random => probe.is_random(),
             Identity::Export(ids) => !probe.is_random() && ids.contains(&probe.encoder_id),
@@ -230,10 +239,23 @@ pub fn read(cells: &[Cell], methods: &[MethodCells], scores: Option<&BudgetScore
         .filter_map(|&i| probe_beside_source(&cells[i].meta.encoder_source));
     let mut seen = BTreeSet::new();
     let mut was_named = Vec::new();
-    for (path, by_name) in named
+    // `ROW=FILE` binds a file to the encoder row ROW.
+    let bind = |p: &PathBuf| -> (PathBuf, Option<String>) {
+        let text = p.to_string_lossy();
+        match text.split_once('=') {
+            Some((row, file)) if methods.iter().any(|m| m.method == row) => {
+                (PathBuf::from(file), Some(row.to_string()))
+            }
+            _ => (p.clone(), None),
+        }
+    };
+    for (path, bound_to, by_name) in named
         .iter()
-        .map(|p| (p.clone(), true))
-        .chain(beside.map(|p| (p, false)))
+        .map(|p| {
+            let (path, row) = bind(p);
+            (path, row, true)
+        })
+        .chain(beside.map(|p| (p, None, false)))
     {
         // a file named and also found beside its export is read once
         if !seen.insert(std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone())) {
@@ -241,7 +263,7 @@ pub fn read(cells: &[Cell], methods: &[MethodCells], scores: Option<&BudgetScore
         }
         match read_probe_file(&path) {
             Ok(file) => {
-                out.files.push(file);
+                out.files.push(ProbeFile { bound_to, ..file });
                 was_named.push(by_name);
             }
             Err(reason) => out.notes.push(ProbeNote { path, reason }),
@@ -249,7 +271,11 @@ pub fn read(cells: &[Cell], methods: &[MethodCells], scores: Option<&BudgetScore
     }
     let identities: Vec<Identity> = methods.iter().map(|m| Identity::of(cells, m)).collect();
     for (file, _) in out.files.iter().zip(&was_named).filter(|(_, named)| **named) {
-        if !identities.iter().any(|id| id.matches(file)) {
+        if !identities
+            .iter()
+            .zip(methods)
+            .any(|(id, m)| id.matches(&m.method, file))
+        {
             out.notes.push(ProbeNote {
                 path: file.path.clone(),
                 reason: format!(
@@ -263,7 +289,7 @@ pub fn read(cells: &[Cell], methods: &[MethodCells], scores: Option<&BudgetScore
         return out;
     };
     // scores.methods is in the report's method order
-    for (i, (m, id)) in scores.methods.iter().zip(&identities).enumerate() {
+    for (i, ((m, id), row)) in scores.methods.iter().zip(&identities).zip(methods).enumerate() {
         for task in Task::ALL {
             let Some(sac) = m.stats(task) else {
                 continue;
@@ -272,7 +298,7 @@ pub fn read(cells: &[Cell], methods: &[MethodCells], scores: Option<&BudgetScore
                 .files
                 .iter()
                 .enumerate()
-                .filter(|(_, f)| id.matches(f))
+                .filter(|(_, f)| id.matches(&row.method, f))
                 .find_map(|(k, f)| f.tasks.get(&task).map(|r2| (k, *r2)));
             if let Some((file, r2)) = found {
                 out.rows.push(ProbeRow {
