@@ -1225,6 +1225,9 @@ fn probe_bound_to_a_row_by_name() {
     let probes = section(&md, "## Linear probes beside SAC returns");
     assert!(probes.contains("| lfs | cartpole_swingup |"), "{probes}");
     assert!(probes.contains("0.700 [0.600, 0.800]"), "{probes}");
-    assert!(probes.contains("bound to the row `lfs` by `--probe lfs=FILE`"), "{probes}");
+    assert!(
+        probes.contains("bound to the row `lfs` by `--probe lfs=FILE`"),
+        "{probes}"
+    );
     assert!(!probes.contains("none of the suite's encoder rows"), "{probes}");
 }
