@@ -30,8 +30,10 @@ def main():
             differing.append(f"update {step}: missing")
             continue
         for k in keys:
-            # copy_results.sh wrote each value with Python's repr of the JSON number
-            if row[k] != str(mine.get("pretrain/" + k, "")):
+            # copy_results.sh wrote each value with Python's str of the JSON number, and an empty
+            # field for a metric the method does not log (atc and curl have no LNC)
+            value = mine.get("pretrain/" + k)
+            if row[k] != ("" if value is None else str(value)):
                 differing.append(f"update {step}: {k} {row[k]} vs {mine.get('pretrain/' + k)}")
     extra = sorted(set(ours) - {int(r["step"]) for r in rows})
     print(json.dumps({
