@@ -8,10 +8,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::split::split_episodes;
+use super::split::{load_episodes, split_episodes};
 use super::{probe_split, Features, GroupBootstrapConfig, ProbeConfig, ProbeSplit, RidgeConfig, SplitConfig};
 use crate::shards::{Dataset, EpisodeRecord};
 use crate::{Error, Result};
@@ -149,8 +148,8 @@ impl OnlineProbe {
             let split = split_episodes(&records, task, &config.split, &what)?;
             splits.push(ProbeSplit::new(
                 task,
-                &load(&dataset, &split.train)?,
-                &load(&dataset, &split.test)?,
+                &load_episodes(&dataset, &split.train)?,
+                &load_episodes(&dataset, &split.test)?,
                 config.split.frame_stride,
                 &what,
             )?);
@@ -181,8 +180,4 @@ impl OnlineProbe {
             seconds: start.elapsed().as_secs_f64(),
         })
     }
-}
-
-fn load(dataset: &Dataset, records: &[&EpisodeRecord]) -> Result<Vec<crate::shards::Episode>> {
-    records.par_iter().map(|r| dataset.load_episode(r)).collect()
 }

@@ -4,10 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::split::{split_episodes, FIRST_FRAME};
+use super::split::{load_episodes, split_episodes, FIRST_FRAME};
 use super::{probe_split, ProbeConfig, ProbeSplit, TaskProbe};
 use crate::env::RenderQuality;
 use crate::export::ExportFile;
@@ -124,13 +123,10 @@ pub fn probe_dataset(run: &ProbeRun, on_event: &mut dyn FnMut(ProbeEvent)) -> Re
             task,
             episodes: split.train.len() + split.test.len(),
         });
-        let load = |records: &[&EpisodeRecord]| -> Result<Vec<_>> {
-            records.par_iter().map(|r| dataset.load_episode(r)).collect()
-        };
         let rows = ProbeSplit::new(
             task,
-            &load(&split.train)?,
-            &load(&split.test)?,
+            &load_episodes(&dataset, &split.train)?,
+            &load_episodes(&dataset, &split.test)?,
             cfg.split.frame_stride,
             &what,
         )?;

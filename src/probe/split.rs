@@ -2,8 +2,10 @@
 //! their last frame, split by episode into the episodes the probe is fitted on and the held-out
 //! ones it is scored on.
 
+use rayon::prelude::*;
+
 use crate::observation::{stack_frames, stack_indices, FRAME_STACK};
-use crate::shards::{Episode, EpisodeRecord};
+use crate::shards::{Dataset, Episode, EpisodeRecord};
 use crate::{Error, Result};
 
 /// The first frame a row is taken at: its stack holds three distinct frames and a reward led to
@@ -111,6 +113,11 @@ pub fn split_episodes<'a>(
     }
     let test = mine.split_off(n_train);
     Ok(EpisodeSplit { train: mine, test })
+}
+
+/// Decodes the episodes of `records` (in parallel), in their order.
+pub fn load_episodes(dataset: &Dataset, records: &[&EpisodeRecord]) -> Result<Vec<Episode>> {
+    records.par_iter().map(|r| dataset.load_episode(r)).collect()
 }
 
 /// The fewest episodes a task can have for `cfg`.

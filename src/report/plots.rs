@@ -207,19 +207,22 @@ impl Figure for LearningCurves<'_> {
     }
 }
 
-fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &TaskPanel, y_desc: &str) -> DrawResult {
-    let points = panel.series.iter().flat_map(|s| &s.points);
-    let max_frame = points.clone().map(|p| p.frame).max().unwrap_or(1).max(1) as f64;
-    let max_y = points.clone().map(|p| p.stats.mean + p.stats.std).fold(1.0, f64::max);
-    let min_y = points.map(|p| p.stats.mean - p.stats.std).fold(0.0, f64::min);
-    let caption = format!("{} ({})", panel.task, if panel.seen { "seen" } else { "unseen" });
-    let decimals = label_decimals(max_y - min_y);
+/// One panel of a grid: its caption, axes over `x` × `y` with six labelled ticks each (x as
+/// frames or updates, y to `decimals` places), the axis names `(x_desc, y_desc)`, no grid lines.
+fn panel_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    (x_desc, y_desc): (&str, &str),
+    decimals: usize,
+) -> std::result::Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>, String> {
     let mut chart = ChartBuilder::on(area)
         .caption(caption, font(20.0))
         .margin(12)
         .x_label_area_size(48)
         .y_label_area_size(64)
-        .build_cartesian_2d(0.0..max_frame, min_y..max_y * 1.05)
+        .build_cartesian_2d(x, y)
         .map_err(e)?;
     chart
         .configure_mesh()
@@ -227,13 +230,30 @@ fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Ta
         .y_labels(6)
         .x_label_formatter(&|x| frames_label(*x))
         .y_label_formatter(&|y| format!("{y:.decimals$}"))
-        .x_desc("frames")
+        .x_desc(x_desc)
         .y_desc(y_desc)
         .label_style(font(14.0))
         .axis_desc_style(font(15.0))
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(e)?;
+    Ok(chart)
+}
+
+fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &TaskPanel, y_desc: &str) -> DrawResult {
+    let points = panel.series.iter().flat_map(|s| &s.points);
+    let max_frame = points.clone().map(|p| p.frame).max().unwrap_or(1).max(1) as f64;
+    let max_y = points.clone().map(|p| p.stats.mean + p.stats.std).fold(1.0, f64::max);
+    let min_y = points.map(|p| p.stats.mean - p.stats.std).fold(0.0, f64::min);
+    let caption = format!("{} ({})", panel.task, if panel.seen { "seen" } else { "unseen" });
+    let mut chart = panel_chart(
+        area,
+        &caption,
+        0.0..max_frame,
+        min_y..max_y * 1.05,
+        ("frames", y_desc),
+        label_decimals(max_y - min_y),
+    )?;
     for s in &panel.series {
         let points: Vec<BandPoint> = s
             .points
@@ -481,27 +501,14 @@ fn draw_line_panel<DB: DrawingBackend>(
     let lo = ys.clone().fold(0.0, f64::min);
     let hi = ys.fold(lo + 0.1, f64::max);
     let pad = 0.05 * (hi - lo);
-    let decimals = label_decimals(hi - lo);
-    let mut chart = ChartBuilder::on(area)
-        .caption(panel.caption, font(20.0))
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0.0..max_x, lo - pad..hi + pad)
-        .map_err(e)?;
-    chart
-        .configure_mesh()
-        .x_labels(6)
-        .y_labels(6)
-        .x_label_formatter(&|x| frames_label(*x))
-        .y_label_formatter(&|y| format!("{y:.decimals$}"))
-        .x_desc(x_desc)
-        .y_desc(panel.y_desc)
-        .label_style(font(14.0))
-        .axis_desc_style(font(15.0))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(e)?;
+    let mut chart = panel_chart(
+        area,
+        panel.caption,
+        0.0..max_x,
+        lo - pad..hi + pad,
+        (x_desc, panel.y_desc),
+        label_decimals(hi - lo),
+    )?;
     for (method, points) in &panel.series {
         let colour = method_colour(*method);
         let line: Vec<(f64, f64)> = points.iter().copied().filter(|p| p.1.is_finite()).collect();
