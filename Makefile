@@ -219,12 +219,14 @@ train: setup build ## TASK=... [AUX=lfs|atc|curl|none|... TRAIN_CONFIG=... SEED=
 
 # One full SAC update (critic, actor, alpha, target) on pixels: candle (examples/bench_sac.rs,
 # shift + two frozen-encoder passes) vs PyTorch (eval/bench/sac_torch.py, Proto-RL's update),
-# interleaved, medians; then candle on cached features alone.
+# interleaved, medians; then the same update on cached features (sac/mini.toml's feature
+# cache), candle vs PyTorch.
 BENCH_SAC_PLAN ?= 128:4,512:2
+BENCH_SAC_FEATURES_PLAN ?= 128:8,512:4
 bench-sac:
 	$(CARGO) build --release --locked --example bench_sac
 	python3 eval/bench/compare.py --suite sac --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_SAC_PLAN) --repeats 2
-	for b in 128 512; do target/release/examples/bench_sac --batch $$b --updates 5 --warmup 2; done
+	python3 eval/bench/compare.py --suite sac-features --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_SAC_FEATURES_PLAN) --repeats 3
 
 # One agent step of `lfs train` after the seed frames (docs/design.md §7, the paper's Algorithm
 # 1: sample B transitions, one LFS update with M = B, one SAC update on pixels encoded by the

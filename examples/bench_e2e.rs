@@ -20,7 +20,7 @@ use lfs::config::StageConfig;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::data::RandomShift;
 use lfs::observation::{FRAME_BYTES, FRAME_SIZE, FRAME_STACK};
-use lfs::rl::{ReplayBuffer, SacAgent, SacBatch};
+use lfs::rl::{FeatureDtype, ReplayBuffer, SacAgent, SacBatch};
 use lfs::train::{OnlineEncoder, TrainConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -53,7 +53,7 @@ fn main() -> anyhow::Result<()> {
 
     // The replay: 4 procedural episodes of 250 frames (1000 transitions), random actions and
     // rewards, as `lfs train` stores them (docs/design.md §6).
-    let mut replay = ReplayBuffer::new(cfg.replay.capacity, FRAME_BYTES, action_dim, 0);
+    let mut replay = ReplayBuffer::new(cfg.replay.capacity, FRAME_BYTES, action_dim, 0, FeatureDtype::F32);
     for episode in moving_square_episodes("walker_run", 0, 4, 250, None) {
         replay.start_episode(episode.frame(0))?;
         for t in 1..episode.num_frames {

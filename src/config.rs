@@ -43,6 +43,43 @@ pub fn to_toml<T: Serialize>(cfg: &T) -> Result<String> {
     toml::to_string(cfg).map_err(|e| Error::Config(format!("serialising config: {e}")))
 }
 
+/// The dotted fields whose values differ between two TOML texts (one missing counts), each as
+/// "field: A vs B", sorted; empty when they agree or when either does not parse.
+pub fn differing_fields(a: &str, b: &str) -> Vec<String> {
+    fn flatten(prefix: &str, table: &toml::Table, out: &mut std::collections::BTreeMap<String, String>) {
+        for (key, value) in table {
+            let name = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            match value {
+                toml::Value::Table(t) => flatten(&name, t, out),
+                v => {
+                    out.insert(name, v.to_string());
+                }
+            }
+        }
+    }
+    let parse = |text: &str| {
+        let table: toml::Table = toml::from_str(text).ok()?;
+        let mut fields = std::collections::BTreeMap::new();
+        flatten("", &table, &mut fields);
+        Some(fields)
+    };
+    let (Some(a), Some(b)) = (parse(a), parse(b)) else {
+        return Vec::new();
+    };
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            let show = |m: &std::collections::BTreeMap<String, String>| m.get(k).cloned().unwrap_or("(absent)".into());
+            format!("{k}: {} vs {}", show(&a), show(&b))
+        })
+        .collect()
+}
+
 /// `a.b.c=value`: value parsed as a TOML value, else taken as a string.
 fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
     let (key, raw) = item

@@ -177,7 +177,7 @@ pub fn chw_to_hwc(chw: &[u8], w: usize, h: usize) -> Vec<u8> {
 }
 
 /// An `lfs eval` run folder's results but for wall-clock: eval.csv's rows without their
-/// `total_time` column, and train.jsonl's lines without `train/fps`.
+/// `total_time` column, and train.jsonl's lines without `train/fps` and the `time/` parts.
 pub fn run_results(dir: &Path) -> (Vec<String>, Vec<serde_json::Value>) {
     let eval = std::fs::read_to_string(dir.join("eval.csv")).unwrap();
     let rows = eval
@@ -189,7 +189,9 @@ pub fn run_results(dir: &Path) -> (Vec<String>, Vec<serde_json::Value>) {
         .lines()
         .map(|l| {
             let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v.as_object_mut().unwrap().remove("train/fps");
+            let line = v.as_object_mut().unwrap();
+            line.remove("train/fps");
+            line.retain(|key, _| !key.starts_with("time/"));
             v
         })
         .collect();

@@ -11,7 +11,7 @@ use crate::observation_queue::ObservationQueue;
 use candle_core::{Device, Tensor};
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::observation::{stack_frames, stack_indices, FRAME_BYTES};
-use lfs::rl::{ReplayBuffer, SacAgent, SacBatch};
+use lfs::rl::{FeatureDtype, ReplayBuffer, SacAgent, SacBatch};
 use lfs::train::online_encoder::synthetic_pairs;
 use lfs::train::{OnlineEncoder, TrainConfig};
 use rand::SeedableRng;
@@ -26,7 +26,7 @@ fn small_setup(overrides: &[&str]) -> (TrainConfig, OnlineEncoder, ReplayBuffer)
     all.extend(overrides.iter().map(|s| s.to_string()));
     let cfg = TrainConfig::load(&repo().join("pipelines/e2e/tiny.toml"), &all).unwrap();
     let encoder = OnlineEncoder::new(&cfg).unwrap();
-    let mut replay = ReplayBuffer::new(1000, FRAME_BYTES, 2, 0);
+    let mut replay = ReplayBuffer::new(1000, FRAME_BYTES, 2, 0, FeatureDtype::F32);
     for ep in moving_square_episodes("squares", 0, 2, 40, None) {
         replay.start_episode(ep.frame(0)).unwrap();
         for t in 1..ep.num_frames {
@@ -182,7 +182,7 @@ fn synthetic_pairs_are_the_queues_pairs_of_the_stored_episodes() {
     // on early frames, would not).
     assert!(seen.len() > 50, "only {} distinct pairs", seen.len());
     // And none before an episode has 5 frames.
-    let empty = ReplayBuffer::new(100, FRAME_BYTES, 2, 0);
+    let empty = ReplayBuffer::new(100, FRAME_BYTES, 2, 0, FeatureDtype::F32);
     let err = synthetic_pairs(&empty, 1, &mut rng, (9, 84, 84))
         .unwrap_err()
         .to_string();

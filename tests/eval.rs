@@ -159,6 +159,21 @@ fn a_killed_run_resumes_to_the_same_results() {
     let said = text(&result);
     assert_eq!(result.status.code(), Some(2), "{said}");
     assert!(said.contains("different config"), "{said}");
+    assert!(said.contains("agent.hidden_dim: 32 vs 64"), "{said}");
+    assert_eq!(std::fs::read(killed.join("eval.csv")).unwrap(), eval_csv);
+    // Nor does one whose feature cache stores another type: a run never mixes f32 and f16.
+    let result = eval_command(
+        &killed,
+        &[&args[..], &["--set", "replay.feature_cache_dtype=\"f16\""]].concat(),
+    )
+    .output()
+    .unwrap();
+    let said = text(&result);
+    assert_eq!(result.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("replay.feature_cache_dtype: \"f32\" vs \"f16\""),
+        "{said}"
+    );
     assert_eq!(std::fs::read(killed.join("eval.csv")).unwrap(), eval_csv);
 }
 

@@ -153,6 +153,8 @@ struct CellSpec {
     num_train_frames: u64,
     render_quality: &'static str,
     feature_cache: bool,
+    /// `replay.feature_cache_dtype`; None: a config that predates it.
+    feature_cache_dtype: Option<&'static str>,
 }
 
 impl CellSpec {
@@ -227,8 +229,14 @@ fn write_cell(suite: &Path, index: usize, spec: &CellSpec) -> PathBuf {
     let config = format!(
         "[run]\nseed = {}\nnum_train_frames = {}\nnum_seed_frames = 1000\neval_every_frames = {EVAL_EVERY}\n\
          num_eval_episodes = 1\ncheckpoint_every_frames = 2000\n\n[env]\naction_repeat = 2\nrender_quality = \"{}\"\n\n\
-         [agent]\nbatch_size = 64\nhidden_dim = 1024\n\n[replay]\ncapacity = 10000\nrandom_shift_pad = 4\nfeature_cache = {}\n",
-        spec.seed, spec.num_train_frames, spec.render_quality, spec.feature_cache
+         [agent]\nbatch_size = 64\nhidden_dim = 1024\n\n[replay]\ncapacity = 10000\nrandom_shift_pad = 4\nfeature_cache = {}\n{}",
+        spec.seed,
+        spec.num_train_frames,
+        spec.render_quality,
+        spec.feature_cache,
+        spec.feature_cache_dtype
+            .map(|d| format!("feature_cache_dtype = \"{d}\"\n"))
+            .unwrap_or_default()
     );
     std::fs::write(dir.join("config.resolved.toml"), config).unwrap();
     std::fs::write(dir.join("train.jsonl"), "").unwrap();
@@ -249,6 +257,7 @@ fn suite_specs() -> Vec<CellSpec> {
                     num_train_frames: 10_000,
                     render_quality: "fast",
                     feature_cache: true,
+                    feature_cache_dtype: None,
                 });
             }
         }
@@ -489,9 +498,11 @@ fn pandas_reads(path: &Path, rows: &[results_csv::ResultRow]) {
 #[test]
 fn mismatched_cells_are_refused() {
     type Change = fn(&mut CellSpec);
-    let cases: [(&str, Change); 3] = [
+    let cases: [(&str, Change); 4] = [
         ("env.render_quality", |s| s.render_quality = "default"),
         ("replay.feature_cache", |s| s.feature_cache = false),
+        // f16 against configs without the field (f32)
+        ("replay.feature_cache", |s| s.feature_cache_dtype = Some("f16")),
         ("run.num_train_frames", |s| s.num_train_frames = 6000),
     ];
     for (field, change) in cases {
@@ -604,6 +615,7 @@ fn progress_follows_the_suites_plan_and_the_cells_locks() {
         num_train_frames: 10000,
         render_quality: "fast",
         feature_cache: true,
+        feature_cache_dtype: None,
     };
     let held = write_cell(&suite, 0, &spec(1));
     let held = rename(&held, "000-random-walker_stand-s1");
@@ -997,6 +1009,7 @@ fn probes_beside_sac_returns() {
                     num_train_frames: 10_000,
                     render_quality: "fast",
                     feature_cache: true,
+                    feature_cache_dtype: None,
                 });
             }
         }
@@ -1193,6 +1206,7 @@ fn probe_bound_to_a_row_by_name() {
                 num_train_frames: 10_000,
                 render_quality: "fast",
                 feature_cache: true,
+                feature_cache_dtype: None,
             });
         }
     }

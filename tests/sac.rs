@@ -202,41 +202,45 @@ fn changed(
 #[test]
 fn updates_on_constant_features_match_updates_through_candles_own_linear() {
     // The trunks take a shortcut on features that need no gradient (the frozen encoder's):
-    // W's gradient alone, no (b, repr) input gradient. Fed the same features as a Var, they go
-    // through candle's own Linear instead. Two agents from one seed, one fed each way, must
-    // stay the same through two updates (critic alone, then critic + actor + α + target).
-    let (mut plain, mut rng_a) = small_agent(40, 5);
-    let (mut tracked, mut rng_b) = small_agent(40, 5);
-    let batch = random_batch(40, 16, &mut rng_a);
-    let _ = random_batch(40, 16, &mut rng_b); // keep the two generators in step
-    let as_var = |t: &Tensor| candle_core::Var::from_tensor(t).unwrap().as_tensor().clone();
-    let tracked_batch = lfs::rl::SacBatch {
-        obs: as_var(&batch.obs),
-        next_obs: as_var(&batch.next_obs),
-        ..batch.clone()
-    };
-    assert!(!batch.obs.track_op() && tracked_batch.obs.track_op());
-    for step in [1, 2] {
-        let a = plain.update(&batch, step, &mut rng_a).unwrap();
-        let b = tracked.update(&tracked_batch, step, &mut rng_b).unwrap();
-        assert!(
-            (a.critic_loss - b.critic_loss).abs() < 1e-5,
-            "step {step}: {a:?} vs {b:?}"
-        );
-        assert_eq!(a.actor_loss.is_some(), b.actor_loss.is_some());
+    // W's gradient alone, no (b, repr) input gradient, and from 4096 features on, the product
+    // split by rows across threads. Fed the same features as a Var, they go through candle's
+    // own Linear instead. Two agents from one seed, one fed each way, must stay the same
+    // through two updates (critic alone, then critic + actor + α + target).
+    for (repr, tolerance) in [(40, 1e-5), (5000, 1e-5)] {
+        let (mut plain, mut rng_a) = small_agent(repr, 5);
+        let (mut tracked, mut rng_b) = small_agent(repr, 5);
+        let batch = random_batch(repr, 16, &mut rng_a);
+        let _ = random_batch(repr, 16, &mut rng_b); // keep the two generators in step
+        let as_var = |t: &Tensor| candle_core::Var::from_tensor(t).unwrap().as_tensor().clone();
+        let tracked_batch = lfs::rl::SacBatch {
+            obs: as_var(&batch.obs),
+            next_obs: as_var(&batch.next_obs),
+            ..batch.clone()
+        };
+        assert!(!batch.obs.track_op() && tracked_batch.obs.track_op());
+        for step in [1, 2] {
+            let a = plain.update(&batch, step, &mut rng_a).unwrap();
+            let b = tracked.update(&tracked_batch, step, &mut rng_b).unwrap();
+            assert!(
+                (a.critic_loss - b.critic_loss).abs() < 1e-5 * a.critic_loss.abs().max(1.0),
+                "repr {repr}, step {step}: {a:?} vs {b:?}"
+            );
+            assert_eq!(a.actor_loss.is_some(), b.actor_loss.is_some());
+        }
+        let (a, b) = (snapshot(&plain), snapshot(&tracked));
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        for (name, x) in &a {
+            let worst = x
+                .iter()
+                .zip(&b[name])
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < tolerance, "repr {repr}, {name}: differs by {worst}");
+        }
     }
-    let (a, b) = (snapshot(&plain), snapshot(&tracked));
-    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
-    for (name, x) in &a {
-        let worst = x
-            .iter()
-            .zip(&b[name])
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max);
-        assert!(worst < 1e-5, "{name}: differs by {worst}");
-    }
-    // The shortcut's point: no gradient is computed for the constant features.
     use rand::SeedableRng;
+    let batch = random_batch(40, 16, &mut rand_chacha::ChaCha8Rng::seed_from_u64(6));
+    // The shortcut's point: no gradient is computed for the constant features.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
     let dims = lfs::rl::actor::NetworkDims {
         repr_dim: 40,
@@ -372,12 +376,12 @@ fn a_frozen_encoder_is_unchanged_by_training_and_no_optimiser_holds_it() {
 
 #[test]
 fn replay_stores_each_frame_once_and_never_samples_across_episodes() {
-    use lfs::rl::ReplayBuffer;
+    use lfs::rl::{FeatureDtype, ReplayBuffer};
     use rand::SeedableRng;
     // Frames of 3×2×2 bytes whose every byte is 10·episode + t, so a stacked observation shows
     // where each of its frames came from.
     let frame = |e: u8, t: u8| vec![10 * e + t; 12];
-    let mut replay = ReplayBuffer::new(12, 12, 1, 0);
+    let mut replay = ReplayBuffer::new(12, 12, 1, 0, FeatureDtype::F32);
     let lengths = [5u8, 3, 6];
     for (e, &n) in lengths.iter().enumerate() {
         let e = e as u8;
@@ -417,4 +421,63 @@ fn replay_stores_each_frame_once_and_never_samples_across_episodes() {
     // Bad input is named.
     let err = replay.add(&[0.0, 1.0], 0.0, &frame(0, 0)).unwrap_err().to_string();
     assert!(err.contains("action of 2 values"), "{err}");
+}
+
+/// The f16 feature cache: values come back as the nearest half (a few checked by hand against
+/// IEEE 754 binary16, and the relative error bound 2⁻¹¹ on many), the same transitions are
+/// drawn as from an f32 cache with the same seed, and values f16 cannot hold are refused.
+#[test]
+fn the_f16_feature_cache_rounds_to_the_nearest_half_and_refuses_what_it_cannot_hold() {
+    use lfs::rl::{CachedFeatures, FeatureDtype, ReplayBuffer};
+    use rand::{Rng, SeedableRng};
+    // binary16: 1 + 10 fraction bits. 0.1 = 0x2E66 = 1638/2¹⁴; 1/3 = 0x3555 = 1365/2¹²;
+    // 2049 lies between 2048 and 2050 and ties to even (2048); 65504 is the largest.
+    let mut store = CachedFeatures::new(FeatureDtype::F16);
+    store.extend(&[0.1, 1.0 / 3.0, 2049.0, 65504.0, 0.0, 7.5]).unwrap();
+    assert_eq!(
+        store.last(6),
+        vec![1638.0 / 16384.0, 1365.0 / 4096.0, 2048.0, 65504.0, 0.0, 7.5]
+    );
+    for bad in [65520.0f32, f32::INFINITY, f32::NAN, -1e6] {
+        let err = store.extend(&[1.0, bad]).unwrap_err().to_string();
+        assert!(err.contains("feature_cache_dtype = \"f32\""), "{bad}: {err}");
+        assert_eq!(store.len(), 6, "{bad}: a refused row is not stored in part");
+    }
+    // Two buffers, same frames and features, same seed: the same draws, features within 2⁻¹¹.
+    let (repr, frame_len) = (50, 12);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let buffers = [FeatureDtype::F32, FeatureDtype::F16].map(|d| ReplayBuffer::new(100, frame_len, 1, repr, d));
+    let [mut full, mut half] = buffers;
+    for e in 0..3u8 {
+        let first = vec![e; frame_len];
+        let h: Vec<f32> = (0..repr).map(|_| rng.random_range(0.0f32..30.0)).collect();
+        for b in [&mut full, &mut half] {
+            b.start_episode(&first).unwrap();
+            b.set_features(&h).unwrap();
+        }
+        for t in 0..7u8 {
+            let h: Vec<f32> = (0..repr).map(|_| rng.random_range(0.0f32..30.0)).collect();
+            for b in [&mut full, &mut half] {
+                b.add(&[0.5], f32::from(t), &vec![t; frame_len]).unwrap();
+                b.set_features(&h).unwrap();
+            }
+        }
+    }
+    let draw = |b: &ReplayBuffer| b.sample(64, &mut rand_chacha::ChaCha8Rng::seed_from_u64(9)).unwrap();
+    let (a, b) = (draw(&full), draw(&half));
+    assert_eq!(a.locations, b.locations);
+    assert_eq!(a.reward, b.reward);
+    for (x, y) in a
+        .obs_features
+        .iter()
+        .zip(&b.obs_features)
+        .chain(a.next_obs_features.iter().zip(&b.next_obs_features))
+    {
+        assert!((x - y).abs() <= x.abs() * 2f32.powi(-11), "{x} vs {y}");
+    }
+    assert!(
+        a.obs_features.iter().zip(&b.obs_features).any(|(x, y)| x != y),
+        "f16 rounds"
+    );
+    assert_eq!(half.latest_features().unwrap().len(), repr);
 }

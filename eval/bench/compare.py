@@ -3,6 +3,7 @@
     python3 eval/bench/compare.py --suite pretrain --plan 32:4,128:3,512:2 --repeats 2   # make bench-pretrain
     python3 eval/bench/compare.py --suite encoder --plan 32:5,128:3,512:3 --repeats 2    # make bench-encoder
     python3 eval/bench/compare.py --suite e2e --plan 128:3,512:2 --repeats 2             # make bench-e2e
+    python3 eval/bench/compare.py --suite sac-features --plan 128:8,512:4 --repeats 3    # make bench-sac
 
 Suites:
 - pretrain: seconds per LFS update, examples/bench_pretrain.rs vs eval/bench/pretrain_torch.py
@@ -10,6 +11,8 @@ Suites:
   a process at a new batch size still grow its heap).
 - sac: seconds per full frozen-encoder SAC update on pixels (shift, two encoder passes,
   critic, actor, alpha, target), examples/bench_sac.rs --pixels vs eval/bench/sac_torch.py.
+- sac-features: the same update on cached features (the feature cache of sac/mini.toml: no
+  shift, no encoder), examples/bench_sac.rs vs eval/bench/sac_torch.py --features.
 - e2e: seconds per agent step of `lfs train` after the seed frames (docs/design.md §7: sample
   B transitions, one LFS update on them and B frame-mask candidates, then one SAC update on
   pixels encoded by the updated encoder), examples/bench_e2e.rs vs eval/bench/e2e_torch.py.
@@ -46,12 +49,13 @@ def run(cmd, env=None):
 
 def commands(suite, batch, n, torch_python, threads):
     """(candle command, torch command) for one batch size."""
-    if suite in ("pretrain", "sac", "e2e"):
+    if suite in ("pretrain", "sac", "sac-features", "e2e"):
         args = ["--batch", str(batch), "--updates", str(n), "--warmup", "2"]
-        candle = f"bench_{suite}"
-        extra = ["--pixels"] if suite == "sac" else []
-        return ([os.path.join(ROOT, f"target/release/examples/{candle}"), *args, *extra],
-                [torch_python, f"eval/bench/{suite}_torch.py", *args, "--threads", str(threads)])
+        bench = suite.split("-")[0]
+        candle_extra = ["--pixels"] if suite == "sac" else []
+        torch_extra = ["--features"] if suite == "sac-features" else []
+        return ([os.path.join(ROOT, f"target/release/examples/bench_{bench}"), *args, *candle_extra],
+                [torch_python, f"eval/bench/{bench}_torch.py", *args, *torch_extra, "--threads", str(threads)])
     args = ["--batch", str(batch), "--repeats", str(n)]
     return ([os.path.join(ROOT, "target/release/examples/bench_conv"), *args, "--no-stock"],
             [torch_python, "eval/bench/encoder_torch.py", *args, "--threads", str(threads)])
@@ -73,7 +77,7 @@ def records(r):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--suite", choices=["pretrain", "encoder", "sac", "e2e"], default="pretrain")
+    p.add_argument("--suite", choices=["pretrain", "encoder", "sac", "sac-features", "e2e"], default="pretrain")
     p.add_argument("--torch-python", default=os.path.join(ROOT, ".venv-bench/bin/python"))
     p.add_argument("--plan", default="32:4,128:3,512:2", help="batch:n,... (n: timed updates or repeats)")
     p.add_argument("--repeats", type=int, default=2)

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from pretrain_torch import Encoder, random_shift, weight_init
 
 ACTION_DIM = 6  # walker/cheetah
+REPR_DIM = 39200  # the encoder's (32, 35, 35) output
 
 
 def mlp(i, hidden, o):
@@ -118,6 +119,8 @@ def main():
     p.add_argument("--updates", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--features", action="store_true",
+                   help="update on fixed features (b, 39200), as with lfs's feature cache: no shift, no encoder")
     p.add_argument("--device", default="cpu",
                    help="torch device: cpu, or cuda on a GPU machine (each timed update ends with a GPU sync)")
     a = p.parse_args()
@@ -132,13 +135,19 @@ def main():
     b = a.batch
     obs = torch.randint(0, 256, (b, 9, 84, 84), generator=gen, dtype=torch.uint8)
     next_obs = torch.randint(0, 256, (b, 9, 84, 84), generator=gen, dtype=torch.uint8)
+    # what the feature cache hands the update: the encoder's (b, 39200) features, no graph
+    features = torch.rand(b, REPR_DIM, generator=gen) * 0.5
+    next_features = torch.rand(b, REPR_DIM, generator=gen) * 0.5
     for i in range(a.warmup + a.updates):
         sync()
         start = time.perf_counter()
         action = torch.rand(b, ACTION_DIM) * 2 - 1
         reward = torch.rand(b, 1)
-        h = encode_shifted(encoder.convnet, obs, gen)
-        next_h = encode_shifted(encoder.convnet, next_obs, gen)
+        if a.features:
+            h, next_h = features, next_features
+        else:
+            h = encode_shifted(encoder.convnet, obs, gen)
+            next_h = encode_shifted(encoder.convnet, next_obs, gen)
         sync()
         encoded = time.perf_counter()
         # the actor, alpha and the target every update (every other agent step in lfs)
@@ -146,7 +155,7 @@ def main():
         sync()
         end = time.perf_counter()
         if i >= a.warmup:
-            print(json.dumps({"impl": "torch", "batch": b, "pixels": True, "update_seconds": end - start,
+            print(json.dumps({"impl": "torch", "batch": b, "pixels": not a.features, "update_seconds": end - start,
                               "encode_seconds": encoded - start, "device": a.device}))
 
 

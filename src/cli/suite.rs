@@ -31,9 +31,11 @@ pub enum SuiteCommand {
         /// Output directory: cells/<index>-<encoder>-<task>-s<seed>/ per cell.
         #[arg(long)]
         out: PathBuf,
-        /// Cells run at once by the local pool.
-        #[arg(short = 'j', long, default_value_t = 1)]
-        jobs: usize,
+        /// Cells run at once by the local pool. Default: as many as the cores hold without
+        /// oversubscribing them, each cell counted as its threads plus half a core for its
+        /// environment workers (1 on 2 cores with 2 threads a cell); the first line says.
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
         /// Run this cell only, in this process.
         #[arg(long)]
         job_index: Option<usize>,
@@ -154,11 +156,17 @@ fn time_left(out: &std::path::Path, jobs: usize) -> String {
     }
 }
 
-fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jobs: usize) -> anyhow::Result<ExitCode> {
+fn run_pool(
+    suite: &std::path::Path,
+    file: &SuiteFile,
+    out: &std::path::Path,
+    jobs: Option<usize>,
+) -> anyhow::Result<ExitCode> {
     let budget = file.num_train_frames.0;
     let mut bar: Option<ProgressBar> = None;
     let mut frames_before = 0u64;
     let mut finished_frames = 0u64;
+    let mut at_once = 1;
     let mut on_event = |event: PoolEvent| match event {
         PoolEvent::Started {
             todo,
@@ -167,6 +175,7 @@ fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jo
             jobs,
             threads_per_cell,
         } => {
+            at_once = jobs;
             eprintln!(
                 "lfs suite {}: {total} cells, {done} done, {todo} to run, {jobs} at once, {threads_per_cell} threads each → {}",
                 file.name,
@@ -191,7 +200,7 @@ fn run_pool(suite: &std::path::Path, file: &SuiteFile, out: &std::path::Path, jo
                     record.frames_done,
                     record.wall_clock_s,
                     record.frames_per_s,
-                    time_left(out, jobs)
+                    time_left(out, at_once)
                 ),
                 _ => format!(
                     "cell {}: FAILED at frame {}: {}",

@@ -17,7 +17,7 @@ use std::str::FromStr;
 pub use dmc::{
     check_python, default_python, DmcConfig, DmcEnv, PendingWorker, MAX_SEED, PYTHON_ENV_VAR, WORKER_SOURCE,
 };
-pub use pool::{EnvCommand, EnvPool, PoolReply};
+pub use pool::{EnvCommand, EnvPool, InFlight, PoolReply};
 
 use crate::Result;
 

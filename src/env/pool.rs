@@ -30,6 +30,13 @@ struct Slot {
     failures_in_a_row: u32,
 }
 
+/// Commands sent by [`EnvPool::submit`] whose replies are not read yet: per slot, whether a
+/// command went out (and whether sending it failed).
+#[must_use = "a worker's reply must be collected before it takes another command"]
+pub struct InFlight {
+    sent: Vec<Option<Result<()>>>,
+}
+
 /// Workers in parallel processes. Every call sends all the commands first and then reads
 /// the replies, so the workers simulate and render at the same time.
 pub struct EnvPool {
@@ -95,6 +102,14 @@ impl EnvPool {
     /// call fails as a whole only when a dead worker cannot be restarted, or a slot keeps
     /// failing (`MAX_FAILURES_IN_A_ROW`).
     pub fn execute(&mut self, commands: &[Option<EnvCommand>]) -> Result<Vec<PoolReply>> {
+        let in_flight = self.submit(commands)?;
+        self.collect(in_flight)
+    }
+
+    /// Sends `commands[i]` to slot `i` and returns at once: the workers simulate and render
+    /// while the caller works (the RL loop updates the agent meanwhile). [`EnvPool::collect`]
+    /// reads the replies; a worker takes no new command before its reply is read.
+    pub fn submit(&mut self, commands: &[Option<EnvCommand>]) -> Result<InFlight> {
         if commands.len() != self.slots.len() {
             return Err(Error::Shape(format!(
                 "{} commands for a pool of {} environments",
@@ -102,8 +117,7 @@ impl EnvPool {
                 self.slots.len()
             )));
         }
-        // Send everything first so that the workers run in parallel.
-        let sent: Vec<Option<Result<()>>> = self
+        let sent = self
             .slots
             .iter_mut()
             .zip(commands)
@@ -114,8 +128,13 @@ impl EnvPool {
                 })
             })
             .collect();
-        let mut replies = Vec::with_capacity(sent.len());
-        for (i, sent) in sent.into_iter().enumerate() {
+        Ok(InFlight { sent })
+    }
+
+    /// The replies to a [`EnvPool::submit`], as [`EnvPool::execute`] gives them.
+    pub fn collect(&mut self, in_flight: InFlight) -> Result<Vec<PoolReply>> {
+        let mut replies = Vec::with_capacity(in_flight.sent.len());
+        for (i, sent) in in_flight.sent.into_iter().enumerate() {
             let outcome = match sent {
                 None => {
                     replies.push(PoolReply::Idle);

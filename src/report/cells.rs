@@ -34,6 +34,8 @@ pub struct CellSettings {
     pub render_quality: String,
     /// `[replay] feature_cache`.
     pub feature_cache: bool,
+    /// `[replay] feature_cache_dtype` ("f32" where the config predates it).
+    pub feature_cache_dtype: String,
     /// `[run] num_train_frames`: the budget.
     pub num_train_frames: u64,
     /// `[env] action_repeat`: what a frame is worth in agent steps.
@@ -234,6 +236,13 @@ pub fn read_settings(path: &Path) -> Result<CellSettings> {
         feature_cache: get("replay", "feature_cache")?
             .as_bool()
             .ok_or_else(|| Error::cell(path, "[replay] feature_cache is not a boolean"))?,
+        feature_cache_dtype: match get("replay", "feature_cache_dtype") {
+            Ok(v) => v
+                .as_str()
+                .ok_or_else(|| Error::cell(path, "[replay] feature_cache_dtype is not a string"))?
+                .to_string(),
+            Err(_) => "f32".to_string(),
+        },
         num_train_frames: int("run", "num_train_frames")?,
         action_repeat: int("env", "action_repeat")?,
         eval_every_frames: int("run", "eval_every_frames")?,

@@ -128,9 +128,9 @@ fn scale(md: &mut String, report: &Report) {
     let frames = distinct(s.clone().map(|s| s.num_train_frames));
     let feature_cache = distinct(s.clone().map(|s| {
         if s.feature_cache {
-            "on (features cached, no augmentation)"
+            format!("on, {} (features cached, no augmentation)", s.feature_cache_dtype)
         } else {
-            "off (random shift on every batch)"
+            "off (random shift on every batch)".to_string()
         }
     }));
     let _ = writeln!(md, "| | frames (env steps) | seeds per task | evaluation | settings |");

@@ -42,7 +42,14 @@ fn name_list(cells: &[String]) -> String {
 fn compared(s: &CellSettings) -> [(&'static str, String); 4] {
     [
         ("env.render_quality", s.render_quality.clone()),
-        ("replay.feature_cache", s.feature_cache.to_string()),
+        // with its storage: "true (f16)"
+        (
+            "replay.feature_cache",
+            match s.feature_cache {
+                true => format!("true ({})", s.feature_cache_dtype),
+                false => "false".to_string(),
+            },
+        ),
         ("run.num_train_frames", s.num_train_frames.to_string()),
         ("env.action_repeat", s.action_repeat.to_string()),
     ]

@@ -4,6 +4,7 @@
 
 pub mod actor;
 pub mod critic;
+pub mod feature_cache;
 mod mlp;
 pub mod replay_buffer;
 pub mod sac;
@@ -12,6 +13,7 @@ pub mod squashed_gaussian;
 pub use actor::Actor;
 pub use critic::Critic;
 
+pub use feature_cache::{CachedFeatures, FeatureDtype};
 pub use replay_buffer::{ReplayBuffer, StoredEpisode, Transitions};
 pub use sac::{SacAgent, SacBatch, SacConfig, SacMetrics};
 pub use squashed_gaussian::SquashedGaussian;

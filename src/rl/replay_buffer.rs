@@ -9,12 +9,14 @@
 //! When the buffer holds more than `capacity` transitions, the oldest finished episodes go.
 //!
 //! With the feature cache, each observation's encoder features are stored beside it when its
-//! frame arrives (`set_features`), and batches carry them instead of pixels.
+//! frame arrives (`set_features`), as f32 or f16 ([`FeatureDtype`]), and batches carry them
+//! (as f32) instead of pixels.
 
 use std::collections::VecDeque;
 
 use rand::Rng;
 
+use super::feature_cache::{CachedFeatures, FeatureDtype};
 use crate::data::sampler::locate;
 use crate::observation::{stack_frames, stack_indices, StoredFrames, FRAME_STACK};
 use crate::{Error, Result};
@@ -40,7 +42,7 @@ pub struct EpisodeRecord {
     /// r_0 … r_{n−1}.
     pub rewards: Vec<f32>,
     /// Features of O_0 … O_n, repr each (feature cache only).
-    pub features: Vec<f32>,
+    pub features: CachedFeatures,
     frame_len: usize,
 }
 
@@ -87,19 +89,29 @@ pub struct ReplayBuffer {
     action_dim: usize,
     /// Features per observation with the cache, 0 without.
     feature_dim: usize,
+    /// How the cache stores them.
+    feature_dtype: FeatureDtype,
     episodes: VecDeque<EpisodeRecord>,
     num_transitions: usize,
 }
 
 impl ReplayBuffer {
     /// Holds about `capacity` transitions of (3·h·w)-byte frames and `action_dim` actions;
-    /// `feature_dim` > 0 keeps that many features per observation (the feature cache).
-    pub fn new(capacity: usize, frame_len: usize, action_dim: usize, feature_dim: usize) -> Self {
+    /// `feature_dim` > 0 keeps that many features per observation (the feature cache) as
+    /// `feature_dtype`.
+    pub fn new(
+        capacity: usize,
+        frame_len: usize,
+        action_dim: usize,
+        feature_dim: usize,
+        feature_dtype: FeatureDtype,
+    ) -> Self {
         Self {
             capacity,
             frame_len,
             action_dim,
             feature_dim,
+            feature_dtype,
             episodes: VecDeque::new(),
             num_transitions: 0,
         }
@@ -130,7 +142,7 @@ impl ReplayBuffer {
             frames: first_frame.to_vec(),
             actions: Vec::new(),
             rewards: Vec::new(),
-            features: Vec::new(),
+            features: CachedFeatures::new(self.feature_dtype),
             frame_len: self.frame_len,
         });
         Ok(())
@@ -173,8 +185,13 @@ impl ReplayBuffer {
                 episode.features.len() / dim.max(1)
             )));
         }
-        episode.features.extend_from_slice(features);
-        Ok(())
+        episode.features.extend(features)
+    }
+
+    /// Features of the current episode's newest observation (feature cache), as f32.
+    pub fn latest_features(&self) -> Option<Vec<f32>> {
+        let episode = self.episodes.back()?;
+        (self.feature_dim > 0 && !episode.features.is_empty()).then(|| episode.features.last(self.feature_dim))
     }
 
     /// The stacked observation O_t of the current episode's newest frame (9, h, w): what the
@@ -239,10 +256,12 @@ impl ReplayBuffer {
                         t + 1
                     )));
                 }
-                out.obs_features
-                    .extend_from_slice(&episode.features[t * dim..(t + 1) * dim]);
-                out.next_obs_features
-                    .extend_from_slice(&episode.features[(t + 1) * dim..(t + 2) * dim]);
+                episode
+                    .features
+                    .read_into(t * dim..(t + 1) * dim, &mut out.obs_features);
+                episode
+                    .features
+                    .read_into((t + 1) * dim..(t + 2) * dim, &mut out.next_obs_features);
             } else {
                 stack_frames(episode, stack_indices(t), &mut out.obs[i * obs_len..(i + 1) * obs_len]);
                 stack_frames(
@@ -274,7 +293,7 @@ impl ReplayBuffer {
                 frames,
                 actions,
                 rewards,
-                features: Vec::new(),
+                features: CachedFeatures::new(self.feature_dtype),
                 frame_len: self.frame_len,
             };
             if record.frames.len() % self.frame_len != 0
@@ -306,7 +325,7 @@ impl ReplayBuffer {
     }
 
     /// Appends features to episode `e` (after [`ReplayBuffer::observations_without_features`]).
-    pub fn fill_features(&mut self, e: usize, features: &[f32]) {
-        self.episodes[e].features.extend_from_slice(features);
+    pub fn fill_features(&mut self, e: usize, features: &[f32]) -> Result<()> {
+        self.episodes[e].features.extend(features)
     }
 }

@@ -101,10 +101,14 @@ pub(super) fn check_resumable(file: &SafetensorsFile, stage: &Stage, spec: &Loop
     let saved =
         (stage.saved_resume_key)(file.meta(run_dir::meta::CONFIG)?).map_err(|e| err(format!("its config: {e}")))?;
     if saved != stage.resume_key {
-        return Err(err(
-            "was written with a different config (only run.num_train_frames and run.checkpoint_every_frames may change on resume)"
-                .to_string(),
-        ));
+        let fields = crate::config::differing_fields(&saved, &stage.resume_key);
+        return Err(err(format!(
+            "was written with a different config ({}; only run.num_train_frames and run.checkpoint_every_frames may change on resume)",
+            match fields.is_empty() {
+                true => "its settings differ".to_string(),
+                false => format!("checkpoint vs now: {}", fields.join(", ")),
+            }
+        )));
     }
     if file.meta(key::TASK)? != spec.task.name() {
         return Err(err(format!(
@@ -181,7 +185,7 @@ impl<A: Agent> Workspace<A> {
                 let obs = self.replay.observations_without_features(e);
                 let flat: Vec<u8> = obs.concat();
                 let h = self.encode(&flat, obs.len())?.flatten_all()?.to_vec1::<f32>()?;
-                self.replay.fill_features(e, &h);
+                self.replay.fill_features(e, &h)?;
             }
         }
         self.step = number(key::STEP)?;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{self, StageConfig};
 use crate::env::RenderQuality;
-use crate::rl::SacConfig;
+use crate::rl::{FeatureDtype, SacConfig};
 use crate::{Error, Result};
 
 /// A count of frames: env steps, i.e. agent steps × action repeat (docs/design.md §8).
@@ -199,6 +199,9 @@ pub struct ReplayConfig {
     /// augmentation: much faster on a CPU, and a deviation from the paper's protocol that
     /// every result records (false).
     pub feature_cache: bool,
+    /// How the cache stores features: "f32" (as encoded), or "f16" (half the memory, each value
+    /// rounded to the nearest half; BENCHMARKS.md compares the two). A resumed run keeps its own.
+    pub feature_cache_dtype: FeatureDtype,
 }
 
 impl Default for ReplayConfig {
@@ -207,6 +210,7 @@ impl Default for ReplayConfig {
             capacity: 40_000,
             random_shift_pad: 4,
             feature_cache: false,
+            feature_cache_dtype: FeatureDtype::F32,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::step_times::StepTimes;
 use crate::objectives::UpdateMetrics;
 
 /// `eval.csv`'s columns (DrQ-v2's).
@@ -40,6 +41,9 @@ pub struct EpisodeLog {
     /// Updates in the episode (0 during the seed frames).
     #[serde(rename = "train/num_updates")]
     pub num_updates: u64,
+    /// Where the episode's wall-clock went (`time/<part>_s`).
+    #[serde(flatten)]
+    pub times: StepTimes,
 }
 
 /// `lfs train`: the auxiliary objective's mean loss and mean N (synthetic pairs in its batch)

@@ -18,6 +18,7 @@ mod checkpoint;
 pub mod config;
 mod logs;
 mod representation;
+mod step_times;
 pub mod value_comparison;
 mod workspace;
 
@@ -30,6 +31,7 @@ pub use logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow, TrainLine, EVAL_HEADER};
 pub use representation::{
     CriticFeatures, EncoderChoice, EncoderProvenance, FrozenFeatures, Representation, RepresentationState,
 };
+pub use step_times::StepTimes;
 pub use value_comparison::ValueComparison;
 
 use crate::env::{RenderQuality, Task};
@@ -304,6 +306,7 @@ fn write_provenance<A: Agent>(out_dir: &Path, ws: &Workspace<A>, render_source: 
         "render_quality": ws.render_quality.name(),
         "render_quality_from": render_source.name(),
         "feature_cache": ws.stage.sac.replay.feature_cache,
+        "feature_cache_dtype": ws.stage.sac.replay.feature_cache.then_some(ws.stage.sac.replay.feature_cache_dtype.name()),
         "seed": ws.stage.sac.run.seed,
         "version": env!("CARGO_PKG_VERSION"),
     });

@@ -15,6 +15,7 @@ use super::agent::{Agent, AgentUpdate, EpisodeSums};
 use super::config::Frames;
 use super::logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow};
 use super::representation::{CriticFeatures, Representation};
+use super::step_times::StepTimes;
 use super::value_comparison::ValueComparison;
 use super::{LoopSpec, Stage};
 use crate::data::RandomShift;
@@ -85,6 +86,8 @@ pub(super) struct EpisodeState<A: Agent> {
     sums: A::Sums,
     /// The auxiliary updates' metrics (`lfs train`).
     aux: Vec<UpdateMetrics>,
+    /// Where its steps' time went.
+    times: StepTimes,
 }
 
 pub(super) enum StepOutcome<A: Agent> {
@@ -119,7 +122,13 @@ impl<A: Agent> Workspace<A> {
         let agent = A::new(cfg, repr, action_dim, &device, &mut rng)?;
         let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
         Ok(Self {
-            replay: ReplayBuffer::new(cfg.replay.capacity, FRAME_BYTES, action_dim, feature_dim),
+            replay: ReplayBuffer::new(
+                cfg.replay.capacity,
+                FRAME_BYTES,
+                action_dim,
+                feature_dim,
+                cfg.replay.feature_cache_dtype,
+            ),
             shift: RandomShift {
                 pad: cfg.replay.random_shift_pad,
             },
@@ -156,8 +165,13 @@ impl<A: Agent> Workspace<A> {
     fn command(&mut self, slot: usize, command: EnvCommand) -> Result<std::result::Result<TimeStep, String>> {
         let mut commands = vec![None, None];
         commands[slot] = Some(command);
-        let mut replies = self.pool.execute(&commands)?;
-        match replies.swap_remove(slot) {
+        let reply = self.pool.execute(&commands)?.swap_remove(slot);
+        self.reply(reply)
+    }
+
+    /// A slot's reply: its time step, or why the episode was lost.
+    fn reply(&self, reply: PoolReply) -> Result<std::result::Result<TimeStep, String>> {
+        match reply {
             PoolReply::Ready(step) => Ok(Ok(step)),
             PoolReply::Broken(error) => Ok(Err(error.to_string())),
             PoolReply::Idle => Err(Error::Env {
@@ -186,6 +200,7 @@ impl<A: Agent> Workspace<A> {
             start: Instant::now(),
             sums: A::Sums::default(),
             aux: Vec::new(),
+            times: StepTimes::default(),
         })
     }
 
@@ -207,22 +222,20 @@ impl<A: Agent> Workspace<A> {
 
     /// The features the agent acts on: (1, repr).
     fn latest_features(&self) -> Result<Tensor> {
-        if self.stage.sac.replay.feature_cache {
-            if let Some(episode) = self.replay.episodes().back() {
-                let repr = self.representation.repr_dim();
-                let h = &episode.features[episode.features.len() - repr..];
-                return Ok(Tensor::from_slice(h, (1, repr), &self.device)?);
-            }
+        if let Some(h) = self.replay.latest_features() {
+            return Ok(Tensor::from_vec(h, (1, self.representation.repr_dim()), &self.device)?);
         }
         self.encode(&self.latest_observation()?, 1)
     }
 
-    /// Choose, update (the auxiliary objective first, for `lfs train`), step, store.
+    /// Choose, send the step, update (the auxiliary objective first, for `lfs train`), read
+    /// the step's reply, store.
     pub(super) fn agent_step(
         &mut self,
         mut state: EpisodeState<A>,
         aux_log: Option<&mut MetricsLog>,
     ) -> Result<StepOutcome<A>> {
+        let step_start = Instant::now();
         let seed_steps = self
             .stage
             .sac
@@ -237,12 +250,17 @@ impl<A: Agent> Workspace<A> {
             let h = self.latest_features()?;
             self.agent.act(&h, true, &mut self.rng)?
         };
+        let mut lap = StepTimes::lap(&mut state.times.act, step_start);
+        let mut commands = vec![None, None];
+        commands[TRAIN] = Some(EnvCommand::Step { action: action.clone() });
+        let in_flight = self.pool.submit(&commands)?;
         if self.step >= seed_steps {
             let TrainingBatch {
                 sac: batch,
                 aux,
                 critic,
-            } = self.batch()?;
+            } = self.batch(&mut state.times)?;
+            lap = Instant::now();
             if let Some(aux) = &aux {
                 state.aux.push(aux.clone());
                 if let Some(log) = aux_log {
@@ -259,17 +277,22 @@ impl<A: Agent> Workspace<A> {
                 self.representation.critic_step(&features, &dh)?;
             }
             state.sums.add(&metrics);
+            lap = StepTimes::lap(&mut state.times.update, lap);
         }
-        let step = match self.command(TRAIN, EnvCommand::Step { action: action.clone() })? {
+        let reply = self.pool.collect(in_flight)?.swap_remove(TRAIN);
+        lap = StepTimes::lap(&mut state.times.env_wait, lap);
+        let step = match self.reply(reply)? {
             Ok(step) => step,
             Err(error) => return Ok(StepOutcome::Lost(error)),
         };
         self.replay
             .add(&action, step.reward as f32, &env_frame_to_chw(&step.frame))?;
         self.cache_latest_features()?;
+        StepTimes::lap(&mut state.times.store, lap);
         self.step += 1;
         state.reward += step.reward;
         state.length += 1;
+        StepTimes::lap(&mut state.times.step, step_start);
         if !step.last {
             return Ok(StepOutcome::Continue(state));
         }
@@ -282,6 +305,7 @@ impl<A: Agent> Workspace<A> {
             episode_length: state.length,
             fps: Frames::from_steps(state.length, self.stage.sac.env.action_repeat).0 as f64 / seconds,
             num_updates: state.sums.count(),
+            times: state.times,
         };
         Ok(StepOutcome::Finished(log, state.sums.mean(), AuxMeans::of(&state.aux)))
     }
@@ -289,10 +313,13 @@ impl<A: Agent> Workspace<A> {
     /// A training batch: shifted and encoded pixels, or cached features. With an online
     /// encoder, its objective first takes one update on the batch's transitions (Algorithm 1),
     /// and the batch is encoded by the updated encoder.
-    fn batch(&mut self) -> Result<TrainingBatch> {
+    fn batch(&mut self, times: &mut StepTimes) -> Result<TrainingBatch> {
         let n = self.agent.batch_size();
+        let start = Instant::now();
         let mut t = self.replay.sample(n, &mut self.rng)?;
+        let lap = StepTimes::lap(&mut times.sample, start);
         let aux = self.aux_update(&t)?;
+        let lap = StepTimes::lap(&mut times.aux, lap);
         let mut critic = None;
         let (obs, next_obs) = if self.stage.sac.replay.feature_cache {
             let repr = self.representation.repr_dim();
@@ -316,6 +343,7 @@ impl<A: Agent> Workspace<A> {
             };
             (obs, self.encode(&t.next_obs, n)?)
         };
+        StepTimes::lap(&mut times.encode_batch, lap);
         let sac = SacBatch {
             obs,
             action: Tensor::from_vec(t.action, (n, self.action_dim), &self.device)?,

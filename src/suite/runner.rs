@@ -233,6 +233,36 @@ pub struct PoolSummary {
     pub busy: usize,
 }
 
+/// Cores a cell's environment workers take beside its threads: the training worker simulates
+/// and renders while the agent updates (about 0.1 of a core at fast rendering, 0.4 at default,
+/// BENCHMARKS.md "Environments"), the evaluation worker between updates.
+const ENV_WORKER_CORES: f64 = 0.5;
+
+/// Threads a cell gets by default when the suite does not pin them.
+const DEFAULT_CELL_THREADS: usize = 2;
+
+/// How many cells run at once, and with how many threads each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolShape {
+    pub jobs: usize,
+    pub threads_per_cell: usize,
+}
+
+impl PoolShape {
+    /// `jobs` (-j) and `threads_per_cell` (the suite's) where given; otherwise as many cells as
+    /// fit on `cores` without oversubscribing them (each: its threads plus
+    /// [`ENV_WORKER_CORES`]), at least one, and the cores divided among them.
+    pub fn choose(cores: usize, jobs: Option<usize>, threads_per_cell: Option<usize>, cells: usize) -> PoolShape {
+        let cores = cores.max(1);
+        let jobs = jobs.unwrap_or_else(|| {
+            let threads = threads_per_cell.unwrap_or(DEFAULT_CELL_THREADS).min(cores) as f64;
+            ((cores as f64 / (threads + ENV_WORKER_CORES)).floor() as usize).max(1)
+        });
+        let threads_per_cell = threads_per_cell.unwrap_or((cores / jobs.min(cells.max(1))).max(1));
+        PoolShape { jobs, threads_per_cell }
+    }
+}
+
 /// Runs every unfinished cell of the suite at `suite_path` in up to `jobs` child processes
 /// (`<this executable> suite run <suite> --out <out> --job-index I`), each with its output in
 /// its cell's `log.txt`. Children die with the pool (`PR_SET_PDEATHSIG`), so a killed pool
@@ -241,10 +271,10 @@ pub fn run_pool(
     suite_path: &Path,
     suite: &SuiteFile,
     out: &Path,
-    jobs: usize,
+    jobs: Option<usize>,
     on_event: &mut dyn FnMut(PoolEvent),
 ) -> Result<PoolSummary> {
-    if jobs == 0 {
+    if jobs == Some(0) {
         return Err(Error::Config("-j must be >= 1".into()));
     }
     prepare(suite, out)?;
@@ -260,9 +290,10 @@ pub fn run_pool(
         }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = suite
-        .threads_per_cell
-        .unwrap_or((cores / jobs.min(todo.len().max(1))).max(1));
+    let PoolShape {
+        jobs,
+        threads_per_cell: threads,
+    } = PoolShape::choose(cores, jobs, suite.threads_per_cell, todo.len());
     on_event(PoolEvent::Started {
         todo: todo.len(),
         done: summary.done,
@@ -414,4 +445,26 @@ fn describe(status: ExitStatus) -> String {
 /// elsewhere.
 pub fn absolute(path: &Path) -> Result<PathBuf> {
     std::path::absolute(path).map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PoolShape;
+
+    #[test]
+    fn the_default_pool_does_not_oversubscribe_the_cores() {
+        let shape = |cores, jobs, threads, cells| {
+            let s = PoolShape::choose(cores, jobs, threads, cells);
+            (s.jobs, s.threads_per_cell)
+        };
+        // 2 cores: one cell of 2 threads (two would need 2 × 2.5 cores).
+        assert_eq!(shape(2, None, None, 24), (1, 2));
+        // 16 cores: 6 cells of 2 threads and their workers (15 cores).
+        assert_eq!(shape(16, None, None, 100), (6, 2));
+        // pinned threads count as given; -j as given, the cores divided among the cells.
+        assert_eq!(shape(8, None, Some(1), 100), (5, 1));
+        assert_eq!(shape(2, Some(2), None, 24), (2, 1));
+        assert_eq!(shape(2, Some(2), None, 1), (2, 2));
+        assert_eq!(shape(1, None, None, 3), (1, 1));
+    }
 }
