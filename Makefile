@@ -239,14 +239,15 @@ bench-e2e:
 	python3 eval/bench/compare.py --suite e2e --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_E2E_PLAN) --repeats 2
 
 # ---- Benchmark suite (issue 12) ----------------------------------------------------------
-# make suite [SUITE=eval/suites/mini.toml] [JOBS=2]: every unfinished cell of the suite in a
+# make suite [SUITE=eval/suites/mini.toml] [JOBS=N]: every unfinished cell of the suite in a
 # local pool (resumes, retries failed cells), then the report, into runs/suite-<name>/.
 # On a SLURM cluster: lfs suite sbatch $(SUITE) --out <dir> ... (eval/suites/README.md).
 SUITE ?= eval/suites/tiny.toml
 SUITE_OUT ?= runs/suite-$(basename $(notdir $(SUITE)))
-JOBS ?= 2
-suite: setup build ## [SUITE=eval/suites/tiny.toml JOBS=2] a benchmark suite and its report
-	$(LFS) suite run $(SUITE) --out $(SUITE_OUT) -j $(JOBS)
+# JOBS unset: lfs picks (one cell per core, one thread each; BENCHMARKS.md, issue 30).
+JOBS ?=
+suite: setup build ## [SUITE=eval/suites/tiny.toml JOBS=N] a benchmark suite and its report
+	$(LFS) suite run $(SUITE) --out $(SUITE_OUT) $(if $(JOBS),-j $(JOBS))
 	$(LFS) report $(SUITE_OUT) --out $(SUITE_OUT)/report
 
 # ---- The reduced-scale study (issue 16, docs/study-mini.md) ---------------------------------
@@ -258,5 +259,5 @@ study-mini: setup build ## the reduced-scale study (about 6.5 hours)
 
 # The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a
 # report in runs/suite-tiny/report/: a few minutes; CI runs it.
-suite-tiny: pretrain ## make pretrain, then the tiny suite at -j 2 and its report (CI runs it)
+suite-tiny: pretrain ## make pretrain, then the tiny suite (a cell per core) and its report (CI runs it)
 	$(MAKE) suite SUITE=eval/suites/tiny.toml

@@ -31,9 +31,8 @@ pub enum SuiteCommand {
         /// Output directory: cells/<index>-<encoder>-<task>-s<seed>/ per cell.
         #[arg(long)]
         out: PathBuf,
-        /// Cells run at once by the local pool. Default: as many as the cores hold without
-        /// oversubscribing them, each cell counted as its threads plus half a core for its
-        /// environment workers (1 on 2 cores with 2 threads a cell); the first line says.
+        /// Cells run at once by the local pool. Default: one per core (per `threads_per_cell`
+        /// cores when the suite pins threads), each with one thread; the first line says.
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
         /// Run this cell only, in this process.

@@ -233,14 +233,6 @@ pub struct PoolSummary {
     pub busy: usize,
 }
 
-/// Cores a cell's environment workers take beside its threads: the training worker simulates
-/// and renders while the agent updates (about 0.1 of a core at fast rendering, 0.4 at default,
-/// BENCHMARKS.md "Environments"), the evaluation worker between updates.
-const ENV_WORKER_CORES: f64 = 0.5;
-
-/// Threads a cell gets by default when the suite does not pin them.
-const DEFAULT_CELL_THREADS: usize = 2;
-
 /// How many cells run at once, and with how many threads each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolShape {
@@ -249,15 +241,14 @@ pub struct PoolShape {
 }
 
 impl PoolShape {
-    /// `jobs` (-j) and `threads_per_cell` (the suite's) where given; otherwise as many cells as
-    /// fit on `cores` without oversubscribing them (each: its threads plus
-    /// [`ENV_WORKER_CORES`]), at least one, and the cores divided among them.
+    /// `jobs` (-j) and `threads_per_cell` (the suite's) where given. Otherwise one cell per
+    /// core, one thread each (or per `threads_per_cell` threads): on 2 cores two 1-thread cells
+    /// finish 1.6× the cells per hour of one 2-thread cell, their workers included (BENCHMARKS.md,
+    /// issue 30), since an update gains little from a second thread. Threads not pinned: the
+    /// cores divided among the cells that run at once.
     pub fn choose(cores: usize, jobs: Option<usize>, threads_per_cell: Option<usize>, cells: usize) -> PoolShape {
         let cores = cores.max(1);
-        let jobs = jobs.unwrap_or_else(|| {
-            let threads = threads_per_cell.unwrap_or(DEFAULT_CELL_THREADS).min(cores) as f64;
-            ((cores as f64 / (threads + ENV_WORKER_CORES)).floor() as usize).max(1)
-        });
+        let jobs = jobs.unwrap_or((cores / threads_per_cell.unwrap_or(1).max(1)).max(1));
         let threads_per_cell = threads_per_cell.unwrap_or((cores / jobs.min(cells.max(1))).max(1));
         PoolShape { jobs, threads_per_cell }
     }
@@ -452,17 +443,18 @@ mod tests {
     use super::PoolShape;
 
     #[test]
-    fn the_default_pool_does_not_oversubscribe_the_cores() {
+    fn the_default_pool_runs_a_cell_per_core() {
         let shape = |cores, jobs, threads, cells| {
             let s = PoolShape::choose(cores, jobs, threads, cells);
             (s.jobs, s.threads_per_cell)
         };
-        // 2 cores: one cell of 2 threads (two would need 2 × 2.5 cores).
-        assert_eq!(shape(2, None, None, 24), (1, 2));
-        // 16 cores: 6 cells of 2 threads and their workers (15 cores).
-        assert_eq!(shape(16, None, None, 100), (6, 2));
-        // pinned threads count as given; -j as given, the cores divided among the cells.
-        assert_eq!(shape(8, None, Some(1), 100), (5, 1));
+        // One cell per core, one thread each; fewer cells than cores share them out.
+        assert_eq!(shape(2, None, None, 24), (2, 1));
+        assert_eq!(shape(16, None, None, 100), (16, 1));
+        assert_eq!(shape(2, None, None, 1), (2, 2));
+        // Pinned threads count as given; -j as given, the cores divided among the cells.
+        assert_eq!(shape(8, None, Some(2), 100), (4, 2));
+        assert_eq!(shape(8, None, Some(3), 100), (2, 3));
         assert_eq!(shape(2, Some(2), None, 24), (2, 1));
         assert_eq!(shape(2, Some(2), None, 1), (2, 2));
         assert_eq!(shape(1, None, None, 3), (1, 1));
