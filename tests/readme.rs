@@ -118,7 +118,7 @@ const STEPS: &[Step] = &[
         TRAIN_BUDGET,
     ),
     Step {
-        written: "target/release/lfs suite run eval/suites/mini.toml --out runs/suite-mini -j 2",
+        written: "target/release/lfs suite run eval/suites/mini.toml --out runs/suite-mini",
         walk: Walk::UntilFirstCell,
     },
     run("target/release/lfs suite status runs/suite-mini", ""),
