@@ -158,6 +158,21 @@ struct CellSpec {
 }
 
 impl CellSpec {
+    /// A done cell at the suites' common settings: 10K frames, fast rendering, the f32 feature
+    /// cache of a config that predates `feature_cache_dtype`.
+    fn done(encoder: &'static str, task: &'static str, seed: u64) -> Self {
+        CellSpec {
+            encoder,
+            task,
+            seed,
+            state: "done",
+            num_train_frames: 10_000,
+            render_quality: "fast",
+            feature_cache: true,
+            feature_cache_dtype: None,
+        }
+    }
+
     fn name(&self) -> String {
         format!("{}-{}-s{}", self.encoder, self.task, self.seed)
     }
@@ -249,16 +264,7 @@ fn suite_specs() -> Vec<CellSpec> {
     for encoder in ["random", "lfs"] {
         for task in ["cartpole_swingup", "walker_stand", "finger_spin"] {
             for seed in 1..=3 {
-                specs.push(CellSpec {
-                    encoder,
-                    task,
-                    seed,
-                    state: "done",
-                    num_train_frames: 10_000,
-                    render_quality: "fast",
-                    feature_cache: true,
-                    feature_cache_dtype: None,
-                });
+                specs.push(CellSpec::done(encoder, task, seed));
             }
         }
     }
@@ -1001,16 +1007,7 @@ fn probes_beside_sac_returns() {
     for encoder in ["random", "atc", "lfs"] {
         for task in ["cartpole_swingup", "walker_stand", "finger_spin"] {
             for seed in 1..=2 {
-                specs.push(CellSpec {
-                    encoder,
-                    task,
-                    seed,
-                    state: "done",
-                    num_train_frames: 10_000,
-                    render_quality: "fast",
-                    feature_cache: true,
-                    feature_cache_dtype: None,
-                });
+                specs.push(CellSpec::done(encoder, task, seed));
             }
         }
     }
@@ -1198,16 +1195,7 @@ fn probe_bound_to_a_row_by_name() {
     let mut specs = Vec::new();
     for encoder in ["random", "lfs"] {
         for seed in 1..=2 {
-            specs.push(CellSpec {
-                encoder,
-                task: "cartpole_swingup",
-                seed,
-                state: "done",
-                num_train_frames: 10_000,
-                render_quality: "fast",
-                feature_cache: true,
-                feature_cache_dtype: None,
-            });
+            specs.push(CellSpec::done(encoder, "cartpole_swingup", seed));
         }
     }
     let suite = write_suite("report-probe-bound", &specs);
