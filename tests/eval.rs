@@ -41,7 +41,7 @@ fn bad_input_is_refused_by_name_with_nothing_written() {
     let garbage = dir.path().join("encoder.safetensors");
     std::fs::write(&garbage, b"not a safetensors file").unwrap();
     let garbage = garbage.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["--encoder", "random", "--task", "walker_fly"],
             "unknown task \"walker_fly\"",
@@ -71,6 +71,17 @@ fn bad_input_is_refused_by_name_with_nothing_written() {
                 "agent.batch_size=0",
             ],
             "agent.batch_size must be >= 1",
+        ),
+        (
+            &[
+                "--encoder",
+                "random",
+                "--task",
+                "cartpole_swingup",
+                "--set",
+                "replay.feature_cache_dtype=\"bf16\"",
+            ],
+            "unknown variant `bf16`, expected `f32` or `f16`",
         ),
     ];
     for (args, expected) in cases {
