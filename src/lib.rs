@@ -31,6 +31,7 @@ pub mod rl_loop;
 pub mod run_dir;
 pub mod shards;
 pub mod suite;
+pub mod tensorboard;
 pub mod train;
 pub mod video;
 

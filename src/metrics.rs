@@ -2,19 +2,30 @@
 //! `step` ([`MetricsLog`]), and CSV tables whose rows start with an integer key ([`CsvLog`],
 //! `eval.csv`). Updates return a metrics struct and the loop writes it here (algorithm code never
 //! prints). On resume a log is cut back to the checkpoint's step or frame, so a resumed run's
-//! logs equal an uninterrupted one's.
+//! logs equal an uninterrupted one's. A JSONL log may be mirrored into the run's TensorBoard
+//! event file ([`Mirror`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::tensorboard::SharedEventFile;
 use crate::{Error, Result};
 
 /// Appends metrics to a JSONL file.
 pub struct MetricsLog {
     path: PathBuf,
     file: std::fs::File,
+    mirror: Option<Mirror>,
+}
+
+/// Where a JSONL log's lines also go: the run's TensorBoard event file, each line's numbers at
+/// the value of its field `x` (`step`, or `train/frame` where DrQ-v2 logs against frames; the
+/// line's own `step` counter is then left out, as the x replaces it).
+pub struct Mirror {
+    pub events: SharedEventFile,
+    pub x: &'static str,
 }
 
 impl MetricsLog {
@@ -35,13 +46,32 @@ impl MetricsLog {
         Ok(Self {
             path: path.to_path_buf(),
             file,
+            mirror: None,
         })
     }
 
-    /// Appends one record; it must serialise to a JSON object with a `step`.
+    /// The same log, its lines also written to `mirror` (none: JSONL only).
+    pub fn mirrored(self, mirror: Option<Mirror>) -> Self {
+        Self { mirror, ..self }
+    }
+
+    /// Appends one record; it must serialise to a JSON object with a `step` (and the mirror's
+    /// `x`).
     pub fn write<M: Serialize>(&mut self, metrics: &M) -> Result<()> {
         let line = serde_json::to_string(metrics)?;
-        writeln!(self.file, "{line}").map_err(|e| Error::checkpoint(&self.path, format!("metrics log: {e}")))
+        writeln!(self.file, "{line}").map_err(|e| Error::checkpoint(&self.path, format!("metrics log: {e}")))?;
+        if let Some(mirror) = &self.mirror {
+            // Parsed back from the line, so TensorBoard shows exactly what the JSONL holds.
+            let value: serde_json::Value = serde_json::from_str(&line)?;
+            let x = value.get(mirror.x).and_then(|x| x.as_u64()).ok_or_else(|| {
+                Error::checkpoint(
+                    &self.path,
+                    format!("metrics log: a line without an integer `{}`", mirror.x),
+                )
+            })?;
+            mirror.events.borrow_mut().write_json(x, &value, &[mirror.x, "step"])?;
+        }
+        Ok(())
     }
 }
 

@@ -197,3 +197,19 @@ pub fn run_results(dir: &Path) -> (Vec<String>, Vec<serde_json::Value>) {
         .collect();
     (rows, train)
 }
+
+/// Checks a run folder's TensorBoard event file against its own logs with TensorBoard's reader
+/// (eval/check_tensorboard.py): every number of the logs, at its x, once.
+pub fn check_tensorboard(run: &Path) {
+    let out = Command::new(python())
+        .arg(repo().join("eval/check_tensorboard.py"))
+        .arg(run)
+        .output()
+        .expect("run eval/check_tensorboard.py");
+    assert!(
+        out.status.success(),
+        "{}: TensorBoard's events differ from the logs:\n{}",
+        run.display(),
+        output_text(&out)
+    );
+}

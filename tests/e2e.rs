@@ -311,6 +311,9 @@ fn killed_run_resumes_to_the_same_results(extra: &[&str], encoder_id: &str, obje
     assert!(result.status.success(), "{said}");
     assert!(said.contains("resuming at frame 1000"), "{said}");
     assert_eq!(run_results(&killed), run_results(&whole));
+    // TensorBoard's copy of each (with aux.jsonl's updates): every point once.
+    crate::common::check_tensorboard(&whole);
+    crate::common::check_tensorboard(&killed);
     if objective {
         assert_eq!(aux_lines(&killed), aux_lines(&whole));
         let values = |dir: &Path| -> serde_json::Value {

@@ -155,6 +155,9 @@ fn a_killed_run_resumes_to_the_same_results() {
     assert!(result.status.success(), "{said}");
     assert!(said.contains("resuming at frame"), "{said}");
     assert_eq!(results(&killed), results(&whole), "killed after {before:?}");
+    // TensorBoard's copy of each: every evaluation and episode once, after two kills too.
+    crate::common::check_tensorboard(&whole);
+    crate::common::check_tensorboard(&killed);
     let (rows, episodes) = results(&whole);
     assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 1500, 3000
     assert_eq!(episodes.len(), 3);

@@ -790,4 +790,22 @@ fn runs_killed_mid_update_and_mid_checkpoint_resume_to_the_uninterrupted_result(
         assert!(va == vb, "{k} differs after the killed runs");
     }
     assert_eq!(timeless(read_metrics(&full)), timeless(read_metrics(&cut)));
+    // TensorBoard's copy of each (issue 33): every update once, after three kills too.
+    crate::common::check_tensorboard(&full);
+    crate::common::check_tensorboard(&cut);
+    // Turned off, no event file; the switch may change on resume.
+    let off = dir.path().join("off");
+    let mut cmd = kill_test_pretrain(&dataset, &off);
+    assert!(cmd
+        .args(["--set", "run.num_updates=2", "--set", "run.tensorboard=false"])
+        .status()
+        .unwrap()
+        .success());
+    assert!(!off.join(lfs::tensorboard::EVENTS_FILE).exists());
+    assert!(kill_test_pretrain(&dataset, &off)
+        .args(["--set", "run.num_updates=4"])
+        .status()
+        .unwrap()
+        .success());
+    assert!(off.join(lfs::tensorboard::EVENTS_FILE).exists());
 }

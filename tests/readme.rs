@@ -21,6 +21,8 @@ enum Walk {
     /// Started as written, stopped once its first cell has begun (`lfs suite run` of a suite of
     /// day-long cells).
     UntilFirstCell,
+    /// Started as written, stopped once it serves the walk's runs (TensorBoard, a server).
+    UntilServing,
     /// Not run here, and why.
     Skip(&'static str),
 }
@@ -130,6 +132,10 @@ const STEPS: &[Step] = &[
         "target/release/lfs report results/study-mini --out runs/report-study-mini",
         "",
     ),
+    Step {
+        written: ".venv/bin/tensorboard --logdir runs/",
+        walk: Walk::UntilServing,
+    },
 ];
 
 /// `make eval`'s and `make train`'s SET: the budgets above.
@@ -297,10 +303,69 @@ fn the_readme_walk_through_runs_as_written() {
                 child.kill().unwrap();
                 child.wait().unwrap();
             }
+            Walk::UntilServing => tensorboard_serves_the_runs(&dir, step.written),
         }
         eprintln!("{}: {:.0} s", step.written, started.elapsed().as_secs_f64());
         check_after(&dir, step.written);
     }
+}
+
+/// Starts TensorBoard as written and waits until it lists the walk's pre-training, eval and
+/// train runs and serves a pre-training run's loss and an eval run's returns, then stops it.
+fn tensorboard_serves_the_runs(dir: &Path, written: &str) {
+    let log = dir.join("tensorboard.log");
+    let mut child = bash(dir, &format!("{} > tensorboard.log 2>&1", shell_line(written, "")))
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for(&mut child, 120, "TensorBoard's address", || {
+        said().contains("http://localhost:")
+    });
+    let text = said();
+    let port: u16 = text
+        .split("http://localhost:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in TensorBoard's output: {text}"));
+    // GET a JSON endpoint of the running server (Python's urllib: no HTTP client in the tests).
+    let get = |path: &str| -> Option<serde_json::Value> {
+        let out = Command::new(crate::common::python())
+            .args([
+                "-c",
+                "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())",
+            ])
+            .arg(format!("http://localhost:{port}{path}"))
+            .output()
+            .ok()?;
+        serde_json::from_slice(&out.stdout).ok()
+    };
+    let wanted = ["tiny", "eval/walker_walk/1", "train/walker_stand/1"];
+    let lists_them = || {
+        get("/data/runs").is_some_and(|runs| {
+            wanted
+                .iter()
+                .all(|w| runs.as_array().is_some_and(|a| a.iter().any(|r| r == w)))
+        })
+    };
+    wait_for(&mut child, 120, "TensorBoard listing the runs", lists_them);
+    for (run, tag) in [("tiny", "pretrain/loss"), ("eval/walker_walk/1", "eval/episode_reward")] {
+        let points = get(&format!(
+            "/data/plugin/scalars/scalars?run={}&tag={}",
+            run.replace('/', "%2F"),
+            tag.replace('/', "%2F")
+        ));
+        assert!(
+            points
+                .as_ref()
+                .and_then(|p| p.as_array())
+                .is_some_and(|p| !p.is_empty()),
+            "{run} {tag}: {points:?}\n{}",
+            said()
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 /// What a step must have left behind, beyond exit 0.

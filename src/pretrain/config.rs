@@ -49,6 +49,9 @@ pub struct RunConfig {
     pub batch_size: usize,
     /// Write a checkpoint every this many updates (and always after the last one).
     pub checkpoint_every_updates: u64,
+    /// Also write `metrics.jsonl`'s numbers as TensorBoard scalars into the run directory
+    /// (`events.out.tfevents.lfs`, x = update). May change on resume.
+    pub tensorboard: bool,
 }
 
 impl Default for RunConfig {
@@ -59,6 +62,7 @@ impl Default for RunConfig {
             num_updates: 60_000,
             batch_size: 512,
             checkpoint_every_updates: 1000,
+            tensorboard: true,
         }
     }
 }
@@ -123,12 +127,13 @@ impl PretrainConfig {
     }
 
     /// The settings a resumed run must share with its checkpoint: everything except the run
-    /// length and checkpoint cadence (which may be extended), the collapse monitor and the
-    /// online probe.
+    /// length and checkpoint cadence (which may be extended), the TensorBoard switch, the
+    /// collapse monitor and the online probe.
     pub fn resume_key(&self) -> Result<String> {
         let mut c = self.clone();
         c.run.num_updates = 0;
         c.run.checkpoint_every_updates = 0;
+        c.run.tensorboard = true;
         c.collapse = CollapseConfig::default();
         c.probe = OnlineProbeConfig::default();
         c.to_toml()

@@ -13,13 +13,14 @@ use crate::data::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNT
 use crate::data::{episode_lengths, TaskEpisodeLengths};
 use crate::data::{PairSampler, SamplerConfig};
 use crate::fsutil::write_bytes_atomic;
-use crate::metrics::MetricsLog;
+use crate::metrics::{MetricsLog, Mirror};
 use crate::nn::checkpoint;
 use crate::nn::checkpoint::{THIS_VERSION, VERSION_KEY};
 use crate::objectives::{Trainer, UpdateMetrics};
 use crate::probe::online::{OnlineProbe, ProbeLine};
 use crate::run_dir::{self, kind};
 use crate::shards::{Dataset, Episode, RenderQualities};
+use crate::tensorboard::EventFile;
 use crate::{Error, Result};
 
 /// File names inside a run directory (the run folder's contract: [`crate::run_dir`]).
@@ -70,7 +71,7 @@ fn load_checkpoint(trainer: &mut Trainer, cfg: &PretrainConfig, path: &Path) -> 
         .map_err(|e| err(format!("its config: {e}")))?;
     if saved.resume_key()? != cfg.resume_key()? {
         return Err(err(
-            "was written with different settings (only run.num_updates and run.checkpoint_every_updates may change on resume); \
+            "was written with different settings (only run.num_updates, run.checkpoint_every_updates and run.tensorboard may change on resume); \
              use a new --out-dir or delete the checkpoint"
                 .to_string(),
         ));
@@ -235,7 +236,16 @@ pub fn run_on_episodes(
         // probe's line has step 0, which the cut-back below would keep).
         std::fs::remove_file(&log_path).map_err(|e| io_err(&log_path, e))?;
     }
-    let mut log = MetricsLog::open(&log_path, trainer.step())?;
+    // TensorBoard's copy, cut back the same way (to nothing without a checkpoint).
+    let keep_through = resumed_from.map(|_| trainer.step());
+    let events = match cfg.run.tensorboard {
+        true => Some(EventFile::open_shared(out_dir, |p| {
+            keep_through.is_some_and(|s| p.x <= s)
+        })?),
+        false => None,
+    };
+    let mut log =
+        MetricsLog::open(&log_path, trainer.step())?.mirrored(events.map(|events| Mirror { events, x: "step" }));
     on_event(RunEvent::Started {
         start_step: trainer.step(),
         num_updates: cfg.run.num_updates,

@@ -56,6 +56,10 @@ pub struct EvalRunConfig {
     pub num_eval_episodes: usize,
     /// Checkpoint at the first episode end after every this many frames, and at the end.
     pub checkpoint_every_frames: Frames,
+    /// Also write the logs' numbers (`eval.csv`, `train.jsonl`, `aux.jsonl`) as TensorBoard
+    /// scalars into the run directory (`events.out.tfevents.lfs`, x = frame, as DrQ-v2's). May
+    /// change on resume.
+    pub tensorboard: bool,
 }
 
 impl Default for EvalRunConfig {
@@ -67,6 +71,7 @@ impl Default for EvalRunConfig {
             eval_every_frames: Frames(20_000),
             num_eval_episodes: 10,
             checkpoint_every_frames: Frames(20_000),
+            tensorboard: true,
         }
     }
 }
@@ -269,6 +274,7 @@ impl EvalConfig {
         let mut c = self.clone();
         c.run.num_train_frames = Frames(0);
         c.run.checkpoint_every_frames = Frames(0);
+        c.run.tensorboard = true;
         c.to_toml()
     }
 }

@@ -9,6 +9,12 @@ use crate::objectives::UpdateMetrics;
 /// `eval.csv`'s columns (DrQ-v2's).
 pub const EVAL_HEADER: &str = "frame,step,episode,episode_reward,total_time";
 
+/// The prefix of an evaluation's TensorBoard tags (`eval/episode_reward`, as DrQ-v2's).
+pub const EVAL_TAG: &str = "eval/";
+
+/// The field of `train.jsonl` and `aux.jsonl` lines that TensorBoard plots them against.
+pub const FRAME_FIELD: &str = "train/frame";
+
 /// One evaluation: a row of `eval.csv`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvalRow {
@@ -97,6 +103,19 @@ impl EvalRow {
             "eval at frame {}: episode_reward {:.1} ({:.0} s)",
             self.frame, self.episode_reward, self.total_time
         )
+    }
+
+    /// The row's numbers as TensorBoard scalars (`eval/<column>`; the frame is their x).
+    pub fn scalars(&self) -> Vec<(String, f64)> {
+        [
+            ("step", self.step as f64),
+            ("episode", self.episode as f64),
+            ("episode_reward", self.episode_reward),
+            ("total_time", self.total_time),
+        ]
+        .into_iter()
+        .map(|(column, value)| (format!("{EVAL_TAG}{column}"), value))
+        .collect()
     }
 
     /// The row as `eval.csv` holds it.

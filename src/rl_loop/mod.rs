@@ -27,7 +27,7 @@ use std::time::Instant;
 
 pub use agent::{Agent, AgentState, AgentUpdate, EpisodeSums, SacSums};
 pub use config::{EvalConfig, Frames, RenderQualitySetting, RenderQualitySource};
-pub use logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow, TrainLine, EVAL_HEADER};
+pub use logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow, TrainLine, EVAL_HEADER, EVAL_TAG, FRAME_FIELD};
 pub use representation::{
     CriticFeatures, EncoderChoice, EncoderProvenance, FrozenFeatures, Representation, RepresentationState,
 };
@@ -36,11 +36,12 @@ pub use value_comparison::ValueComparison;
 
 use crate::env::{RenderQuality, Task};
 use crate::fsutil::write_bytes_atomic;
-use crate::metrics::{CsvLog, MetricsLog};
+use crate::metrics::{CsvLog, MetricsLog, Mirror};
 use crate::nn::checkpoint as safetensors_file;
 use crate::run_dir::{
     AUX_LOG, CHECKPOINT_FILE, CONFIG_FILE, EVAL_CSV, RUN_FILE, TRAIN_LOG, VALUE_COMPARISON_FILE, VIDEO_DIR,
 };
+use crate::tensorboard::{EventFile, SharedEventFile};
 use crate::{Error, Result};
 use workspace::{EpisodeState, StepOutcome, Workspace};
 
@@ -158,7 +159,7 @@ pub fn run<A: Agent>(
     std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
     let _claim = crate::fsutil::claim_dir(out_dir, ws.stage.command)?;
     write_provenance(out_dir, &ws, render_source)?;
-    let mut logs = Logs::open(out_dir, &ws)?;
+    let mut logs = Logs::open(out_dir, &ws, resumed_from_frame.is_some())?;
     on_event(LoopEvent::Started(LoopStart {
         start_frame: ws.frame(),
         num_train_frames,
@@ -181,7 +182,7 @@ pub fn run<A: Agent>(
         if due || at_end {
             let video_dir = spec.save_video.then(|| out_dir.join(VIDEO_DIR));
             let row = ws.evaluate(start, video_dir.as_deref())?;
-            logs.eval.append(&row.csv())?;
+            logs.evaluation(&row)?;
             on_event(LoopEvent::Evaluation(&row));
             last_eval = Some(row);
         }
@@ -248,29 +249,52 @@ fn workspace<A: Agent>(
 }
 
 /// The run's logs, opened for appending; on resume each is cut back to what the checkpoint
-/// knows, so a resumed run's logs equal an uninterrupted one's.
+/// knows, so a resumed run's logs equal an uninterrupted one's. With `run.tensorboard` their
+/// numbers also go to the run's TensorBoard event file, against frames (DrQ-v2's x).
 struct Logs {
     eval: CsvLog,
     train: MetricsLog,
     /// `aux.jsonl`, when the representation has an objective.
     aux: Option<MetricsLog>,
+    events: Option<SharedEventFile>,
 }
 
 impl Logs {
-    fn open<A: Agent>(out_dir: &Path, ws: &Workspace<A>) -> Result<Self> {
+    fn open<A: Agent>(out_dir: &Path, ws: &Workspace<A>, resumed: bool) -> Result<Self> {
         // The evaluations the checkpoint knows of stay; a row written after it (or any row,
         // when there is no checkpoint) is evaluated again.
         let evaluated_through = ws
             .last_eval_step
             .map(|step| Frames::from_steps(step, ws.stage.sac.env.action_repeat).0);
+        let frame = ws.frame();
+        let events = match ws.stage.sac.run.tensorboard {
+            true => Some(EventFile::open_shared(out_dir, |p| {
+                match p.tags.iter().all(|t| t.starts_with(EVAL_TAG)) {
+                    true => evaluated_through.is_some_and(|f| p.x <= f),
+                    false => resumed && p.x <= frame,
+                }
+            })?),
+            false => None,
+        };
+        let mirror = || events.clone().map(|events| Mirror { events, x: FRAME_FIELD });
         Ok(Self {
             eval: CsvLog::open(&out_dir.join(EVAL_CSV), EVAL_HEADER, evaluated_through)?,
-            train: MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?,
+            train: MetricsLog::open(&out_dir.join(TRAIN_LOG), ws.step)?.mirrored(mirror()),
             aux: match ws.representation.aux_step() {
-                Some(step) => Some(MetricsLog::open(&out_dir.join(AUX_LOG), step)?),
+                Some(step) => Some(MetricsLog::open(&out_dir.join(AUX_LOG), step)?.mirrored(mirror())),
                 None => None,
             },
+            events,
         })
+    }
+
+    /// Appends an evaluation to `eval.csv` (and TensorBoard's `eval/<column>` at its frame).
+    fn evaluation(&mut self, row: &EvalRow) -> Result<()> {
+        self.eval.append(&row.csv())?;
+        if let Some(events) = &self.events {
+            events.borrow_mut().write(row.frame, &row.scalars())?;
+        }
+        Ok(())
     }
 }
 

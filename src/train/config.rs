@@ -204,6 +204,7 @@ impl TrainConfig {
         let mut c = self.clone();
         c.run.num_train_frames = Frames(0);
         c.run.checkpoint_every_frames = Frames(0);
+        c.run.tensorboard = true;
         c.to_toml()
     }
 }
