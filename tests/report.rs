@@ -419,6 +419,15 @@ fn report_of_a_suite() {
     }
     let svg = std::fs::read_to_string(out.join("learning_curves.svg")).unwrap();
     assert!(svg.contains("walker_stand (unseen)") && svg.contains("cartpole_swingup (seen)"));
+    // The band says what it is (issue 33: ±1 std read like an interval).
+    assert!(
+        svg.contains("band: 95% bootstrap interval of the mean"),
+        "learning_curves.svg"
+    );
+    // Three tasks: the median panel is the median's; lower is better for the gap.
+    let svg = std::fs::read_to_string(out.join("aggregates.svg")).unwrap();
+    assert!(svg.contains(">\nmedian\n<"), "aggregates.svg");
+    assert!(svg.contains("optimality gap (lower is better)"), "aggregates.svg");
 
     // --budget scores every run at its last evaluation at or before each budget
     let out = suite.join("report-budgets");
@@ -784,6 +793,12 @@ fn lnc_during_pretraining_is_read_from_the_encoders_log() {
     for ext in ["png", "svg"] {
         assert!(out.join(format!("pretrain_selected.{ext}")).is_file());
     }
+    // Its legend names only the encoders with a curve: lfs, not random.
+    let svg = std::fs::read_to_string(out.join("pretrain_selected.svg")).unwrap();
+    assert!(
+        svg.contains(">\nlfs\n<") && !svg.contains(">\nrandom\n<"),
+        "pretrain_selected.svg"
+    );
 
     // A log that cannot be parsed is a note in the report, not a failed report.
     std::fs::write(run_dir.join("metrics.jsonl"), "{\"step\":1,\"pretrain/lnc_d\":1.0}\n").unwrap();
@@ -1232,4 +1247,33 @@ fn probe_bound_to_a_row_by_name() {
         "{probes}"
     );
     assert!(!probes.contains("none of the suite's encoder rows"), "{probes}");
+}
+
+/// Issue 33: with two tasks the median of the two task means is their mean, and the median
+/// panel says so instead of leaving a reader to wonder why two panels are the same.
+#[test]
+fn with_two_tasks_the_median_panel_says_it_is_the_mean() {
+    use lfs::report::aggregate::Estimate;
+    use lfs::report::scores::{AggregateRow, TaskSet};
+    let estimate = Estimate {
+        point: 0.5,
+        lower: 0.4,
+        upper: 0.6,
+    };
+    let row = |method: &str, num_tasks| AggregateRow {
+        method: method.into(),
+        set: TaskSet::All,
+        estimates: vec![estimate; 4],
+        num_runs: 3 * num_tasks,
+        num_tasks,
+    };
+    let methods = vec!["random".to_string(), "lfs".to_string()];
+    let svg = |n| {
+        lfs::report::plots::aggregate_bars(&[row("random", n), row("lfs", n)], &methods, &[])
+            .unwrap()
+            .svg
+    };
+    assert!(svg(2).contains("median (= mean: 2 tasks)"));
+    assert!(svg(1).contains("median (= mean: 1 task)"));
+    assert!(svg(3).contains(">\nmedian\n<") && !svg(3).contains("= mean"));
 }

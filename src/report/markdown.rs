@@ -505,12 +505,15 @@ fn pictures_section(md: &mut String, pictures: &[&str]) {
     }
     for stem in pictures {
         let what = match *stem {
-            "learning_curves" => "Learning curves per task: evaluation return, mean and ±1 std over seeds",
+            "learning_curves" => {
+                "Learning curves per task: evaluation return, mean over seeds with its 95% bootstrap interval \
+                 (seeds resampled)"
+            }
             "iqm_curve" => "IQM of expert-normalised scores over frames, 95% stratified-bootstrap interval",
             "aggregates" => "rliable's aggregates at the largest budget, 95% stratified-bootstrap intervals",
             "synthetic_selected" => {
                 "N per update of the lfs train runs (synthetic pairs in the objective's batch; LNC's selection for \
-                 lfs and lfs-cl), mean between evaluations, mean and ±1 std over seeds"
+                 lfs and lfs-cl), mean between evaluations, mean over seeds with its 95% bootstrap interval"
             }
             "pretrain_probe" => {
                 "The online probe during pre-training: the loss over updates, and the held-out R² of linear probes \
@@ -518,7 +521,7 @@ fn pictures_section(md: &mut String, pictures: &[&str]) {
             }
             "pretrain_selected" => {
                 "N per pre-training update of the encoders made with LNC (synthetic pairs LNC kept in the batch), \
-                 mean and ±1 std within bins of updates"
+                 mean within bins of updates, band ±1 std of N within a bin (its spread, not an interval)"
             }
             _ => stem,
         };

@@ -217,6 +217,9 @@ pub fn render(report: &Report) -> Result<Vec<ReportFile>> {
     Ok(files)
 }
 
+/// What a learning curve's band is, for its subtitle.
+const CURVE_BAND: &str = "95% bootstrap interval of the mean (seeds resampled; with few seeds, a rough guide)";
+
 fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
     let methods = report.method_names();
     let scale = markdown::scale_line(report);
@@ -225,7 +228,7 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
         plots::learning_curves(
             &panels,
             &methods,
-            &["mean and ±1 std over seeds".to_string(), scale.clone()],
+            &[format!("mean over seeds; band: {CURVE_BAND}"), scale.clone()],
         )?,
         plots::iqm_curves(
             &report.iqm_curves,
@@ -242,7 +245,7 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             &selected,
             &methods,
             &[
-                "lfs train runs: mean N per update between evaluations; mean and ±1 std over seeds".to_string(),
+                format!("lfs train runs: mean N per update between evaluations; mean over seeds; band: {CURVE_BAND}"),
                 markdown::scale_line(report),
             ],
         )?);
@@ -252,7 +255,8 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             &report.pretraining.curves,
             &methods,
             &[format!(
-                "each encoder's lfs pretrain log, {} bins of updates: mean and ±1 std of N within a bin",
+                "each encoder's lfs pretrain log, {} bins of updates: mean N in a bin; band: ±1 std of N within the bin \
+                 (the spread of N, not an interval)",
                 pretraining::NUM_BINS
             )],
         )?);
@@ -292,7 +296,10 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
 }
 
 /// One panel per task holding `curve` of every method that has one there.
-fn task_panels(report: &Report, curve: fn(&[Cell], &[usize]) -> Vec<scores::CurvePoint>) -> Vec<plots::TaskPanel> {
+fn task_panels(
+    report: &Report,
+    curve: fn(&[Cell], &[usize], &BootstrapConfig) -> Vec<scores::CurvePoint>,
+) -> Vec<plots::TaskPanel> {
     crate::env::Task::ALL
         .into_iter()
         .filter_map(|task| {
@@ -301,7 +308,7 @@ fn task_panels(report: &Report, curve: fn(&[Cell], &[usize]) -> Vec<scores::Curv
                 .iter()
                 .enumerate()
                 .filter_map(|(i, m)| {
-                    let points = curve(&report.cells, m.by_task.get(&task)?);
+                    let points = curve(&report.cells, m.by_task.get(&task)?, &report.bootstrap);
                     (!points.is_empty()).then_some(plots::CurveSeries { method: i, points })
                 })
                 .collect();

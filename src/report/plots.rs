@@ -1,7 +1,9 @@
-//! The report's pictures, each as PNG and SVG: per-task learning curves (mean and a band of ±1
-//! std over seeds, one colour per method), the normalised IQM over frames with its 95%
-//! interval, rliable's interval-estimate bars, and the encoders' pre-training (N per update, the
-//! online probe beside the loss).
+//! The report's pictures, each as PNG and SVG: per-task learning curves (the mean over seeds
+//! with its 95% bootstrap interval, one colour per method), the normalised IQM over frames with
+//! its 95% interval, rliable's interval-estimate bars, and the encoders' pre-training (N per
+//! update, the online probe beside the loss). Every band says in its subtitle what it is; bands
+//! are drawn under all the lines, so no line is tinted by another method's band; a legend lists
+//! only the methods drawn.
 //!
 //! Text is drawn with DejaVu Sans embedded in the binary (`font/`, with its licence) through
 //! ab_glyph, so the pictures render the same on a headless machine without system fonts or
@@ -133,10 +135,16 @@ fn label_decimals(span: f64) -> usize {
     }
 }
 
-/// A row of coloured swatches with method names.
-fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, methods: &[String], y: i32) -> DrawResult {
+/// A row of coloured swatches with the names of the methods `drawn` (indices into `methods`,
+/// which fix the colours).
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    methods: &[String],
+    drawn: &std::collections::BTreeSet<usize>,
+    y: i32,
+) -> DrawResult {
     let mut x = 20;
-    for (i, m) in methods.iter().enumerate() {
+    for (i, m) in methods.iter().enumerate().filter(|(i, _)| drawn.contains(i)) {
         let colour = method_colour(i);
         area.draw(&Rectangle::new(
             [(x, y - 7), (x + 28, y + 7)],
@@ -199,7 +207,12 @@ impl Figure for LearningCurves<'_> {
         let (header, body) = root.split_vertically(HEADER_PX);
         header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
         draw_subtitle(&header, self.subtitle)?;
-        draw_legend(&header, self.methods, HEADER_PX as i32 - 18)?;
+        let drawn = self
+            .panels
+            .iter()
+            .flat_map(|p| p.series.iter().map(|s| s.method))
+            .collect();
+        draw_legend(&header, self.methods, &drawn, HEADER_PX as i32 - 18)?;
         for (panel, area) in self.panels.iter().zip(body.split_evenly(self.grid())) {
             draw_task_panel(&area, panel, self.y_desc)?;
         }
@@ -243,8 +256,8 @@ fn panel_chart<'a, DB: DrawingBackend>(
 fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &TaskPanel, y_desc: &str) -> DrawResult {
     let points = panel.series.iter().flat_map(|s| &s.points);
     let max_frame = points.clone().map(|p| p.frame).max().unwrap_or(1).max(1) as f64;
-    let max_y = points.clone().map(|p| p.stats.mean + p.stats.std).fold(1.0, f64::max);
-    let min_y = points.map(|p| p.stats.mean - p.stats.std).fold(0.0, f64::min);
+    let max_y = points.clone().map(|p| p.interval.upper).fold(1.0, f64::max);
+    let min_y = points.map(|p| p.interval.lower).fold(0.0, f64::min);
     let caption = format!("{} ({})", panel.task, if panel.seen { "seen" } else { "unseen" });
     let mut chart = panel_chart(
         area,
@@ -254,20 +267,24 @@ fn draw_task_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Ta
         ("frames", y_desc),
         label_decimals(max_y - min_y),
     )?;
-    for s in &panel.series {
-        let points: Vec<BandPoint> = s
-            .points
-            .iter()
-            .map(|p| BandPoint {
-                x: p.frame as f64,
-                low: p.stats.mean - p.stats.std,
-                mid: p.stats.mean,
-                high: p.stats.mean + p.stats.std,
-            })
-            .collect();
-        draw_band_curve(&mut chart, &points, method_colour(s.method), 2, 3)?;
-    }
-    Ok(())
+    let curves: Vec<(usize, Vec<BandPoint>)> = panel
+        .series
+        .iter()
+        .map(|s| {
+            let points = s
+                .points
+                .iter()
+                .map(|p| BandPoint {
+                    x: p.frame as f64,
+                    low: p.interval.lower,
+                    mid: p.interval.point,
+                    high: p.interval.upper,
+                })
+                .collect();
+            (s.method, points)
+        })
+        .collect();
+    draw_band_curves(&mut chart, &curves, 2, 3)
 }
 
 /// One x of a curve drawn with a band around it.
@@ -279,29 +296,35 @@ struct BandPoint {
     high: f64,
 }
 
-/// A curve through the `mid`s with dots, over a light band from `low` to `high`.
-fn draw_band_curve<DB: DrawingBackend>(
+/// Curves through the `mid`s with dots, each over a light band from `low` to `high`, in the
+/// colour of its method (`(method, points)`): every band first, then every line, so that no
+/// band covers a line.
+fn draw_band_curves<DB: DrawingBackend>(
     chart: &mut ChartContext<DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    points: &[BandPoint],
-    colour: RGBColor,
+    curves: &[(usize, Vec<BandPoint>)],
     line_width: u32,
     dot_radius: i32,
 ) -> DrawResult {
-    let upper = points.iter().map(|p| (p.x, p.high));
-    let lower = points.iter().rev().map(|p| (p.x, p.low));
-    chart
-        .draw_series(std::iter::once(Polygon::new(
-            upper.chain(lower).collect::<Vec<_>>(),
-            colour.mix(0.2).filled(),
-        )))
-        .map_err(e)?;
-    let line: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.mid)).collect();
-    chart
-        .draw_series(LineSeries::new(line.clone(), colour.stroke_width(line_width)))
-        .map_err(e)?;
-    chart
-        .draw_series(line.into_iter().map(|p| Circle::new(p, dot_radius, colour.filled())))
-        .map_err(e)?;
+    for (method, points) in curves {
+        let upper = points.iter().map(|p| (p.x, p.high));
+        let lower = points.iter().rev().map(|p| (p.x, p.low));
+        chart
+            .draw_series(std::iter::once(Polygon::new(
+                upper.chain(lower).collect::<Vec<_>>(),
+                method_colour(*method).mix(0.2).filled(),
+            )))
+            .map_err(e)?;
+    }
+    for (method, points) in curves {
+        let colour = method_colour(*method);
+        let line: Vec<(f64, f64)> = points.iter().map(|p| (p.x, p.mid)).collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), colour.stroke_width(line_width)))
+            .map_err(e)?;
+        chart
+            .draw_series(line.into_iter().map(|p| Circle::new(p, dot_radius, colour.filled())))
+            .map_err(e)?;
+    }
     Ok(())
 }
 
@@ -355,7 +378,8 @@ impl Figure for BandCurves<'_> {
         let (header, body) = root.split_vertically(HEADER_PX);
         header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
         draw_subtitle(&header, self.subtitle)?;
-        draw_legend(&header, self.methods, HEADER_PX as i32 - 18)?;
+        let drawn = (0..self.curves.len()).filter(|&i| !self.curves[i].is_empty()).collect();
+        draw_legend(&header, self.methods, &drawn, HEADER_PX as i32 - 18)?;
         let all = self.curves.iter().flatten();
         let max_x = all.clone().map(|p| p.x).fold(1.0, f64::max);
         let max_y = all.clone().map(|p| p.high).fold(0.1, f64::max);
@@ -379,10 +403,10 @@ impl Figure for BandCurves<'_> {
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(e)?;
-        for (i, points) in self.curves.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
-            draw_band_curve(&mut chart, points, method_colour(i), 3, 4)?;
-        }
-        Ok(())
+        let curves: Vec<(usize, Vec<BandPoint>)> = (self.curves.iter().cloned().enumerate())
+            .filter(|(_, c)| !c.is_empty())
+            .collect();
+        draw_band_curves(&mut chart, &curves, 3, 4)
     }
 }
 
@@ -473,7 +497,12 @@ impl Figure for LinePanels<'_> {
         let (header, body) = root.split_vertically(HEADER_PX);
         header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
         draw_subtitle(&header, self.subtitle)?;
-        draw_legend(&header, self.methods, HEADER_PX as i32 - 18)?;
+        let drawn = self
+            .panels
+            .iter()
+            .flat_map(|p| p.series.iter().map(|(m, _)| *m))
+            .collect();
+        draw_legend(&header, self.methods, &drawn, HEADER_PX as i32 - 18)?;
         let max_x = self
             .panels
             .iter()
@@ -587,7 +616,17 @@ impl Figure for AggregateBars<'_> {
         draw_subtitle(&header, self.subtitle)?;
         let (labels, panels) = body.split_horizontally(LABEL_PX);
         let n = self.methods.len();
+        // The median of two per-task means is their mean: a reader comparing the panels is told.
+        let max_tasks = self.rows.iter().map(|r| r.num_tasks).max().unwrap_or(0);
         for (k, (agg, area)) in Aggregate::ALL.iter().zip(panels.split_evenly((1, 4))).enumerate() {
+            let caption = match (agg, max_tasks) {
+                (Aggregate::Median, 1 | 2) => format!(
+                    "median (= mean: {max_tasks} task{})",
+                    if max_tasks == 1 { "" } else { "s" }
+                ),
+                (Aggregate::OptimalityGap, _) => "optimality gap (lower is better)".to_string(),
+                _ => agg.name().to_string(),
+            };
             let values = self
                 .rows
                 .iter()
@@ -597,7 +636,7 @@ impl Figure for AggregateBars<'_> {
             // centred on the intervals, at least 0.05 wide (one run per task gives none)
             let (mid, half) = ((lo + hi) / 2.0, 0.55 * (hi - lo).max(0.05));
             let mut chart = ChartBuilder::on(&area)
-                .caption(agg.name(), font(20.0))
+                .caption(caption, font(20.0))
                 .margin(14)
                 .x_label_area_size(56)
                 .build_cartesian_2d(mid - half..mid + half, 0.0..n as f64)
