@@ -78,10 +78,14 @@ lint: ## cargo fmt --check and clippy -D warnings
 # LeRobot itself opening the embedded sample's dataset (eval/check_lerobot.py). Not in CI:
 # LeRobot pulls in torch (a few GB). Its own venv, .venv-lerobot, made on first use.
 LEROBOT_VENV := .venv-lerobot
-check-lerobot: sample ## LeRobot itself opens the sample dataset (its own venv with torch)
+# The sample as ingested (sources at 12.5, 20 and 50 fps: info.json's fps is null) and resampled
+# to one rate (--fps 20), each opened by LeRobot, whose time queries are checked on the second.
+check-lerobot: sample ## LeRobot itself opens the sample dataset, as is and at --fps 20 (its own venv with torch)
 	[ -x $(LEROBOT_VENV)/bin/python ] || python3 -m venv $(LEROBOT_VENV)
 	$(LEROBOT_VENV)/bin/pip install --disable-pip-version-check -q lerobot==0.4.4
 	HF_HUB_OFFLINE=1 $(LEROBOT_VENV)/bin/python eval/check_lerobot.py $(SAMPLE_OUT)/dataset
+	$(LFS) ingest $(SAMPLE_VIDEOS) --out $(SAMPLE_OUT)/dataset-20fps --fps 20
+	HF_HUB_OFFLINE=1 $(LEROBOT_VENV)/bin/python eval/check_lerobot.py $(SAMPLE_OUT)/dataset-20fps --fps 20
 
 bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac bench-e2e ## every benchmark (slow), for BENCHMARKS.md
 

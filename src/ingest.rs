@@ -18,10 +18,10 @@ use sha2::{Digest, Sha256};
 
 use crate::collect::{read_sidecar_beside, sidecar_path};
 use crate::shards::{
-    count_mismatch, DatasetWriter, EncodedFrames, EpisodeRecord, FeatureStats, FrameCodec, NewEpisode, SourceInfo,
-    WriterSettings,
+    count_mismatch, DatasetWriter, EncodedFrames, EpisodeRecord, EpisodeState, FeatureStats, FrameCodec, NewEpisode,
+    SourceInfo, WriterSettings,
 };
-use crate::video::{self, Deadline, DecodeOptions, Discovered, Source, SourceKind};
+use crate::video::{self, Deadline, DecodeOptions, DecodedEpisode, Discovered, Source, SourceKind};
 use crate::{fsutil, Error, Result};
 
 /// What `lfs ingest` was asked to do.
@@ -37,6 +37,9 @@ pub struct IngestOptions {
     pub jobs: usize,
     /// Commit (make durable) at least this often; a crash loses at most this much work.
     pub commit_every: Duration,
+    /// Resample every source to this many frames per second ([`video::resample`], FFmpeg's
+    /// `fps` filter); None keeps each source's frames at its own rate.
+    pub fps: Option<u32>,
 }
 
 /// Why a source was not ingested this time although nothing is wrong with it.
@@ -79,6 +82,8 @@ pub struct IngestReport {
     pub dataset_episodes: usize,
     pub dataset_frames: u64,
     pub dataset_tasks: usize,
+    /// The distinct frame rates of the dataset's sources, increasing.
+    pub source_rates: Vec<f64>,
     pub seconds: f64,
 }
 
@@ -110,6 +115,7 @@ impl IngestReport {
         tasks.sort_unstable();
         tasks.dedup();
         self.dataset_tasks = tasks.len();
+        self.source_rates = crate::shards::source_rates(all.iter().copied());
     }
 }
 
@@ -270,7 +276,7 @@ fn prepare_source(job: &Job, opts: &IngestOptions, known: &ByContent) -> Result<
             path: path.clone(),
         }));
     }
-    let decoded = video::decode_within(&job.source, &opts.decode, &deadline)?;
+    let mut decoded = video::decode_within(&job.source, &opts.decode, &deadline)?;
     let mut sidecar = read_sidecar_beside(&job.source.path)?;
     if let Some(s) = &sidecar {
         if let Some(why) = count_mismatch(s.state.as_ref(), s.rewards.as_deref(), decoded.num_frames()) {
@@ -280,8 +286,9 @@ fn prepare_source(job: &Job, opts: &IngestOptions, known: &ByContent) -> Result<
     let (state, rewards) = sidecar
         .as_mut()
         .map_or((None, None), |s| (s.state.take(), s.rewards.take()));
-    let frames = encode_frames(&decoded.frames, decoded.width, decoded.height, opts.frame_codec)?;
-    let image_stats = FeatureStats::of_rgb_frames(&decoded.frames, decoded.num_frames());
+    let at_rate = AtRate::of(&mut decoded, state, rewards, opts.fps);
+    let frames = encode_frames(&at_rate.frames, decoded.width, decoded.height, opts.frame_codec)?;
+    let image_stats = FeatureStats::of_rgb_frames(&at_rate.frames, at_rate.timestamps.len());
     let episode = NewEpisode {
         task: job.task.clone(),
         source: SourceInfo {
@@ -297,13 +304,60 @@ fn prepare_source(job: &Job, opts: &IngestOptions, known: &ByContent) -> Result<
         },
         render_quality: sidecar.as_ref().and_then(|s| s.render_quality),
         sidecar: sidecar.map(|s| s.json),
-        state,
-        rewards,
-        timestamps: decoded.timestamps,
+        state: at_rate.state,
+        rewards: at_rate.rewards,
+        timestamps: at_rate.timestamps,
         frames,
         image_stats,
     };
     Ok(Prepared::Episode(Box::new(episode), sha256))
+}
+
+/// An episode's frames (HWC RGB, concatenated), timestamps, state rows and rewards as the
+/// dataset stores them: as decoded, or resampled to `--fps` (the source's own record, `source/*`
+/// and the sidecar, still describes the source).
+struct AtRate {
+    frames: Vec<u8>,
+    timestamps: Vec<f32>,
+    state: Option<EpisodeState>,
+    rewards: Option<Vec<f32>>,
+}
+
+impl AtRate {
+    /// Takes the decoded frames (as they are, or after picking the resampled ones).
+    fn of(
+        decoded: &mut DecodedEpisode,
+        state: Option<EpisodeState>,
+        rewards: Option<Vec<f32>>,
+        fps: Option<u32>,
+    ) -> Self {
+        let Some(fps) = fps else {
+            return AtRate {
+                frames: std::mem::take(&mut decoded.frames),
+                timestamps: decoded.timestamps.iter().map(|&t| t as f32).collect(),
+                state,
+                rewards,
+            };
+        };
+        let indices = video::resample::fps_filter_indices(&decoded.timestamps, decoded.fps, fps);
+        AtRate {
+            frames: indices.iter().flat_map(|&i| decoded.frame(i)).copied().collect(),
+            // frame k at k / fps seconds, as LeRobot's timestamps are
+            timestamps: (0..indices.len()).map(|k| (k as f64 / f64::from(fps)) as f32).collect(),
+            state: state.map(|s| {
+                let width = s.names.len();
+                EpisodeState {
+                    values: indices
+                        .iter()
+                        .flat_map(|&i| &s.values[i * width..(i + 1) * width])
+                        .copied()
+                        .collect(),
+                    names: s.names,
+                }
+            }),
+            rewards: rewards.map(|r| video::resample::resampled_rewards(&r, &indices)),
+        }
+    }
 }
 
 /// SHA-256 -> (episode index, source path) of every episode in the dataset, earlier runs' and
@@ -374,6 +428,7 @@ fn open_dataset(opts: &IngestOptions) -> Result<DatasetWriter> {
         width: opts.decode.size.width,
         height: opts.decode.size.height,
         crop: opts.decode.crop,
+        fps: opts.fps,
     };
     let mut writer = DatasetWriter::open(&opts.out, settings)?;
     writer.commit_every = opts.commit_every;
@@ -529,6 +584,32 @@ pub const NO_STATE_COLUMNS: &str = "the dataset was made by an older lfs without
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn at_a_lower_rate_state_rows_follow_their_frames_and_rewards_are_summed() {
+        // Six 1×1 frames at 50 fps (pixel value = frame), to 25 fps: frames 0, 2, 4.
+        let mut decoded = DecodedEpisode {
+            width: 1,
+            height: 1,
+            frames: (0..6u8).flat_map(|i| [i, i, i]).collect(),
+            timestamps: (0..6).map(|i| i as f64 / 50.0).collect(),
+            source_width: 1,
+            source_height: 1,
+            fps: 50.0,
+            rotation: 0,
+            codec: "test".into(),
+        };
+        let state = EpisodeState {
+            names: vec!["x".into(), "y".into()],
+            values: (0..6).flat_map(|i| [i as f32, -(i as f32)]).collect(),
+        };
+        let rewards = vec![1.0, 2.0, 4.0, 8.0, 16.0];
+        let at = AtRate::of(&mut decoded, Some(state), Some(rewards), Some(25));
+        assert_eq!(at.frames, vec![0, 0, 0, 2, 2, 2, 4, 4, 4]);
+        assert_eq!(at.timestamps, vec![0.0, 0.04, 0.08]);
+        assert_eq!(at.state.unwrap().values, vec![0.0, -0.0, 2.0, -2.0, 4.0, -4.0]);
+        assert_eq!(at.rewards.unwrap(), vec![1.0 + 2.0, 4.0 + 8.0]);
+    }
 
     #[test]
     fn task_label_is_the_first_folder_level() {

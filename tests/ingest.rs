@@ -297,15 +297,8 @@ fn rotation_metadata_is_honoured_like_players() {
     );
 }
 
-#[test]
-fn variable_frame_rate_keeps_each_decoded_frame_and_its_time() {
-    let f = fixtures();
-    let path = f.path("vfr/clip_vfr.mkv");
-    let ds = Dataset::open(default_dataset()).unwrap();
-    let record = episode_of(&ds, &path);
-    let times = ffprobe_frame_times(&path);
-    assert_eq!(record.length as usize, times.len());
-    // Timestamps as stored in the frame rows.
+/// The `timestamp` column of an episode's frame rows.
+fn stored_timestamps(ds: &Dataset, record: &lfs::shards::EpisodeRecord) -> Vec<f64> {
     let file = fs::File::open(record.data_file.data_path(&ds.root)).unwrap();
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
         .unwrap()
@@ -334,6 +327,126 @@ fn variable_frame_rate_keeps_each_decoded_frame_and_its_time() {
             }
         }
     }
+    stored
+}
+
+/// The MD5 of each frame FFmpeg's command line decodes from `source`, through `filter` if any
+/// (`-f framemd5`, timestamps passed through).
+fn frame_md5s(source: &Path, filter: Option<&str>) -> Vec<String> {
+    let mut args = vec!["-v", "error", "-i", source.to_str().unwrap()];
+    if let Some(f) = filter {
+        args.extend(["-vf", f]);
+    }
+    args.extend(["-fps_mode", "passthrough", "-f", "framemd5", "-"]);
+    let out = String::from_utf8(ffmpeg(&args)).unwrap();
+    out.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.rsplit(',').next().unwrap().trim().to_string())
+        .collect()
+}
+
+fn info_json(ds: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(ds.join("meta/info.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn fps_resamples_every_source_as_ffmpegs_fps_filter_does_and_info_json_never_lies() {
+    // Issue 33: the embedded sample's sources are at 50 (cartpole_swingup), 12.5 (reach_duplo)
+    // and 20 fps (walker_run); LeRobot reads one rate per dataset.
+    let videos = crate::common::repo().join("datasets/tiny/videos");
+    let dir = temp_dir("fps");
+    let (native, at20) = (dir.join("native"), dir.join("at20"));
+    let said = ingest_ok(&videos, &native, &[]);
+    assert!(said.contains("the sources are at 12.5, 20, 50 fps"), "{said}");
+    assert_eq!(info_json(&native)["fps"], serde_json::Value::Null);
+    let said = ingest_ok(&videos, &at20, &["--fps", "20"]);
+    assert!(said.contains("every source resampled to 20 fps"), "{said}");
+    assert_eq!(info_json(&at20)["fps"], 20);
+    // One task alone has one rate: info.json says it (12.5 stays 12.5).
+    let one = dir.join("reach_duplo");
+    ingest_ok(&videos.join("reach_duplo"), &one, &["--task", "reach_duplo"]);
+    assert_eq!(info_json(&one)["fps"], 12.5);
+
+    let (native, at20) = (Dataset::open(&native).unwrap(), Dataset::open(&at20).unwrap());
+    let mut lengths = Vec::new();
+    for record in &at20.episodes {
+        let source = Path::new(&record.source.path);
+        // FFmpeg's own fps filter on the source: the frames it shows, by their MD5s.
+        let source_md5s = frame_md5s(source, None);
+        let filtered = frame_md5s(source, Some("fps=20"));
+        let ep = at20.load_episode(record).unwrap();
+        let original_record = native
+            .episodes
+            .iter()
+            .find(|r| r.source.path == record.source.path)
+            .unwrap();
+        let original = native.load_episode(original_record).unwrap();
+        assert_eq!(ep.num_frames, filtered.len(), "{}: frames at 20 fps", source.display());
+        let rewards = ep.rewards.as_ref().unwrap();
+        let source_rewards = original.rewards.as_ref().unwrap();
+        let mut previous = None;
+        for (k, md5) in filtered.iter().enumerate() {
+            // Frame k is a source frame FFmpeg shows at k (ties: frames with equal pixels).
+            let j = (0..source_md5s.len())
+                .filter(|&j| source_md5s[j] == *md5)
+                .find(|&j| original.frame(j) == ep.frame(k))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{}: frame {k} is not the frame FFmpeg's fps filter shows",
+                        source.display()
+                    )
+                });
+            // Its reward: the source's since the previous frame (none for frame 0).
+            if let Some(p) = previous {
+                let sum: f64 = (p + 1..=j).map(|t: usize| f64::from(source_rewards[t])).sum();
+                assert!(
+                    (f64::from(rewards[k]) - sum).abs() < 1e-5,
+                    "{}: frame {k} (source {j}) reward {} vs {sum}",
+                    source.display(),
+                    rewards[k]
+                );
+            }
+            previous = Some(j);
+        }
+        // Timestamps are k / 20, LeRobot's convention for a 20 fps dataset.
+        let times = stored_timestamps(&at20, record);
+        assert!(times
+            .iter()
+            .enumerate()
+            .all(|(k, t)| (t - k as f64 / 20.0).abs() < 1e-6));
+        // The source's record (`source/fps`) stays the source's own rate.
+        assert_eq!(record.source.fps, original_record.source.fps);
+        lengths.push((record.task.clone(), original.num_frames, ep.num_frames));
+    }
+    // Down (50 to 20), up (12.5 to 20, frames repeated) and unchanged (20).
+    for (task, from, to) in &lengths {
+        let expected = match task.as_str() {
+            "cartpole_swingup" => from * 2 / 5,
+            "reach_duplo" => from * 8 / 5,
+            _ => *from,
+        };
+        assert_eq!(*to, expected, "{task}: {from} frames became {to}");
+    }
+    // A dataset at one rate refuses a run at another (or without --fps), naming both.
+    let o = lfs(&["ingest", videos.to_str().unwrap(), "--out", at20.root.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("resampled to 20 fps (--fps 20)") && text(&o.stderr).contains("no --fps"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn variable_frame_rate_keeps_each_decoded_frame_and_its_time() {
+    let f = fixtures();
+    let path = f.path("vfr/clip_vfr.mkv");
+    let ds = Dataset::open(default_dataset()).unwrap();
+    let record = episode_of(&ds, &path);
+    let times = ffprobe_frame_times(&path);
+    assert_eq!(record.length as usize, times.len());
+    // Timestamps as stored in the frame rows.
+    let stored = stored_timestamps(&ds, record);
     assert_eq!(stored.len(), times.len());
     for (i, (s, t)) in stored.iter().zip(&times).enumerate() {
         assert!(

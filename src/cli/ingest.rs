@@ -44,6 +44,12 @@ pub struct Args {
     /// Frame rate recorded for image sequences (they carry no timing).
     #[arg(long, default_value_t = 30.0)]
     pub image_fps: f64,
+    /// Resample every source to N frames per second, as FFmpeg's `fps` filter does (a frame
+    /// per 1/N s: the nearest earlier one, repeated or dropped; rewards summed), for LeRobot,
+    /// which reads one rate per dataset. Default: each source's own frames and rate (what lfs
+    /// pretrain wants); sources at several rates then get `fps: null` in meta/info.json.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub fps: Option<u32>,
     /// Commit finished episodes at least this often (seconds); a killed run loses at most
     /// this much work and a re-run completes it.
     #[arg(long, default_value_t = 60.0)]
@@ -173,6 +179,15 @@ fn print_summary(args: &Args, report: &IngestReport) {
         report.dataset_episodes,
         report.dataset_frames
     );
+    match (args.fps, report.source_rates.as_slice()) {
+        (Some(n), _) => println!("frame rate: every source resampled to {n} fps (meta/info.json: fps {n})"),
+        (None, [] | [_]) => {}
+        (None, rates) => println!(
+            "note: the sources are at {} fps and keep their own frames (what lfs pretrain reads); meta/info.json's \
+             fps is null, as LeRobot reads one rate per dataset: ingest with --fps N into another --out for LeRobot",
+            rates.iter().map(|r| format!("{r}")).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -194,6 +209,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         commit_every: Duration::from_secs_f64(args.commit_every),
+        fps: args.fps,
     };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(0);

@@ -121,6 +121,10 @@ pub struct LfsMeta {
     /// episode of a task with state has these names).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub state_names: BTreeMap<String, Vec<String>>,
+    /// `lfs ingest --fps N`: every source was resampled to N frames per second. Absent: each
+    /// source keeps its own frames and rate (and an older lfs still opens the dataset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fps: Option<u32>,
 }
 
 pub const LFS_DATASET_VERSION: u32 = 1;

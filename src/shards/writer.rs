@@ -13,7 +13,7 @@
 //! open). Temporary files no episode refers to, and data files of older versions that no
 //! episodes table references, are deleted at open; the sources they held are ingested again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,6 +84,8 @@ pub struct WriterSettings {
     pub width: u32,
     pub height: u32,
     pub crop: Crop,
+    /// Every source resampled to this rate (`lfs ingest --fps`), or each at its own.
+    pub fps: Option<u32>,
 }
 
 struct OpenDataFile {
@@ -255,6 +257,26 @@ pub(crate) fn read_all_episodes(root: &Path) -> Result<Vec<EpisodeRecord>> {
     Ok(all)
 }
 
+/// The distinct frame rates of the episodes' sources (`source/fps`), increasing.
+pub fn source_rates<'a>(records: impl IntoIterator<Item = &'a EpisodeRecord>) -> Vec<f64> {
+    let mut rates: Vec<f64> = records.into_iter().map(|r| r.source.fps).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    rates
+}
+
+/// info.json's `fps`: the `--fps` rate; else the sources' one rate (an integer when it is one:
+/// LeRobot's type; 12.5 stays 12.5); else, for sources at several rates, null, which LeRobot
+/// cannot take for a rate (it reads one per dataset), so no reader is told a wrong one.
+pub fn info_fps(resampled_to: Option<u32>, source_rates: &[f64]) -> serde_json::Value {
+    match (resampled_to, source_rates) {
+        (Some(n), _) => json!(n),
+        (None, [rate]) if rate.fract() == 0.0 => json!(*rate as i64),
+        (None, [rate]) => json!(rate),
+        _ => serde_json::Value::Null,
+    }
+}
+
 impl DatasetWriter {
     /// Open the dataset at `root` for appending, creating it if needed. Cleans up what an
     /// interrupted run left behind.
@@ -280,6 +302,18 @@ impl DatasetWriter {
         }
         let lock = lock_dataset(root)?;
         if let Some(meta) = &existing {
+            if meta.fps != settings.fps {
+                let rate = |fps: Option<u32>| match fps {
+                    Some(n) => format!("frames resampled to {n} fps (--fps {n})"),
+                    None => "each source's frames at its own rate (no --fps)".to_string(),
+                };
+                return Err(Error::Config(format!(
+                    "{} holds {}; this run asks for {}: ingest into another --out",
+                    root.display(),
+                    rate(meta.fps),
+                    rate(settings.fps)
+                )));
+            }
             let have = (meta.frame_codec, meta.width, meta.height, meta.crop);
             let want = (settings.frame_codec, settings.width, settings.height, settings.crop);
             if have != want {
@@ -579,6 +613,7 @@ impl DatasetWriter {
             render_quality: self.render_quality,
             state_columns: self.state_columns,
             state_names: self.state_names.clone(),
+            fps: self.settings.fps,
         };
         fsutil::write_bytes_atomic(&self.root.join(LFS_META_PATH), &serde_json::to_vec_pretty(&meta)?)?;
         Ok(())
@@ -630,16 +665,9 @@ impl DatasetWriter {
         }
         fsutil::write_bytes_atomic(&self.root.join(STATS_PATH), &serde_json::to_vec_pretty(&stats)?)?;
 
-        // LeRobot wants one integer fps: the most common rounded source rate.
-        let mut fps_counts: HashMap<i64, usize> = HashMap::new();
-        for r in &committed {
-            *fps_counts.entry(r.source.fps.round() as i64).or_default() += 1;
-        }
-        let fps = fps_counts
-            .into_iter()
-            .max_by_key(|&(f, c)| (c, -f))
-            .map_or(30, |(f, _)| f)
-            .max(1);
+        // LeRobot reads one rate per dataset, so info.json never claims one the frames do not
+        // have: the --fps rate, else the sources' rate when they share one, else null.
+        let fps = info_fps(self.settings.fps, &source_rates(committed.iter().copied()));
         let total_frames: i64 = committed.iter().map(|r| r.length).sum();
         let info = json!({
             "codebase_version": CODEBASE_VERSION,

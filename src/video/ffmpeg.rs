@@ -267,7 +267,7 @@ fn decode_packets(
 /// Seconds since the first frame for every decoded frame, once the frames are known to be the
 /// whole video: none decoded, or many fewer frames or seconds than the container declares,
 /// means the file lost its end.
-fn complete_timestamps(pts: &[Option<i64>], stream: &VideoStream, path: &Path) -> Result<Vec<f32>> {
+fn complete_timestamps(pts: &[Option<i64>], stream: &VideoStream, path: &Path) -> Result<Vec<f64>> {
     if pts.is_empty() {
         return Err(Error::decode(path, "truncated or corrupt: no decodable video frame"));
     }
@@ -285,7 +285,7 @@ fn complete_timestamps(pts: &[Option<i64>], stream: &VideoStream, path: &Path) -
         // The decoded frames cover [0, last + one interval); a container that promises much
         // more lost its end (Matroska and WebM demuxers just stop at the cut).
         let interval = if stream.fps > 0.0 { 1.0 / stream.fps } else { 0.0 };
-        let covered = f64::from(*timestamps.last().unwrap_or(&0.0)) + interval;
+        let covered = *timestamps.last().unwrap_or(&0.0) + interval;
         if covered < 0.9 * declared && declared - covered > 2.0 * interval {
             return Err(Error::decode(
                 path,
@@ -346,7 +346,7 @@ impl DecodeState {
 
 /// Seconds since the first frame. A frame without a timestamp gets the previous one plus a
 /// nominal frame interval (1/fps), so every frame keeps a strictly usable time.
-fn timestamps_from_pts(pts: &[Option<i64>], time_base: f64, fps: f64) -> Vec<f32> {
+fn timestamps_from_pts(pts: &[Option<i64>], time_base: f64, fps: f64) -> Vec<f64> {
     let step = if fps > 0.0 { 1.0 / fps } else { 0.0 };
     let origin = pts.iter().flatten().next().copied();
     let mut out = Vec::with_capacity(pts.len());
@@ -356,7 +356,7 @@ fn timestamps_from_pts(pts: &[Option<i64>], time_base: f64, fps: f64) -> Vec<f32
             (Some(p), Some(o)) => (p - o) as f64 * time_base,
             _ => prev.map_or(0.0, |t| t + step),
         };
-        out.push(t as f32);
+        out.push(t);
         prev = Some(t);
     }
     out

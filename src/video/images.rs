@@ -61,7 +61,7 @@ pub(super) fn decode_image_sequence(dir: &Path, opts: &DecodeOptions, deadline: 
         width: opts.size.width,
         height: opts.size.height,
         frames,
-        timestamps: (0..n).map(|i| (i as f64 * step) as f32).collect(),
+        timestamps: (0..n).map(|i| i as f64 * step).collect(),
         source_width,
         source_height,
         fps: opts.image_fps,

@@ -11,6 +11,7 @@ mod encode;
 pub(crate) mod ffmpeg;
 mod frame_ops;
 mod images;
+pub mod resample;
 
 use std::fmt;
 use std::str::FromStr;
@@ -102,8 +103,9 @@ pub struct DecodedEpisode {
     pub height: u32,
     /// (num_frames, height, width, 3) uint8 RGB, row-major (HWC per frame).
     pub frames: Vec<u8>,
-    /// Presentation time of each frame in seconds, relative to the first frame.
-    pub timestamps: Vec<f32>,
+    /// Presentation time of each frame in seconds, relative to the first frame (f64: `lfs
+    /// ingest --fps` rounds them to output slots; the dataset stores float32).
+    pub timestamps: Vec<f64>,
     /// Source size as displayed (after rotation), before scaling.
     pub source_width: u32,
     pub source_height: u32,
