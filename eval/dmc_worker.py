@@ -19,8 +19,8 @@ first byte says what it is:
                b'E' utf-8 message          the request failed; the process stays usable
 
 The task is loaded the way DrQ-v2's dmc.py does it (the published numbers' protocol): suite
-tasks through `suite.load`, reach_duplo through `manipulation.load('reach_duplo_vision')`,
-actions mapped from [-1, 1] onto the action spec exactly like `action_scale.Wrapper`, rewards
+tasks through `suite.load`, reach_duplo through `manipulation.load('reach_duplo_vision')`, the
+four Jaco reach tasks as URLB builds them (see `load_jaco`), actions mapped from [-1, 1] onto the action spec exactly like `action_scale.Wrapper`, rewards
 summed over the action repeat. eval/dmc_reference.py drives dm_control that way directly, and
 the parity test checks both agree.
 
@@ -40,9 +40,14 @@ import os
 import struct
 import sys
 
-# The task name lfs uses -> (domain, task, camera). reach_duplo is a composer task.
+# The task name lfs uses -> (domain, task, camera). reach_duplo and the Jaco tasks are composer
+# tasks.
 TASKS = {
     "reach_duplo": ("manipulation", "reach_duplo_vision", "front_close"),
+    "jaco_reach_top_left": ("jaco", "reach_top_left", "front_close"),
+    "jaco_reach_top_right": ("jaco", "reach_top_right", "front_close"),
+    "jaco_reach_bottom_left": ("jaco", "reach_bottom_left", "front_close"),
+    "jaco_reach_bottom_right": ("jaco", "reach_bottom_right", "front_close"),
     "cartpole_swingup": ("cartpole", "swingup", 0),
     "walker_run": ("walker", "run", 0),
     "reacher_hard": ("reacher", "hard", 0),
@@ -53,6 +58,45 @@ TASKS = {
     "finger_spin": ("finger", "spin", 0),
 }
 RENDER_QUALITIES = ("default", "fast")
+
+# URLB's Jaco reach tasks (rll-research/url_benchmark @bb98f0c, custom_dmc_tasks/jaco.py): the
+# brick's (x, y); it rests at z = 0.001 with a uniformly random rotation about z.
+JACO_TARGETS = {
+    "reach_top_left": (-0.09, 0.09),
+    "reach_top_right": (0.09, 0.09),
+    "reach_bottom_left": (-0.09, -0.09),
+    "reach_bottom_right": (0.09, -0.09),
+}
+
+
+def load_jaco(task, seed):
+    """One of URLB's Jaco reach tasks: dm_control's `reach_duplo_vision` with the brick's spawn box
+    shrunk to one point, in a 10 s composer environment (URLB's `make` for pixels)."""
+    from dm_control import composer
+    from dm_control.entities import props
+    from dm_control.manipulation import reach
+    from dm_control.manipulation.shared import arenas, constants, observations, robots, workspaces
+
+    x, y = JACO_TARGETS[task]
+    z = reach._PROP_Z_OFFSET
+    workspace = reach._DUPLO_WORKSPACE._replace(
+        target_bbox=workspaces.BoundingBox(lower=(x, y, z), upper=(x, y, z))
+    )
+    settings = observations.VISION
+    brick = props.Duplo(
+        observable_options=observations.make_options(settings, observations.FREEPROP_OBSERVABLES)
+    )
+    reach_task = reach.Reach(
+        arena=arenas.Standard(),
+        arm=robots.make_arm(obs_settings=settings),
+        hand=robots.make_hand(obs_settings=settings),
+        prop=brick,
+        obs_settings=settings,
+        workspace=workspace,
+        control_timestep=constants.CONTROL_TIMESTEP,
+    )
+    # 10 s: manipulation.load's and URLB's time limit (250 control steps of 40 ms).
+    return composer.Environment(reach_task, time_limit=10.0, random_state=seed)
 
 
 class DmcTask:
@@ -75,10 +119,13 @@ class DmcTask:
         self.action_repeat = action_repeat
         self.render_quality = render_quality
         self.size = size
-        if self.domain == "manipulation":
-            from dm_control import manipulation
+        if self.domain in ("manipulation", "jaco"):
+            if self.domain == "jaco":
+                self.env = load_jaco(self.task, seed=0)
+            else:
+                from dm_control import manipulation
 
-            self.env = manipulation.load(self.task, seed=0)
+                self.env = manipulation.load(self.task, seed=0)
             # The camera observable would render at every control step; the frame is rendered
             # once per agent step below instead (the same pixels: same camera, same state).
             self.env.task.observables[self.camera].enabled = False

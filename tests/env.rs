@@ -599,3 +599,83 @@ fn whole_episodes_match_dm_control_to_the_time_limit() {
         assert!(total > 0.0, "{task}: no reward in a whole episode");
     }
 }
+
+/// URLB's four Jaco reach tasks (issue 32), one whole episode each (125 agent steps to the 10 s
+/// time limit): every frame, reward (bit for bit: a reward this far from the brick is tiny, so a
+/// tolerance would say nothing) and state of the Rust pool against eval/dmc_reference.py, which
+/// builds each task from dm_control's own pieces with its own table of brick positions. The
+/// bricks sit in four different places, so the four reset frames differ.
+#[test]
+fn jaco_reach_tasks_match_dm_control_for_a_whole_episode() {
+    const AGENT_STEPS: usize = 125;
+    let mut pool = EnvPool::new(Task::JACO.iter().map(|&t| config(t, RenderQuality::Default)).collect()).unwrap();
+    let seed = 31u64;
+    let plans: Vec<Vec<Vec<f32>>> = (0..pool.len())
+        .map(|i| {
+            assert_eq!(
+                pool.spec(i).action_dim,
+                9,
+                "{}: the Jaco arm and hand",
+                pool.spec(i).task
+            );
+            actions(9, AGENT_STEPS + 5, i)
+        })
+        .collect();
+    let resets: Vec<_> = (0..pool.len()).map(|_| Some(EnvCommand::Reset { seed })).collect();
+    let mut ours: Vec<Vec<TimeStep>> = pool
+        .execute(&resets)
+        .unwrap()
+        .into_iter()
+        .map(|r| vec![ready(r)])
+        .collect();
+    for t in 0..AGENT_STEPS {
+        let commands: Vec<_> = plans
+            .iter()
+            .map(|p| Some(EnvCommand::Step { action: p[t].clone() }))
+            .collect();
+        for (i, reply) in pool.execute(&commands).unwrap().into_iter().enumerate() {
+            ours[i].push(ready(reply));
+        }
+    }
+    let requests: Vec<ReferenceRequest> = (0..pool.len())
+        .map(|i| ReferenceRequest {
+            task: pool.spec(i).task.to_string(),
+            seed,
+            actions: plans[i].clone(),
+            action_repeat: 2,
+            render_quality: RenderQuality::Default,
+        })
+        .collect();
+    let theirs = reference(&requests);
+    for (i, episode) in ours.iter().enumerate() {
+        let what = format!("{} seed {seed}, whole episode", pool.spec(i).task);
+        assert!(
+            episode[AGENT_STEPS].last && episode[1..AGENT_STEPS].iter().all(|s| !s.last),
+            "{what}: ends at step {AGENT_STEPS}"
+        );
+        assert_same_episode(&what, episode, &theirs[i]);
+        for (t, step) in episode.iter().enumerate().skip(1) {
+            assert_eq!(
+                step.reward.to_bits(),
+                theirs[i].rewards[t - 1].to_bits(),
+                "{what}: step {t} reward"
+            );
+        }
+        let total: f64 = episode.iter().skip(1).map(|s| s.reward).sum();
+        assert!(total > 0.0 && total <= 250.0, "{what}: return {total}");
+        assert_eq!(
+            *pool.spec(i).state_names,
+            theirs[i].state_names(),
+            "{what}: state names"
+        );
+    }
+    for i in 1..ours.len() {
+        assert_ne!(
+            ours[0][0].frame,
+            ours[i][0].frame,
+            "{}: the same first frame as {}",
+            pool.spec(i).task,
+            pool.spec(0).task
+        );
+    }
+}

@@ -476,3 +476,96 @@ fn train_rows_run_lfs_train_and_reach_the_report() {
     assert!(md.contains("](synthetic_selected.png)"), "{md}");
     assert!(out.join("report/synthetic_selected.svg").is_file());
 }
+
+/// URLB's Jaco reach tasks (issue 32): a tiny `lfs train` on each of the four through a suite
+/// (the 9-dim action comes from the worker), and `lfs report` sets their raw returns beside
+/// the paper's Table 2, with no expert-normalised section (they have no expert score). The
+/// committed Jaco suites plan (as SLURM arrays) without running.
+#[test]
+fn jaco_tasks_train_through_a_suite_and_reach_table_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (suite, cells) in [("eval/suites/jaco_paper.toml", 20), ("eval/suites/jaco_mini.toml", 4)] {
+        let out = dir.path().join(suite.replace('/', "-"));
+        run_ok(&mut lfs_command(&[
+            "suite",
+            "sbatch",
+            suite,
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        let name = suite.trim_start_matches("eval/suites/").trim_end_matches(".toml");
+        let script = std::fs::read_to_string(out.join("slurm").join(format!("{name}.sbatch"))).unwrap();
+        assert!(
+            script.contains(&format!("#SBATCH --array=0-{}\n", cells - 1)),
+            "{suite}: {script}"
+        );
+    }
+    let suite = dir.path().join("jaco.toml");
+    std::fs::write(&suite, JACO_SUITE).unwrap();
+    let out = dir.path().join("out");
+    run_pool(suite.to_str().unwrap(), out.to_str().unwrap());
+    let tasks = [
+        "jaco_reach_bottom_left",
+        "jaco_reach_bottom_right",
+        "jaco_reach_top_left",
+        "jaco_reach_top_right",
+    ];
+    for (i, task) in tasks.iter().enumerate() {
+        let cell = format!("{i:03}-lfs-{task}-s1");
+        assert_eq!(record(&out, &cell)["state"], "done", "{cell}");
+        let run: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("cells").join(&cell).join("run.json")).unwrap()).unwrap();
+        assert_eq!(run["task"], *task, "{cell}: {run}");
+    }
+    let rows = results_csv(&out);
+    for task in tasks {
+        let returns: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.split(',').nth(2) == Some(task))
+            .map(|r| r.split(',').nth(5).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(returns.len(), 2, "{task}: evaluations at frames 0 and 500 in {rows:?}");
+        assert!(returns.iter().all(|r| (0.0..=250.0).contains(r)), "{task}: {returns:?}");
+    }
+    let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
+    assert!(md.contains("### URLB Jaco reach tasks (the paper's Table 2)"), "{md}");
+    // The paper's LFS and ICM on bottom right, and the unsupervised columns marked as quoted.
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| jaco_reach_bottom_right |"))
+        .unwrap();
+    assert!(row.contains("| 142 ± 46 |") && row.contains("| 88 ± 23 |"), "{row}");
+    assert!(
+        md.contains("paper ICM (100K, quoted)") && md.contains("paper LFS (100K)"),
+        "{md}"
+    );
+    assert!(!md.contains("Expert-normalised"), "{md}");
+}
+
+const JACO_SUITE: &str = r#"
+name = "jaco"
+scale = "tiny"
+sac_config = "pipelines/sac/tiny.toml"
+train_config = "pipelines/e2e/tiny.toml"
+set = [
+    "agent.hidden_dim=32",
+    "agent.feature_dim=8",
+    "agent.batch_size=16",
+    "run.num_seed_frames=400",
+    "run.eval_every_frames=500",
+    "run.num_eval_episodes=1",
+    "run.checkpoint_every_frames=500",
+    "replay.capacity=2000",
+    "env.render_quality=fast",
+]
+num_train_frames = 500
+tasks = ["jaco_reach_bottom_left", "jaco_reach_bottom_right", "jaco_reach_top_left", "jaco_reach_top_right"]
+seeds = [1]
+threads_per_cell = 1
+
+[[encoders]]
+name = "lfs"
+source = "random"
+command = "train"
+set = ["aux.objective.lnc.r=0.2", "aux.model.num_prototypes=32", "aux.model.predictor_hidden_dim=64"]
+"#;

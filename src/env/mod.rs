@@ -6,7 +6,7 @@
 //! the stacked observations of docs/design.md §1 through [`crate::observation::FrameStack`].
 //!
 //! Everything follows docs/design.md §8: 84×84 RGB frames, action repeat 2 (rewards summed), actions in
-//! [-1, 1], camera 0 for suite tasks and `front_close` for reach_duplo.
+//! [-1, 1], camera 0 for suite tasks and `front_close` for reach_duplo and the Jaco tasks.
 
 mod dmc;
 mod pool;
@@ -25,7 +25,8 @@ pub use crate::observation::{FRAME_BYTES, FRAME_SIZE};
 /// Agent steps repeat each action this many env steps unless told otherwise (docs/design.md §8).
 pub const DEFAULT_ACTION_REPEAT: u32 = 2;
 
-/// The nine tasks of the paper (docs/design.md §8).
+/// The tasks of the paper: its nine DMControl tasks (docs/design.md §8) and URLB's four Jaco
+/// reach tasks (its Table 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Task {
@@ -38,11 +39,39 @@ pub enum Task {
     BallInCupCatch,
     WalkerWalk,
     FingerSpin,
+    JacoReachBottomLeft,
+    JacoReachBottomRight,
+    JacoReachTopLeft,
+    JacoReachTopRight,
+}
+
+/// Which of the paper's tables a task belongs to, and so how its returns are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Benchmark {
+    /// The nine DMControl tasks (Table 3, Figure 4): returns up to 1000, normalised by an expert.
+    Dmc,
+    /// URLB's Jaco reach tasks (Table 2): raw returns, at most 250 (a reward of at most 1 per
+    /// control step of a 10 s episode).
+    UrlbJaco,
 }
 
 impl Task {
-    /// All nine, seen tasks first, in the paper's table order.
-    pub const ALL: [Task; 9] = [
+    /// All thirteen: the DMControl tasks in the paper's Table 3 order, then the Jaco tasks.
+    pub const ALL: [Task; 13] = {
+        let mut all = [Task::ReachDuplo; 13];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = if i < Task::DMC.len() {
+                Task::DMC[i]
+            } else {
+                Task::JACO[i - Task::DMC.len()]
+            };
+            i += 1;
+        }
+        all
+    };
+    /// The nine DMControl tasks, seen tasks first, in the paper's Table 3 order.
+    pub const DMC: [Task; 9] = [
         Task::ReachDuplo,
         Task::CartpoleSwingup,
         Task::WalkerRun,
@@ -52,6 +81,13 @@ impl Task {
         Task::BallInCupCatch,
         Task::WalkerWalk,
         Task::FingerSpin,
+    ];
+    /// URLB's Jaco reach tasks in the paper's Table 2 order.
+    pub const JACO: [Task; 4] = [
+        Task::JacoReachBottomLeft,
+        Task::JacoReachBottomRight,
+        Task::JacoReachTopLeft,
+        Task::JacoReachTopRight,
     ];
     /// The tasks whose videos are used for pre-training.
     pub const SEEN: [Task; 3] = [Task::ReachDuplo, Task::WalkerRun, Task::CartpoleSwingup];
@@ -68,14 +104,27 @@ impl Task {
             Task::BallInCupCatch => "ball_in_cup_catch",
             Task::WalkerWalk => "walker_walk",
             Task::FingerSpin => "finger_spin",
+            Task::JacoReachBottomLeft => "jaco_reach_bottom_left",
+            Task::JacoReachBottomRight => "jaco_reach_bottom_right",
+            Task::JacoReachTopLeft => "jaco_reach_top_left",
+            Task::JacoReachTopRight => "jaco_reach_top_right",
         }
     }
 
     /// The camera the frames come from.
     pub fn camera(self) -> &'static str {
-        match self {
-            Task::ReachDuplo => "front_close",
-            _ => "0",
+        match self.benchmark() {
+            Benchmark::UrlbJaco => "front_close",
+            Benchmark::Dmc if self == Task::ReachDuplo => "front_close",
+            Benchmark::Dmc => "0",
+        }
+    }
+
+    pub fn benchmark(self) -> Benchmark {
+        if Task::JACO.contains(&self) {
+            Benchmark::UrlbJaco
+        } else {
+            Benchmark::Dmc
         }
     }
 }
@@ -219,4 +268,24 @@ pub trait Env {
     fn reset(&mut self, seed: u64) -> Result<TimeStep>;
     /// One agent step (`action_repeat` env steps, fewer if the episode ends).
     fn step(&mut self, action: &[f32]) -> Result<TimeStep>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_task_is_listed_once_and_parses_from_its_name() {
+        let names: std::collections::BTreeSet<&str> = Task::ALL.iter().map(|t| t.name()).collect();
+        assert_eq!(names.len(), 13);
+        for task in Task::ALL {
+            assert_eq!(task.name().parse::<Task>(), Ok(task));
+        }
+        assert!(Task::DMC.iter().all(|t| t.benchmark() == Benchmark::Dmc));
+        assert!(Task::JACO
+            .iter()
+            .all(|t| t.benchmark() == Benchmark::UrlbJaco && t.camera() == "front_close"));
+        assert_eq!(Task::ALL[..9], Task::DMC);
+        assert_eq!(Task::ALL[9..], Task::JACO);
+    }
 }

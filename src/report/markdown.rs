@@ -12,7 +12,10 @@ use super::aggregate::{Aggregate, Estimate};
 use super::cells::{Cell, CellSettings};
 use super::plots::frames_label;
 use super::probes::{ProbeFile, RankAgreement, MIN_ENCODERS, PROBE_CSV, R2};
-use super::reference::{expert_score, is_seen, PaperColumn, EXPERT_SOURCE, PAPER_SCALE, PAPER_TABLE3};
+use super::reference::{
+    expert_score, is_seen, PaperColumn, EXPERT_SOURCE, JACO_MAX_RETURN, PAPER_SCALE, PAPER_TABLE2, PAPER_TABLE2_FRAMES,
+    PAPER_TABLE2_SCALE, PAPER_TABLE3,
+};
 use super::scores::{BudgetScores, SeedStats, TaskSet};
 use super::{BudgetReport, Report, RESULTS_CSV};
 use crate::env::Task;
@@ -147,11 +150,28 @@ fn scale(md: &mut String, report: &Report) {
         distinct(s.clone().map(|s| s.replay_capacity)),
         distinct(s.map(|s| s.render_quality.clone())),
     );
-    let _ = writeln!(
-        md,
-        "| the paper (Table 3) | {PAPER_FRAMES} (action repeat 2) | {PAPER_SEEDS} | episodes: 10, every 20000 frames | \
-         the paper's (docs/design.md §6, §8): batch 512, replay 40000, augmentation, default rendering |\n"
-    );
+    let has_task = |among: &[Task]| {
+        report
+            .methods
+            .iter()
+            .any(|m| m.by_task.keys().any(|t| among.contains(t)))
+    };
+    let (has_dmc, has_jaco) = (has_task(&Task::DMC), has_task(&Task::JACO));
+    if has_dmc {
+        let _ = writeln!(
+            md,
+            "| the paper (Table 3) | {PAPER_FRAMES} (action repeat 2) | {PAPER_SEEDS} | episodes: 10, every 20000 frames | \
+             the paper's (docs/design.md §6, §8): batch 512, replay 40000, augmentation, default rendering |"
+        );
+    }
+    if has_jaco {
+        let _ = writeln!(
+            md,
+            "| the paper (Table 2, Jaco tasks) | {PAPER_TABLE2_FRAMES} (action repeat 2) | not stated | not stated | \
+             end to end from pixels (URLB's Jaco reach) |"
+        );
+    }
+    let _ = writeln!(md);
     let max_frames = settings(report).map(|s| s.num_train_frames).max().unwrap_or(0);
     let min_seeds = report
         .methods
@@ -159,21 +179,36 @@ fn scale(md: &mut String, report: &Report) {
         .flat_map(|m| m.by_task.values().map(Vec::len))
         .min()
         .unwrap_or(0);
-    if max_frames < PAPER_FRAMES || min_seeds < PAPER_SEEDS {
+    // The paper's budget for the tables this suite's tasks are in (Table 3's when it has both).
+    let paper_frames = if has_dmc { PAPER_FRAMES } else { PAPER_TABLE2_FRAMES };
+    if max_frames < paper_frames || (has_dmc && min_seeds < PAPER_SEEDS) {
+        let paper_seeds = if has_dmc {
+            format!(" and {PAPER_SEEDS} seeds")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             md,
             "**Reduced scale.** Our numbers come from at most {} frames and as few as {} per task; \
-             the paper's from {} frames and {PAPER_SEEDS} seeds. They are not the paper's numbers, and neither \
+             the paper's from {} frames{paper_seeds}. They are not the paper's numbers, and neither \
              reproduce nor refute them.\n",
             frames_label(max_frames as f64),
             seeds_count(&min_seeds.to_string()),
-            frames_label(PAPER_FRAMES as f64),
+            frames_label(paper_frames as f64),
         );
+    }
+    let mut sources = Vec::new();
+    if has_dmc {
+        sources.push(PAPER_SCALE);
+    }
+    if has_jaco {
+        sources.push(PAPER_TABLE2_SCALE);
     }
     let _ = writeln!(
         md,
-        "The paper's columns below are copied from {PAPER_SCALE}; nothing in them is computed here except where \
-         a column says \"derived\".\n"
+        "The paper's columns below are copied from {}; nothing in them is computed here except where \
+         a column says \"derived\".\n",
+        sources.join(", and from ")
     );
 }
 
@@ -244,9 +279,11 @@ fn paper_header(p: &PaperColumn) -> String {
     format!("paper {} (500K, 5 seeds)", p.method)
 }
 
-fn tasks_in(scores: &BudgetScores) -> Vec<Task> {
-    Task::ALL
-        .into_iter()
+/// The tasks of `among` that some method has a score on, in `among`'s order.
+fn tasks_in(scores: &BudgetScores, among: &[Task]) -> Vec<Task> {
+    among
+        .iter()
+        .copied()
         .filter(|t| scores.methods.iter().any(|m| m.by_task.contains_key(t)))
         .collect()
 }
@@ -255,9 +292,16 @@ fn scores_at_budget(md: &mut String, report: &Report, budget: &BudgetReport) {
     let scores = &budget.scores;
     let label = frames_label(scores.budget as f64);
     let _ = writeln!(md, "## Scores at {label} frames ({} frames)\n", scores.budget);
-    let tasks = tasks_in(scores);
-    if tasks.is_empty() {
+    let tasks = tasks_in(scores, &Task::DMC);
+    let jaco = tasks_in(scores, &Task::JACO);
+    if tasks.is_empty() && jaco.is_empty() {
         let _ = writeln!(md, "No done run reached {} frames.\n", scores.budget);
+        return;
+    }
+    if !jaco.is_empty() {
+        jaco_table(md, scores, &jaco);
+    }
+    if tasks.is_empty() {
         return;
     }
     let _ = writeln!(
@@ -291,7 +335,7 @@ fn raw_table(md: &mut String, scores: &BudgetScores, tasks: &[Task]) {
         let mut row = vec![
             task.name().to_string(),
             if is_seen(task) { "seen" } else { "unseen" }.to_string(),
-            format!("{:.0}", expert_score(task)),
+            expert_score(task).map_or("–".to_string(), |e| format!("{e:.0}")),
         ];
         row.extend(scores.methods.iter().map(|m| fmt_stats(m.stats(task), 1)));
         row.extend(PAPER_TABLE3.iter().map(|p| {
@@ -307,7 +351,7 @@ fn raw_table(md: &mut String, scores: &BudgetScores, tasks: &[Task]) {
     }));
     row.extend(PAPER_TABLE3.iter().map(|p| format!("{:.0} (9 tasks)", p.mean)));
     let _ = writeln!(md, "| {} |", row.join(" | "));
-    if tasks.len() < Task::ALL.len() {
+    if tasks.len() < Task::DMC.len() {
         // the paper's mean over the same tasks as ours, so the two means can be read together
         let mut row = vec![
             "**mean over the tasks shown**".to_string(),
@@ -337,11 +381,7 @@ fn normalised_table(md: &mut String, scores: &BudgetScores, tasks: &[Task]) {
             if is_seen(task) { "seen" } else { "unseen" }.to_string(),
         ];
         row.extend(scores.methods.iter().map(|m| fmt_stats(m.normalised_stats(task), 3)));
-        row.extend(
-            PAPER_TABLE3
-                .iter()
-                .map(|p| format!("{:.3}", p.score(task).0 / expert_score(task))),
-        );
+        row.extend(PAPER_TABLE3.iter().map(|p| format!("{:.3}", p.normalised(task))));
         let _ = writeln!(md, "| {} |", row.join(" | "));
     }
     let mut row = vec!["**mean over tasks**".to_string(), String::new()];
@@ -355,11 +395,11 @@ fn normalised_table(md: &mut String, scores: &BudgetScores, tasks: &[Task]) {
             .map(|p| format!("{:.3} (9 tasks)", paper_normalised_mean(p, TaskSet::All))),
     );
     let _ = writeln!(md, "| {} |", row.join(" | "));
-    if tasks.len() < Task::ALL.len() {
+    if tasks.len() < Task::DMC.len() {
         let mut row = vec!["**mean over the tasks shown**".to_string(), String::new()];
         row.extend(scores.methods.iter().map(|_| String::new()));
         row.extend(PAPER_TABLE3.iter().map(|p| {
-            let mean = tasks.iter().map(|t| p.score(*t).0 / expert_score(*t)).sum::<f64>() / tasks.len() as f64;
+            let mean = tasks.iter().map(|t| p.normalised(*t)).sum::<f64>() / tasks.len() as f64;
             format!("{mean:.3} (derived here, {})", tasks_count(tasks.len()))
         }));
         let _ = writeln!(md, "| {} |", row.join(" | "));
@@ -369,21 +409,78 @@ fn normalised_table(md: &mut String, scores: &BudgetScores, tasks: &[Task]) {
 
 /// The mean over the tasks of `set` of the paper's task means ÷ expert (derived here).
 fn paper_normalised_mean(p: &PaperColumn, set: TaskSet) -> f64 {
-    let xs: Vec<f64> = Task::ALL
+    let xs: Vec<f64> = Task::DMC
         .into_iter()
         .filter(|t| set.contains(*t))
-        .map(|t| p.score(t).0 / expert_score(t))
+        .map(|t| p.normalised(t))
         .collect();
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
 fn paper_raw_mean(p: &PaperColumn, set: TaskSet) -> f64 {
-    let xs: Vec<f64> = Task::ALL
+    let xs: Vec<f64> = Task::DMC
         .into_iter()
         .filter(|t| set.contains(*t))
         .map(|t| p.score(t).0)
         .collect();
     xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// URLB's Jaco reach tasks: our raw returns beside every column of the paper's Table 2.
+fn jaco_table(md: &mut String, scores: &BudgetScores, tasks: &[Task]) {
+    let _ = writeln!(md, "### URLB Jaco reach tasks (the paper's Table 2)\n");
+    let _ = writeln!(
+        md,
+        "Raw returns (no expert score: the paper reports these tasks raw); a return is at most {JACO_MAX_RETURN:.0} (one \
+         per control step of a 10 s episode). The paper's columns are copied from {PAPER_TABLE2_SCALE}. Its LFS and \
+         DrQ-v2 were trained without pre-training; the other eight columns (marked quoted) are unsupervised RL \
+         methods that lfs does not implement, as the paper reports them. Ours are at {} frames{}.\n",
+        scores.budget,
+        if scores.budget == PAPER_TABLE2_FRAMES {
+            ", the paper's budget"
+        } else {
+            ", not the paper's 100K: read them as reduced scale"
+        },
+    );
+    let paper: Vec<String> = PAPER_TABLE2
+        .iter()
+        .map(|p| {
+            let quoted = if p.pretrained { ", quoted" } else { "" };
+            format!("paper {} (100K{quoted})", p.method)
+        })
+        .collect();
+    table_header(md, &["task"], scores, &paper);
+    for &task in tasks {
+        let mut row = vec![task.name().to_string()];
+        row.extend(scores.methods.iter().map(|m| fmt_stats(m.stats(task), 1)));
+        row.extend(PAPER_TABLE2.iter().map(|p| {
+            let (mean, pm) = p.score(task);
+            format!("{mean:.0} ± {pm:.0}")
+        }));
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    let mut row = vec!["**mean over tasks**".to_string()];
+    row.extend(scores.methods.iter().map(|m| {
+        let means: Vec<f64> = tasks.iter().filter_map(|t| m.stats(*t)).map(|s| s.mean).collect();
+        if means.is_empty() {
+            "–".to_string()
+        } else {
+            format!(
+                "{:.1} ({})",
+                means.iter().sum::<f64>() / means.len() as f64,
+                tasks_count(means.len())
+            )
+        }
+    }));
+    row.extend(PAPER_TABLE2.iter().map(|p| {
+        if tasks.len() == Task::JACO.len() {
+            format!("{:.0} (4 tasks)", p.mean)
+        } else {
+            let mean = tasks.iter().map(|t| p.score(*t).0).sum::<f64>() / tasks.len() as f64;
+            format!("{mean:.1} (derived here, {})", tasks_count(tasks.len()))
+        }
+    }));
+    let _ = writeln!(md, "| {} |\n", row.join(" | "));
 }
 
 fn seen_unseen_table(md: &mut String, scores: &BudgetScores) {

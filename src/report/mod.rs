@@ -224,21 +224,22 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
     let methods = report.method_names();
     let scale = markdown::scale_line(report);
     let panels = task_panels(report, scores::task_curve);
-    let mut pictures = vec![
-        plots::learning_curves(
-            &panels,
-            &methods,
-            &[format!("mean over seeds; band: {CURVE_BAND}"), scale.clone()],
-        )?,
-        plots::iqm_curves(
+    let mut pictures = vec![plots::learning_curves(
+        &panels,
+        &methods,
+        &[format!("mean over seeds; band: {CURVE_BAND}"), scale.clone()],
+    )?];
+    // Normalised scores exist on DMControl tasks only (the Jaco tasks have no expert score).
+    if report.iqm_curves.iter().any(|c| !c.is_empty()) {
+        pictures.push(plots::iqm_curves(
             &report.iqm_curves,
             &methods,
             &[
                 "95% stratified-bootstrap intervals (rliable); expert score: DrQ-v2 at 500K frames".to_string(),
                 scale.clone(),
             ],
-        )?,
-    ];
+        )?);
+    }
     let selected = task_panels(report, scores::selected_curve);
     if !selected.is_empty() {
         pictures.push(plots::selected_curves(
@@ -280,6 +281,9 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             .filter(|r| r.set == scores::TaskSet::All)
             .cloned()
             .collect();
+        if rows.is_empty() {
+            return Ok(pictures);
+        }
         pictures.push(plots::aggregate_bars(
             &rows,
             &methods,

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::aggregate::{improvement_estimate, interval_estimates, Aggregate, BootstrapConfig, Estimate, ScoreTable};
 use super::cells::Cell;
 use super::reference::{expert_score, is_seen};
-use crate::env::Task;
+use crate::env::{Benchmark, Task};
 use crate::rl_loop::EvalRow;
 
 /// The done cells of one method, by task (tasks in the paper's order), as indices into the
@@ -76,7 +76,8 @@ impl SeedStats {
     }
 }
 
-/// Which tasks an aggregate is over.
+/// Which DMControl tasks an aggregate is over. The Jaco tasks are in none of them: they have
+/// no expert score and are reported raw, beside the paper's Table 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskSet {
     All,
@@ -97,6 +98,9 @@ impl TaskSet {
     }
 
     pub fn contains(self, task: Task) -> bool {
+        if task.benchmark() != Benchmark::Dmc {
+            return false;
+        }
         match self {
             TaskSet::All => true,
             TaskSet::Seen => is_seen(task),
@@ -128,10 +132,11 @@ impl MethodScores {
         SeedStats::of(&self.normalised(task)?)
     }
 
-    /// Scores divided by the task's expert score (docs/design.md §8).
+    /// Scores divided by the task's expert score (docs/design.md §8); none for a Jaco task.
     pub fn normalised(&self, task: Task) -> Option<Vec<f64>> {
+        let expert = expert_score(task)?;
         let raw = self.by_task.get(&task)?;
-        Some(raw.iter().map(|s| s / expert_score(task)).collect())
+        Some(raw.iter().map(|s| s / expert).collect())
     }
 
     /// The normalised scores of the tasks in `set`, as rliable's table.
@@ -323,10 +328,16 @@ fn curve_points(by_frame: BTreeMap<u64, Vec<f64>>, bootstrap: &BootstrapConfig) 
 }
 
 /// The IQM of normalised scores over frames, with its interval, for one method: at every
-/// frame that all the method's runs were evaluated at (runs are only pooled where each one
-/// contributes, so the curve does not jump when a short run drops out).
+/// frame that all the method's runs on DMControl tasks were evaluated at (runs are only pooled
+/// where each one contributes, so the curve does not jump when a short run drops out).
 pub fn iqm_curve(cells: &[Cell], method: &MethodCells, bootstrap: &BootstrapConfig) -> Vec<(u64, Estimate)> {
-    let all: Vec<usize> = method.by_task.values().flatten().copied().collect();
+    // (the task's expert score, its runs) for the tasks that have one
+    let tasks: Vec<(f64, &Vec<usize>)> = method
+        .by_task
+        .iter()
+        .filter_map(|(task, idx)| Some((expert_score(*task)?, idx)))
+        .collect();
+    let all: Vec<usize> = tasks.iter().flat_map(|(_, idx)| idx.iter()).copied().collect();
     let frame_sets: Vec<Vec<u64>> = all
         .iter()
         .map(|&i| {
@@ -349,14 +360,13 @@ pub fn iqm_curve(cells: &[Cell], method: &MethodCells, bootstrap: &BootstrapConf
     common
         .into_par_iter()
         .map(|frame| {
-            let tasks = method
-                .by_task
+            let tasks = tasks
                 .iter()
-                .map(|(task, idx)| {
+                .map(|(expert, idx)| {
                     idx.iter()
                         .filter_map(|&i| cells[i].finished.as_ref())
                         .filter_map(|f| f.evals.iter().find(|r| r.frame == frame))
-                        .map(|r| r.episode_reward / expert_score(*task))
+                        .map(|r| r.episode_reward / expert)
                         .collect()
                 })
                 .collect();
