@@ -15,12 +15,12 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use candle_core::{Device, Tensor};
+use candle_core::Device;
 use lfs::config::StageConfig;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::data::RandomShift;
 use lfs::observation::{FRAME_BYTES, FRAME_SIZE, FRAME_STACK};
-use lfs::rl::{FeatureDtype, ReplayBuffer, SacAgent, SacBatch};
+use lfs::rl::{Batch, FeatureDtype, ReplayBuffer, SacAgent};
 use lfs::train::{OnlineEncoder, TrainConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -46,7 +46,7 @@ fn main() -> anyhow::Result<()> {
     cfg.validate()?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
     let mut online = OnlineEncoder::new(&cfg)?;
-    let mut agent = SacAgent::new(&cfg.agent, online.repr_dim(), action_dim, &Device::Cpu, &mut rng)?;
+    let mut agent = SacAgent::new(cfg.agent.sac()?, online.repr_dim(), action_dim, &Device::Cpu, &mut rng)?;
     let shift = RandomShift {
         pad: cfg.replay.random_shift_pad,
     };
@@ -66,7 +66,7 @@ fn main() -> anyhow::Result<()> {
     for i in 0..warmup + updates {
         let step = i as u64;
         let start = Instant::now();
-        let mut t = replay.sample(batch, &mut rng)?;
+        let mut t = replay.sample(batch, cfg.agent.returns(), &mut rng)?;
         let sampled = Instant::now();
         // Algorithm 1: the objective's update on the (unshifted) batch first ...
         let aux = online
@@ -76,17 +76,12 @@ fn main() -> anyhow::Result<()> {
         // ... then SAC on the batch encoded by the updated encoder, without gradient.
         shift.apply_batch(&mut t.obs, dims, &mut rng);
         shift.apply_batch(&mut t.next_obs, dims, &mut rng);
-        let sac_batch = SacBatch {
-            obs: online.encode(&t.obs, batch)?,
-            action: Tensor::from_vec(t.action, (batch, action_dim), &Device::Cpu)?,
-            reward: Tensor::from_vec(t.reward, (batch, 1), &Device::Cpu)?,
-            next_obs: online.encode(&t.next_obs, batch)?,
-        };
+        let sac_batch = Batch::of(&t, online.encode(&t.obs, batch)?, online.encode(&t.next_obs, batch)?)?;
         let encoded = Instant::now();
         agent.update(&sac_batch, step, &mut rng)?;
         let end = Instant::now();
         if i >= warmup {
-            let actor_update = step % cfg.agent.actor_update_every_steps == 0;
+            let actor_update = step % cfg.agent.sac()?.actor_update_every_steps == 0;
             println!(
                 "{{\"impl\":\"candle\",\"batch\":{batch},\"step\":{step},\"actor_update\":{actor_update},\
                  \"update_seconds\":{:.6},\"sample_seconds\":{:.6},\"aux_seconds\":{:.6},\"sac_seconds\":{:.6},\

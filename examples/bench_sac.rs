@@ -10,7 +10,7 @@ use std::time::Instant;
 use candle_core::{Device, Tensor};
 use lfs::data::RandomShift;
 use lfs::nn::{Encoder, EncoderConfig, Params};
-use lfs::rl::{SacAgent, SacBatch, SacConfig};
+use lfs::rl::{Batch, SacAgent, SacConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -56,8 +56,9 @@ fn main() -> anyhow::Result<()> {
             (t.clone(), t)
         };
         let encoded = Instant::now();
-        let sac_batch = SacBatch {
+        let sac_batch = Batch {
             obs,
+            discount: Tensor::full(cfg.discount as f32, (batch, 1), &Device::Cpu)?,
             action: Tensor::from_vec(
                 (0..batch * action_dim)
                     .map(|_| rng.random_range(-1.0f32..1.0))

@@ -8,10 +8,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::observation_queue::ObservationQueue;
-use candle_core::{Device, Tensor};
+use candle_core::Device;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::observation::{stack_frames, stack_indices, FRAME_BYTES};
-use lfs::rl::{FeatureDtype, ReplayBuffer, SacAgent, SacBatch};
+use lfs::rl::{Batch, FeatureDtype, ReplayBuffer, SacAgent};
 use lfs::train::online_encoder::synthetic_pairs;
 use lfs::train::{OnlineEncoder, TrainConfig};
 use rand::SeedableRng;
@@ -50,19 +50,18 @@ fn encoder_weights(encoder: &OnlineEncoder) -> BTreeMap<String, Vec<f32>> {
 fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
     let (cfg, mut encoder, replay) = small_setup(&[]);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let n = cfg.agent.batch_size;
-    let t = replay.sample(n, &mut rng).unwrap();
+    let n = cfg.agent.batch_size();
+    let t = replay.sample(n, cfg.agent.returns(), &mut rng).unwrap();
     let before = encoder_weights(&encoder);
     assert!(before.len() >= 8, "{:?}", before.keys()); // 4 convs: weight and bias
 
     // A full SAC update (critic, actor, α, target) on the encoder's features.
-    let mut agent = SacAgent::new(&cfg.agent, encoder.repr_dim(), 2, &Device::Cpu, &mut rng).unwrap();
-    let batch = SacBatch {
-        obs: encoder.encode(&t.obs, n).unwrap(),
-        action: Tensor::from_vec(t.action.clone(), (n, 2), &Device::Cpu).unwrap(),
-        reward: Tensor::from_vec(t.reward.clone(), (n, 1), &Device::Cpu).unwrap(),
-        next_obs: encoder.encode(&t.next_obs, n).unwrap(),
-    };
+    let mut agent = SacAgent::new(cfg.agent.sac().unwrap(), encoder.repr_dim(), 2, &Device::Cpu, &mut rng).unwrap();
+    let (obs, next_obs) = (
+        encoder.encode(&t.obs, n).unwrap(),
+        encoder.encode(&t.next_obs, n).unwrap(),
+    );
+    let batch = Batch::of(&t, obs, next_obs).unwrap();
     agent.update(&batch, 2, &mut rng).unwrap();
     assert_eq!(encoder_weights(&encoder), before, "the SAC update moved the encoder");
     for (store, params) in agent.param_stores() {
@@ -88,19 +87,14 @@ fn with_the_critic_gradient_the_critic_update_moves_the_encoder() {
     let (cfg, mut encoder, replay) = small_setup(&["aux.method=none", "aux.critic_gradient=true"]);
     assert!(encoder.trainer().is_none() && encoder.critic_trains_encoder());
     let mut rng = ChaCha8Rng::seed_from_u64(4);
-    let n = cfg.agent.batch_size;
-    let t = replay.sample(n, &mut rng).unwrap();
+    let n = cfg.agent.batch_size();
+    let t = replay.sample(n, cfg.agent.returns(), &mut rng).unwrap();
     assert!(encoder.update(&t, &replay).unwrap().is_none()); // no objective to update
     let before = encoder_weights(&encoder);
-    let mut agent = SacAgent::new(&cfg.agent, encoder.repr_dim(), 2, &Device::Cpu, &mut rng).unwrap();
+    let mut agent = SacAgent::new(cfg.agent.sac().unwrap(), encoder.repr_dim(), 2, &Device::Cpu, &mut rng).unwrap();
     let features = encoder.encode_for_critic(&t.obs, n).unwrap();
     let obs = candle_core::Var::from_tensor(&features.encoded.h).unwrap();
-    let batch = SacBatch {
-        obs: obs.as_tensor().clone(),
-        action: Tensor::from_vec(t.action.clone(), (n, 2), &Device::Cpu).unwrap(),
-        reward: Tensor::from_vec(t.reward.clone(), (n, 1), &Device::Cpu).unwrap(),
-        next_obs: encoder.encode(&t.next_obs, n).unwrap(),
-    };
+    let batch = Batch::of(&t, obs.as_tensor().clone(), encoder.encode(&t.next_obs, n).unwrap()).unwrap();
     let (_, dh) = agent.update_with_obs_grad(&batch, 1, &mut rng).unwrap();
     let dh = dh.expect("the critic gave no gradient for the observations");
     assert_eq!(dh.dims(), &[n, encoder.repr_dim()]);
@@ -146,7 +140,11 @@ fn every_e2e_pipeline_loads() {
         let cfg = TrainConfig::load(&repo().join(format!("pipelines/e2e/{name}.toml")), &[]).unwrap();
         assert_eq!(cfg.aux.method.objective(), Some(lfs::pretrain::Method::Lfs), "{name}");
         assert!(!cfg.replay.feature_cache && !cfg.aux.critic_gradient, "{name}");
-        assert_eq!(cfg.trainer_config().unwrap().batch_size, cfg.agent.batch_size, "{name}");
+        assert_eq!(
+            cfg.trainer_config().unwrap().batch_size,
+            cfg.agent.batch_size(),
+            "{name}"
+        );
     }
 }
 
@@ -207,16 +205,14 @@ const SMALL: [&str; 11] = [
 ];
 
 fn train_command(out: &Path, extra: &[&str]) -> Command {
+    train_command_with("pipelines/e2e/tiny.toml", out, extra)
+}
+
+/// `lfs train --config <config>` on cartpole_swingup at the tests' small settings.
+pub(crate) fn train_command_with(config: &str, out: &Path, extra: &[&str]) -> Command {
     let mut cmd = lfs_in_repo();
-    cmd.args([
-        "train",
-        "--config",
-        "pipelines/e2e/tiny.toml",
-        "--task",
-        "cartpole_swingup",
-        "--out-dir",
-    ])
-    .arg(out);
+    cmd.args(["train", "--config", config, "--task", "cartpole_swingup", "--out-dir"])
+        .arg(out);
     for s in SMALL {
         cmd.args(["--set", s]);
     }
@@ -248,19 +244,58 @@ fn a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
         "--set",
         "aux.value_comparison.updates=200",
     ];
-    killed_run_resumes_to_the_same_results(&args, "online:lfs:init=random:1", true);
+    killed_run_resumes_to_the_same_results(Resumed {
+        config: "pipelines/e2e/tiny.toml",
+        extra: &args,
+        encoder_id: "online:lfs:init=random:1",
+        objective: true,
+        first_episode_updates: 200,
+        another: &["--set", "aux.method=lfs-cl"],
+    });
 }
 
 #[test]
 fn a_killed_sac_pixel_run_resumes_to_the_same_results() {
     // SAC from pixels: no objective, the critic's gradient trains the encoder.
     let args = ["--set", "aux.method=none", "--set", "aux.critic_gradient=true"];
-    killed_run_resumes_to_the_same_results(&args, "online:none+critic:init=random:1", false);
+    killed_run_resumes_to_the_same_results(Resumed {
+        config: "pipelines/e2e/tiny.toml",
+        extra: &args,
+        encoder_id: "online:none+critic:init=random:1",
+        objective: false,
+        first_episode_updates: 200,
+        another: &["--set", "aux.method=lfs-cl"],
+    });
 }
 
-/// Runs `lfs train` with `extra` whole, and again killed after its checkpoint and resumed:
-/// both end with the same evaluations, episode logs and (with an objective) `aux.jsonl`.
-fn killed_run_resumes_to_the_same_results(extra: &[&str], encoder_id: &str, objective: bool) {
+/// A run of [`killed_run_resumes_to_the_same_results`].
+pub(crate) struct Resumed<'a> {
+    /// The `lfs train` config.
+    pub config: &'a str,
+    /// Arguments after the tests' small settings.
+    pub extra: &'a [&'a str],
+    /// The encoder's provenance id the run prints.
+    pub encoder_id: &'a str,
+    /// Whether it has an auxiliary objective (`aux.jsonl`).
+    pub objective: bool,
+    /// Agent updates in the first episode (200 agent steps after the seed frames).
+    pub first_episode_updates: u64,
+    /// Arguments that make another config, which must not resume the checkpoint.
+    pub another: &'a [&'a str],
+}
+
+/// Runs `lfs train` whole, and again killed after its checkpoint and resumed: both end with
+/// the same evaluations, episode logs and (with an objective) `aux.jsonl`.
+pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
+    let Resumed {
+        config,
+        extra,
+        encoder_id,
+        objective,
+        first_episode_updates,
+        another,
+    } = run;
+    let train_command = |out: &Path, extra: &[&str]| train_command_with(config, out, extra);
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole");
     let result = train_command(&whole, extra).output().unwrap();
@@ -269,8 +304,8 @@ fn killed_run_resumes_to_the_same_results(extra: &[&str], encoder_id: &str, obje
     assert!(said.contains(&format!("encoder {encoder_id}")), "{said}");
     let (rows, episodes) = run_results(&whole);
     assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 700, 1400
-                                           // The first episode (frames 0–1000) had 200 updates.
-    assert_eq!(episodes[0]["train/num_updates"], 200);
+                                           // The first episode (frames 0–1000) had 200 agent steps after the seed frames.
+    assert_eq!(episodes[0]["train/num_updates"], first_episode_updates);
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(whole.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["command"], "train");
@@ -326,8 +361,8 @@ fn killed_run_resumes_to_the_same_results(extra: &[&str], encoder_id: &str, obje
         assert_eq!(values(&killed), v);
     }
 
-    // Another objective does not resume this checkpoint.
-    let other = [extra, &["--set", "aux.method=lfs-cl"]].concat();
+    // Another config does not resume this checkpoint.
+    let other = [extra, another].concat();
     let result = train_command(&killed, &other).output().unwrap();
     assert_eq!(result.status.code(), Some(2), "{}", text(&result));
     assert!(text(&result).contains("different config"), "{}", text(&result));

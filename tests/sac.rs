@@ -34,6 +34,9 @@ fn matrix(v: &Value) -> Tensor {
     Tensor::from_vec(rows.concat(), (b, n), &Device::Cpu).unwrap()
 }
 
+/// One-step returns, as SAC samples them.
+const ONE_STEP: lfs::rl::NStep = lfs::rl::NStep { n: 1, discount: 0.99 };
+
 fn scalar(t: &Tensor) -> f64 {
     values(t)[0]
 }
@@ -96,7 +99,7 @@ fn critic_actor_and_alpha_losses_match_proto_rl() {
         &matrix(&c["target_q2"]),
         &matrix(&c["next_log_prob"]),
         c["alpha"].as_f64().unwrap(),
-        discount,
+        &Tensor::full(discount as f32, (4, 1), &Device::Cpu).unwrap(),
     )
     .unwrap();
     assert_close(&values(&target), &expected(&c["target_q"]), 1e-6, "target_q");
@@ -163,13 +166,14 @@ fn small_agent(repr: usize, seed: u64) -> (lfs::rl::SacAgent, rand_chacha::ChaCh
     (agent, rng)
 }
 
-fn random_batch(repr: usize, n: usize, rng: &mut impl rand::Rng) -> lfs::rl::SacBatch {
+fn random_batch(repr: usize, n: usize, rng: &mut impl rand::Rng) -> lfs::rl::Batch {
     let mut t = |dims: (usize, usize), lo: f32, hi: f32| {
         let v: Vec<f32> = (0..dims.0 * dims.1).map(|_| rng.random_range(lo..hi)).collect();
         Tensor::from_vec(v, dims, &Device::Cpu).unwrap()
     };
-    lfs::rl::SacBatch {
+    lfs::rl::Batch {
         obs: t((n, repr), 0.0, 1.0),
+        discount: Tensor::full(0.99f32, (n, 1), &Device::Cpu).unwrap(),
         action: t((n, 2), -1.0, 1.0),
         reward: t((n, 1), 0.0, 1.0),
         next_obs: t((n, repr), 0.0, 1.0),
@@ -212,7 +216,7 @@ fn updates_on_constant_features_match_updates_through_candles_own_linear() {
         let batch = random_batch(repr, 16, &mut rng_a);
         let _ = random_batch(repr, 16, &mut rng_b); // keep the two generators in step
         let as_var = |t: &Tensor| candle_core::Var::from_tensor(t).unwrap().as_tensor().clone();
-        let tracked_batch = lfs::rl::SacBatch {
+        let tracked_batch = lfs::rl::Batch {
             obs: as_var(&batch.obs),
             next_obs: as_var(&batch.next_obs),
             ..batch.clone()
@@ -249,7 +253,7 @@ fn updates_on_constant_features_match_updates_through_candles_own_linear() {
         action_dim: 2,
     };
     let mut params = lfs::nn::Params::new(&Device::Cpu);
-    let critic = lfs::rl::Critic::new(dims, "", &mut params, &mut rng).unwrap();
+    let critic = lfs::rl::Critic::new(dims, lfs::rl::TrunkOutput::LayerNorm, "", &mut params, &mut rng).unwrap();
     let loss = critic
         .forward(&batch.obs, &batch.action)
         .unwrap()
@@ -397,7 +401,7 @@ fn replay_stores_each_frame_once_and_never_samples_across_episodes() {
     assert_eq!(replay.episodes().len(), 2);
     assert_eq!(replay.frame_bytes(), (4 + 7) * 12);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-    let batch = replay.sample(500, &mut rng).unwrap();
+    let batch = replay.sample(500, ONE_STEP, &mut rng).unwrap();
     let mut seen = std::collections::BTreeSet::new();
     for i in 0..batch.len {
         let obs = &batch.obs[i * 36..(i + 1) * 36];
@@ -463,7 +467,10 @@ fn the_f16_feature_cache_rounds_to_the_nearest_half_and_refuses_what_it_cannot_h
             }
         }
     }
-    let draw = |b: &ReplayBuffer| b.sample(64, &mut rand_chacha::ChaCha8Rng::seed_from_u64(9)).unwrap();
+    let draw = |b: &ReplayBuffer| {
+        b.sample(64, ONE_STEP, &mut rand_chacha::ChaCha8Rng::seed_from_u64(9))
+            .unwrap()
+    };
     let (a, b) = (draw(&full), draw(&half));
     assert_eq!(a.locations, b.locations);
     assert_eq!(a.reward, b.reward);

@@ -32,6 +32,10 @@ mod env;
 mod collect;
 // The SAC agent: formulas vs a float64 transcription of Proto-RL, LayerNorm gradients, updates.
 mod sac;
+// DrQ-v2: its formulas vs a float64 transcription of facebookresearch/drqv2 (schedule, n-step
+// returns, truncated normal, losses and gradients, random shift), its update, and `lfs train` /
+// `lfs eval` with it: a killed run resumes exactly, bad input refused.
+mod drqv2;
 // `lfs eval` on DMControl: bad input refused with nothing written, a killed run resumes exactly.
 mod eval;
 // `lfs train` (end-to-end LFS + SAC): the objective moves the encoder and SAC does not, synthetic

@@ -1,10 +1,9 @@
-//! `lfs eval`: SAC on one DMControl task on top of a frozen encoder (docs/design.md §6, §8): the
-//! RL loop ([`crate::rl_loop`]) with the encoder as constants.
+//! `lfs eval`: SAC (or DrQ-v2, `[agent] kind`) on one DMControl task on top of a frozen encoder
+//! (docs/design.md §6, §8, §13): the RL loop ([`crate::rl_loop`]) with the encoder as constants.
 
 use std::path::Path;
 
 use crate::config::StageConfig;
-use crate::rl::SacAgent;
 use crate::rl_loop::{self, EvalConfig, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Stage};
 use crate::run_dir::kind;
 use crate::Result;
@@ -29,5 +28,5 @@ pub fn run(
         value_comparison: None,
         sac,
     };
-    rl_loop::run::<SacAgent>(stage, spec, Box::new(representation), render_source, out_dir, on_event)
+    rl_loop::run(stage, spec, Box::new(representation), render_source, out_dir, on_event)
 }

@@ -5,7 +5,7 @@
 use candle_core::Tensor;
 use rand::Rng;
 
-use super::mlp::{join, Mlp, Trunk};
+use super::mlp::{join, Mlp, Trunk, TrunkOutput};
 use super::squashed_gaussian::SquashedGaussian;
 use crate::nn::Params;
 use crate::Result;
@@ -41,7 +41,14 @@ impl Actor {
         rng: &mut R,
     ) -> Result<Self> {
         Ok(Self {
-            trunk: Trunk::new(dims.repr_dim, dims.feature_dim, &join(prefix, "trunk"), params, rng)?,
+            trunk: Trunk::new(
+                dims.repr_dim,
+                dims.feature_dim,
+                TrunkOutput::LayerNorm,
+                &join(prefix, "trunk"),
+                params,
+                rng,
+            )?,
             policy: Mlp::new(
                 dims.feature_dim,
                 dims.hidden_dim,

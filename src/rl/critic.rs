@@ -1,11 +1,12 @@
-//! The twin-Q critic (docs/design.md §6): trunk `Linear(repr → 50) → LayerNorm`, then two heads
-//! `(50 + A) → 1024 → 1024 → 1`. PyTorch names `trunk.{0,1}`, `Q1.{0,2,4}`, `Q2.{0,2,4}`.
+//! The twin-Q critic (docs/design.md §6): trunk `Linear(repr → 50) → LayerNorm` (→ tanh for
+//! DrQ-v2, §13), then two heads `(50 + A) → 1024 → 1024 → 1`. PyTorch names `trunk.{0,1}`,
+//! `Q1.{0,2,4}`, `Q2.{0,2,4}`.
 
 use candle_core::{Tensor, D};
 use rand::Rng;
 
 use super::actor::NetworkDims;
-use super::mlp::{join, Mlp, Trunk};
+use super::mlp::{join, Mlp, Trunk, TrunkOutput};
 use crate::nn::Params;
 use crate::Result;
 
@@ -32,20 +33,33 @@ impl TwinQ {
 
 impl Critic {
     /// Registers `{prefix}.trunk.*`, `{prefix}.Q1.*`, `{prefix}.Q2.*` in `params`.
-    pub fn new<R: Rng + ?Sized>(dims: NetworkDims, prefix: &str, params: &mut Params, rng: &mut R) -> Result<Self> {
+    pub fn new<R: Rng + ?Sized>(
+        dims: NetworkDims,
+        trunk: TrunkOutput,
+        prefix: &str,
+        params: &mut Params,
+        rng: &mut R,
+    ) -> Result<Self> {
         let head_in = dims.feature_dim + dims.action_dim;
         Ok(Self {
-            trunk: Trunk::new(dims.repr_dim, dims.feature_dim, &join(prefix, "trunk"), params, rng)?,
+            trunk: Trunk::new(
+                dims.repr_dim,
+                dims.feature_dim,
+                trunk,
+                &join(prefix, "trunk"),
+                params,
+                rng,
+            )?,
             q1: Mlp::new(head_in, dims.hidden_dim, 1, &join(prefix, "Q1"), params, rng)?,
             q2: Mlp::new(head_in, dims.hidden_dim, 1, &join(prefix, "Q2"), params, rng)?,
         })
     }
 
     /// The critic over its parameters already in `params` (e.g. a copy: the EMA target).
-    pub fn from_params(dims: NetworkDims, prefix: &str, params: &Params) -> Result<Self> {
+    pub fn from_params(dims: NetworkDims, trunk: TrunkOutput, prefix: &str, params: &Params) -> Result<Self> {
         let head_in = dims.feature_dim + dims.action_dim;
         Ok(Self {
-            trunk: Trunk::from_params(dims.repr_dim, dims.feature_dim, &join(prefix, "trunk"), params)?,
+            trunk: Trunk::from_params(dims.repr_dim, dims.feature_dim, trunk, &join(prefix, "trunk"), params)?,
             q1: Mlp::from_params(head_in, dims.hidden_dim, 1, &join(prefix, "Q1"), params)?,
             q2: Mlp::from_params(head_in, dims.hidden_dim, 1, &join(prefix, "Q2"), params)?,
         })

@@ -24,19 +24,30 @@ pub fn join(prefix: &str, name: &str) -> String {
 /// torch.nn.LayerNorm's default epsilon.
 const LAYER_NORM_EPS: f32 = 1e-5;
 
-/// `Linear(repr → feature) → LayerNorm(feature)`, registered as `{prefix}.0` and `{prefix}.1`
-/// (no tanh after it, docs/design.md §6).
+/// What follows a trunk's LayerNorm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrunkOutput {
+    /// Nothing: Proto-RL's SAC trunk (docs/design.md §6).
+    LayerNorm,
+    /// A tanh (`trunk.2`, no parameters): DrQ-v2's trunk (docs/design.md §13).
+    LayerNormTanh,
+}
+
+/// `Linear(repr → feature) → LayerNorm(feature)` (→ tanh), registered as `{prefix}.0` and
+/// `{prefix}.1`.
 #[derive(Debug, Clone)]
 pub struct Trunk {
     linear: Linear,
     ln_weight: Tensor,
     ln_bias: Tensor,
+    output: TrunkOutput,
 }
 
 impl Trunk {
     pub fn new<R: Rng + ?Sized>(
         in_dim: usize,
         out_dim: usize,
+        output: TrunkOutput,
         prefix: &str,
         params: &mut Params,
         rng: &mut R,
@@ -49,27 +60,34 @@ impl Trunk {
             linear,
             ln_weight,
             ln_bias,
+            output,
         })
     }
 
     /// The trunk over `{prefix}.0.*` and `{prefix}.1.*` already in `params`.
-    pub fn from_params(in_dim: usize, out_dim: usize, prefix: &str, params: &Params) -> Result<Self> {
+    pub fn from_params(
+        in_dim: usize,
+        out_dim: usize,
+        output: TrunkOutput,
+        prefix: &str,
+        params: &Params,
+    ) -> Result<Self> {
         Ok(Self {
             linear: linear_from_params(in_dim, out_dim, &join(prefix, "0"), params)?,
             ln_weight: params.tensor(&join(prefix, "1.weight"), &[out_dim])?,
             ln_bias: params.tensor(&join(prefix, "1.bias"), &[out_dim])?,
+            output,
         })
     }
 
     /// Shapes: h (b, in) -> (b, out).
     pub fn forward(&self, h: &Tensor) -> Result<Tensor> {
         let x = linear(&self.linear, h)?; // (b, out)
-        Ok(candle_nn::ops::layer_norm_slow(
-            &x,
-            &self.ln_weight,
-            &self.ln_bias,
-            LAYER_NORM_EPS,
-        )?)
+        let x = candle_nn::ops::layer_norm_slow(&x, &self.ln_weight, &self.ln_bias, LAYER_NORM_EPS)?;
+        Ok(match self.output {
+            TrunkOutput::LayerNorm => x,
+            TrunkOutput::LayerNormTanh => x.tanh()?,
+        })
     }
 
     /// The same trunk over detached copies of its parameters: no gradient reaches them.
@@ -78,6 +96,7 @@ impl Trunk {
             linear: detach_linear(&self.linear),
             ln_weight: self.ln_weight.detach(),
             ln_bias: self.ln_bias.detach(),
+            output: self.output,
         }
     }
 }

@@ -1,19 +1,26 @@
-//! Soft Actor-Critic on an encoder's features (docs/design.md §6): pure tensor logic, no I/O.
+//! The agents on an encoder's features: Soft Actor-Critic (docs/design.md §6) and DrQ-v2
+//! (§13). Pure tensor logic, no I/O.
 //! The agent never sees pixels or the encoder: its callers encode observations (a frozen
 //! encoder for `lfs eval`), so nothing in here can train the encoder.
 
 pub mod actor;
+mod agent_state;
+mod batch;
 pub mod critic;
+pub mod drqv2;
 pub mod feature_cache;
-mod mlp;
+pub(crate) mod mlp;
 pub mod replay_buffer;
 pub mod sac;
 pub mod squashed_gaussian;
 
 pub use actor::Actor;
+pub use batch::Batch;
 pub use critic::Critic;
+pub use drqv2::{DrQv2Agent, DrQv2Config, DrQv2Metrics};
+pub use mlp::TrunkOutput;
 
 pub use feature_cache::{CachedFeatures, FeatureDtype};
-pub use replay_buffer::{ReplayBuffer, StoredEpisode, Transitions};
-pub use sac::{SacAgent, SacBatch, SacConfig, SacMetrics};
+pub use replay_buffer::{NStep, ReplayBuffer, StoredEpisode, Transitions};
+pub use sac::{SacAgent, SacConfig, SacMetrics};
 pub use squashed_gaussian::SquashedGaussian;

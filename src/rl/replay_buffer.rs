@@ -6,6 +6,10 @@
 //! transition t is (O_t, a_t, r_t, O_{t+1}) with O_t = [F_{t−2}, F_{t−1}, F_t] clamped at the
 //! episode start. Sampling is uniform over every stored transition (the episode being recorded
 //! included) and never crosses an episode boundary: both observations come from one episode.
+//! With n-step returns ([`NStep`], DrQ-v2's `nstep`) a sample is (O_t, a_t, Σᵢ γⁱ r_{t+i},
+//! γⁿ, O_{t+n}), drawn uniformly over the transitions whose n steps lie in their episode, as
+//! DrQ-v2's replay draws them (replay_buffer.py `_sample`, facebookresearch/drqv2 @c0c650b);
+//! n = 1 draws exactly what one-step sampling draws.
 //! When the buffer holds more than `capacity` transitions, the oldest finished episodes go.
 //!
 //! With the feature cache, each observation's encoder features are stored beside it when its
@@ -63,20 +67,35 @@ impl StoredFrames for EpisodeRecord {
     }
 }
 
-/// A sampled batch: stacked observations (or their cached features), actions, rewards.
+/// How a sample's target bootstraps: from O_{t+n}, after n rewards discounted by γ.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NStep {
+    /// Steps summed before bootstrapping (1: the one-step target).
+    pub n: usize,
+    /// γ.
+    pub discount: f64,
+}
+
+/// A sampled batch: stacked observations (or their cached features), actions, n-step rewards
+/// and discounts.
 #[derive(Debug, Clone)]
 pub struct Transitions {
     pub len: usize,
-    /// (len, 9, h, w) uint8; empty when features are cached.
+    /// O_t (len, 9, h, w) uint8; empty when features are cached.
     pub obs: Vec<u8>,
+    /// O_{t+n}, what the target bootstraps from (O_{t+1} for one-step returns).
     pub next_obs: Vec<u8>,
     /// (len, repr) f32; empty without the cache.
     pub obs_features: Vec<f32>,
     pub next_obs_features: Vec<f32>,
-    /// (len, A).
+    /// a_t (len, A).
     pub action: Vec<f32>,
-    /// (len).
+    /// Σ_{i<n} γⁱ r_{t+i} (len): r_t for one-step returns.
     pub reward: Vec<f32>,
+    /// γⁿ (len).
+    pub discount: Vec<f32>,
+    /// The n of the returns: `next_obs` is O_{t+n}.
+    pub nstep: usize,
     /// (episode index in the buffer, t) of each transition, for tests and diagnostics.
     pub locations: Vec<(usize, usize)>,
 }
@@ -225,10 +244,27 @@ impl ReplayBuffer {
         }
     }
 
-    /// `n` transitions uniformly with replacement over everything stored.
-    pub fn sample<R: Rng + ?Sized>(&self, n: usize, rng: &mut R) -> Result<Transitions> {
-        if self.num_transitions == 0 {
-            return Err(Error::Shape("replay: sampling from an empty buffer".into()));
+    /// `n` transitions uniformly with replacement over every stored transition whose
+    /// `returns.n` steps lie in its episode, with their n-step rewards and discounts.
+    pub fn sample<R: Rng + ?Sized>(&self, n: usize, returns: NStep, rng: &mut R) -> Result<Transitions> {
+        if returns.n == 0 {
+            return Err(Error::Shape("replay: n-step returns need n >= 1".into()));
+        }
+        // Transitions t of an episode with t + n <= its length: one per action for n = 1.
+        let counts: Vec<usize> = self
+            .episodes
+            .iter()
+            .map(|e| (e.num_transitions() + 1).saturating_sub(returns.n))
+            .collect();
+        let total: usize = counts.iter().sum();
+        if total == 0 {
+            return Err(Error::Shape(match self.num_transitions {
+                0 => "replay: sampling from an empty buffer".to_string(),
+                _ => format!(
+                    "replay: no stored episode has {} transitions for {}-step returns",
+                    returns.n, returns.n
+                ),
+            }));
         }
         let cached = self.feature_dim > 0;
         let obs_len = FRAME_STACK * self.frame_len;
@@ -240,20 +276,24 @@ impl ReplayBuffer {
             next_obs_features: Vec::with_capacity(if cached { n * self.feature_dim } else { 0 }),
             action: Vec::with_capacity(n * self.action_dim),
             reward: Vec::with_capacity(n),
+            discount: Vec::with_capacity(n),
+            nstep: returns.n,
             locations: Vec::with_capacity(n),
         };
-        let lengths: Vec<usize> = self.episodes.iter().map(EpisodeRecord::num_transitions).collect();
+        // γⁿ, and the weights γⁱ of the rewards, in f64 then rounded once.
+        let weights: Vec<f64> = (0..returns.n).map(|i| returns.discount.powi(i as i32)).collect();
+        let bootstrap_discount = returns.discount.powi(returns.n as i32) as f32;
         for i in 0..n {
-            // Invariant: the draw is < num_transitions, the sum of the lengths.
-            let (e, t) = locate(&lengths, rng.random_range(0..self.num_transitions))
+            // Invariant: the draw is < total, the sum of the counts.
+            let (e, t) = locate(&counts, rng.random_range(0..total))
                 .ok_or_else(|| Error::Shape("replay: transition index beyond the stored episodes".into()))?;
             let episode = &self.episodes[e];
+            let next = t + returns.n;
             if cached {
                 let dim = self.feature_dim;
-                if episode.features.len() < (t + 2) * dim {
+                if episode.features.len() < (next + 1) * dim {
                     return Err(Error::Shape(format!(
-                        "replay: observation {} of an episode has no features",
-                        t + 1
+                        "replay: observation {next} of an episode has no features"
                     )));
                 }
                 episode
@@ -261,18 +301,29 @@ impl ReplayBuffer {
                     .read_into(t * dim..(t + 1) * dim, &mut out.obs_features);
                 episode
                     .features
-                    .read_into((t + 1) * dim..(t + 2) * dim, &mut out.next_obs_features);
+                    .read_into(next * dim..(next + 1) * dim, &mut out.next_obs_features);
             } else {
                 stack_frames(episode, stack_indices(t), &mut out.obs[i * obs_len..(i + 1) * obs_len]);
                 stack_frames(
                     episode,
-                    stack_indices(t + 1),
+                    stack_indices(next),
                     &mut out.next_obs[i * obs_len..(i + 1) * obs_len],
                 );
             }
             let a = self.action_dim;
             out.action.extend_from_slice(&episode.actions[t * a..(t + 1) * a]);
-            out.reward.push(episode.rewards[t]);
+            out.reward.push(match returns.n {
+                1 => episode.rewards[t],
+                _ => {
+                    let rewards = &episode.rewards[t..next];
+                    rewards
+                        .iter()
+                        .zip(&weights)
+                        .map(|(&r, w)| f64::from(r) * w)
+                        .sum::<f64>() as f32
+                }
+            });
+            out.discount.push(bootstrap_discount);
             out.locations.push((e, t));
         }
         Ok(out)

@@ -10,8 +10,10 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::actor::{Actor, NetworkDims};
+use super::agent_state::{self, check_finite, scalar, Optimised};
+use super::batch::Batch;
 use super::critic::Critic;
-use crate::nn::checkpoint::strip_prefix;
+use super::mlp::TrunkOutput;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
@@ -28,8 +30,9 @@ pub struct SacConfig {
     /// The actor's log σ is squashed into [log_std_min, log_std_max] (−10, 2).
     pub log_std_min: f64,
     pub log_std_max: f64,
-    /// γ (0.99). Targets bootstrap through the last step: DMC episodes end only at their time
-    /// limit (no done mask, as Proto-RL and DrQ-v2).
+    /// γ (0.99): one-step targets, each batch's `discount` (docs/design.md §6). Targets
+    /// bootstrap through the last step: DMC episodes end only at their time limit (no done
+    /// mask, as Proto-RL and DrQ-v2).
     pub discount: f64,
     /// Initial α (0.1); log α is learned with target entropy −|A|.
     pub init_temperature: f64,
@@ -98,19 +101,6 @@ impl SacConfig {
     }
 }
 
-/// One training batch of encoded transitions.
-#[derive(Debug, Clone)]
-pub struct SacBatch {
-    /// Encoder features of the observations: (b, repr).
-    pub obs: Tensor,
-    /// (b, A) in [−1, 1].
-    pub action: Tensor,
-    /// Rewards summed over the action repeat: (b, 1).
-    pub reward: Tensor,
-    /// Encoder features of the next observations: (b, repr).
-    pub next_obs: Tensor,
-}
-
 /// What one update reports (keys `train/<name>` in `train.jsonl`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SacMetrics {
@@ -135,17 +125,18 @@ pub struct SacMetrics {
     pub alpha: f64,
 }
 
-/// The bootstrapped critic target `r + γ·(min(Q1', Q2') − α·log π(a'|s'))` (b, 1), detached.
+/// The bootstrapped critic target `r + γ·(min(Q1', Q2') − α·log π(a'|s'))` (b, 1), detached;
+/// `discount` (b, 1) is the batch's γ.
 pub fn critic_target(
     reward: &Tensor,
     target_q1: &Tensor,
     target_q2: &Tensor,
     next_log_prob: &Tensor,
     alpha: f64,
-    discount: f64,
+    discount: &Tensor,
 ) -> Result<Tensor> {
     let target_v = (target_q1.minimum(target_q2)? - (next_log_prob * alpha)?)?; // (b, 1)
-    Ok((reward + (target_v * discount)?)?.detach())
+    Ok((reward + target_v.mul(discount)?)?.detach())
 }
 
 /// MSE(Q1, target) + MSE(Q2, target), each a mean over the batch.
@@ -204,10 +195,10 @@ impl SacAgent {
         let mut actor_params = Params::new(device);
         let actor = Actor::new(dims, (cfg.log_std_min, cfg.log_std_max), "", &mut actor_params, rng)?;
         let mut critic_params = Params::new(device);
-        let critic = Critic::new(dims, "", &mut critic_params, rng)?;
+        let critic = Critic::new(dims, TrunkOutput::LayerNorm, "", &mut critic_params, rng)?;
         // The target starts as an exact copy of the critic.
         let critic_target_params = Params::from_tensors(&critic_params.snapshot()?, device)?;
-        let critic_target = Critic::from_params(dims, "", &critic_target_params)?;
+        let critic_target = Critic::from_params(dims, TrunkOutput::LayerNorm, "", &critic_target_params)?;
         let mut alpha_params = Params::new(device);
         alpha_params.insert(LOG_ALPHA, Tensor::new(&[cfg.init_temperature.ln() as f32], device)?)?;
         Ok(Self {
@@ -290,7 +281,7 @@ impl SacAgent {
     /// One update at agent step `step`: the critic every step; the actor and α every
     /// `actor_update_every_steps`; the target critic's EMA every
     /// `critic_target_update_every_steps`.
-    pub fn update<R: Rng + ?Sized>(&mut self, batch: &SacBatch, step: u64, rng: &mut R) -> Result<SacMetrics> {
+    pub fn update<R: Rng + ?Sized>(&mut self, batch: &Batch, step: u64, rng: &mut R) -> Result<SacMetrics> {
         Ok(self.update_with_obs_grad(batch, step, rng)?.0)
     }
 
@@ -299,7 +290,7 @@ impl SacAgent {
     /// trains, as in SAC from pixels). The actor always sees `batch.obs` detached.
     pub fn update_with_obs_grad<R: Rng + ?Sized>(
         &mut self,
-        batch: &SacBatch,
+        batch: &Batch,
         step: u64,
         rng: &mut R,
     ) -> Result<(SacMetrics, Option<Tensor>)> {
@@ -318,11 +309,7 @@ impl SacAgent {
         Ok((metrics, obs_grad))
     }
 
-    fn update_critic<R: Rng + ?Sized>(
-        &mut self,
-        batch: &SacBatch,
-        rng: &mut R,
-    ) -> Result<(SacMetrics, Option<Tensor>)> {
+    fn update_critic<R: Rng + ?Sized>(&mut self, batch: &Batch, rng: &mut R) -> Result<(SacMetrics, Option<Tensor>)> {
         let alpha = self.alpha()?;
         let b = batch.obs.dim(0)?;
         let next = self
@@ -336,7 +323,7 @@ impl SacAgent {
             &target.q2,
             &next.log_prob.detach(),
             alpha,
-            self.cfg.discount,
+            &batch.discount,
         )?; // (b, 1)
         let q = self.critic.forward(&batch.obs, &batch.action)?;
         let loss = critic_loss(&q.q1, &q.q2, &target_q)?;
@@ -388,61 +375,23 @@ impl SacAgent {
     /// `critic.…`, `critic_target.…`, `alpha.log_alpha`, `actor_opt.adam.…`, …), and the
     /// optimisers' step counts for the metadata.
     pub fn state(&self) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
-        let mut tensors = BTreeMap::new();
-        for (prefix, params) in self.param_stores() {
-            for (name, t) in params.snapshot()? {
-                tensors.insert(format!("{prefix}.{name}"), t);
-            }
-        }
-        let mut meta = HashMap::new();
-        for (prefix, opt, params) in self.optimisers() {
-            for (name, t) in opt.state_tensors(params)? {
-                tensors.insert(format!("{prefix}.{name}"), t);
-            }
-            meta.insert(format!("lfs.{prefix}_step"), opt.step.to_string());
-        }
-        Ok((tensors, meta))
+        agent_state::save(&self.param_stores(), &self.optimised())
     }
 
     /// Restores [`SacAgent::state`]; errors name a missing or mis-shaped tensor.
     pub fn load_state(&mut self, tensors: &BTreeMap<String, Tensor>, meta: &HashMap<String, String>) -> Result<()> {
-        let under = |prefix: &str| strip_prefix(tensors, &format!("{prefix}."));
-        for (prefix, params) in self.param_stores() {
-            params.load_from(&under(prefix))?;
-        }
-        let steps: Vec<u64> = ["actor_opt", "critic_opt", "alpha_opt"]
-            .iter()
-            .map(|p| {
-                let key = format!("lfs.{p}_step");
-                meta.get(&key)
-                    .and_then(|s| s.parse().ok())
-                    .ok_or_else(|| Error::Shape(format!("sac: no `{key}` in the checkpoint metadata")))
-            })
-            .collect::<Result<_>>()?;
-        let (a, c, l) = (under("actor_opt"), under("critic_opt"), under("alpha_opt"));
-        self.actor_opt.load_state(&self.actor_params, &a, steps[0])?;
-        self.critic_opt.load_state(&self.critic_params, &c, steps[1])?;
-        self.alpha_opt.load_state(&self.alpha_params, &l, steps[2])?;
-        Ok(())
+        agent_state::load_params(&self.param_stores(), tensors)?;
+        let (a, c, l) = (&self.actor_params, &self.critic_params, &self.alpha_params);
+        agent_state::load_optimiser("actor_opt", &mut self.actor_opt, a, tensors, meta)?;
+        agent_state::load_optimiser("critic_opt", &mut self.critic_opt, c, tensors, meta)?;
+        agent_state::load_optimiser("alpha_opt", &mut self.alpha_opt, l, tensors, meta)
     }
 
-    fn optimisers(&self) -> [(&'static str, &Adam, &Params); 3] {
+    fn optimised(&self) -> [Optimised<'_>; 3] {
         [
-            ("actor_opt", &self.actor_opt, &self.actor_params),
-            ("critic_opt", &self.critic_opt, &self.critic_params),
-            ("alpha_opt", &self.alpha_opt, &self.alpha_params),
+            Optimised::new("actor_opt", &self.actor_opt, &self.actor_params),
+            Optimised::new("critic_opt", &self.critic_opt, &self.critic_params),
+            Optimised::new("alpha_opt", &self.alpha_opt, &self.alpha_params),
         ]
-    }
-}
-
-fn scalar(t: &Tensor) -> Result<f64> {
-    Ok(t.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?)
-}
-
-fn check_finite(what: &str, v: f64) -> Result<()> {
-    if v.is_finite() {
-        Ok(())
-    } else {
-        Err(Error::Training(format!("{what} is {v}")))
     }
 }

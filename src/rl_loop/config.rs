@@ -6,9 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::agent::AgentConfig;
 use crate::config::{self, StageConfig};
 use crate::env::RenderQuality;
-use crate::rl::{FeatureDtype, SacConfig};
+use crate::rl::FeatureDtype;
 use crate::{Error, Result};
 
 /// A count of frames: env steps, i.e. agent steps × action repeat (docs/design.md §8).
@@ -34,7 +35,8 @@ impl Frames {
 pub struct EvalConfig {
     pub run: EvalRunConfig,
     pub env: EvalEnvConfig,
-    pub agent: SacConfig,
+    /// The agent: `kind` ("sac", the default, or "drqv2") and its settings.
+    pub agent: AgentConfig,
     pub replay: ReplayConfig,
 }
 
@@ -244,10 +246,11 @@ impl StageConfig for EvalConfig {
         if run.num_eval_episodes == 0 {
             return bad("run.num_eval_episodes must be >= 1".into());
         }
-        if self.replay.capacity < self.agent.batch_size {
+        if self.replay.capacity < self.agent.batch_size() {
             return bad(format!(
                 "replay.capacity = {} is smaller than agent.batch_size = {}",
-                self.replay.capacity, self.agent.batch_size
+                self.replay.capacity,
+                self.agent.batch_size()
             ));
         }
         self.agent.validate("agent")

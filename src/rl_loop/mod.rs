@@ -1,4 +1,5 @@
-//! The RL loop `lfs eval` and `lfs train` share (docs/design.md §6–§8): an [`Agent`] (SAC) on
+//! The RL loop `lfs eval` and `lfs train` share (docs/design.md §6–§8, §13): an [`Agent`]
+//! (SAC or DrQ-v2) on
 //! one DMControl task on top of a [`Representation`]. Evaluations (deterministic tanh μ, their own environment
 //! and seeds) run at frame 0, every `eval_every_frames` and at the end, one row each in
 //! `eval.csv`; every training episode adds a line to `train.jsonl`, every auxiliary update one
@@ -25,7 +26,7 @@ mod workspace;
 use std::path::Path;
 use std::time::Instant;
 
-pub use agent::{Agent, AgentState, AgentUpdate, EpisodeSums, SacSums};
+pub use agent::{Agent, AgentConfig, AgentKind, AgentState, AgentUpdate, DrQv2Sums, EpisodeSums, SacSums};
 pub use config::{EvalConfig, Frames, RenderQualitySetting, RenderQualitySource};
 pub use logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow, TrainLine, EVAL_HEADER, EVAL_TAG, FRAME_FIELD};
 pub use representation::{
@@ -38,6 +39,7 @@ use crate::env::{RenderQuality, Task};
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::{CsvLog, MetricsLog, Mirror};
 use crate::nn::checkpoint as safetensors_file;
+use crate::rl::{DrQv2Agent, SacAgent};
 use crate::run_dir::{
     AUX_LOG, CHECKPOINT_FILE, CONFIG_FILE, EVAL_CSV, RUN_FILE, TRAIN_LOG, VALUE_COMPARISON_FILE, VIDEO_DIR,
 };
@@ -138,9 +140,24 @@ pub fn resolve_render_quality(
     Ok(source)
 }
 
-/// Trains into `out_dir`, resuming a checkpoint there; `stage.sac` has been validated and its
-/// render quality resolved (see [`resolve_render_quality`]).
-pub fn run<A: Agent>(
+/// Trains the agent `stage.sac.agent` names into `out_dir` (see [`run_agent`]).
+pub fn run(
+    stage: Stage,
+    spec: &LoopSpec,
+    representation: Box<dyn Representation>,
+    render_source: RenderQualitySource,
+    out_dir: &Path,
+    on_event: &mut dyn FnMut(LoopEvent),
+) -> Result<LoopSummary> {
+    match stage.sac.agent.kind() {
+        AgentKind::Sac => run_agent::<SacAgent>(stage, spec, representation, render_source, out_dir, on_event),
+        AgentKind::DrQv2 => run_agent::<DrQv2Agent>(stage, spec, representation, render_source, out_dir, on_event),
+    }
+}
+
+/// Trains agent `A` into `out_dir`, resuming a checkpoint there; `stage.sac` has been
+/// validated and its render quality resolved (see [`resolve_render_quality`]).
+pub fn run_agent<A: Agent>(
     stage: Stage,
     spec: &LoopSpec,
     representation: Box<dyn Representation>,

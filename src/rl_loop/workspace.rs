@@ -1,8 +1,9 @@
 //! The loop's state and one agent step of it (docs/design.md §6, §7): the two environments
 //! (one trains, one evaluates), the agent, the replay buffer, the representation, the RNG and
-//! the counters a checkpoint holds. Per agent step, as Proto-RL's train loop: choose the action
-//! (uniformly random during the seed frames), update on a sampled batch (the representation's
-//! auxiliary objective first, for `lfs train`), step the environment, store the transition.
+//! the counters a checkpoint holds. Per agent step, as Proto-RL's and DrQ-v2's train loops:
+//! choose the action (uniformly random during the seed frames), update on a sampled batch when
+//! the agent updates at this step (the representation's auxiliary objective first, for `lfs
+//! train`), step the environment, store the transition.
 
 use std::path::Path;
 use std::time::Instant;
@@ -23,7 +24,7 @@ use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, TimeS
 use crate::metrics::MetricsLog;
 use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
-use crate::rl::{ReplayBuffer, SacBatch, Transitions};
+use crate::rl::{Batch, ReplayBuffer, Transitions};
 use crate::{Error, Result};
 
 /// The environment seeds (dm_control takes 0..2³²): training episode `e`, and evaluation
@@ -70,7 +71,7 @@ pub(super) struct Workspace<A: Agent> {
 
 /// What one agent step trains on.
 struct TrainingBatch {
-    sac: SacBatch,
+    batch: Batch,
     /// The auxiliary objective's update on these transitions (`lfs train`).
     aux: Option<UpdateMetrics>,
     /// The observations' encoding with its tape, when the critic trains the encoder.
@@ -119,7 +120,7 @@ impl<A: Agent> Workspace<A> {
         // there. The replay, the environments' frames and the encoder's CPU kernels stay in host
         // memory.
         let device = Device::Cpu;
-        let agent = A::new(cfg, repr, action_dim, &device, &mut rng)?;
+        let agent = A::new(&cfg.agent, repr, action_dim, &device, &mut rng)?;
         let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
         Ok(Self {
             replay: ReplayBuffer::new(
@@ -248,18 +249,14 @@ impl<A: Agent> Workspace<A> {
                 .collect()
         } else {
             let h = self.latest_features()?;
-            self.agent.act(&h, true, &mut self.rng)?
+            self.agent.act(&h, self.step, true, &mut self.rng)?
         };
         let mut lap = StepTimes::lap(&mut state.times.act, step_start);
         let mut commands = vec![None, None];
         commands[TRAIN] = Some(EnvCommand::Step { action: action.clone() });
         let in_flight = self.pool.submit(&commands)?;
-        if self.step >= seed_steps {
-            let TrainingBatch {
-                sac: batch,
-                aux,
-                critic,
-            } = self.batch(&mut state.times)?;
+        if self.step >= seed_steps && self.agent.updates_at(self.step) {
+            let TrainingBatch { batch, aux, critic } = self.batch(&mut state.times)?;
             lap = Instant::now();
             if let Some(aux) = &aux {
                 state.aux.push(aux.clone());
@@ -316,7 +313,7 @@ impl<A: Agent> Workspace<A> {
     fn batch(&mut self, times: &mut StepTimes) -> Result<TrainingBatch> {
         let n = self.agent.batch_size();
         let start = Instant::now();
-        let mut t = self.replay.sample(n, &mut self.rng)?;
+        let mut t = self.replay.sample(n, self.stage.sac.agent.returns(), &mut self.rng)?;
         let lap = StepTimes::lap(&mut times.sample, start);
         let aux = self.aux_update(&t)?;
         let lap = StepTimes::lap(&mut times.aux, lap);
@@ -344,18 +341,16 @@ impl<A: Agent> Workspace<A> {
             (obs, self.encode(&t.next_obs, n)?)
         };
         StepTimes::lap(&mut times.encode_batch, lap);
-        let sac = SacBatch {
-            obs,
-            action: Tensor::from_vec(t.action, (n, self.action_dim), &self.device)?,
-            reward: Tensor::from_vec(t.reward, (n, 1), &self.device)?,
-            next_obs,
-        };
-        Ok(TrainingBatch { sac, aux, critic })
+        Ok(TrainingBatch {
+            batch: Batch::of(&t, obs, next_obs)?,
+            aux,
+            critic,
+        })
     }
 
     /// The value comparison's step, when the window is open: the critic's values of the SAC
     /// batch's observations and of the synthetic ones LNC just selected.
-    fn observe_values(&mut self, batch: &SacBatch) -> Result<()> {
+    fn observe_values(&mut self, batch: &Batch) -> Result<()> {
         let frame = self.frame();
         if !self.value_comparison.as_ref().is_some_and(|w| w.wants(frame)) {
             return Ok(());
@@ -439,7 +434,7 @@ impl<A: Agent> Workspace<A> {
         let mut ret = 0.0;
         loop {
             let h = self.encode(&stack.observation(), 1)?;
-            let action = self.agent.act(&h, false, &mut self.rng)?;
+            let action = self.agent.act(&h, self.step, false, &mut self.rng)?;
             let step = match self.command(EVAL, EnvCommand::Step { action })? {
                 Ok(step) => step,
                 Err(_) => return Ok(None),

@@ -51,11 +51,14 @@ pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<EvalConfig> {
     // anything is written.
     for row in &suite.encoders {
         row.choice()?;
-        if row.command == RowCommand::Train {
-            suite.train_config(row)?;
+        for &task in &suite.tasks {
+            match row.command {
+                RowCommand::Train => suite.train_config(row, task).map(drop)?,
+                RowCommand::Eval => suite.sac_config(Some(task)).map(drop)?,
+            }
         }
     }
-    let sac = suite.sac_config()?;
+    let sac = suite.sac_config(None)?;
     let suite_path = out.join(SUITE_FILE);
     let sac_path = out.join(SAC_FILE);
     let another = |what: &str| {
@@ -130,8 +133,7 @@ pub fn run_cell(
             cells.len() - 1
         ))
     })?;
-    let mut cfg = prepare(suite, out)?;
-    cfg.run.seed = cell.seed;
+    prepare(suite, out)?;
     let dir = cell.dir(out);
     let Some(_lock) = CellLock::acquire(&dir)? else {
         return Ok(CellOutcome::Busy);
@@ -173,9 +175,13 @@ pub fn run_cell(
             on_event(event);
         };
         match cell.encoder.command {
-            RowCommand::Eval => eval::run(&cfg, &spec, &dir, &mut note),
+            RowCommand::Eval => {
+                let mut sac = suite.sac_config(Some(cell.task))?;
+                sac.run.seed = cell.seed;
+                eval::run(&sac, &spec, &dir, &mut note)
+            }
             RowCommand::Train => {
-                let mut train = suite.train_config(&cell.encoder)?;
+                let mut train = suite.train_config(&cell.encoder, cell.task)?;
                 train.run.seed = cell.seed;
                 train::run(&train, &spec, &dir, &mut note)
             }

@@ -2,6 +2,7 @@
 //! which tasks, with which seeds, under which SAC config and frame budget (docs/design.md §8).
 //! Unknown fields are errors; every field is documented in `eval/suites/README.md`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,11 @@ pub struct SuiteFile {
     /// The `lfs train` config (a `pipelines/e2e/*.toml`) of the `command = "train"` rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub train_config: Option<PathBuf>,
+    /// `key=value` overrides for the cells of one task, after `set` and before a row's own:
+    /// settings a protocol fixes per task (DrQ-v2's walker tasks: `agent.nstep=1`,
+    /// `agent.batch_size=512`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub task_set: BTreeMap<Task, Vec<String>>,
     /// Frame budget of every cell (`run.num_train_frames`).
     pub num_train_frames: Frames,
     /// DMControl tasks.
@@ -184,6 +190,9 @@ impl SuiteFile {
             }
             names.push(&row.name);
         }
+        if let Some(task) = self.task_set.keys().find(|t| !self.tasks.contains(t)) {
+            return bad(format!("task_set names {task}, which is not among the suite's tasks"));
+        }
         for (what, dup) in [
             ("task", has_duplicate(&self.tasks)),
             ("seed", has_duplicate(&self.seeds)),
@@ -195,15 +204,24 @@ impl SuiteFile {
         Ok(())
     }
 
-    /// The SAC config of every cell but its seed: the suite's file, its overrides, its budget.
-    /// Under `env.render_quality = "encoder"` every row renders at the quality its
-    /// pre-trained encoders agree on ([`SuiteFile::encoders_render_quality`]).
-    pub fn sac_config(&self) -> Result<EvalConfig> {
-        let mut overrides = self.set.clone();
-        overrides.push(format!("run.num_train_frames={}", self.num_train_frames.0));
-        let mut cfg = EvalConfig::load(&self.sac_config, &overrides)?;
+    /// The SAC config of every cell but its seed: the suite's file, its overrides, its budget
+    /// (and with `task`, that task's overrides). Under `env.render_quality = "encoder"` every
+    /// row renders at the quality its pre-trained encoders agree on
+    /// ([`SuiteFile::encoders_render_quality`]).
+    pub fn sac_config(&self, task: Option<Task>) -> Result<EvalConfig> {
+        let mut cfg = EvalConfig::load(&self.sac_config, &self.overrides(task))?;
         self.pin_render_quality(&mut cfg.env.render_quality)?;
         Ok(cfg)
+    }
+
+    /// The suite's overrides, its budget, and `task`'s overrides.
+    fn overrides(&self, task: Option<Task>) -> Vec<String> {
+        let mut overrides = self.set.clone();
+        overrides.push(format!("run.num_train_frames={}", self.num_train_frames.0));
+        if let Some(set) = task.and_then(|t| self.task_set.get(&t)) {
+            overrides.extend(set.iter().cloned());
+        }
+        overrides
     }
 
     /// `"encoder"` becomes the quality the suite's pre-trained encoders agree on, so that its
@@ -236,15 +254,15 @@ impl SuiteFile {
         Ok(found)
     }
 
-    /// The `lfs train` config of `row`'s cells but their seed: `train_config`, the suite's
-    /// overrides, the budget, then the row's overrides; its render quality as [`SuiteFile::sac_config`]'s.
-    pub fn train_config(&self, row: &EncoderRow) -> Result<TrainConfig> {
+    /// The `lfs train` config of `row`'s cells on `task` but their seed: `train_config`, the
+    /// suite's overrides, the budget, the task's overrides, then the row's; its render quality
+    /// as [`SuiteFile::sac_config`]'s.
+    pub fn train_config(&self, row: &EncoderRow, task: Task) -> Result<TrainConfig> {
         let path = self
             .train_config
             .as_ref()
             .ok_or_else(|| Error::Config(format!("encoder {}: the suite has no train_config", row.name)))?;
-        let mut overrides = self.set.clone();
-        overrides.push(format!("run.num_train_frames={}", self.num_train_frames.0));
+        let mut overrides = self.overrides(Some(task));
         overrides.extend(row.set.iter().cloned());
         let mut cfg = TrainConfig::load(path, &overrides).map_err(|e| match e {
             Error::Config(m) => Error::Config(format!("encoder {}: {m}", row.name)),
@@ -302,7 +320,7 @@ mod tests {
         let default = export_file(dir.path(), "default.safetensors", "export", Some("default"));
         let ingested = export_file(dir.path(), "ingested.safetensors", "export", None);
         let random = "random".to_string();
-        let quality = |sources: &[String]| suite(sources).sac_config().unwrap().env.render_quality;
+        let quality = |sources: &[String]| suite(sources).sac_config(None).unwrap().env.render_quality;
         let pinned = |q| RenderQualitySetting::Pinned(q);
         // pipelines/sac/tiny.toml follows the encoder; the encoders that record one agree.
         assert_eq!(
@@ -319,10 +337,13 @@ mod tests {
         // A pin in the suite's `set` stays.
         let mut s = suite(std::slice::from_ref(&random));
         s.set.push("env.render_quality=fast".into());
-        assert_eq!(s.sac_config().unwrap().env.render_quality, pinned(RenderQuality::Fast));
+        assert_eq!(
+            s.sac_config(None).unwrap().env.render_quality,
+            pinned(RenderQuality::Fast)
+        );
         // A file that is not an export is named.
         let other = export_file(dir.path(), "checkpoint.safetensors", "checkpoint", Some("fast"));
-        let err = suite(&[random, other]).sac_config().unwrap_err().to_string();
+        let err = suite(&[random, other]).sac_config(None).unwrap_err().to_string();
         assert!(
             err.contains("checkpoint.safetensors") && err.contains("not an encoder written by `lfs export`"),
             "{err}"

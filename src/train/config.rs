@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::{self, StageConfig};
 use crate::nn::AdamConfig;
 use crate::objectives::{Method, ModelConfig, ObjectiveConfig, TrainerConfig};
-use crate::rl::SacConfig;
 use crate::rl_loop::config::{EvalConfig, EvalEnvConfig, EvalRunConfig, Frames, ReplayConfig};
 use crate::rl_loop::value_comparison::ValueComparisonConfig;
+use crate::rl_loop::AgentConfig;
 use crate::{Error, Result};
 
 /// The whole `lfs train` config.
@@ -19,7 +19,8 @@ use crate::{Error, Result};
 pub struct TrainConfig {
     pub run: EvalRunConfig,
     pub env: EvalEnvConfig,
-    pub agent: SacConfig,
+    /// The agent: `kind` ("sac", the default, or "drqv2") and its settings.
+    pub agent: AgentConfig,
     pub replay: ReplayConfig,
     pub aux: AuxConfig,
 }
@@ -117,6 +118,15 @@ impl StageConfig for TrainConfig {
             return bad("aux.value_comparison needs an objective with LNC (lfs, lfs-cl), not none".into());
         }
         if let Some(method) = self.aux.method.objective() {
+            let nstep = self.agent.returns().n;
+            if nstep > 1 {
+                return bad(format!(
+                    "aux.method = {} takes the batch's consecutive observations (O_t, O_t+1) as its real pairs, \
+                     and agent.nstep = {nstep} makes the batch's next observation O_t+{nstep}; set agent.nstep = 1 \
+                     or aux.method = \"none\"",
+                    method.name()
+                ));
+            }
             if self.aux.objective.method != method && self.aux.objective.method != Method::Lfs {
                 return bad(format!(
                     "aux.objective.method = {} disagrees with aux.method = {}; set aux.method alone",
@@ -187,7 +197,7 @@ impl TrainConfig {
             .ok_or_else(|| Error::Config("aux.method = none has no objective".into()))?;
         Ok(TrainerConfig {
             seed: self.run.seed,
-            batch_size: self.agent.batch_size,
+            batch_size: self.agent.batch_size(),
             random_shift_pad: self.replay.random_shift_pad,
             model: self.aux.model.clone(),
             optimizer: self.aux.optimizer.clone(),

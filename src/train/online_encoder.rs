@@ -84,7 +84,7 @@ impl OnlineEncoder {
         let mut this = Self { networks, critic: None };
         if cfg.aux.critic_gradient {
             let params = this.params().subset(&format!("{ENCODER_PREFIX}."));
-            let adam = Adam::new(cfg.agent.optimizer.clone(), &params);
+            let adam = Adam::new(cfg.agent.optimizer().clone(), &params);
             this.critic = Some(CriticGradient { params, adam });
         }
         Ok(this)

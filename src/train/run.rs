@@ -14,7 +14,7 @@ use crate::config::StageConfig;
 use crate::data::PairBatch;
 use crate::export::ExportFile;
 use crate::objectives::{Trainer, UpdateMetrics};
-use crate::rl::{ReplayBuffer, SacAgent, Transitions};
+use crate::rl::{ReplayBuffer, Transitions};
 use crate::rl_loop::{
     self, CriticFeatures, EncoderChoice, EncoderProvenance, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary,
     Representation, RepresentationState, Stage, ValueComparison,
@@ -46,7 +46,7 @@ pub fn run(
         value_comparison: ValueComparison::new(&cfg.aux.value_comparison),
         sac: cfg.sac(),
     };
-    rl_loop::run::<SacAgent>(stage, spec, representation, render_source, out_dir, on_event)
+    rl_loop::run(stage, spec, representation, render_source, out_dir, on_event)
 }
 
 /// `lfs train`'s representation: the encoder its objective (or the critic) trains online, named
