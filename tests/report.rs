@@ -155,6 +155,8 @@ struct CellSpec {
     feature_cache: bool,
     /// `replay.feature_cache_dtype`; None: a config that predates it.
     feature_cache_dtype: Option<&'static str>,
+    /// `[agent] kind`; None: a config that predates it (SAC).
+    agent_kind: Option<&'static str>,
 }
 
 impl CellSpec {
@@ -170,6 +172,7 @@ impl CellSpec {
             render_quality: "fast",
             feature_cache: true,
             feature_cache_dtype: None,
+            agent_kind: None,
         }
     }
 
@@ -244,10 +247,11 @@ fn write_cell(suite: &Path, index: usize, spec: &CellSpec) -> PathBuf {
     let config = format!(
         "[run]\nseed = {}\nnum_train_frames = {}\nnum_seed_frames = 1000\neval_every_frames = {EVAL_EVERY}\n\
          num_eval_episodes = 1\ncheckpoint_every_frames = 2000\n\n[env]\naction_repeat = 2\nrender_quality = \"{}\"\n\n\
-         [agent]\nbatch_size = 64\nhidden_dim = 1024\n\n[replay]\ncapacity = 10000\nrandom_shift_pad = 4\nfeature_cache = {}\n{}",
+         [agent]\n{}batch_size = 64\nhidden_dim = 1024\n\n[replay]\ncapacity = 10000\nrandom_shift_pad = 4\nfeature_cache = {}\n{}",
         spec.seed,
         spec.num_train_frames,
         spec.render_quality,
+        spec.agent_kind.map(|k| format!("kind = \"{k}\"\n")).unwrap_or_default(),
         spec.feature_cache,
         spec.feature_cache_dtype
             .map(|d| format!("feature_cache_dtype = \"{d}\"\n"))
@@ -623,14 +627,8 @@ fn progress_follows_the_suites_plan_and_the_cells_locks() {
     .unwrap();
     // Cells 0 and 1 have started (the names `lfs suite run` gives them); cell 2 has not.
     let spec = |seed| CellSpec {
-        encoder: "random",
-        task: "walker_stand",
-        seed,
         state: "running",
-        num_train_frames: 10000,
-        render_quality: "fast",
-        feature_cache: true,
-        feature_cache_dtype: None,
+        ..CellSpec::done("random", "walker_stand", seed)
     };
     let held = write_cell(&suite, 0, &spec(1));
     let held = rename(&held, "000-random-walker_stand-s1");
@@ -1276,4 +1274,64 @@ fn with_two_tasks_the_median_panel_says_it_is_the_mean() {
     assert!(svg(2).contains("median (= mean: 2 tasks)"));
     assert!(svg(1).contains("median (= mean: 1 task)"));
     assert!(svg(3).contains(">\nmedian\n<") && !svg(3).contains("= mean"));
+}
+
+/// A suite with DrQ-v2 cells: the report sets DrQ-v2's published curves (the shipped rows of
+/// facebookresearch/drqv2's curves, read here independently) beside them, up to the frames the
+/// suite reached, in a table and in the learning curves; a suite without DrQ-v2 shows none.
+#[test]
+fn drqv2_cells_are_drawn_beside_drqv2s_published_curves() {
+    let mut specs = Vec::new();
+    for seed in 1..=2 {
+        specs.push(CellSpec {
+            num_train_frames: 40_000,
+            feature_cache: false,
+            agent_kind: Some("drqv2"),
+            ..CellSpec::done("drqv2", "cartpole_swingup", seed)
+        });
+    }
+    let suite = write_suite("report-drqv2", &specs);
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "lfs report failed: {}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let table = section(&md, "## DrQ-v2 beside its published curves");
+    // The published rows of cartpole_swingup, by frame, from the shipped file.
+    let csv = std::fs::read_to_string(crate::common::repo().join("eval/reference/drqv2_published.csv")).unwrap();
+    let mut published: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for line in csv.lines().skip(1).filter(|l| l.starts_with("cartpole_swingup,")) {
+        let f: Vec<&str> = line.split(',').collect();
+        published
+            .entry(f[2].parse().unwrap())
+            .or_default()
+            .push(f[3].parse().unwrap());
+    }
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| cartpole_swingup |"))
+        .collect();
+    assert_eq!(rows.len(), 3, "frames 0, 20K, 40K only (the suite's reach): {table}");
+    for (row, frame) in rows.iter().zip([0u64, 20_000, 40_000]) {
+        let xs = &published[&frame];
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let ours: Vec<f64> = specs.iter().map(|s| reward(s, frame)).collect();
+        let ours_mean = ours.iter().sum::<f64>() / 2.0;
+        assert!(row.contains(&format!("{mean:.1} [")), "{row}: published mean {mean:.1}");
+        assert!(row.contains(&format!("({})", xs.len())), "{row}");
+        assert!(row.contains(&format!("{ours_mean:.1} [")), "{row}: ours {ours_mean:.1}");
+    }
+    let svg = std::fs::read_to_string(out.join("learning_curves.svg")).unwrap();
+    assert!(
+        svg.contains("DrQ-v2, published"),
+        "no published curve in the learning curves"
+    );
+    // A suite of SAC cells has neither.
+    let suite = write_suite("report-no-drqv2", &[CellSpec::done("random", "cartpole_swingup", 1)]);
+    let out = suite.join("report");
+    assert!(run_report(&suite, &out, &[]).status.success());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!md.contains("DrQ-v2 beside its published curves"));
+    assert!(!std::fs::read_to_string(out.join("learning_curves.svg"))
+        .unwrap()
+        .contains("DrQ-v2, published"));
 }

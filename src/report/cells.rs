@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::rl_loop::EvalRow;
+use crate::rl_loop::{AgentKind, EvalRow};
 use crate::run_dir::{AUX_LOG, CONFIG_FILE, EVAL_CSV, RUN_FILE};
 use crate::{Error, Result};
 
@@ -48,6 +48,8 @@ pub struct CellSettings {
     pub batch_size: u64,
     /// `[replay] capacity`.
     pub replay_capacity: u64,
+    /// `[agent] kind` ("sac" where the config predates it).
+    pub agent_kind: String,
 }
 
 /// One cell of the suite.
@@ -249,6 +251,13 @@ pub fn read_settings(path: &Path) -> Result<CellSettings> {
         num_eval_episodes: int("run", "num_eval_episodes")?,
         batch_size: int("agent", "batch_size")?,
         replay_capacity: int("replay", "capacity")?,
+        agent_kind: match get("agent", "kind") {
+            Ok(v) => v
+                .as_str()
+                .ok_or_else(|| Error::cell(path, "[agent] kind is not a string"))?
+                .to_string(),
+            Err(_) => AgentKind::Sac.name().to_string(),
+        },
     })
 }
 

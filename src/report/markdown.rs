@@ -101,6 +101,7 @@ pub fn render(report: &Report, pictures: &[&str]) -> String {
         scores_at_budget(&mut md, report, budget);
     }
     probes_section(&mut md, report);
+    published_section(&mut md, report);
     pictures_section(&mut md, pictures);
     lnc_during_pretraining(&mut md, report);
     online_probe(&mut md, report);
@@ -588,6 +589,88 @@ fn aggregates_table(md: &mut String, report: &Report, budget: &BudgetReport) {
                 row.num_tasks,
                 row.num_runs,
                 est.join(" | ")
+            );
+        }
+    }
+    let _ = writeln!(md);
+}
+
+/// "mean [min, max] (n)" of returns, or "–".
+fn fmt_range(xs: &[f64]) -> String {
+    match SeedStats::of(xs) {
+        Some(s) => {
+            let (lo, hi) = xs
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+            format!("{:.1} [{lo:.1}, {hi:.1}] ({})", s.mean, s.n)
+        }
+        None => "–".to_string(),
+    }
+}
+
+/// The suite's DrQ-v2 runs beside DrQ-v2's published curves, at the published frames.
+fn published_section(md: &mut String, report: &Report) {
+    if report.published.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "## DrQ-v2 beside its published curves
+"
+    );
+    let _ = writeln!(
+        md,
+        "{}: {}. Ours: the suite's cells with `[agent] kind = \"drqv2\"` ({}). Evaluation return at the \
+         published frames: mean [min, max] (seeds). The published runs are DrQ-v2's own protocol; where ours \
+         differ (budget, batch, rendering) their config says so.\n",
+        super::published::LABEL,
+        super::published::SOURCE,
+        scale_line(report)
+    );
+    // The DrQ-v2 methods: those with a DrQ-v2 cell.
+    let is_drqv2 = |i: &usize| {
+        report.cells[*i]
+            .finished
+            .as_ref()
+            .is_some_and(|f| f.settings.agent_kind == crate::rl_loop::AgentKind::DrQv2.name())
+    };
+    let methods: Vec<&super::scores::MethodCells> = report
+        .methods
+        .iter()
+        .filter(|m| m.by_task.values().flatten().any(is_drqv2))
+        .collect();
+    let names: Vec<String> = methods.iter().map(|m| format!("{} (ours)", m.method)).collect();
+    let _ = writeln!(
+        md,
+        "| task | frame | {} | {} |",
+        names.join(" | "),
+        super::published::LABEL
+    );
+    let _ = writeln!(md, "|---|---|{}---|", "---|".repeat(names.len()));
+    for curve in &report.published {
+        for point in &curve.points {
+            let ours: Vec<String> = methods
+                .iter()
+                .map(|m| {
+                    let returns: Vec<f64> = m
+                        .by_task
+                        .get(&curve.task)
+                        .into_iter()
+                        .flatten()
+                        .filter(|&i| is_drqv2(i))
+                        .filter_map(|&i| super::scores::eval_at_frame(&report.cells[i], point.frame))
+                        .collect();
+                    fmt_range(&returns)
+                })
+                .collect();
+            let published = super::published::drqv2_returns(curve.task);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} |",
+                curve.task,
+                frames_label(point.frame as f64),
+                ours.join(" | "),
+                fmt_range(published.get(&point.frame).map(Vec::as_slice).unwrap_or_default())
             );
         }
     }

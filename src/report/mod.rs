@@ -18,6 +18,7 @@ pub mod plots;
 pub mod pretrain_probe;
 pub mod pretraining;
 pub mod probes;
+pub mod published;
 pub mod reference;
 pub mod results_csv;
 pub mod scores;
@@ -31,6 +32,7 @@ use mismatch::Mismatch;
 use scores::{BudgetAggregates, BudgetScores, MethodCells};
 
 use crate::fsutil::write_bytes_atomic;
+use crate::rl_loop::AgentKind;
 use crate::suite::runner::SUITE_FILE;
 use crate::suite::status::{self, StateCounts};
 use crate::{Error, Result};
@@ -77,7 +79,17 @@ pub struct Report {
     pub pretraining: pretraining::Pretraining,
     /// The encoders' linear probes beside their SAC returns at the largest budget.
     pub probes: probes::Probes,
+    /// DrQ-v2's published curves on the tasks the suite ran DrQ-v2 on, up to the frames its
+    /// cells reached there.
+    pub published: Vec<PublishedCurve>,
     pub bootstrap: BootstrapConfig,
+}
+
+/// DrQ-v2's published learning curve on one task ([`published`]).
+#[derive(Debug, Clone)]
+pub struct PublishedCurve {
+    pub task: crate::env::Task,
+    pub points: Vec<scores::CurvePoint>,
 }
 
 /// Scores and aggregates at one budget.
@@ -133,6 +145,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
     let pretraining = pretraining::read(&cells, &methods);
     let probes = probes::read(&cells, &methods, budgets.last().map(|b| &b.scores), &opts.probes);
     let progress = progress(suite_dir, &cells)?;
+    let published = published_curves(&cells, &opts.bootstrap);
     Ok(Report {
         suite_dir: suite_dir.to_path_buf(),
         cells,
@@ -144,8 +157,31 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         iqm_curves,
         pretraining,
         probes,
+        published,
         bootstrap: opts.bootstrap,
     })
+}
+
+/// DrQ-v2's published curve on every task with a done DrQ-v2 cell, at the published frames up
+/// to the last frame the suite's cells evaluated there.
+fn published_curves(cells: &[Cell], bootstrap: &BootstrapConfig) -> Vec<PublishedCurve> {
+    crate::env::Task::ALL
+        .into_iter()
+        .filter_map(|task| {
+            let done = cells
+                .iter()
+                .filter(|c| c.meta.task == task)
+                .filter_map(|c| c.finished.as_ref());
+            if !done.clone().any(|f| f.settings.agent_kind == AgentKind::DrQv2.name()) {
+                return None;
+            }
+            let last = done.flat_map(|f| f.evals.last()).map(|r| r.frame).max()?;
+            let mut returns = published::drqv2_returns(task);
+            returns.retain(|&frame, _| frame <= last);
+            let points = scores::curve_points(returns, bootstrap);
+            (!points.is_empty()).then_some(PublishedCurve { task, points })
+        })
+        .collect()
 }
 
 /// Every cell of the suite's plan when `suite_dir` holds it (a cell not started is pending),
@@ -223,10 +259,23 @@ const CURVE_BAND: &str = "95% bootstrap interval of the mean (seeds resampled; w
 fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
     let methods = report.method_names();
     let scale = markdown::scale_line(report);
-    let panels = task_panels(report, scores::task_curve);
+    // DrQ-v2's published curves, where the suite ran DrQ-v2, as one more line of its panels.
+    let mut panels = task_panels(report, scores::task_curve);
+    let mut curve_methods = methods.clone();
+    if !report.published.is_empty() {
+        curve_methods.push(published::LABEL.to_string());
+        for curve in &report.published {
+            if let Some(panel) = panels.iter_mut().find(|p| p.task == curve.task) {
+                panel.series.push(plots::CurveSeries {
+                    method: methods.len(),
+                    points: curve.points.clone(),
+                });
+            }
+        }
+    }
     let mut pictures = vec![plots::learning_curves(
         &panels,
-        &methods,
+        &curve_methods,
         &[format!("mean over seeds; band: {CURVE_BAND}"), scale.clone()],
     )?];
     // Normalised scores exist on DMControl tasks only (the Jaco tasks have no expert score).

@@ -199,7 +199,8 @@ impl LearningCurves<'_> {
 impl Figure for LearningCurves<'_> {
     fn size(&self) -> (u32, u32) {
         let (rows, cols) = self.grid();
-        (cols as u32 * 520, HEADER_PX + rows as u32 * 380)
+        // At least two panels wide, so that the subtitle fits above a single panel.
+        (cols.max(2) as u32 * 520, HEADER_PX + rows as u32 * 380)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {

@@ -43,6 +43,12 @@ pub fn group_by_method(cells: &[Cell], agents_differ: bool) -> Vec<MethodCells> 
     methods
 }
 
+/// The cell's evaluation return at exactly `frame`, if it evaluated there.
+pub fn eval_at_frame(cell: &Cell, frame: u64) -> Option<f64> {
+    let evals = &cell.finished.as_ref()?.evals;
+    evals.iter().find(|r| r.frame == frame).map(|r| r.episode_reward)
+}
+
 /// The evaluation a run is scored by at `budget` frames.
 pub fn eval_at(cell: &Cell, budget: u64) -> Option<&EvalRow> {
     let finished = cell.finished.as_ref()?;
@@ -315,7 +321,7 @@ pub fn selected_curve(cells: &[Cell], idx: &[usize], bootstrap: &BootstrapConfig
 }
 
 /// Each frame's values over runs as a [`CurvePoint`].
-fn curve_points(by_frame: BTreeMap<u64, Vec<f64>>, bootstrap: &BootstrapConfig) -> Vec<CurvePoint> {
+pub fn curve_points(by_frame: BTreeMap<u64, Vec<f64>>, bootstrap: &BootstrapConfig) -> Vec<CurvePoint> {
     by_frame
         .into_par_iter()
         .filter_map(|(frame, xs)| {
