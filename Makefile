@@ -12,7 +12,8 @@
 .DEFAULT_GOAL := all
 .PHONY: help all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
-.PHONY: check-lerobot bench-dynamics-reference study-mini probe-set probe
+.PHONY: check-lerobot bench-dynamics-reference study-mini probe-set probe bench-drqv2 bench-dynamics-drqv2
+.PHONY: bench-dynamics-drqv2-reference
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -87,7 +88,7 @@ check-lerobot: sample ## LeRobot itself opens the sample dataset, as is and at -
 	$(LFS) ingest $(SAMPLE_VIDEOS) --out $(SAMPLE_OUT)/dataset-20fps --fps 20
 	HF_HUB_OFFLINE=1 $(LEROBOT_VENV)/bin/python eval/check_lerobot.py $(SAMPLE_OUT)/dataset-20fps --fps 20
 
-bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac bench-e2e ## every benchmark (slow), for BENCHMARKS.md
+bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac bench-e2e bench-drqv2 ## every benchmark (slow), for BENCHMARKS.md
 
 # lfs ingest vs the ffmpeg CLI vs PyAV+pyarrow on the same files, interleaved, medians.
 bench-ingest: setup build
@@ -197,6 +198,21 @@ bench-dynamics-reference: setup build
 	SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/contrastive_dynamics.sh
 	python3 eval/bench/contrastive_dynamics.py bench-out/dynamics --store eval/bench/dynamics_reference.json
 
+# Issue 31: DrQ-v2's updates (examples/bench_drqv2.rs --frames) against the PyTorch
+# transcription of DrQ-v2's (eval/bench/drqv2_torch.py) on one fixed replay of cartpole_swingup
+# episodes, batch 64, 300 updates, seeds 1-3; window means within seed-spread bands. Our side is
+# run (~5 min) and compared with the stored torch curves; results: BENCHMARKS.md, "DrQ-v2".
+bench-dynamics-drqv2: setup build
+	$(CARGO) build --release --locked --example bench_drqv2
+	SIDES=ours eval/bench/drqv2_dynamics.sh
+	python3 eval/bench/drqv2_dynamics.py bench-out/drqv2-dynamics --reference eval/bench/drqv2_dynamics_reference.json
+
+# Reruns the PyTorch side (needs torch: BENCH_TORCH_PYTHON) and stores its curves in the repo.
+bench-dynamics-drqv2-reference: setup build
+	$(CARGO) build --release --locked --example bench_drqv2
+	SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/drqv2_dynamics.sh
+	python3 eval/bench/drqv2_dynamics.py bench-out/drqv2-dynamics --store eval/bench/drqv2_dynamics_reference.json
+
 # ---- Frozen-encoder SAC (issue 11) ---------------------------------------------------------
 # make eval TASK=cartpole_swingup [ENCODER=runs/tiny/encoder.safetensors|random]
 #           [EVAL_CONFIG=pipelines/sac/mini.toml] [SEED=1] [SET='--set k=v ...']
@@ -241,6 +257,14 @@ BENCH_E2E_PLAN ?= 128:3,512:2
 bench-e2e:
 	$(CARGO) build --release --locked --example bench_e2e
 	python3 eval/bench/compare.py --suite e2e --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_E2E_PLAN) --repeats 2
+
+# One DrQ-v2 update as `lfs train` runs it (shift, encoder with its tape, critic, actor,
+# target, the encoder's step): candle (examples/bench_drqv2.rs) vs PyTorch (eval/bench/
+# drqv2_torch.py --bench: DrQ-v2's update, facebookresearch/drqv2 @c0c650b), interleaved, medians.
+BENCH_DRQV2_PLAN ?= 256:3,512:2
+bench-drqv2:
+	$(CARGO) build --release --locked --example bench_drqv2
+	python3 eval/bench/compare.py --suite drqv2 --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_DRQV2_PLAN) --repeats 2
 
 # ---- Benchmark suite (issue 12) ----------------------------------------------------------
 # make suite [SUITE=eval/suites/mini.toml] [JOBS=N]: every unfinished cell of the suite in a

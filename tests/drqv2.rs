@@ -24,7 +24,7 @@ fn fixture() -> Value {
 }
 
 /// A nested JSON array of any depth as a flat f64 vector and its shape.
-fn array(v: &Value) -> (Vec<f64>, Vec<usize>) {
+pub(crate) fn array(v: &Value) -> (Vec<f64>, Vec<usize>) {
     match v {
         Value::Array(items) => {
             let parts: Vec<(Vec<f64>, Vec<usize>)> = items.iter().map(array).collect();
@@ -36,13 +36,13 @@ fn array(v: &Value) -> (Vec<f64>, Vec<usize>) {
     }
 }
 
-fn tensor(v: &Value) -> Tensor {
+pub(crate) fn tensor(v: &Value) -> Tensor {
     let (data, shape) = array(v);
     let data: Vec<f32> = data.iter().map(|&x| x as f32).collect();
     Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
 }
 
-fn flat(v: &Value) -> Vec<f64> {
+pub(crate) fn flat(v: &Value) -> Vec<f64> {
     array(v).0
 }
 
@@ -59,7 +59,7 @@ fn close(ours: &[f64], expected: &[f64], tol: f64, what: &str) -> Result<(), Str
     Ok(())
 }
 
-fn assert_close(ours: &[f64], expected: &[f64], tol: f64, what: &str) {
+pub(crate) fn assert_close(ours: &[f64], expected: &[f64], tol: f64, what: &str) {
     if let Err(e) = close(ours, expected, tol, what) {
         panic!("{e}");
     }

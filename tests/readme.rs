@@ -56,6 +56,11 @@ const TRAIN_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_fr
      --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
      --set agent.feature_dim=8 --set aux.model.num_prototypes=32 --set aux.model.predictor_hidden_dim=64";
 
+/// DrQ-v2 end to end at the same budget (updates every 2 agent steps from 400 frames).
+const DRQV2_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
+     --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
+     --set agent.feature_dim=8";
+
 /// The walk, in the order a user meets it: the default job, the Makefile's stages, then the
 /// README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the report.
 const STEPS: &[Step] = &[
@@ -118,6 +123,10 @@ const STEPS: &[Step] = &[
     run(
         "target/release/lfs train --config pipelines/e2e/tiny.toml --task walker_stand --seed 1 --out-dir runs/train/walker_stand/1",
         TRAIN_BUDGET,
+    ),
+    run(
+        "target/release/lfs train --config pipelines/drqv2/tiny.toml --task cartpole_swingup --seed 1 --out-dir runs/drqv2/cartpole_swingup/1",
+        DRQV2_BUDGET,
     ),
     Step {
         written: "target/release/lfs suite run eval/suites/mini.toml --out runs/suite-mini",

@@ -36,6 +36,9 @@ mod sac;
 // returns, truncated normal, losses and gradients, random shift), its update, and `lfs train` /
 // `lfs eval` with it: a killed run resumes exactly, bad input refused.
 mod drqv2;
+// TACO: its loss, latent actions and gradients vs a float64 transcription of FrankZheng2022/TACO,
+// action sequences from the replay, `lfs train` with it resuming exactly, refusals by name.
+mod taco;
 // `lfs eval` on DMControl: bad input refused with nothing written, a killed run resumes exactly.
 mod eval;
 // `lfs train` (end-to-end LFS + SAC): the objective moves the encoder and SAC does not, synthetic

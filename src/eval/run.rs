@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use crate::config::StageConfig;
-use crate::rl_loop::{self, EvalConfig, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Stage};
+use crate::rl_loop::{self, AgentKind, EvalConfig, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Stage};
 use crate::run_dir::kind;
-use crate::Result;
+use crate::{Error, Result};
 
 /// Validates everything, then trains into `out_dir` (resuming a checkpoint there).
 pub fn run(
@@ -16,6 +16,13 @@ pub fn run(
     on_event: &mut dyn FnMut(LoopEvent),
 ) -> Result<LoopSummary> {
     cfg.validate()?;
+    if cfg.agent.kind() == AgentKind::Taco {
+        return Err(Error::Config(
+            "[agent] kind = \"taco\": TACO trains the encoder with its own loss on the run's actions, so it runs \
+             end to end (lfs train --config pipelines/taco/*.toml), not on a frozen encoder"
+                .into(),
+        ));
+    }
     let representation = FrozenFeatures::new(&spec.encoder, cfg.run.seed)?;
     let mut sac = cfg.clone();
     let render_source = rl_loop::resolve_render_quality(&mut sac.env, &representation, spec)?;

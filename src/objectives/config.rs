@@ -35,7 +35,7 @@ impl Default for ModelConfig {
 }
 
 /// The training method, one switch (docs/design.md §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// Frame mask + LNC + clustering (the paper).
@@ -52,7 +52,40 @@ pub enum Method {
     Curl,
 }
 
+impl<'de> Deserialize<'de> for Method {
+    /// By [`Method::name`]; `taco`, an objective that needs actions, is refused with where TACO
+    /// is (an agent of `lfs train`).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let name = String::deserialize(deserializer)?;
+        if let Some(m) = Method::ALL.into_iter().find(|m| m.name() == name) {
+            return Ok(m);
+        }
+        if name == "taco" {
+            return Err(D::Error::custom(
+                "`taco` needs the actions of the run, so it is no objective for action-free videos (lfs pretrain) \
+                 nor for aux.method: TACO trains end to end as an agent, [agent] kind = \"taco\" (pipelines/taco/*.toml)",
+            ));
+        }
+        let names: Vec<String> = Method::ALL.iter().map(|m| format!("`{}`", m.name())).collect();
+        Err(D::Error::custom(format!(
+            "unknown variant `{name}`, expected one of {}",
+            names.join(", ")
+        )))
+    }
+}
+
 impl Method {
+    /// Every method, in the order of their names in messages.
+    pub const ALL: [Method; 6] = [
+        Method::Lfs,
+        Method::LfsNoLnc,
+        Method::LfsNoFm,
+        Method::LfsCl,
+        Method::Atc,
+        Method::Curl,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Method::Lfs => "lfs",

@@ -20,6 +20,20 @@ pub struct Batch {
     pub next_obs: Tensor,
 }
 
+/// What TACO's loss reads of a batch's transitions besides (O_t, a_t): three more shifted
+/// encodings, made after the encoder's critic step, and the K actions from a_t.
+#[derive(Debug, Clone)]
+pub struct SequenceViews {
+    /// Features of another shift of O_t, tracking the encoder's gradient: (b, repr).
+    pub anchor: Tensor,
+    /// Features of a third shift of O_t: (b, repr), constants.
+    pub positive: Tensor,
+    /// Features of a shift of O_{t+K}: (b, repr), constants.
+    pub future: Tensor,
+    /// a_t … a_{t+K−1}: (b, K, A).
+    pub action_seq: Tensor,
+}
+
 impl Batch {
     /// The sampled transitions `t` with their observations encoded as `obs` and `next_obs`
     /// (b, repr); actions, rewards and discounts on their device.

@@ -108,7 +108,7 @@ impl Trunk {
 /// of the critic the actor's loss goes through — that gradient is work nobody reads (for a
 /// trunk, as costly as the weight gradient itself). Then the product is taken outside the graph
 /// and joined back to the other operand alone by [`OneSidedGrad`].
-fn linear(linear: &Linear, x: &Tensor) -> Result<Tensor> {
+pub(crate) fn linear(linear: &Linear, x: &Tensor) -> Result<Tensor> {
     let w = linear.weight(); // (out, in)
     let y = match (x.track_op(), w.track_op()) {
         (true, true) => x.matmul(&w.t()?)?,        // (b, out)
@@ -251,7 +251,7 @@ impl CustomOp2 for OneSidedGrad {
     }
 }
 
-fn detach_linear(linear: &Linear) -> Linear {
+pub(crate) fn detach_linear(linear: &Linear) -> Linear {
     Linear::new(linear.weight().detach(), linear.bias().map(Tensor::detach))
 }
 

@@ -13,9 +13,10 @@ pub(crate) mod mlp;
 pub mod replay_buffer;
 pub mod sac;
 pub mod squashed_gaussian;
+pub mod taco;
 
 pub use actor::Actor;
-pub use batch::Batch;
+pub use batch::{Batch, SequenceViews};
 pub use critic::Critic;
 pub use drqv2::{DrQv2Agent, DrQv2Config, DrQv2Metrics};
 pub use mlp::TrunkOutput;
@@ -24,3 +25,4 @@ pub use feature_cache::{CachedFeatures, FeatureDtype};
 pub use replay_buffer::{NStep, ReplayBuffer, StoredEpisode, Transitions};
 pub use sac::{SacAgent, SacConfig, SacMetrics};
 pub use squashed_gaussian::SquashedGaussian;
+pub use taco::{TacoAgent, TacoMetrics, TacoSettings};

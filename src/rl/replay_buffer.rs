@@ -96,6 +96,10 @@ pub struct Transitions {
     pub discount: Vec<f32>,
     /// The n of the returns: `next_obs` is O_{t+n}.
     pub nstep: usize,
+    /// a_t … a_{t+k−1} (len, k, A), and O_{t+k} (len, 9, h, w), for action sequences of k
+    /// ([`ReplayBuffer::sample_with_sequence`]); empty otherwise.
+    pub action_seq: Vec<f32>,
+    pub seq_obs: Vec<u8>,
     /// (episode index in the buffer, t) of each transition, for tests and diagnostics.
     pub locations: Vec<(usize, usize)>,
 }
@@ -247,37 +251,57 @@ impl ReplayBuffer {
     /// `n` transitions uniformly with replacement over every stored transition whose
     /// `returns.n` steps lie in its episode, with their n-step rewards and discounts.
     pub fn sample<R: Rng + ?Sized>(&self, n: usize, returns: NStep, rng: &mut R) -> Result<Transitions> {
+        self.sample_with_sequence(n, returns, 0, rng)
+    }
+
+    /// [`ReplayBuffer::sample`], each transition also with the `k` actions a_t … a_{t+k−1} and
+    /// the observation O_{t+k} (TACO's action sequence and its future observation; pixels
+    /// only), drawn over the transitions whose max(n, k) steps lie in their episode (TACO's
+    /// replay). `k` = 0 is [`ReplayBuffer::sample`].
+    pub fn sample_with_sequence<R: Rng + ?Sized>(
+        &self,
+        n: usize,
+        returns: NStep,
+        k: usize,
+        rng: &mut R,
+    ) -> Result<Transitions> {
         if returns.n == 0 {
             return Err(Error::Shape("replay: n-step returns need n >= 1".into()));
         }
-        // Transitions t of an episode with t + n <= its length: one per action for n = 1.
+        let cached = self.feature_dim > 0;
+        if cached && k > 0 {
+            return Err(Error::Shape(
+                "replay: action sequences are sampled with pixels, not with the feature cache".into(),
+            ));
+        }
+        // Transitions t of an episode with t + max(n, k) <= its length: one per action for n = 1.
+        let window = returns.n.max(k);
         let counts: Vec<usize> = self
             .episodes
             .iter()
-            .map(|e| (e.num_transitions() + 1).saturating_sub(returns.n))
+            .map(|e| (e.num_transitions() + 1).saturating_sub(window))
             .collect();
         let total: usize = counts.iter().sum();
         if total == 0 {
             return Err(Error::Shape(match self.num_transitions {
                 0 => "replay: sampling from an empty buffer".to_string(),
-                _ => format!(
-                    "replay: no stored episode has {} transitions for {}-step returns",
-                    returns.n, returns.n
-                ),
+                _ => format!("replay: no stored episode has {window} transitions for {window}-step samples"),
             }));
         }
-        let cached = self.feature_dim > 0;
         let obs_len = FRAME_STACK * self.frame_len;
+        let a = self.action_dim;
         let mut out = Transitions {
             len: n,
             obs: if cached { Vec::new() } else { vec![0u8; n * obs_len] },
             next_obs: if cached { Vec::new() } else { vec![0u8; n * obs_len] },
             obs_features: Vec::with_capacity(if cached { n * self.feature_dim } else { 0 }),
             next_obs_features: Vec::with_capacity(if cached { n * self.feature_dim } else { 0 }),
-            action: Vec::with_capacity(n * self.action_dim),
+            action: Vec::with_capacity(n * a),
             reward: Vec::with_capacity(n),
             discount: Vec::with_capacity(n),
             nstep: returns.n,
+            action_seq: Vec::with_capacity(n * k * a),
+            seq_obs: vec![0u8; if k > 0 { n * obs_len } else { 0 }],
             locations: Vec::with_capacity(n),
         };
         // γⁿ, and the weights γⁱ of the rewards, in f64 then rounded once.
@@ -289,6 +313,7 @@ impl ReplayBuffer {
                 .ok_or_else(|| Error::Shape("replay: transition index beyond the stored episodes".into()))?;
             let episode = &self.episodes[e];
             let next = t + returns.n;
+            let slot = i * obs_len..(i + 1) * obs_len;
             if cached {
                 let dim = self.feature_dim;
                 if episode.features.len() < (next + 1) * dim {
@@ -303,14 +328,13 @@ impl ReplayBuffer {
                     .features
                     .read_into(next * dim..(next + 1) * dim, &mut out.next_obs_features);
             } else {
-                stack_frames(episode, stack_indices(t), &mut out.obs[i * obs_len..(i + 1) * obs_len]);
-                stack_frames(
-                    episode,
-                    stack_indices(next),
-                    &mut out.next_obs[i * obs_len..(i + 1) * obs_len],
-                );
+                stack_frames(episode, stack_indices(t), &mut out.obs[slot.clone()]);
+                stack_frames(episode, stack_indices(next), &mut out.next_obs[slot.clone()]);
             }
-            let a = self.action_dim;
+            if k > 0 {
+                stack_frames(episode, stack_indices(t + k), &mut out.seq_obs[slot]);
+                out.action_seq.extend_from_slice(&episode.actions[t * a..(t + k) * a]);
+            }
             out.action.extend_from_slice(&episode.actions[t * a..(t + 1) * a]);
             out.reward.push(match returns.n {
                 1 => episode.rewards[t],

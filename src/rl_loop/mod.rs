@@ -26,7 +26,7 @@ mod workspace;
 use std::path::Path;
 use std::time::Instant;
 
-pub use agent::{Agent, AgentConfig, AgentKind, AgentState, AgentUpdate, DrQv2Sums, EpisodeSums, SacSums};
+pub use agent::{Agent, AgentConfig, AgentKind, AgentState, AgentUpdate, DrQv2Sums, EpisodeSums, SacSums, TacoSums};
 pub use config::{EvalConfig, Frames, RenderQualitySetting, RenderQualitySource};
 pub use logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow, TrainLine, EVAL_HEADER, EVAL_TAG, FRAME_FIELD};
 pub use representation::{
@@ -39,7 +39,7 @@ use crate::env::{RenderQuality, Task};
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::{CsvLog, MetricsLog, Mirror};
 use crate::nn::checkpoint as safetensors_file;
-use crate::rl::{DrQv2Agent, SacAgent};
+use crate::rl::{DrQv2Agent, SacAgent, TacoAgent};
 use crate::run_dir::{
     AUX_LOG, CHECKPOINT_FILE, CONFIG_FILE, EVAL_CSV, RUN_FILE, TRAIN_LOG, VALUE_COMPARISON_FILE, VIDEO_DIR,
 };
@@ -152,6 +152,7 @@ pub fn run(
     match stage.sac.agent.kind() {
         AgentKind::Sac => run_agent::<SacAgent>(stage, spec, representation, render_source, out_dir, on_event),
         AgentKind::DrQv2 => run_agent::<DrQv2Agent>(stage, spec, representation, render_source, out_dir, on_event),
+        AgentKind::Taco => run_agent::<TacoAgent>(stage, spec, representation, render_source, out_dir, on_event),
     }
 }
 

@@ -88,6 +88,14 @@ pub trait Representation {
         ))
     }
 
+    /// One step of the encoder on the gradient `dh` (n, repr) of the agent's own objective (TACO's
+    /// loss) with respect to `features.encoded.h`, through an Adam of its own.
+    fn agent_objective_step(&mut self, _features: &CriticFeatures, _dh: &Tensor) -> Result<()> {
+        Err(Error::Training(
+            "this encoder does not train on the agent's objective".into(),
+        ))
+    }
+
     /// One update of an auxiliary objective on the SAC batch's (unshifted) transitions, before
     /// SAC reads the batch (Algorithm 1); None without one.
     fn aux_update(&mut self, _batch: &Transitions, _replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {

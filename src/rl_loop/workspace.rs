@@ -24,7 +24,7 @@ use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, TimeS
 use crate::metrics::MetricsLog;
 use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
-use crate::rl::{Batch, ReplayBuffer, Transitions};
+use crate::rl::{Batch, ReplayBuffer, SequenceViews, Transitions};
 use crate::{Error, Result};
 
 /// The environment seeds (dm_control takes 0..2³²): training episode `e`, and evaluation
@@ -72,10 +72,20 @@ pub(super) struct Workspace<A: Agent> {
 /// What one agent step trains on.
 struct TrainingBatch {
     batch: Batch,
+    /// The unshifted pixels of TACO's views, when the agent asks for action sequences.
+    sequence: Option<SequenceInputs>,
     /// The auxiliary objective's update on these transitions (`lfs train`).
     aux: Option<UpdateMetrics>,
     /// The observations' encoding with its tape, when the critic trains the encoder.
     critic: Option<CriticFeatures>,
+}
+
+/// A batch's O_t and O_{t+K} (n, 9, 84, 84) unshifted, and its actions a_t … a_{t+K−1}.
+struct SequenceInputs {
+    obs: Vec<u8>,
+    future: Vec<u8>,
+    action_seq: Vec<f32>,
+    k: usize,
 }
 
 /// The episode being played.
@@ -256,7 +266,12 @@ impl<A: Agent> Workspace<A> {
         commands[TRAIN] = Some(EnvCommand::Step { action: action.clone() });
         let in_flight = self.pool.submit(&commands)?;
         if self.step >= seed_steps && self.agent.updates_at(self.step) {
-            let TrainingBatch { batch, aux, critic } = self.batch(&mut state.times)?;
+            let TrainingBatch {
+                batch,
+                sequence,
+                aux,
+                critic,
+            } = self.batch(&mut state.times)?;
             lap = Instant::now();
             if let Some(aux) = &aux {
                 state.aux.push(aux.clone());
@@ -268,10 +283,13 @@ impl<A: Agent> Workspace<A> {
                 }
             }
             self.observe_values(&batch)?;
-            let AgentUpdate { metrics, obs_grad } = self.agent.update(&batch, self.step, &mut self.rng)?;
+            let AgentUpdate { mut metrics, obs_grad } = self.agent.update(&batch, self.step, &mut self.rng)?;
             if let Some(features) = critic {
                 let dh = obs_grad.ok_or_else(|| Error::Training("the critic gave the encoder no gradient".into()))?;
                 self.representation.critic_step(&features, &dh)?;
+            }
+            if let Some(inputs) = sequence {
+                self.agent_objective_step(inputs, &batch.reward, &mut metrics)?;
             }
             state.sums.add(&metrics);
             lap = StepTimes::lap(&mut state.times.update, lap);
@@ -313,7 +331,14 @@ impl<A: Agent> Workspace<A> {
     fn batch(&mut self, times: &mut StepTimes) -> Result<TrainingBatch> {
         let n = self.agent.batch_size();
         let start = Instant::now();
-        let mut t = self.replay.sample(n, self.stage.sac.agent.returns(), &mut self.rng)?;
+        let (returns, k) = (self.stage.sac.agent.returns(), self.stage.sac.agent.action_sequence());
+        let mut t = self.replay.sample_with_sequence(n, returns, k, &mut self.rng)?;
+        let sequence = (k > 0).then(|| SequenceInputs {
+            obs: t.obs.clone(),
+            future: std::mem::take(&mut t.seq_obs),
+            action_seq: std::mem::take(&mut t.action_seq),
+            k,
+        });
         let lap = StepTimes::lap(&mut times.sample, start);
         let aux = self.aux_update(&t)?;
         let lap = StepTimes::lap(&mut times.aux, lap);
@@ -343,9 +368,47 @@ impl<A: Agent> Workspace<A> {
         StepTimes::lap(&mut times.encode_batch, lap);
         Ok(TrainingBatch {
             batch: Batch::of(&t, obs, next_obs)?,
+            sequence,
             aux,
             critic,
         })
+    }
+
+    /// The agent's own objective (TACO's) after its update and the encoder's critic step: its
+    /// views of the batch, shifted and encoded by the encoder as it now is (the anchor with its
+    /// tape: two shifts of O_t, one of O_{t+K}, as TACO's `update_taco` draws them), its update,
+    /// and the encoder's step on its gradient.
+    fn agent_objective_step(
+        &mut self,
+        inputs: SequenceInputs,
+        reward: &Tensor,
+        metrics: &mut A::Metrics,
+    ) -> Result<()> {
+        let SequenceInputs {
+            obs,
+            mut future,
+            action_seq,
+            k,
+        } = inputs;
+        let n = action_seq.len() / (k * self.action_dim);
+        let dims = (n, 3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE);
+        let (mut anchor, mut positive) = (obs.clone(), obs);
+        for pixels in [&mut anchor, &mut positive, &mut future] {
+            self.shift.apply_batch(pixels, dims, &mut self.rng);
+        }
+        let features = self.representation.encode_for_critic(&anchor, n)?.ok_or_else(|| {
+            Error::Training("the agent's objective trains the encoder: it needs aux.critic_gradient".into())
+        })?;
+        let views = SequenceViews {
+            anchor: candle_core::Var::from_tensor(&features.encoded.h)?.as_tensor().clone(),
+            positive: self.encode(&positive, n)?,
+            future: self.encode(&future, n)?,
+            action_seq: Tensor::from_vec(action_seq, (n, k, self.action_dim), &self.device)?,
+        };
+        if let Some(dh) = self.agent.update_objective(&views, reward, metrics)? {
+            self.representation.agent_objective_step(&features, &dh)?;
+        }
+        Ok(())
     }
 
     /// The value comparison's step, when the window is open: the critic's values of the SAC

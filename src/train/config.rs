@@ -10,7 +10,7 @@ use crate::nn::AdamConfig;
 use crate::objectives::{Method, ModelConfig, ObjectiveConfig, TrainerConfig};
 use crate::rl_loop::config::{EvalConfig, EvalEnvConfig, EvalRunConfig, Frames, ReplayConfig};
 use crate::rl_loop::value_comparison::ValueComparisonConfig;
-use crate::rl_loop::AgentConfig;
+use crate::rl_loop::{AgentConfig, AgentKind};
 use crate::{Error, Result};
 
 /// The whole `lfs train` config.
@@ -112,6 +112,15 @@ impl StageConfig for TrainConfig {
                 } else {
                     ""
                 }
+            ));
+        }
+        if self.agent.kind() == AgentKind::Taco && (self.aux.method.objective().is_some() || !self.aux.critic_gradient)
+        {
+            return bad(format!(
+                "[agent] kind = \"taco\" trains the encoder with the critic's loss and its own: set aux.method = \"none\" \
+                 and aux.critic_gradient = true (as pipelines/taco/*.toml do), not aux.method = {} with critic_gradient = {}",
+                self.aux.method.name(),
+                self.aux.critic_gradient
             ));
         }
         if self.aux.value_comparison.from_frame.0 > 0 && self.aux.method.objective().is_none() {

@@ -45,6 +45,9 @@ mod state {
     /// The critic's Adam over the conv layers (`aux.critic_gradient`), and its step count.
     pub const CRITIC_ADAM: &str = "critic_adam.";
     pub const CRITIC_ADAM_STEP: &str = "critic_adam_step";
+    /// The agent's own objective's Adam over the conv layers (TACO), and its step count.
+    pub const AGENT_OBJECTIVE_ADAM: &str = "agent_objective_adam.";
+    pub const AGENT_OBJECTIVE_ADAM_STEP: &str = "agent_objective_adam_step";
 }
 
 /// The encoder `lfs train` trains, and what trains it.
@@ -53,6 +56,9 @@ pub struct OnlineEncoder {
     /// With `aux.critic_gradient`: the critic's gradient also trains the conv layers, through
     /// their own Adam (the agent's settings), as SAC from pixels and CURL do.
     critic: Option<CriticGradient>,
+    /// With an agent that has an objective of its own (TACO): its gradient trains the conv
+    /// layers through a second Adam (TACO's `taco_opt` beside its `encoder_opt`).
+    agent_objective: Option<CriticGradient>,
 }
 
 enum Networks {
@@ -63,7 +69,7 @@ enum Networks {
 }
 
 /// An Adam over the encoder's conv parameters (sharing their storage) for the critic's
-/// gradient.
+/// gradient (or the agent's objective's).
 struct CriticGradient {
     params: Params,
     adam: Adam,
@@ -81,11 +87,21 @@ impl OnlineEncoder {
                 Networks::EncoderOnly { params, encoder }
             }
         };
-        let mut this = Self { networks, critic: None };
-        if cfg.aux.critic_gradient {
+        let mut this = Self {
+            networks,
+            critic: None,
+            agent_objective: None,
+        };
+        let adam = |this: &Self| {
             let params = this.params().subset(&format!("{ENCODER_PREFIX}."));
             let adam = Adam::new(cfg.agent.optimizer().clone(), &params);
-            this.critic = Some(CriticGradient { params, adam });
+            CriticGradient { params, adam }
+        };
+        if cfg.aux.critic_gradient {
+            this.critic = Some(adam(&this));
+        }
+        if cfg.agent.action_sequence() > 0 {
+            this.agent_objective = Some(adam(&this));
         }
         Ok(this)
     }
@@ -139,18 +155,36 @@ impl OnlineEncoder {
     /// One Adam step of the conv layers on the critic loss's gradient `dh` (n, repr) with
     /// respect to `features.encoded.h`. Errors unless `aux.critic_gradient` is on.
     pub fn critic_step(&mut self, features: &CriticFeatures, dh: &Tensor) -> Result<()> {
-        let n = features.encoded.h.dim(0)?;
-        let rows: Vec<usize> = (0..n).collect();
-        let grads: BTreeMap<String, Tensor> = self
-            .encoder()
-            .backward(&features.encoded, &rows, dh)?
-            .into_iter()
-            .collect();
+        let grads = self.conv_gradients(features, dh)?;
         let critic = self
             .critic
             .as_mut()
             .ok_or_else(|| Error::Training("critic_step without aux.critic_gradient".into()))?;
         critic.adam.step_named(&critic.params, &grads)
+    }
+
+    /// One Adam step of the conv layers on the agent's own objective's gradient `dh` (n, repr)
+    /// with respect to `features.encoded.h` (TACO's loss), through its own Adam. Errors for an
+    /// agent without one.
+    pub fn agent_objective_step(&mut self, features: &CriticFeatures, dh: &Tensor) -> Result<()> {
+        let grads = self.conv_gradients(features, dh)?;
+        let objective = self
+            .agent_objective
+            .as_mut()
+            .ok_or_else(|| Error::Training("agent_objective_step for an agent without an objective".into()))?;
+        objective.adam.step_named(&objective.params, &grads)
+    }
+
+    /// The conv parameters' gradients of a loss whose gradient with respect to
+    /// `features.encoded.h` is `dh` (n, repr), through the encoder's own backward.
+    fn conv_gradients(&self, features: &CriticFeatures, dh: &Tensor) -> Result<BTreeMap<String, Tensor>> {
+        let n = features.encoded.h.dim(0)?;
+        let rows: Vec<usize> = (0..n).collect();
+        Ok(self
+            .encoder()
+            .backward(&features.encoded, &rows, dh)?
+            .into_iter()
+            .collect())
     }
 
     pub fn repr_dim(&self) -> usize {
@@ -179,11 +213,6 @@ impl OnlineEncoder {
         }
     }
 
-    /// Auxiliary updates done (0 without an objective): `aux.jsonl` is cut back to it on resume.
-    pub fn objective_step(&self) -> u64 {
-        self.trainer().map(Trainer::step).unwrap_or(0)
-    }
-
     /// The training state: tensors (`objective.*` or `encoder_only.*`, and `critic_adam.*`)
     /// and counters.
     pub fn state(&self) -> Result<(BTreeMap<String, Tensor>, BTreeMap<String, String>)> {
@@ -196,9 +225,19 @@ impl OnlineEncoder {
                 (prefixed(params.snapshot()?, state::ENCODER_ONLY), BTreeMap::new())
             }
         };
-        if let Some(critic) = &self.critic {
-            tensors.extend(prefixed(critic.adam.state_tensors(&critic.params)?, state::CRITIC_ADAM));
-            counters.insert(state::CRITIC_ADAM_STEP.into(), critic.adam.step.to_string());
+        let adams = [
+            (&self.critic, state::CRITIC_ADAM, state::CRITIC_ADAM_STEP),
+            (
+                &self.agent_objective,
+                state::AGENT_OBJECTIVE_ADAM,
+                state::AGENT_OBJECTIVE_ADAM_STEP,
+            ),
+        ];
+        for (adam, prefix, step) in adams {
+            if let Some(a) = adam {
+                tensors.extend(prefixed(a.adam.state_tensors(&a.params)?, prefix));
+                counters.insert(step.into(), a.adam.step.to_string());
+            }
         }
         Ok((tensors, counters))
     }
@@ -216,14 +255,22 @@ impl OnlineEncoder {
             }
             Networks::EncoderOnly { params, .. } => params.load_from(&strip_prefix(tensors, state::ENCODER_ONLY))?,
         }
-        if let Some(critic) = &mut self.critic {
-            let step = counters
-                .get(state::CRITIC_ADAM_STEP)
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| Error::checkpoint(what, "no `critic_adam_step` in the encoder's state".to_string()))?;
-            critic
-                .adam
-                .load_state(&critic.params, &strip_prefix(tensors, state::CRITIC_ADAM), step)?;
+        let adams = [
+            (&mut self.critic, state::CRITIC_ADAM, state::CRITIC_ADAM_STEP),
+            (
+                &mut self.agent_objective,
+                state::AGENT_OBJECTIVE_ADAM,
+                state::AGENT_OBJECTIVE_ADAM_STEP,
+            ),
+        ];
+        for (adam, prefix, step) in adams {
+            if let Some(a) = adam {
+                let steps = counters
+                    .get(step)
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| Error::checkpoint(what, format!("no `{step}` in the encoder's state")))?;
+                a.adam.load_state(&a.params, &strip_prefix(tensors, prefix), steps)?;
+            }
         }
         Ok(())
     }

@@ -105,6 +105,10 @@ impl Representation for OnlineRepresentation {
         self.encoder.critic_step(features, dh)
     }
 
+    fn agent_objective_step(&mut self, features: &CriticFeatures, dh: &Tensor) -> Result<()> {
+        self.encoder.agent_objective_step(features, dh)
+    }
+
     fn aux_update(&mut self, batch: &Transitions, replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {
         self.encoder.update(batch, replay)
     }

@@ -24,6 +24,7 @@ use super::batch::Batch;
 use super::critic::{Critic, TwinQ};
 use super::mlp::TrunkOutput;
 use super::sac::critic_loss;
+use super::taco::ActionEncoding;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
@@ -185,7 +186,21 @@ pub struct DrQv2Agent {
     critic_target_params: Params,
     actor_opt: Adam,
     critic_opt: Adam,
+    /// TACO's critic takes latent actions ([`ActionEncoding`]); None: the actions themselves.
+    latent_actions: Option<LatentActions>,
 }
+
+/// An action encoder in front of the critic and the Adam that steps it on the critic's loss
+/// (TACO's `encoder_opt` holds it with the encoder).
+pub struct LatentActions {
+    pub encoding: ActionEncoding,
+    pub params: Params,
+    critic_opt: Adam,
+}
+
+/// Checkpoint names of the action encoder's parameters and of its critic-loss Adam.
+const ACT_TOK: &str = "act_tok";
+const ACT_TOK_CRITIC_OPT: &str = "act_tok_critic_opt";
 
 impl DrQv2Agent {
     /// Fresh networks (orthogonal init, zero biases, as DrQ-v2's `weight_init`) for
@@ -194,6 +209,19 @@ impl DrQv2Agent {
         cfg: &DrQv2Config,
         repr_dim: usize,
         action_dim: usize,
+        device: &Device,
+        rng: &mut R,
+    ) -> Result<Self> {
+        Self::with_latent_actions(cfg, repr_dim, action_dim, None, device, rng)
+    }
+
+    /// [`DrQv2Agent::new`], with `latent` = (L, K) a critic that takes actions encoded to L
+    /// dimensions by an [`ActionEncoding`] for sequences of K (TACO's critic).
+    pub fn with_latent_actions<R: Rng + ?Sized>(
+        cfg: &DrQv2Config,
+        repr_dim: usize,
+        action_dim: usize,
+        latent: Option<(usize, usize)>,
         device: &Device,
         rng: &mut R,
     ) -> Result<Self> {
@@ -206,11 +234,29 @@ impl DrQv2Agent {
         };
         let mut actor_params = Params::new(device);
         let actor = Actor::new(dims, "", &mut actor_params, rng)?;
+        let latent_actions = match latent {
+            Some((latent_dim, k)) => {
+                let mut params = Params::new(device);
+                let encoding = ActionEncoding::new(action_dim, latent_dim, k, "", &mut params, rng)?;
+                Some(LatentActions {
+                    critic_opt: Adam::new(cfg.optimizer.clone(), &params),
+                    encoding,
+                    params,
+                })
+            }
+            None => None,
+        };
+        // The critic's action input: the latent action, or the action.
+        let critic_dims = NetworkDims {
+            action_dim: latent_actions.as_ref().map_or(action_dim, |l| l.encoding.latent_dim()),
+            ..dims
+        };
         let mut critic_params = Params::new(device);
-        let critic = Critic::new(dims, TrunkOutput::LayerNormTanh, "", &mut critic_params, rng)?;
+        let critic = Critic::new(critic_dims, TrunkOutput::LayerNormTanh, "", &mut critic_params, rng)?;
         let critic_target_params = Params::from_tensors(&critic_params.snapshot()?, device)?;
-        let critic_target = Critic::from_params(dims, TrunkOutput::LayerNormTanh, "", &critic_target_params)?;
+        let critic_target = Critic::from_params(critic_dims, TrunkOutput::LayerNormTanh, "", &critic_target_params)?;
         Ok(Self {
+            latent_actions,
             actor_opt: Adam::new(cfg.optimizer.clone(), &actor_params),
             critic_opt: Adam::new(cfg.optimizer.clone(), &critic_params),
             cfg: cfg.clone(),
@@ -233,13 +279,28 @@ impl DrQv2Agent {
         self.action_dim
     }
 
-    /// Every parameter store by checkpoint prefix (DrQ-v2's attribute names).
+    /// Every network's parameter store by checkpoint prefix (DrQ-v2's attribute names).
     pub fn param_stores(&self) -> [(&'static str, &Params); 3] {
         [
             ("actor", &self.actor_params),
             ("critic", &self.critic_params),
             ("critic_target", &self.critic_target_params),
         ]
+    }
+
+    /// The critic's action encoder, when it takes latent actions (TACO).
+    pub fn latent_actions(&self) -> Option<&LatentActions> {
+        self.latent_actions.as_ref()
+    }
+
+    /// The critic's input for actions (b, A): the actions, or their latent (b, L), through the
+    /// encoder as trained (`detached`: as constants).
+    fn critic_action(&self, action: &Tensor, detached: bool) -> Result<Tensor> {
+        match (&self.latent_actions, detached) {
+            (None, _) => Ok(action.clone()),
+            (Some(l), false) => l.encoding.encode(action),
+            (Some(l), true) => l.encoding.detached().encode(action),
+        }
     }
 
     /// Actions for features h (b, repr) at agent step `step`: μ plus unclipped scheduled noise
@@ -256,7 +317,8 @@ impl DrQv2Agent {
     /// min(Q1, Q2) of the online critic for features h (b, repr) and actions (b, A), without a
     /// graph.
     pub fn min_q(&self, h: &Tensor, action: &Tensor) -> Result<Vec<f32>> {
-        let q = self.critic.detached().forward(&h.detach(), &action.detach())?.min()?; // (b, 1)
+        let action = self.critic_action(&action.detach(), true)?;
+        let q = self.critic.detached().forward(&h.detach(), &action)?.min()?; // (b, 1)
         Ok(q.flatten_all()?.to_vec1::<f32>()?)
     }
 
@@ -300,9 +362,12 @@ impl DrQv2Agent {
             .forward(&next_obs, std)?
             .sample(next_eps, Some(self.cfg.stddev_clip))?
             .detach(); // (b, A)
+        let next_action = self.critic_action(&next_action, true)?;
         let target = self.critic_target.forward(&next_obs, &next_action)?;
         let target_q = critic_target(&batch.reward, &batch.discount, &target.q1, &target.q2)?; // (b, 1)
-        let q = self.critic.forward(&batch.obs, &batch.action)?;
+        let q = self
+            .critic
+            .forward(&batch.obs, &self.critic_action(&batch.action, false)?)?;
         Ok(CriticLosses {
             loss: critic_loss(&q.q1, &q.q2, &target_q)?,
             q,
@@ -316,7 +381,10 @@ impl DrQv2Agent {
     pub fn actor_losses(&self, obs: &Tensor, std: f64, eps: &Tensor) -> Result<ActorLosses> {
         let dist = self.actor.forward(obs, std)?;
         let action = dist.sample(eps, Some(self.cfg.stddev_clip))?; // (b, A)
-        let q = self.critic.detached().forward(obs, &action)?;
+        let q = self
+            .critic
+            .detached()
+            .forward(obs, &self.critic_action(&action, true)?)?;
         Ok(ActorLosses {
             loss: actor_loss(&q.q1, &q.q2)?,
             dist,
@@ -342,6 +410,9 @@ impl DrQv2Agent {
         check_finite("critic loss", metrics.critic_loss)?;
         let grads = loss.backward()?;
         self.critic_opt.step(&self.critic_params, &grads)?;
+        if let Some(l) = &mut self.latent_actions {
+            l.critic_opt.step(&l.params, &grads)?;
+        }
         let obs_grad = match batch.obs.track_op() {
             true => grads.get(&batch.obs).cloned(),
             false => None,
@@ -369,30 +440,45 @@ impl DrQv2Agent {
     /// Replaces the networks' parameters with `tensors` (`actor.…`, `critic.…`,
     /// `critic_target.…`), keeping the optimisers (reference tests start from given weights).
     pub fn load_networks(&self, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
-        agent_state::load_params(&self.param_stores(), tensors)
+        agent_state::load_params(&self.stores(), tensors)
+    }
+
+    /// Every store a checkpoint holds: the networks' and the action encoder's.
+    fn stores(&self) -> Vec<(&'static str, &Params)> {
+        let mut stores = self.param_stores().to_vec();
+        stores.extend(self.latent_actions.as_ref().map(|l| (ACT_TOK, &l.params)));
+        stores
     }
 
     // ---- checkpoints
 
-    fn optimised(&self) -> [Optimised<'_>; 2] {
-        [
+    fn optimised(&self) -> Vec<Optimised<'_>> {
+        let mut optimised = vec![
             Optimised::new("actor_opt", &self.actor_opt, &self.actor_params),
             Optimised::new("critic_opt", &self.critic_opt, &self.critic_params),
-        ]
+        ];
+        if let Some(l) = &self.latent_actions {
+            optimised.push(Optimised::new(ACT_TOK_CRITIC_OPT, &l.critic_opt, &l.params));
+        }
+        optimised
     }
 
     /// Every parameter and optimiser moment under its checkpoint prefix (`actor.…`, `critic.…`,
     /// `critic_target.…`, `actor_opt.adam.…`, `critic_opt.adam.…`), and the optimisers' step
     /// counts for the metadata.
     pub fn state(&self) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
-        agent_state::save(&self.param_stores(), &self.optimised())
+        agent_state::save(&self.stores(), &self.optimised())
     }
 
     /// Restores [`DrQv2Agent::state`]; errors name a missing or mis-shaped tensor.
     pub fn load_state(&mut self, tensors: &BTreeMap<String, Tensor>, meta: &HashMap<String, String>) -> Result<()> {
-        agent_state::load_params(&self.param_stores(), tensors)?;
+        agent_state::load_params(&self.stores(), tensors)?;
         let (a, c) = (&self.actor_params, &self.critic_params);
         agent_state::load_optimiser("actor_opt", &mut self.actor_opt, a, tensors, meta)?;
-        agent_state::load_optimiser("critic_opt", &mut self.critic_opt, c, tensors, meta)
+        agent_state::load_optimiser("critic_opt", &mut self.critic_opt, c, tensors, meta)?;
+        if let Some(l) = &mut self.latent_actions {
+            agent_state::load_optimiser(ACT_TOK_CRITIC_OPT, &mut l.critic_opt, &l.params, tensors, meta)?;
+        }
+        Ok(())
     }
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::nn::AdamConfig;
-use crate::rl::{DrQv2Config, NStep, SacConfig};
+use crate::rl::{DrQv2Config, NStep, SacConfig, TacoSettings};
 use crate::{Error, Result};
 
 /// The agents `[agent] kind` names.
@@ -15,16 +15,19 @@ pub enum AgentKind {
     Sac,
     /// DrQ-v2, the paper's expert (docs/design.md §13).
     DrQv2,
+    /// TACO: DrQ-v2 with latent actions and its temporal contrastive loss (§14).
+    Taco,
 }
 
 impl AgentKind {
-    pub const ALL: [AgentKind; 2] = [AgentKind::Sac, AgentKind::DrQv2];
+    pub const ALL: [AgentKind; 3] = [AgentKind::Sac, AgentKind::DrQv2, AgentKind::Taco];
 
     /// Its `kind` in configs, `cell.json` and the report.
     pub fn name(self) -> &'static str {
         match self {
             AgentKind::Sac => "sac",
             AgentKind::DrQv2 => "drqv2",
+            AgentKind::Taco => "taco",
         }
     }
 
@@ -32,7 +35,7 @@ impl AgentKind {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// `"sac", "drqv2"`, for messages.
+    /// `"sac", "drqv2", "taco"`, for messages.
     pub fn names() -> String {
         Self::ALL.map(|k| format!("{:?}", k.name())).join(", ")
     }
@@ -43,7 +46,15 @@ impl AgentKind {
 pub enum AgentConfig {
     Sac(SacConfig),
     DrQv2(DrQv2Config),
+    /// DrQ-v2's settings, and TACO's own in `[agent.taco]`.
+    Taco {
+        agent: DrQv2Config,
+        taco: TacoSettings,
+    },
 }
+
+/// The `[agent.taco]` table of a TACO config.
+const TACO_TABLE: &str = "taco";
 
 impl Default for AgentConfig {
     fn default() -> Self {
@@ -56,6 +67,7 @@ impl AgentConfig {
         match self {
             AgentConfig::Sac(_) => AgentKind::Sac,
             AgentConfig::DrQv2(_) => AgentKind::DrQv2,
+            AgentConfig::Taco { .. } => AgentKind::Taco,
         }
     }
 
@@ -63,7 +75,7 @@ impl AgentConfig {
     pub fn batch_size(&self) -> usize {
         match self {
             AgentConfig::Sac(c) => c.batch_size,
-            AgentConfig::DrQv2(c) => c.batch_size,
+            AgentConfig::DrQv2(c) | AgentConfig::Taco { agent: c, .. } => c.batch_size,
         }
     }
 
@@ -72,7 +84,7 @@ impl AgentConfig {
     pub fn optimizer(&self) -> &AdamConfig {
         match self {
             AgentConfig::Sac(c) => &c.optimizer,
-            AgentConfig::DrQv2(c) => &c.optimizer,
+            AgentConfig::DrQv2(c) | AgentConfig::Taco { agent: c, .. } => &c.optimizer,
         }
     }
 
@@ -83,10 +95,18 @@ impl AgentConfig {
                 n: 1,
                 discount: c.discount,
             },
-            AgentConfig::DrQv2(c) => NStep {
+            AgentConfig::DrQv2(c) | AgentConfig::Taco { agent: c, .. } => NStep {
                 n: c.nstep,
                 discount: c.discount,
             },
+        }
+    }
+
+    /// K of the action sequences its batches carry (TACO's multistep), 0 for none.
+    pub fn action_sequence(&self) -> usize {
+        match self {
+            AgentConfig::Taco { taco, .. } => taco.multistep,
+            _ => 0,
         }
     }
 
@@ -95,6 +115,10 @@ impl AgentConfig {
         match self {
             AgentConfig::Sac(c) => c.validate(section),
             AgentConfig::DrQv2(c) => c.validate(section),
+            AgentConfig::Taco { agent, taco } => {
+                agent.validate(section)?;
+                taco.validate(&format!("{section}.{TACO_TABLE}"))
+            }
         }
     }
 
@@ -111,6 +135,14 @@ impl AgentConfig {
         match self {
             AgentConfig::DrQv2(c) => Ok(c),
             other => Err(other.not(AgentKind::DrQv2)),
+        }
+    }
+
+    /// TACO's settings (DrQ-v2's and its own), or an error saying which agent the config names.
+    pub fn taco(&self) -> Result<(&DrQv2Config, &TacoSettings)> {
+        match self {
+            AgentConfig::Taco { agent, taco } => Ok((agent, taco)),
+            other => Err(other.not(AgentKind::Taco)),
         }
     }
 
@@ -131,6 +163,16 @@ enum Tagged<'a> {
     Sac(&'a SacConfig),
     #[serde(rename = "drqv2")]
     DrQv2(&'a DrQv2Config),
+    #[serde(rename = "taco")]
+    Taco(TacoTables<'a>),
+}
+
+/// A TACO config: DrQ-v2's fields, then the `[agent.taco]` table.
+#[derive(Serialize)]
+struct TacoTables<'a> {
+    #[serde(flatten)]
+    agent: &'a DrQv2Config,
+    taco: &'a TacoSettings,
 }
 
 impl Serialize for AgentConfig {
@@ -138,6 +180,7 @@ impl Serialize for AgentConfig {
         match self {
             AgentConfig::Sac(c) => Tagged::Sac(c),
             AgentConfig::DrQv2(c) => Tagged::DrQv2(c),
+            AgentConfig::Taco { agent, taco } => Tagged::Taco(TacoTables { agent, taco }),
         }
         .serialize(serializer)
     }
@@ -167,10 +210,26 @@ impl<'de> Deserialize<'de> for AgentConfig {
                 e.to_string().trim_end()
             ))
         };
+        let taco = table.remove(TACO_TABLE);
+        if taco.is_some() && kind != AgentKind::Taco {
+            return Err(D::Error::custom(format!(
+                "[agent.{TACO_TABLE}] is TACO's; [agent] is kind = {:?}",
+                kind.name()
+            )));
+        }
         let value = toml::Value::Table(table);
         Ok(match kind {
             AgentKind::Sac => AgentConfig::Sac(value.try_into().map_err(in_kind)?),
             AgentKind::DrQv2 => AgentConfig::DrQv2(value.try_into().map_err(in_kind)?),
+            AgentKind::Taco => AgentConfig::Taco {
+                agent: value.try_into().map_err(in_kind)?,
+                taco: taco
+                    .unwrap_or_else(|| toml::Value::Table(toml::Table::new()))
+                    .try_into()
+                    .map_err(|e: toml::de::Error| {
+                        D::Error::custom(format!("[agent.{TACO_TABLE}]: {}", e.to_string().trim_end()))
+                    })?,
+            },
         })
     }
 }

@@ -1,12 +1,13 @@
 //! The loop's seam for agents: what acts on features and learns from batches of transitions.
-//! SAC ([`SacAgent`], docs/design.md §6) and DrQ-v2 ([`DrQv2Agent`], docs/design.md §13) are
-//! the two; `[agent] kind` chooses ([`AgentConfig`]), and each command runs the loop with the
+//! SAC ([`SacAgent`], docs/design.md §6), DrQ-v2 ([`DrQv2Agent`], §13) and TACO
+//! ([`TacoAgent`], §14); `[agent] kind` chooses ([`AgentConfig`]), and each command runs the loop with the
 //! agent its config names. Another agent is a new implementation of [`Agent`] and a new kind,
 //! not new arms in the loop.
 
 mod config;
 mod drqv2;
 mod sac;
+mod taco;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
@@ -15,12 +16,13 @@ use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::rl::Batch;
+use crate::rl::{Batch, SequenceViews};
 use crate::Result;
 
 pub use config::{AgentConfig, AgentKind};
 pub use drqv2::DrQv2Sums;
 pub use sac::SacSums;
+pub use taco::TacoSums;
 
 /// What one update did: its metrics, and the critic loss's gradient with respect to the
 /// batch's observation features when they track one (an encoder the critic trains).
@@ -73,6 +75,19 @@ pub trait Agent: Sized {
 
     /// One update at agent step `step`.
     fn update(&mut self, batch: &Batch, step: u64, rng: &mut ChaCha8Rng) -> Result<AgentUpdate<Self::Metrics>>;
+
+    /// The agent's own objective on sequence views of the batch it just updated on, made after
+    /// the encoder's critic step (TACO's loss; the loop makes views only for an agent whose
+    /// config asks for action sequences); `reward` (b, 1) is the batch's. Adds its terms to
+    /// `metrics` and returns its gradient with respect to `views.anchor`, for the encoder.
+    fn update_objective(
+        &mut self,
+        _views: &SequenceViews,
+        _reward: &Tensor,
+        _metrics: &mut Self::Metrics,
+    ) -> Result<Option<Tensor>> {
+        Ok(None)
+    }
 
     /// min(Q1, Q2) of features h (b, repr) and actions (b, A), without a graph (the value
     /// comparison).

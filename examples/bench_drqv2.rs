@@ -1,0 +1,196 @@
+//! DrQ-v2's update as `lfs train` runs it with `[agent] kind = "drqv2"` (docs/design.md §13):
+//! random shift of obs and next obs, the encoder's pass over obs with its tape and over next
+//! obs without, the agent's update (critic, actor on detached features, target), then the
+//! encoder's step on the critic's gradient. pipelines/drqv2/mini.toml with `agent.batch_size =
+//! --batch` and `agent.nstep = --nstep`. Two uses, as eval/bench/drqv2_torch.py:
+//!
+//! - default: seconds per update on random pixels, one JSON line per timed update (each a
+//!   full one); eval/bench/compare.py --suite drqv2 interleaves it with the PyTorch
+//!   transcription (`make bench-drqv2`).
+//! - `--frames DIR`: updates on the episodes eval/bench/dump_frames.py wrote (frames.npy and
+//!   episodes.json with actions and rewards), the run's seed `--seed`, one JSON file of metrics
+//!   per update at `--out`; eval/bench/drqv2_dynamics.sh runs both sides and
+//!   eval/bench/drqv2_dynamics.py compares them (`make bench-dynamics-drqv2`).
+//!
+//! Update i is agent step `first step + 2i` (an update every 2 steps after the 2000 seed steps).
+//!
+//!     cargo run --release --example bench_drqv2 -- --batch 256 --updates 3 --warmup 2
+//!     target/release/examples/bench_drqv2 --frames DIR --seed 1 --batch 64 --updates 300 --out FILE
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use candle_core::{Device, Var};
+use lfs::config::StageConfig;
+use lfs::data::RandomShift;
+use lfs::observation::{FRAME_BYTES, FRAME_SIZE, FRAME_STACK};
+use lfs::rl::{Batch, DrQv2Agent, DrQv2Metrics, FeatureDtype, ReplayBuffer, Transitions};
+use lfs::train::{OnlineEncoder, TrainConfig};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// As the `lfs` binary (src/alloc.rs).
+#[global_allocator]
+static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
+
+#[path = "common/args.rs"]
+mod args;
+use args::arg;
+
+/// The agent step of the first update: DrQ-v2's 4000 seed frames at action repeat 2.
+const FIRST_STEP: u64 = 2000;
+
+/// The encoder, the agent and the shift of one run.
+struct Learner {
+    encoder: OnlineEncoder,
+    agent: DrQv2Agent,
+    shift: RandomShift,
+}
+
+impl Learner {
+    fn new(cfg: &TrainConfig, action_dim: usize, rng: &mut ChaCha8Rng) -> anyhow::Result<Self> {
+        let encoder = OnlineEncoder::new(cfg)?;
+        let agent = DrQv2Agent::new(cfg.agent.drqv2()?, encoder.repr_dim(), action_dim, &Device::Cpu, rng)?;
+        let shift = RandomShift {
+            pad: cfg.replay.random_shift_pad,
+        };
+        Ok(Self { encoder, agent, shift })
+    }
+
+    /// One update on the sampled transitions `t`, as the loop runs it (src/rl_loop/workspace.rs).
+    fn update(&mut self, mut t: Transitions, step: u64, rng: &mut ChaCha8Rng) -> anyhow::Result<DrQv2Metrics> {
+        let n = t.len;
+        let dims = (n, 3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE);
+        self.shift.apply_batch(&mut t.obs, dims, rng);
+        self.shift.apply_batch(&mut t.next_obs, dims, rng);
+        let features = self.encoder.encode_for_critic(&t.obs, n)?;
+        let obs = Var::from_tensor(&features.encoded.h)?.as_tensor().clone();
+        let next_obs = self.encoder.encode(&t.next_obs, n)?;
+        let (metrics, dh) = self.agent.update(&Batch::of(&t, obs, next_obs)?, step, rng)?;
+        let dh = dh.context("the critic gave the encoder no gradient")?;
+        self.encoder.critic_step(&features, &dh)?;
+        Ok(metrics)
+    }
+}
+
+fn config(batch: usize, nstep: usize, seed: u64) -> anyhow::Result<TrainConfig> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipelines/drqv2/mini.toml");
+    let cfg = TrainConfig::load(
+        &path,
+        &[
+            format!("agent.batch_size={batch}"),
+            format!("agent.nstep={nstep}"),
+            format!("run.seed={seed}"),
+        ],
+    )?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn main() -> anyhow::Result<()> {
+    lfs::alloc::keep_freed_memory();
+    let args: Vec<String> = std::env::args().collect();
+    let batch = arg(&args, "--batch", 256)?;
+    let updates = arg(&args, "--updates", 3)?;
+    let nstep = arg(&args, "--nstep", 3)?;
+    let seed = arg(&args, "--seed", 1)? as u64;
+    let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    let cfg = config(batch, nstep, seed)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    if let Some(frames) = value("--frames") {
+        let out = value("--out").context("--frames needs --out FILE")?;
+        return dynamics(&cfg, Path::new(frames), updates, Path::new(out), &mut rng);
+    }
+    let warmup = arg(&args, "--warmup", 2)?;
+    let action_dim = 6; // walker/cheetah
+    let mut learner = Learner::new(&cfg, action_dim, &mut rng)?;
+    let returns = cfg.agent.returns();
+    // Random pixels in a replay of one long episode: every sample's frames differ.
+    let mut replay = ReplayBuffer::new(cfg.replay.capacity, FRAME_BYTES, action_dim, 0, FeatureDtype::F32);
+    let frame = |rng: &mut ChaCha8Rng| -> Vec<u8> { (0..FRAME_BYTES).map(|_| rng.random()).collect() };
+    replay.start_episode(&frame(&mut rng))?;
+    for _ in 0..2 * batch {
+        let action: Vec<f32> = (0..action_dim).map(|_| rng.random_range(-1.0f32..=1.0)).collect();
+        replay.add(&action, rng.random(), &frame(&mut rng))?;
+    }
+    for i in 0..warmup + updates {
+        let t = replay.sample(batch, returns, &mut rng)?;
+        let start = Instant::now();
+        learner.update(t, FIRST_STEP + 2 * i as u64, &mut rng)?;
+        let seconds = start.elapsed().as_secs_f64();
+        if i >= warmup {
+            println!("{{\"impl\":\"candle\",\"batch\":{batch},\"update_seconds\":{seconds:.6}}}");
+        }
+    }
+    Ok(())
+}
+
+/// `updates` updates on the episodes of `frames` (dump_frames.py's), metrics written to `out`.
+fn dynamics(cfg: &TrainConfig, frames: &Path, updates: usize, out: &Path, rng: &mut ChaCha8Rng) -> anyhow::Result<()> {
+    let pixels = read_npy_u8(&frames.join("frames.npy"))?;
+    let episodes: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(frames.join("episodes.json"))?)?;
+    let action_dim = episodes
+        .first()
+        .and_then(|e| e["actions"][0].as_array())
+        .map(Vec::len)
+        .context("episodes.json: no episode with actions (dump a dataset of `lfs collect` videos)")?;
+    let mut replay = ReplayBuffer::new(cfg.replay.capacity, FRAME_BYTES, action_dim, 0, FeatureDtype::F32);
+    for e in &episodes {
+        let start = e["start"].as_u64().context("episodes.json: start")? as usize;
+        let frame = |t: usize| &pixels[(start + t) * FRAME_BYTES..(start + t + 1) * FRAME_BYTES];
+        replay.start_episode(frame(0))?;
+        let (actions, rewards) = (e["actions"].as_array(), e["rewards"].as_array());
+        let (Some(actions), Some(rewards)) = (actions, rewards) else {
+            bail!("episodes.json: an episode without actions and rewards");
+        };
+        for (t, (a, r)) in actions.iter().zip(rewards).enumerate() {
+            let a: Vec<f32> = serde_json::from_value(a.clone())?;
+            replay.add(&a, r.as_f64().context("a reward")? as f32, frame(t + 1))?;
+        }
+    }
+    let mut learner = Learner::new(cfg, action_dim, rng)?;
+    let mut rows = Vec::with_capacity(updates);
+    for i in 0..updates {
+        let t = replay.sample(cfg.agent.batch_size(), cfg.agent.returns(), rng)?;
+        rows.push(learner.update(t, FIRST_STEP + 2 * i as u64, rng)?);
+    }
+    let column = |f: fn(&DrQv2Metrics) -> f64| rows.iter().map(f).collect::<Vec<f64>>();
+    let json = serde_json::json!({
+        "seed": cfg.run.seed,
+        "batch": cfg.agent.batch_size(),
+        "nstep": cfg.agent.returns().n,
+        "updates": updates,
+        "metrics": {
+            "critic_loss": column(|m| m.critic_loss),
+            "critic_q1": column(|m| m.critic_q1),
+            "critic_q2": column(|m| m.critic_q2),
+            "critic_target_q": column(|m| m.critic_target_q),
+            "actor_loss": column(|m| m.actor_loss),
+            "batch_reward": column(|m| m.batch_reward),
+        },
+    });
+    std::fs::write(out, serde_json::to_string(&json)?).with_context(|| format!("writing {}", out.display()))?;
+    Ok(())
+}
+
+/// A NumPy `.npy` file of uint8 (`|u1`, C order), its values.
+fn read_npy_u8(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        bail!("{}: not a .npy file", path.display());
+    }
+    // Version 1 has a 2-byte header length, versions 2 and 3 a 4-byte one.
+    let (len, at) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        _ => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+    };
+    let header = String::from_utf8_lossy(&bytes[at..at + len]);
+    if !header.contains("'descr': '|u1'") || header.contains("'fortran_order': True") {
+        bail!("{}: expected C-order uint8, found {header}", path.display());
+    }
+    Ok(bytes[at + len..].to_vec())
+}
