@@ -13,7 +13,7 @@
 .PHONY: help all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini probe-set probe bench-drqv2 bench-dynamics-drqv2
-.PHONY: bench-dynamics-drqv2-reference
+.PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -212,6 +212,17 @@ bench-dynamics-drqv2-reference: setup build
 	$(CARGO) build --release --locked --example bench_drqv2
 	SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/drqv2_dynamics.sh
 	python3 eval/bench/drqv2_dynamics.py bench-out/drqv2-dynamics --store eval/bench/drqv2_dynamics_reference.json
+
+# The same for TACO (its loss's terms compared too), against FrankZheng2022/TACO's update.
+bench-dynamics-taco: setup build
+	$(CARGO) build --release --locked --example bench_drqv2
+	AGENT=taco SIDES=ours eval/bench/drqv2_dynamics.sh
+	python3 eval/bench/drqv2_dynamics.py bench-out/taco-dynamics --reference eval/bench/taco_dynamics_reference.json
+
+bench-dynamics-taco-reference: setup build
+	$(CARGO) build --release --locked --example bench_drqv2
+	AGENT=taco SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/drqv2_dynamics.sh
+	python3 eval/bench/drqv2_dynamics.py bench-out/taco-dynamics --store eval/bench/taco_dynamics_reference.json
 
 # ---- Frozen-encoder SAC (issue 11) ---------------------------------------------------------
 # make eval TASK=cartpole_swingup [ENCODER=runs/tiny/encoder.safetensors|random]

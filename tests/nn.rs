@@ -268,10 +268,11 @@ fn small_encoder_projector(rng: &mut ChaCha8Rng) -> (EncoderConfig, Params, Enco
     (cfg, params, encoder, projector)
 }
 
-/// The encoder with candle's own ops (obs / 255, then conv2d, broadcast bias, ReLU per layer):
-/// the reference for our kernels. Shapes: (b, 9, s, s) -> (b, repr).
+/// The encoder with candle's own ops (obs / 255 + the config's input offset, then conv2d,
+/// broadcast bias, ReLU per layer): the reference for our kernels. Shapes: (b, 9, s, s) ->
+/// (b, repr).
 fn stock_encoder(params: &Params, cfg: &EncoderConfig, obs: &Tensor) -> Tensor {
-    let mut h = (obs / 255.0).unwrap();
+    let mut h = ((obs / 255.0).unwrap() + cfg.input_offset).unwrap();
     for layer in 0..cfg.num_layers {
         let w = params.get(&format!("encoder.convnet.{}.weight", 2 * layer)).unwrap();
         let b = params.get(&format!("encoder.convnet.{}.bias", 2 * layer)).unwrap();
@@ -381,4 +382,57 @@ fn encoder_forward_is_one_op_with_candle_gradients() {
     let rgb = Tensor::zeros((1, 3, 21, 21), candle_core::DType::F32, &Device::Cpu).unwrap();
     let err = encoder.forward(&rgb).unwrap_err().to_string();
     assert!(err.contains("input has 3 channels, the first conv takes 9"), "{err}");
+}
+
+#[test]
+fn the_input_offset_shifts_every_path_of_the_encoder_alike() {
+    // DrQ-v2's `obs / 255 - 0.5`: the kernels' forward with its tape, their backward, and
+    // Encoder::forward (one op, and per-layer ops for a tracked image) against candle's stock
+    // ops on the shifted input; and the shift changes the features.
+    use rand::Rng;
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let (cfg, params, _, _) = small_encoder_projector(&mut rng);
+    let cfg = EncoderConfig {
+        input_offset: -0.5,
+        ..cfg
+    };
+    let encoder = Encoder::from_params(&cfg, "encoder", &params).unwrap();
+    let b = 3;
+    let pixels: Vec<u8> = (0..b * 9 * 21 * 21).map(|_| rng.random()).collect();
+    let obs = Tensor::from_slice(&pixels, (b, 9, 21, 21), &Device::Cpu)
+        .unwrap()
+        .to_dtype(candle_core::DType::F32)
+        .unwrap();
+    let h_ref = stock_encoder(&params, &cfg, &obs);
+    let encoded = encoder.encode(&pixels, b, true).unwrap();
+    assert!(
+        rel_err(&encoded.h, &h_ref) < 1e-6,
+        "encode: {}",
+        rel_err(&encoded.h, &h_ref)
+    );
+    assert!(rel_err(&encoder.forward(&obs).unwrap(), &h_ref) < 1e-6, "forward");
+    let tracked = candle_core::Var::from_tensor(&obs).unwrap();
+    assert!(
+        rel_err(&encoder.forward(tracked.as_tensor()).unwrap(), &h_ref) < 1e-6,
+        "per-layer forward"
+    );
+    let unshifted = stock_encoder(
+        &params,
+        &EncoderConfig {
+            input_offset: 0.0,
+            ..cfg.clone()
+        },
+        &obs,
+    );
+    assert!(rel_err(&h_ref, &unshifted) > 1e-2, "the offset changed nothing");
+    // The backward of the kernels' tape against candle's autograd on the shifted input.
+    let r: Vec<f32> = (0..b * 256).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let r = Tensor::from_vec(r, (b, 256), &Device::Cpu).unwrap();
+    let grads = encoder.backward(&encoded, &[0, 1, 2], &r).unwrap();
+    let ref_grads = (&h_ref * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    for (name, grad) in &grads {
+        let expected = ref_grads.get(params.get(name).unwrap().as_tensor()).unwrap();
+        let err = rel_err(grad, expected);
+        assert!(err < 1e-5, "{name}: relative error {err}");
+    }
 }

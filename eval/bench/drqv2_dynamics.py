@@ -1,18 +1,19 @@
-"""Compare lfs's DrQ-v2 updates with the PyTorch transcription of DrQ-v2's (issue 31).
+"""Compare lfs's DrQ-v2 (or TACO) updates with the PyTorch transcription of DrQ-v2's (TACO's).
 
-Reads bench-out/drqv2-dynamics/ours/s<seed>.json (examples/bench_drqv2.rs --frames) and
-bench-out/drqv2-dynamics/torch/s<seed>.json (eval/bench/drqv2_torch.py --frames), or the torch
+Reads bench-out/<agent>-dynamics/ours/s<seed>.json (examples/bench_drqv2.rs --frames) and
+bench-out/<agent>-dynamics/torch/s<seed>.json (eval/bench/drqv2_torch.py --frames), or the torch
 side from a stored reference (--reference). For each metric (critic loss, Q1, the target, the
-actor loss), cuts the curves into windows of WINDOW updates and prints per window each side's
+actor loss; TACO's loss and its CURL and reward terms when the runs have them), cuts the curves into windows of WINDOW updates and prints per window each side's
 mean over seeds, the seed-to-seed spread on each side (max - min of the per-seed window means),
 the difference of the side means, and the band |difference| must stay within:
 max(3 x the larger side's spread, FLOOR x max(1, |torch mean|)). Exits 1 if a window is outside.
 
     python3 eval/bench/drqv2_dynamics.py [bench-out/drqv2-dynamics] [--reference FILE] [--store FILE]
 
-The torch side was run once and stored in eval/bench/drqv2_dynamics_reference.json (with its
-settings and versions): `make bench-dynamics-drqv2` runs only our side and compares it with
-that file; `make bench-dynamics-drqv2-reference` reruns the torch side and stores it.
+The torch side was run once and stored in eval/bench/<agent>_dynamics_reference.json (with its
+settings and versions): `make bench-dynamics-drqv2` (`-taco`) runs only our side and compares
+it with that file; `make bench-dynamics-drqv2-reference` (`-taco-reference`) reruns the torch
+side and stores it.
 """
 import glob
 import json
@@ -21,7 +22,7 @@ import sys
 
 WINDOW = 50
 FLOOR = 0.05
-METRICS = ["critic_loss", "critic_q1", "critic_target_q", "actor_loss"]
+METRICS = ["critic_loss", "critic_q1", "critic_target_q", "actor_loss", "taco_loss", "curl_loss", "reward_loss"]
 
 
 def mean(xs):
@@ -45,7 +46,7 @@ def main(root, reference=None, store=None):
     n = min(len(r["metrics"]["critic_loss"]) for r in list(ours.values()) + list(torch.values()))
     print(f"ours seeds {sorted(ours)}, torch seeds {sorted(torch)}, updates compared {n}, window {WINDOW}")
     ok = True
-    for metric in METRICS:
+    for metric in [m for m in METRICS if all(m in r["metrics"] for r in list(ours.values()) + list(torch.values()))]:
         print(f"\n{metric}\nupdates | ours per seed | torch per seed | ours mean | torch mean | delta | band")
         for w0 in range(0, n - WINDOW + 1, WINDOW):
             wm = lambda runs: {s: mean(r["metrics"][metric][w0:w0 + WINDOW]) for s, r in sorted(runs.items())}

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Issue 31: DrQ-v2's training dynamics, ours against the PyTorch transcription of its update
-# (eval/bench/drqv2_torch.py), on the same fixed replay: 10 random-policy cartpole_swingup
-# episodes of 250 agent steps (`lfs collect`, seeds 7000-7009, fast rendering), batch 64, 3-step
-# returns, 300 updates from agent step 2000 (sigma from DrQ-v2's easy schedule), seeds 1-3 on
-# each side. Writes bench-out/drqv2-dynamics/{ours,torch}/s<seed>.json, then
-# eval/bench/drqv2_dynamics.py compares the window means (BENCHMARKS.md, "DrQ-v2's dynamics
-# against the reference"). About 20 minutes on a 2-core CPU. Re-running skips finished runs.
+# Issue 31: DrQ-v2's training dynamics (AGENT=taco: TACO's), ours against the PyTorch
+# transcription of its update (eval/bench/drqv2_torch.py), on the same fixed replay: 10
+# random-policy cartpole_swingup episodes of 250 agent steps (`lfs collect`, seeds 7000-7009,
+# fast rendering), batch 64, 3-step returns, 300 updates from agent step 2000 (sigma from the
+# easy schedule), seeds 1-3 on each side. Writes bench-out/<agent>-dynamics/{ours,torch}/
+# s<seed>.json, then eval/bench/drqv2_dynamics.py compares the window means (BENCHMARKS.md,
+# "DrQ-v2 and TACO"). About 20 minutes (DrQ-v2) or 40 (TACO) on an idle 2-core CPU. Re-running
+# skips finished runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LFS=${LFS:-target/release/lfs}
 BENCH=${BENCH:-target/release/examples/bench_drqv2}
 TORCH_PYTHON=${TORCH_PYTHON:-.venv-bench/bin/python}
-OUT=${OUT:-bench-out/drqv2-dynamics}
+AGENT=${AGENT:-drqv2}
+OUT=${OUT:-bench-out/$AGENT-dynamics}
+TACO_FLAG=$([ "$AGENT" = taco ] && echo --taco || true)
 UPDATES=${UPDATES:-300}
 SEEDS=${SEEDS:-"1 2 3"}
 SIDES=${SIDES:-"ours torch"}
@@ -26,11 +29,12 @@ fi
 for seed in $SEEDS; do
   if [[ " $SIDES " == *" ours "* && ! -f "$OUT/ours/s$seed.json" ]]; then
     echo "== ours s$seed"
-    "$BENCH" --frames "$OUT/frames" --seed "$seed" --batch 64 --nstep 3 --updates "$UPDATES" --out "$OUT/ours/s$seed.json"
+    "$BENCH" --frames "$OUT/frames" --seed "$seed" --batch 64 --nstep 3 --updates "$UPDATES" $TACO_FLAG \
+      --out "$OUT/ours/s$seed.json"
   fi
   if [[ " $SIDES " == *" torch "* && ! -f "$OUT/torch/s$seed.json" ]]; then
     echo "== torch s$seed"
     "$TORCH_PYTHON" eval/bench/drqv2_torch.py --frames "$OUT/frames" --seed "$seed" --batch 64 --nstep 3 \
-      --updates "$UPDATES" --threads 2 --out "$OUT/torch/s$seed.json"
+      --updates "$UPDATES" --threads 2 $TACO_FLAG --out "$OUT/torch/s$seed.json"
   fi
 done

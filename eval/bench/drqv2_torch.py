@@ -1,4 +1,5 @@
-"""DrQ-v2's update in PyTorch, the reference for `make bench-drqv2` and `make bench-dynamics-drqv2`.
+"""DrQ-v2's and TACO's updates in PyTorch, the reference for `make bench-drqv2` and
+`make bench-dynamics-drqv2`.
 
 A transcription of DrQ-v2 (facebookresearch/drqv2 @c0c650b76c6e5d22a7eb5f2edffd1440fe94f8ef):
 drqv2.py `RandomShiftsAug` (pad 4 replicate + grid_sample), `Encoder` (obs / 255 - 0.5, four
@@ -7,7 +8,12 @@ MLPs of 1024), `DrQV2Agent.update` (augment obs and next obs, encode obs with gr
 obs without, `update_critic` stepping the encoder and the critic on the n-step target,
 `update_actor` on detached features, soft update tau = 0.01); utils.py `TruncatedNormal`,
 `schedule` (linear), `weight_init`; replay_buffer.py `_sample` (n-step reward and discount).
-Written here from that code, not imported: the DrQ-v2 repo is not a dependency.
+Written here from that code, not imported: the DrQ-v2 repo is not a dependency. With `--taco`,
+TACO's agent (FrankZheng2022/TACO @84c38e34f4f9dfd2b059fb6d1356757e8d40712e): agents/taco.py
+`TACOAgent` (DrQ-v2's with the critic on latent actions of utils.py `ActionEncoding`, and
+`update_taco` after every update: proj_s, proj_sa, the reward head and W; CURL, reward and taco
+terms; `taco_opt` over the heads, the action encoder and the encoder), and replay_buffer.py's
+action sequences and O_t+K (multistep 3).
 
 Two uses:
 - `--bench`: seconds per update (each one a full one: encoder, critic, actor, target) on
@@ -146,13 +152,16 @@ class DrQV2Agent:
         self.aug = RandomShiftsAug(pad=4)
         self.stddev_schedule, self.stddev_clip, self.tau = stddev_schedule, stddev_clip, tau
 
+    def q(self, critic, obs, action):
+        return critic(obs, action)
+
     def update_critic(self, obs, action, reward, discount, next_obs, step):
         with torch.no_grad():
             dist = self.actor(next_obs, schedule(self.stddev_schedule, step))
             next_action = dist.sample(clip=self.stddev_clip)
-            target_q1, target_q2 = self.critic_target(next_obs, next_action)
+            target_q1, target_q2 = self.q(self.critic_target, next_obs, next_action)
             target_q = reward + discount * torch.min(target_q1, target_q2)
-        q1, q2 = self.critic(obs, action)
+        q1, q2 = self.q(self.critic, obs, action)
         critic_loss = F.mse_loss(q1, target_q) + F.mse_loss(q2, target_q)
         self.encoder_opt.zero_grad(set_to_none=True)
         self.critic_opt.zero_grad(set_to_none=True)
@@ -165,7 +174,7 @@ class DrQV2Agent:
     def update_actor(self, obs, step):
         dist = self.actor(obs, schedule(self.stddev_schedule, step))
         action = dist.sample(clip=self.stddev_clip)
-        q1, q2 = self.critic(obs, action)
+        q1, q2 = self.q(self.critic, obs, action)
         actor_loss = -torch.min(q1, q2).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
@@ -187,17 +196,94 @@ class DrQV2Agent:
         return metrics
 
 
+class ActionEncoding(nn.Module):
+    def __init__(self, action_dim, latent_action_dim, multistep):
+        super().__init__()
+        self.action_tokenizer = nn.Sequential(nn.Linear(action_dim, 64), nn.Tanh(), nn.Linear(64, latent_action_dim))
+        self.action_seq_tokenizer = nn.Sequential(nn.Linear(latent_action_dim * multistep, latent_action_dim * multistep),
+                                                  nn.LayerNorm(latent_action_dim * multistep), nn.Tanh())
+        self.apply(weight_init)
+
+    def forward(self, action, seq=False):
+        if seq:
+            b = action.shape[0]
+            return self.action_seq_tokenizer(self.action_tokenizer(action).reshape(b, -1))
+        return self.action_tokenizer(action)
+
+
+class TACOHeads(nn.Module):
+    """TACO's `TACO` module without the encoder and act_tok it also holds (they are stepped
+    by taco_opt here too, listed beside it)."""
+
+    def __init__(self, repr_dim, feature_dim, latent_a_dim, hidden_dim, multistep):
+        super().__init__()
+        self.proj_sa = nn.Sequential(nn.Linear(feature_dim + latent_a_dim * multistep, hidden_dim),
+                                     nn.ReLU(inplace=True), nn.Linear(hidden_dim, feature_dim))
+        self.proj_s = trunk(repr_dim, feature_dim)
+        self.reward = nn.Sequential(nn.Linear(feature_dim + latent_a_dim * multistep, hidden_dim),
+                                    nn.ReLU(inplace=True), nn.Linear(hidden_dim, 1))
+        self.W = nn.Parameter(torch.rand(feature_dim, feature_dim))
+        self.apply(weight_init)
+
+    def compute_logits(self, z_a, z_pos):
+        logits = torch.matmul(z_a, torch.matmul(self.W, z_pos.T))
+        return logits - torch.max(logits, 1)[0][:, None]
+
+
+class TACOAgent(DrQV2Agent):
+    """TACOAgent of agents/taco.py: DrQ-v2's networks with the critic on latent actions, the
+    encoder's Adam holding the action encoder too, and taco_opt after every update."""
+
+    def __init__(self, action_dim, multistep=3, lr=1e-4, hidden_dim=1024, **kw):
+        super().__init__(action_dim, lr=lr, **kw)
+        latent = int(action_dim * 1.25) + 1
+        self.act_tok = ActionEncoding(action_dim, latent, multistep)
+        self.critic = Critic(self.encoder.repr_dim, latent)
+        self.critic_target = Critic(self.encoder.repr_dim, latent)
+        self.critic_target.load_state_dict(self.critic.state_dict())
+        self.heads = TACOHeads(self.encoder.repr_dim, 50, latent, hidden_dim, multistep)
+        self.encoder_opt = torch.optim.Adam(list(self.encoder.parameters()) + list(self.act_tok.parameters()), lr=lr)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=lr)
+        self.taco_opt = torch.optim.Adam(list(self.heads.parameters()) + list(self.encoder.parameters())
+                                         + list(self.act_tok.parameters()), lr=lr)
+
+    def q(self, critic, obs, action):
+        return critic(obs, self.act_tok(action))
+
+    def update_taco(self, obs, action_seq, r_next_obs, reward):
+        z_a = self.heads.proj_s(self.encoder(self.aug(obs.float())))
+        with torch.no_grad():
+            z_pos = self.heads.proj_s(self.encoder(self.aug(obs.float())))
+        curl_loss = F.cross_entropy(self.heads.compute_logits(z_a, z_pos), torch.arange(z_a.shape[0]))
+        action_seq_en = self.act_tok(action_seq, seq=True)
+        reward_loss = F.mse_loss(self.heads.reward(torch.cat([z_a, action_seq_en], dim=-1)), reward)
+        with torch.no_grad():
+            next_z = self.heads.proj_s(self.encoder(self.aug(r_next_obs.float())))
+        curr_za = self.heads.proj_sa(torch.cat([z_a, action_seq_en], dim=-1))
+        taco_loss = F.cross_entropy(self.heads.compute_logits(curr_za, next_z), torch.arange(z_a.shape[0]))
+        self.taco_opt.zero_grad()
+        (taco_loss + curl_loss + reward_loss).backward()
+        self.taco_opt.step()
+        return {"taco_loss": taco_loss.item(), "curl_loss": curl_loss.item(), "reward_loss": reward_loss.item()}
+
+    def update_sequence(self, obs, action, action_seq, reward, discount, next_obs, r_next_obs, step):
+        metrics = self.update(obs, action, reward, discount, next_obs, step)
+        metrics.update(self.update_taco(obs, action_seq, r_next_obs, reward))
+        return metrics
+
+
 class Replay:
     """Fixed episodes (frames (N, 3, 84, 84) uint8, each episode's actions and rewards), sampled
     as DrQ-v2's replay samples: a uniform draw over the steps whose n-step window lies in the
     episode, observations of 3 stacked frames (the first repeated at the start)."""
 
-    def __init__(self, frames_dir, nstep, discount):
+    def __init__(self, frames_dir, nstep, discount, multistep=0):
         self.frames = np.load(f"{frames_dir}/frames.npy")
         with open(f"{frames_dir}/episodes.json") as f:
             self.episodes = json.load(f)
-        self.nstep, self.discount = nstep, discount
-        self.steps = [(e, t) for e, ep in enumerate(self.episodes) for t in range(len(ep["rewards"]) - nstep + 1)]
+        self.nstep, self.discount, self.multistep = nstep, discount, multistep
+        window = max(nstep, multistep)
+        self.steps = [(e, t) for e, ep in enumerate(self.episodes) for t in range(len(ep["rewards"]) - window + 1)]
         self.action_dim = len(self.episodes[0]["actions"][0])
 
     def obs(self, ep, t):
@@ -205,7 +291,9 @@ class Replay:
         return np.concatenate([self.frames[start + max(t - k, 0)] for k in (2, 1, 0)])  # (9, 84, 84)
 
     def sample(self, batch, rng):
-        obs, action, reward, discount, next_obs = [], [], [], [], []
+        """(obs, action, reward, discount, next_obs), and with multistep K also (action_seq,
+        O_t+K)."""
+        obs, action, reward, discount, next_obs, action_seq, r_next_obs = [], [], [], [], [], [], []
         for i in rng.integers(0, len(self.steps), size=batch):
             e, t = self.steps[i]
             ep = self.episodes[e]
@@ -218,8 +306,14 @@ class Replay:
             action.append(ep["actions"][t])
             reward.append([r])
             discount.append([d])
+            if self.multistep:
+                action_seq.append(ep["actions"][t:t + self.multistep])
+                r_next_obs.append(self.obs(ep, t + self.multistep))
         f32 = lambda x: torch.tensor(np.asarray(x), dtype=torch.float32)
-        return torch.from_numpy(np.stack(obs)), f32(action), f32(reward), f32(discount), torch.from_numpy(np.stack(next_obs))
+        out = (torch.from_numpy(np.stack(obs)), f32(action), f32(reward), f32(discount), torch.from_numpy(np.stack(next_obs)))
+        if self.multistep:
+            out = out + (f32(action_seq), torch.from_numpy(np.stack(r_next_obs)))
+        return out
 
 
 def main():
@@ -235,6 +329,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", help="--frames: write the metrics here as one JSON file")
     p.add_argument("--device", default="cpu", help="cpu, or cuda on a GPU machine (timed updates end with a sync)")
+    p.add_argument("--taco", action="store_true", help="TACO's agent and update instead of DrQ-v2's")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -243,7 +338,7 @@ def main():
     b = a.batch
     if a.bench:
         action_dim = 6  # walker/cheetah
-        agent = DrQV2Agent(action_dim)
+        agent = TACOAgent(action_dim) if a.taco else DrQV2Agent(action_dim)
         obs = torch.randint(0, 256, (b, 9, 84, 84), dtype=torch.uint8)
         next_obs = torch.randint(0, 256, (b, 9, 84, 84), dtype=torch.uint8)
         for i in range(a.warmup + a.updates):
@@ -251,20 +346,31 @@ def main():
             reward, discount = torch.rand(b, 1), torch.full((b, 1), 0.99 ** a.nstep)
             sync()
             start = time.perf_counter()
-            agent.update(obs, action, reward, discount, next_obs, a.first_step + 2 * i)
+            if a.taco:
+                action_seq = torch.rand(b, 3, action_dim) * 2 - 1
+                agent.update_sequence(obs, action, action_seq, reward, discount, next_obs, next_obs,
+                                      a.first_step + 2 * i)
+            else:
+                agent.update(obs, action, reward, discount, next_obs, a.first_step + 2 * i)
             sync()
             if i >= a.warmup:
                 print(json.dumps({"impl": "torch", "batch": b, "update_seconds": time.perf_counter() - start,
                                   "device": a.device}))
         return
-    replay = Replay(a.frames, a.nstep, 0.99)
-    agent = DrQV2Agent(replay.action_dim)
+    replay = Replay(a.frames, a.nstep, 0.99, multistep=3 if a.taco else 0)
+    agent = TACOAgent(replay.action_dim) if a.taco else DrQV2Agent(replay.action_dim)
     rng = np.random.default_rng(a.seed)
     rows = []
     for i in range(a.updates):
         batch = [x.to(a.device) for x in replay.sample(b, rng)]
-        rows.append(agent.update(*batch, a.first_step + 2 * i))
-    out = {"seed": a.seed, "batch": b, "nstep": a.nstep, "updates": a.updates, "torch": torch.__version__,
+        if a.taco:
+            obs, action, reward, discount, next_obs, action_seq, r_next_obs = batch
+            rows.append(agent.update_sequence(obs, action, action_seq, reward, discount, next_obs, r_next_obs,
+                                              a.first_step + 2 * i))
+        else:
+            rows.append(agent.update(*batch, a.first_step + 2 * i))
+    out = {"agent": "taco" if a.taco else "drqv2", "seed": a.seed, "batch": b, "nstep": a.nstep, "updates": a.updates,
+           "torch": torch.__version__,
            "metrics": {k: [r[k] for r in rows] for k in rows[0]}}
     with open(a.out, "w") as f:
         json.dump(out, f)

@@ -3,7 +3,8 @@
 //!
 //! Input convention: raw pixel values 0..=255 as f32, 3 RGB frames stacked oldest first
 //! (9, 84, 84); the encoder divides by 255 itself (Proto-RL's `Encoder.encode`), so the
-//! exported PyTorch module takes the same input. Names `convnet.{0,2,4,6}.*` mirror a PyTorch
+//! exported PyTorch module takes the same input, and adds `input_offset` (0, or DrQ-v2's and
+//! TACO's −0.5 for their end-to-end runs). Names `convnet.{0,2,4,6}.*` mirror a PyTorch
 //! `nn.Sequential` whose odd indices are the ReLUs.
 //!
 //! One encoder, two ways to run it:
@@ -48,6 +49,9 @@ pub struct EncoderConfig {
     pub num_layers: usize,
     /// Orthogonal-init gain of the conv weights (√2, PyTorch's `calculate_gain('relu')`).
     pub conv_gain: f64,
+    /// Added to `pixels / 255` before the first conv: 0 (Proto-RL's, the paper's encoder) or
+    /// −0.5 (DrQ-v2's and TACO's `obs / 255.0 - 0.5`).
+    pub input_offset: f64,
 }
 
 impl Default for EncoderConfig {
@@ -58,6 +62,7 @@ impl Default for EncoderConfig {
             num_filters: 32,
             num_layers: 4,
             conv_gain: std::f64::consts::SQRT_2,
+            input_offset: 0.0,
         }
     }
 }
@@ -129,6 +134,8 @@ pub struct Encoder {
     layers: Vec<ConvLayer>,
     /// Every layer's per-sample shape (for the kernels).
     shapes: Vec<Shape>,
+    /// [`EncoderConfig::input_offset`].
+    input_offset: f32,
 }
 
 /// What [`Encoder::encode`] produced: h and, when asked for, the activations its backward needs.
@@ -202,7 +209,11 @@ impl Encoder {
                 name,
             });
         }
-        Ok(Self { layers, shapes })
+        Ok(Self {
+            layers,
+            shapes,
+            input_offset: cfg.input_offset as f32,
+        })
     }
 
     /// Every parameter name, in layer order (weight, bias).
@@ -240,9 +251,12 @@ impl Encoder {
                     stride: l.stride,
                 })
                 .collect();
-            return encoder_op(obs, &layers);
+            return encoder_op(obs, &layers, self.input_offset);
         }
         let mut h = (obs / 255.0)?;
+        if self.input_offset != 0.0 {
+            h = (h + f64::from(self.input_offset))?;
+        }
         for layer in &self.layers {
             h = if h.device().is_cpu() {
                 // Our per-layer conv ops (docs/design.md §10); other devices keep candle's conv2d.
@@ -277,7 +291,15 @@ impl Encoder {
             )));
         }
         let weights = self.layer_weights()?;
-        let encoded = tape::encode_batch(Kernel::detect(), &self.shapes, &weights, obs, b, keep);
+        let encoded = tape::encode_batch(
+            Kernel::detect(),
+            &self.shapes,
+            &weights,
+            obs,
+            b,
+            keep,
+            self.input_offset,
+        );
         // The kernels run in host memory: h is a CPU tensor whatever device the caller uses.
         let h = Tensor::from_vec(encoded.h, (b, self.repr_dim()), &Device::Cpu)?; // (b, o·ho·wo)
         Ok(Encoded { h, tape: encoded.tape })

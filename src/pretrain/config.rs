@@ -146,6 +146,13 @@ impl StageConfig for PretrainConfig {
         if self.run.checkpoint_every_updates == 0 {
             return bad("run.checkpoint_every_updates must be >= 1".into());
         }
+        if self.model.encoder.input_offset != 0.0 {
+            return bad(format!(
+                "model.encoder.input_offset = {}: pre-trained encoders take pixels / 255 (the paper's, and what \
+                 `lfs export` and its PyTorch loader expect); the offset is for DrQ-v2 and TACO end to end",
+                self.model.encoder.input_offset
+            ));
+        }
         self.trainer_config().validate()?;
         let collapse = &self.collapse;
         if collapse.window_updates == 0

@@ -65,6 +65,14 @@ impl OnlineRepresentation {
             EncoderChoice::Random => (format!("random:{}", cfg.run.seed), None),
             EncoderChoice::Exported(path) => {
                 let export = ExportFile::read(path)?;
+                let trained_offset = export.frozen_encoder()?.config.input_offset;
+                if cfg.aux.model.encoder.input_offset != trained_offset {
+                    return Err(crate::Error::Config(format!(
+                        "{}: its encoder was trained on pixels / 255 + {trained_offset}, and aux.model.encoder.input_offset is {}",
+                        path.display(),
+                        cfg.aux.model.encoder.input_offset
+                    )));
+                }
                 encoder.load_encoder(&export.file.tensors, path)?;
                 let quality = export.training_render_quality();
                 (export.sha256, quality)

@@ -26,6 +26,8 @@ struct EncoderOp {
     /// Output channels per layer.
     channels: Vec<usize>,
     kernel: Kernel,
+    /// Added to `pixels / 255` ([`crate::nn::EncoderConfig::input_offset`]).
+    offset: f32,
     /// Keep the tape for a backward (the parameters track a gradient).
     keep: bool,
     tape: Mutex<Option<(Vec<Shape>, Tape)>>,
@@ -88,7 +90,7 @@ impl CustomOp2 for EncoderOp {
         let shapes = self.shapes(l1.dims())?;
         let weights = unpack(&shapes, packed)?;
         let b = l1.dims()[0];
-        let encoded = encode_batch(self.kernel, &shapes, &weights, obs, b, self.keep);
+        let encoded = encode_batch(self.kernel, &shapes, &weights, obs, b, self.keep, self.offset);
         let repr = shapes[shapes.len() - 1].out_len();
         if let Some(tape) = encoded.tape {
             *self
@@ -129,10 +131,10 @@ impl CustomOp2 for EncoderOp {
     }
 }
 
-/// The encoder (conv layers with bias and ReLU) over obs (b, c, h, w) of pixel values 0..=255
-/// as one op: -> (b, o·ho·wo) in (C, H, W) order. For the CPU, output channels a multiple of
-/// 16, and an image that tracks no gradient.
-pub fn encoder_op(obs: &Tensor, layers: &[ConvTensors]) -> Result<Tensor> {
+/// The encoder (conv layers with bias and ReLU) over obs (b, c, h, w) of pixel values 0..=255,
+/// scaled to `pixels / 255 + offset`, as one op: -> (b, o·ho·wo) in (C, H, W) order. For the
+/// CPU, output channels a multiple of 16, and an image that tracks no gradient.
+pub fn encoder_op(obs: &Tensor, layers: &[ConvTensors], offset: f32) -> Result<Tensor> {
     let (_, c, _, _) = obs.dims4()?;
     let c_w = layers.first().map_or(Ok(c), |l| l.weight.dim(1))?;
     if c != c_w {
@@ -153,6 +155,7 @@ pub fn encoder_op(obs: &Tensor, layers: &[ConvTensors]) -> Result<Tensor> {
             .map(|l| l.weight.dim(0))
             .collect::<candle_core::Result<_>>()?,
         kernel: Kernel::detect(),
+        offset,
         keep: packed.track_op(),
         tape: Mutex::new(None),
     };

@@ -51,8 +51,8 @@ pub fn layer_shapes((mut c, mut h, mut w): (usize, usize, usize), layers: &[(usi
 }
 
 /// The conv layers (bias and ReLU each) over a batch of images (b, c, h, w) of pixel values
-/// 0..=255 (u8 from the sampler, f32 from a candle tensor): h (b, repr) in (C, H, W) order and,
-/// with `keep`, the tape.
+/// 0..=255 (u8 from the sampler, f32 from a candle tensor), scaled to `pixels / 255 + offset`:
+/// h (b, repr) in (C, H, W) order and, with `keep`, the tape.
 pub fn encode_batch<T: Copy + Into<f32> + Sync>(
     kernel: Kernel,
     shapes: &[Shape],
@@ -60,6 +60,7 @@ pub fn encode_batch<T: Copy + Into<f32> + Sync>(
     obs: &[T],
     b: usize,
     keep: bool,
+    offset: f32,
 ) -> EncodedBatch {
     let wf: Vec<Vec<f32>> = weights
         .iter()
@@ -71,14 +72,15 @@ pub fn encode_batch<T: Copy + Into<f32> + Sync>(
     let repr = shapes[last].out_len();
     let mut h = vec![0f32; b * repr]; // (b, o, ho, wo)
 
-    // Per sample: the image scaled as candle's `obs / 255.0` (x · (1/255) in f32) and made
-    // channels-last, every layer, and the last output back to (C, H, W) order.
+    // Per sample: the image scaled as candle's `obs / 255.0 (+ offset)` (x · (1/255) in f32,
+    // then the offset) and made channels-last, every layer, and the last output back to
+    // (C, H, W) order.
     let run = |obs: &[T], x0: &mut [f32], acts: &mut [&mut [f32]], h_row: &mut [f32]| {
         let scale = (1.0f64 / 255.0) as f32;
         let (c, hw) = (shapes[0].c, shapes[0].h * shapes[0].w);
         for (ch, plane) in obs.chunks_exact(hw).enumerate() {
             for (p, &v) in plane.iter().enumerate() {
-                x0[p * c + ch] = v.into() * scale;
+                x0[p * c + ch] = v.into() * scale + offset;
             }
         }
         for (l, s) in shapes.iter().enumerate() {
