@@ -48,7 +48,7 @@ const FIRST_STEP: u64 = 2000;
 
 /// The agent of one run.
 enum Agent {
-    DrQv2(DrQv2Agent),
+    DrQv2(Box<DrQv2Agent>),
     Taco(Box<TacoAgent>),
 }
 
@@ -68,7 +68,13 @@ impl Learner {
         let (repr, cpu) = (encoder.repr_dim(), Device::Cpu);
         let agent = match cfg.agent.taco() {
             Ok((agent, taco)) => Agent::Taco(Box::new(TacoAgent::new(agent, taco, repr, action_dim, &cpu, rng)?)),
-            Err(_) => Agent::DrQv2(DrQv2Agent::new(cfg.agent.drqv2()?, repr, action_dim, &cpu, rng)?),
+            Err(_) => Agent::DrQv2(Box::new(DrQv2Agent::new(
+                cfg.agent.drqv2()?,
+                repr,
+                action_dim,
+                &cpu,
+                rng,
+            )?)),
         };
         let shift = RandomShift {
             pad: cfg.replay.random_shift_pad,
