@@ -271,11 +271,14 @@ bench-e2e:
 
 # One DrQ-v2 update as `lfs train` runs it (shift, encoder with its tape, critic, actor,
 # target, the encoder's step): candle (examples/bench_drqv2.rs) vs PyTorch (eval/bench/
-# drqv2_torch.py --bench: DrQ-v2's update, facebookresearch/drqv2 @c0c650b), interleaved, medians.
+# drqv2_torch.py --bench: DrQ-v2's update, facebookresearch/drqv2 @c0c650b), interleaved, medians;
+# then TACO's update (DrQ-v2's and its loss's) at batch 256 likewise.
 BENCH_DRQV2_PLAN ?= 256:3,512:2
+BENCH_TACO_PLAN ?= 256:3
 bench-drqv2:
 	$(CARGO) build --release --locked --example bench_drqv2
 	python3 eval/bench/compare.py --suite drqv2 --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_DRQV2_PLAN) --repeats 2
+	python3 eval/bench/compare.py --suite taco --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_TACO_PLAN) --repeats 2
 
 # ---- Benchmark suite (issue 12) ----------------------------------------------------------
 # make suite [SUITE=eval/suites/mini.toml] [JOBS=N]: every unfinished cell of the suite in a

@@ -5,6 +5,7 @@
     python3 eval/bench/compare.py --suite e2e --plan 128:3,512:2 --repeats 2             # make bench-e2e
     python3 eval/bench/compare.py --suite sac-features --plan 128:8,512:4 --repeats 3    # make bench-sac
     python3 eval/bench/compare.py --suite drqv2 --plan 256:3,512:2 --repeats 2           # make bench-drqv2
+    python3 eval/bench/compare.py --suite taco --plan 256:3 --repeats 2                  # make bench-drqv2
 
 Suites:
 - pretrain: seconds per LFS update, examples/bench_pretrain.rs vs eval/bench/pretrain_torch.py
@@ -24,6 +25,8 @@ Suites:
   the encoder's pass over obs with its tape and over next obs without, critic, actor, target,
   the encoder's step on the critic's gradient; docs/design.md §13), examples/bench_drqv2.rs vs
   eval/bench/drqv2_torch.py --bench (DrQ-v2's update, facebookresearch/drqv2 @c0c650b).
+- taco: the same for TACO's update (DrQ-v2's, then its loss's on three more encodings of the
+  batch), examples/bench_drqv2.rs --taco vs eval/bench/drqv2_torch.py --bench --taco.
 - encoder: the paper's encoder's forward and forward+backward, examples/bench_conv.rs (`ops`:
   Encoder::forward under candle's autograd, `tape`: the pre-trainer's own calls) vs
   eval/bench/encoder_torch.py (plan entries batch:repeats inside each process).
@@ -54,11 +57,11 @@ def run(cmd, env=None):
 
 def commands(suite, batch, n, torch_python, threads):
     """(candle command, torch command) for one batch size."""
-    if suite in ("pretrain", "sac", "sac-features", "e2e", "drqv2"):
+    if suite in ("pretrain", "sac", "sac-features", "e2e", "drqv2", "taco"):
         args = ["--batch", str(batch), "--updates", str(n), "--warmup", "2"]
-        bench = suite.split("-")[0]
-        candle_extra = ["--pixels"] if suite == "sac" else []
-        torch_extra = {"sac-features": ["--features"], "drqv2": ["--bench"]}.get(suite, [])
+        bench = "drqv2" if suite == "taco" else suite.split("-")[0]
+        candle_extra = {"sac": ["--pixels"], "taco": ["--taco"]}.get(suite, [])
+        torch_extra = {"sac-features": ["--features"], "drqv2": ["--bench"], "taco": ["--bench", "--taco"]}.get(suite, [])
         return ([os.path.join(ROOT, f"target/release/examples/bench_{bench}"), *args, *candle_extra],
                 [torch_python, f"eval/bench/{bench}_torch.py", *args, *torch_extra, "--threads", str(threads)])
     args = ["--batch", str(batch), "--repeats", str(n)]
@@ -82,7 +85,8 @@ def records(r):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--suite", choices=["pretrain", "encoder", "sac", "sac-features", "e2e", "drqv2"], default="pretrain")
+    p.add_argument("--suite", choices=["pretrain", "encoder", "sac", "sac-features", "e2e", "drqv2", "taco"],
+                   default="pretrain")
     p.add_argument("--torch-python", default=os.path.join(ROOT, ".venv-bench/bin/python"))
     p.add_argument("--plan", default="32:4,128:3,512:2", help="batch:n,... (n: timed updates or repeats)")
     p.add_argument("--repeats", type=int, default=2)

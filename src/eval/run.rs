@@ -24,16 +24,16 @@ pub fn run(
         ));
     }
     let representation = FrozenFeatures::new(&spec.encoder, cfg.run.seed)?;
-    let mut sac = cfg.clone();
-    let render_source = rl_loop::resolve_render_quality(&mut sac.env, &representation, spec)?;
+    let mut rl = cfg.clone();
+    let render_source = rl_loop::resolve_render_quality(&mut rl.env, &representation, spec)?;
     let stage = Stage {
         command: "eval",
         checkpoint_kind: kind::EVAL_CHECKPOINT,
-        toml: sac.to_toml()?,
-        resume_key: sac.resume_key()?,
+        toml: rl.to_toml()?,
+        resume_key: rl.resume_key()?,
         saved_resume_key: |toml| EvalConfig::from_toml_str(toml, &[])?.resume_key(),
         value_comparison: None,
-        sac,
+        rl,
     };
     rl_loop::run(stage, spec, Box::new(representation), render_source, out_dir, on_event)
 }

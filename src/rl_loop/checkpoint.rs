@@ -179,7 +179,7 @@ impl<A: Agent> Workspace<A> {
         self.agent.load_state(&file.tensors, &file.metadata)?;
         self.representation.load_state(&REPRESENTATION.take(file), &file.path)?;
         self.replay.restore(replay_episodes(file)?)?;
-        if self.stage.sac.replay.feature_cache {
+        if self.stage.rl.replay.feature_cache {
             // The cache is not stored: the frozen encoder recomputes it exactly.
             for e in 0..self.replay.episodes().len() {
                 let obs = self.replay.observations_without_features(e);

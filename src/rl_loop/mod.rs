@@ -105,14 +105,15 @@ pub struct LoopSummary {
     pub last_eval: Option<EvalRow>,
 }
 
-/// What the loop needs to know of the command it runs for, beyond the SAC sections.
+/// What the loop needs to know of the command it runs for, beyond the RL loop's sections.
 pub struct Stage {
     /// `eval` or `train`: the command, in messages, `run.json` and the folder's claim.
     pub command: &'static str,
     /// The `lfs.kind` of its checkpoints.
     pub checkpoint_kind: &'static str,
-    /// The SAC sections of the config, its render quality resolved (all of `lfs eval`'s).
-    pub sac: EvalConfig,
+    /// The RL loop's sections of the config (all of `lfs eval`'s: run, env, agent, replay), its
+    /// render quality resolved.
+    pub rl: EvalConfig,
     /// The whole config as TOML (`config.resolved.toml`, the checkpoint's `lfs.config`).
     pub toml: String,
     /// What a resumed run must share with its checkpoint.
@@ -140,7 +141,7 @@ pub fn resolve_render_quality(
     Ok(source)
 }
 
-/// Trains the agent `stage.sac.agent` names into `out_dir` (see [`run_agent`]).
+/// Trains the agent `stage.rl.agent` names into `out_dir` (see [`run_agent`]).
 pub fn run(
     stage: Stage,
     spec: &LoopSpec,
@@ -149,14 +150,14 @@ pub fn run(
     out_dir: &Path,
     on_event: &mut dyn FnMut(LoopEvent),
 ) -> Result<LoopSummary> {
-    match stage.sac.agent.kind() {
+    match stage.rl.agent.kind() {
         AgentKind::Sac => run_agent::<SacAgent>(stage, spec, representation, render_source, out_dir, on_event),
         AgentKind::DrQv2 => run_agent::<DrQv2Agent>(stage, spec, representation, render_source, out_dir, on_event),
         AgentKind::Taco => run_agent::<TacoAgent>(stage, spec, representation, render_source, out_dir, on_event),
     }
 }
 
-/// Trains agent `A` into `out_dir`, resuming a checkpoint there; `stage.sac` has been
+/// Trains agent `A` into `out_dir`, resuming a checkpoint there; `stage.rl` has been
 /// validated and its render quality resolved (see [`resolve_render_quality`]).
 pub fn run_agent<A: Agent>(
     stage: Stage,
@@ -169,7 +170,7 @@ pub fn run_agent<A: Agent>(
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
     let (mut ws, resumed_from_frame) = workspace::<A>(stage, spec, representation, &checkpoint)?;
     // The budget and cadences, in agent steps.
-    let (run_cfg, repeat) = (&ws.stage.sac.run, ws.stage.sac.env.action_repeat);
+    let (run_cfg, repeat) = (&ws.stage.rl.run, ws.stage.rl.env.action_repeat);
     let num_train_frames = run_cfg.num_train_frames.0;
     let total_steps = run_cfg.num_train_frames.to_steps(repeat);
     let eval_every = run_cfg.eval_every_frames.to_steps(repeat);
@@ -283,9 +284,9 @@ impl Logs {
         // when there is no checkpoint) is evaluated again.
         let evaluated_through = ws
             .last_eval_step
-            .map(|step| Frames::from_steps(step, ws.stage.sac.env.action_repeat).0);
+            .map(|step| Frames::from_steps(step, ws.stage.rl.env.action_repeat).0);
         let frame = ws.frame();
-        let events = match ws.stage.sac.run.tensorboard {
+        let events = match ws.stage.rl.run.tensorboard {
             true => Some(EventFile::open_shared(out_dir, |p| {
                 match p.tags.iter().all(|t| t.starts_with(EVAL_TAG)) {
                     true => evaluated_through.is_some_and(|f| p.x <= f),
@@ -347,9 +348,9 @@ fn write_provenance<A: Agent>(out_dir: &Path, ws: &Workspace<A>, render_source: 
         "encoder_render_quality": ws.representation.training_render_quality().map(RenderQuality::name),
         "render_quality": ws.render_quality.name(),
         "render_quality_from": render_source.name(),
-        "feature_cache": ws.stage.sac.replay.feature_cache,
-        "feature_cache_dtype": ws.stage.sac.replay.feature_cache.then_some(ws.stage.sac.replay.feature_cache_dtype.name()),
-        "seed": ws.stage.sac.run.seed,
+        "feature_cache": ws.stage.rl.replay.feature_cache,
+        "feature_cache_dtype": ws.stage.rl.replay.feature_cache.then_some(ws.stage.rl.replay.feature_cache_dtype.name()),
+        "seed": ws.stage.rl.run.seed,
         "version": env!("CARGO_PKG_VERSION"),
     });
     write(RUN_FILE, serde_json::to_string_pretty(&info)?)

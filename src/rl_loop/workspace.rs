@@ -43,7 +43,7 @@ const EVAL: usize = 1;
 
 /// The training state a checkpoint holds, and what the loop works with.
 pub(super) struct Workspace<A: Agent> {
-    /// The command's stage: its SAC sections (`stage.sac`, the render quality resolved), and its
+    /// The command's stage: its RL loop sections (`stage.rl`, the render quality resolved), and its
     /// whole config as TOML, checkpoint kind and name, for checkpoints and provenance.
     pub(super) stage: Stage,
     pub(super) spec: LoopSpec,
@@ -111,7 +111,7 @@ pub(super) enum StepOutcome<A: Agent> {
 impl<A: Agent> Workspace<A> {
     pub(super) fn new(mut stage: Stage, spec: &LoopSpec, representation: Box<dyn Representation>) -> Result<Self> {
         let value_comparison = stage.value_comparison.take();
-        let cfg = &stage.sac;
+        let cfg = &stage.rl;
         let render_quality = cfg
             .env
             .render_quality
@@ -161,7 +161,7 @@ impl<A: Agent> Workspace<A> {
     }
 
     pub(super) fn frame(&self) -> u64 {
-        Frames::from_steps(self.step, self.stage.sac.env.action_repeat).0
+        Frames::from_steps(self.step, self.stage.rl.env.action_repeat).0
     }
 
     /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), through the representation.
@@ -196,7 +196,7 @@ impl<A: Agent> Workspace<A> {
     /// replay buffer.
     pub(super) fn start_episode(&mut self) -> Result<EpisodeState<A>> {
         let first = loop {
-            let seed = train_seed(self.stage.sac.run.seed, self.episode);
+            let seed = train_seed(self.stage.rl.run.seed, self.episode);
             self.episode += 1;
             match self.reset(TRAIN, seed)? {
                 Ok(step) => break step,
@@ -217,7 +217,7 @@ impl<A: Agent> Workspace<A> {
 
     /// Feature cache: encode the newest observation once, when it is stored.
     fn cache_latest_features(&mut self) -> Result<()> {
-        if !self.stage.sac.replay.feature_cache {
+        if !self.stage.rl.replay.feature_cache {
             return Ok(());
         }
         let obs = self.latest_observation()?;
@@ -249,10 +249,10 @@ impl<A: Agent> Workspace<A> {
         let step_start = Instant::now();
         let seed_steps = self
             .stage
-            .sac
+            .rl
             .run
             .num_seed_frames
-            .to_steps(self.stage.sac.env.action_repeat);
+            .to_steps(self.stage.rl.env.action_repeat);
         let action: Vec<f32> = if self.step < seed_steps {
             (0..self.action_dim)
                 .map(|_| self.rng.random_range(-1.0f32..=1.0))
@@ -318,7 +318,7 @@ impl<A: Agent> Workspace<A> {
             episode: self.episode,
             episode_reward: state.reward,
             episode_length: state.length,
-            fps: Frames::from_steps(state.length, self.stage.sac.env.action_repeat).0 as f64 / seconds,
+            fps: Frames::from_steps(state.length, self.stage.rl.env.action_repeat).0 as f64 / seconds,
             num_updates: state.sums.count(),
             times: state.times,
         };
@@ -331,7 +331,7 @@ impl<A: Agent> Workspace<A> {
     fn batch(&mut self, times: &mut StepTimes) -> Result<TrainingBatch> {
         let n = self.agent.batch_size();
         let start = Instant::now();
-        let (returns, k) = (self.stage.sac.agent.returns(), self.stage.sac.agent.action_sequence());
+        let (returns, k) = (self.stage.rl.agent.returns(), self.stage.rl.agent.action_sequence());
         let mut t = self.replay.sample_with_sequence(n, returns, k, &mut self.rng)?;
         let sequence = (k > 0).then(|| SequenceInputs {
             obs: t.obs.clone(),
@@ -343,7 +343,7 @@ impl<A: Agent> Workspace<A> {
         let aux = self.aux_update(&t)?;
         let lap = StepTimes::lap(&mut times.aux, lap);
         let mut critic = None;
-        let (obs, next_obs) = if self.stage.sac.replay.feature_cache {
+        let (obs, next_obs) = if self.stage.rl.replay.feature_cache {
             let repr = self.representation.repr_dim();
             (
                 Tensor::from_vec(std::mem::take(&mut t.obs_features), (n, repr), &self.device)?,
@@ -450,8 +450,8 @@ impl<A: Agent> Workspace<A> {
     pub(super) fn evaluate(&mut self, start: Instant, video_dir: Option<&Path>) -> Result<EvalRow> {
         let mut returns = Vec::new();
         let mut k = 0;
-        while returns.len() < self.stage.sac.run.num_eval_episodes {
-            let seed = eval_seed(self.stage.sac.run.seed, self.evaluations, k);
+        while returns.len() < self.stage.rl.run.num_eval_episodes {
+            let seed = eval_seed(self.stage.rl.run.seed, self.evaluations, k);
             k += 1;
             let mut frames = (returns.is_empty() && video_dir.is_some()).then(Vec::new);
             if let Some(ret) = self.eval_episode(seed, frames.as_mut())? {

@@ -102,7 +102,7 @@ impl<'de> Deserialize<'de> for AuxMethod {
 impl StageConfig for TrainConfig {
     fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
-        self.sac().validate()?;
+        self.rl().validate()?;
         if self.encoder_changes() && self.replay.feature_cache {
             return bad(format!(
                 "replay.feature_cache must be false with aux.method = {}{}: the encoder changes every step",
@@ -185,8 +185,8 @@ impl TrainConfig {
         config::to_toml(self)
     }
 
-    /// The SAC half: exactly what `lfs eval` would run.
-    pub fn sac(&self) -> EvalConfig {
+    /// The RL loop's half: exactly what `lfs eval` would run.
+    pub fn rl(&self) -> EvalConfig {
         EvalConfig {
             run: self.run.clone(),
             env: self.env.clone(),

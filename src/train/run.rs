@@ -44,7 +44,7 @@ pub fn run(
         resume_key: cfg.resume_key()?,
         saved_resume_key: |toml| TrainConfig::from_toml_str(toml, &[])?.resume_key(),
         value_comparison: ValueComparison::new(&cfg.aux.value_comparison),
-        sac: cfg.sac(),
+        rl: cfg.rl(),
     };
     rl_loop::run(stage, spec, representation, render_source, out_dir, on_event)
 }
