@@ -3,6 +3,7 @@
 //! The agent never sees pixels or the encoder: its callers encode observations (a frozen
 //! encoder for `lfs eval`), so nothing in here can train the encoder.
 
+pub mod action_encoding;
 pub mod actor;
 mod agent_state;
 mod batch;
@@ -15,6 +16,7 @@ pub mod sac;
 pub mod squashed_gaussian;
 pub mod taco;
 
+pub use action_encoding::ActionEncoding;
 pub use actor::Actor;
 pub use batch::{Batch, SequenceViews};
 pub use critic::Critic;

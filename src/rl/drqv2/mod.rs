@@ -18,13 +18,13 @@ use candle_core::{Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use super::action_encoding::ActionEncoding;
 use super::actor::NetworkDims;
 use super::agent_state::{self, check_finite, scalar, Optimised};
 use super::batch::Batch;
 use super::critic::{Critic, TwinQ};
 use super::mlp::TrunkOutput;
 use super::sac::critic_loss;
-use super::taco::ActionEncoding;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};

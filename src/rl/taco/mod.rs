@@ -10,8 +10,6 @@
 //! caller's) encoder; the TACO loss steps the heads, the action encoder and the encoder again,
 //! each through Adams of their own.
 
-pub mod action_encoding;
-
 use std::collections::{BTreeMap, HashMap};
 
 use candle_core::{Device, Tensor, D};
@@ -27,7 +25,6 @@ use crate::nn::projector::init_linear;
 use crate::nn::{Adam, Params};
 use crate::objectives::infonce::bilinear_info_nce;
 use crate::{Error, Result};
-pub use action_encoding::ActionEncoding;
 
 /// TACO's own settings (its `cfgs/agent/taco.yaml`), beside DrQ-v2's in `[agent.taco]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

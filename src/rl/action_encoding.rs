@@ -1,4 +1,5 @@
-//! TACO's action encoder (`utils.ActionEncoding`, FrankZheng2022/TACO @84c38e3): an action
+//! TACO's action encoder (`utils.ActionEncoding`, FrankZheng2022/TACO @84c38e3; docs/design.md
+//! §14), in front of the critic of a DrQ-v2 agent with latent actions: an action
 //! becomes a latent action, `Linear(A → 64) → Tanh → Linear(64 → L)`, what the critic takes in
 //! its place; a sequence of K actions becomes the K latent actions concatenated and mixed by
 //! `Linear(K·L → K·L) → LayerNorm → Tanh`. PyTorch names `action_tokenizer.{0,2}`,
