@@ -13,7 +13,7 @@
 .PHONY: help all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini probe-set probe bench-drqv2 bench-dynamics-drqv2
-.PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference
+.PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -53,6 +53,13 @@ deps: ## system packages (apt-get) and Rust via rustup if cargo is missing
 
 build: ## cargo build --release
 	$(CARGO) build --release --locked
+
+# lfs with candle's CUDA backend (cargo feature cuda), experimental: NVIDIA's CUDA 13.0 wheels from
+# PyPI into .venv-cuda (about 1.2 GB), the build into target-cuda/ (not target/), the CUDA
+# libraries it needs into target-cuda/release/cuda-libs/. No GPU needed to build; not in CI
+# (tests/readme.rs skips it). CUDA_COMPUTE_CAP=90 (H100) unless set.
+build-cuda: ## lfs with candle's CUDA backend into target-cuda/ (experimental; CUDA wheels, ~30 min)
+	eval/gpu/build-cuda.sh
 
 # Creates .venv with the pinned worker requirements and the dataset readers the tests use.
 # The stamp file makes a second run instant; it is refreshed when a requirements file changes.

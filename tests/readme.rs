@@ -81,6 +81,10 @@ const STEPS: &[Step] = &[
     skip("make study-mini", "the study: about 6.5 hours"),
     skip("make suite-tiny", ".ci/run runs it after the tests"),
     skip("make suite", "its default suite is make suite-tiny's, which .ci/run runs"),
+    skip(
+        "make build-cuda",
+        "1.2 GB of CUDA wheels and a 30-minute second build; measured by hand (BENCHMARKS.md)",
+    ),
     run("make eval", SAC_MAKE_SET),
     run("make train", TRAIN_MAKE_SET),
     run("make collect", "COLLECT_EPISODES=1"),
