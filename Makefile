@@ -14,6 +14,7 @@
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
+.PHONY: gpu-pack gpu-check
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -60,6 +61,14 @@ build: ## cargo build --release
 # (tests/readme.rs skips it). CUDA_COMPUTE_CAP=90 (H100) unless set.
 build-cuda: ## lfs with candle's CUDA backend into target-cuda/ (experimental; CUDA wheels, ~30 min)
 	eval/gpu/build-cuda.sh
+
+# On a machine with a GPU: the CUDA build's parity checks (against the CPU kernels), resume
+# across devices, and timings beside PyTorch's on the same GPU, from the archive gpu-pack makes
+# of make build-cuda's binaries (.gpu-carry/, under the device tool's 64 MiB carry).
+gpu-pack:
+	eval/gpu/pack.sh
+gpu-check: ## on a GPU machine: the CUDA build's parity checks and timings against PyTorch
+	eval/gpu/gpu-check.sh
 
 # Creates .venv with the pinned worker requirements and the dataset readers the tests use.
 # The stamp file makes a second run instant; it is refreshed when a requirements file changes.

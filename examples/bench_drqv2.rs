@@ -64,7 +64,7 @@ type Metrics = (DrQv2Metrics, Option<TacoMetrics>);
 
 impl Learner {
     fn new(cfg: &TrainConfig, action_dim: usize, rng: &mut ChaCha8Rng) -> anyhow::Result<Self> {
-        let encoder = OnlineEncoder::new(cfg)?;
+        let encoder = OnlineEncoder::new(cfg, &Default::default())?;
         let (repr, cpu) = (encoder.repr_dim(), Device::Cpu);
         let agent = match cfg.agent.taco() {
             Ok((agent, taco)) => Agent::Taco(Box::new(TacoAgent::new(agent, taco, repr, action_dim, &cpu, rng)?)),

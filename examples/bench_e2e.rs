@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
     let cfg = TrainConfig::load(&config, &[format!("agent.batch_size={batch}")])?;
     cfg.validate()?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
-    let mut online = OnlineEncoder::new(&cfg)?;
+    let mut online = OnlineEncoder::new(&cfg, &Default::default())?;
     let mut agent = SacAgent::new(cfg.agent.sac()?, online.repr_dim(), action_dim, &Device::Cpu, &mut rng)?;
     let shift = RandomShift {
         pad: cfg.replay.random_shift_pad,

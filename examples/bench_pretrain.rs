@@ -32,7 +32,7 @@ fn main() -> anyhow::Result<()> {
         episodes.extend(moving_square_episodes(task, k as u32, 4, 60, None));
     }
     let mut sampler = video_pair_sampler(&cfg, &episodes)?;
-    let mut trainer = Trainer::new(&cfg.trainer_config(), &cfg.device())?;
+    let mut trainer = Trainer::new(&cfg.trainer_config(), &cfg.device()?)?;
     for i in 0..warmup + updates {
         let start = Instant::now();
         let m = trainer.update(&mut sampler)?;

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Tensor};
+use candle_core::{DType, Device, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sha2::{Digest, Sha256};
@@ -67,10 +67,11 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
     let step: u64 = meta("lfs.step")?.parse().map_err(|e| err(format!("`lfs.step`: {e}")))?;
     let method = meta("lfs.method")?;
 
-    // Rebuild the encoder + projector from the checkpoint's online tensors.
+    // Rebuild the encoder + projector from the checkpoint's online tensors, on the host
+    // whatever device trained them (`run.device`): exports are device-independent.
     let online = file.strip_prefix("online.");
     let (net, params) =
-        EncoderProjector::from_tensors(&cfg.model.encoder, cfg.model.latent_dim, &online, &cfg.device())?;
+        EncoderProjector::from_tensors(&cfg.model.encoder, cfg.model.latent_dim, &online, &Device::Cpu)?;
     let tensors: BTreeMap<String, Tensor> = params.snapshot()?;
 
     let enc = &cfg.model.encoder;

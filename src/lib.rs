@@ -12,6 +12,7 @@ pub mod alloc;
 pub mod collect;
 pub mod config;
 pub mod data;
+pub mod device;
 pub mod env;
 pub mod error;
 pub mod eval;

@@ -25,7 +25,7 @@ fn small_setup(overrides: &[&str]) -> (TrainConfig, OnlineEncoder, ReplayBuffer)
     let mut all = vec!["agent.hidden_dim=32".to_string(), "agent.feature_dim=8".to_string()];
     all.extend(overrides.iter().map(|s| s.to_string()));
     let cfg = TrainConfig::load(&repo().join("pipelines/e2e/tiny.toml"), &all).unwrap();
-    let encoder = OnlineEncoder::new(&cfg).unwrap();
+    let encoder = OnlineEncoder::new(&cfg, &Default::default()).unwrap();
     let mut replay = ReplayBuffer::new(1000, FRAME_BYTES, 2, 0, FeatureDtype::F32);
     for ep in moving_square_episodes("squares", 0, 2, 40, None) {
         replay.start_episode(ep.frame(0)).unwrap();

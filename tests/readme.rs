@@ -85,6 +85,10 @@ const STEPS: &[Step] = &[
         "make build-cuda",
         "1.2 GB of CUDA wheels and a 30-minute second build; measured by hand (BENCHMARKS.md)",
     ),
+    skip(
+        "make gpu-check",
+        "needs a GPU and make build-cuda's binaries; its checks run here on the CPU (tests/device.rs)",
+    ),
     run("make eval", SAC_MAKE_SET),
     run("make train", TRAIN_MAKE_SET),
     run("make collect", "COLLECT_EPISODES=1"),

@@ -60,3 +60,7 @@ mod probe_command;
 // The README's commands and `make help`'s targets run as written in a fresh folder, at tiny
 // budgets: every one walked or its reason given (needs `make setup`).
 mod readme;
+// The device seam: candle's ops (the CUDA path) against the CPU kernels for encoder features and
+// gradients, one update of each pre-training method and of SAC from pixels, checkpoints across
+// the two; `run.device` in configs; `--device cuda` refused by a CPU build.
+mod device;

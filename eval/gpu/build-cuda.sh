@@ -19,7 +19,8 @@
 #      `dynamic-linking`), so a stub libcuda.so (SONAME libcuda.so.1, every driver entry point
 #      cudarc names, each returning CUDA_ERROR_STUB_LIBRARY) is compiled here. The stub is for
 #      the linker only: at run time libcuda.so.1 is the NVIDIA driver's.
-#   3. cargo build --release --locked --features cuda --bin lfs, CARGO_TARGET_DIR=target-cuda.
+#   3. cargo build --release --locked --features cuda --bin lfs --example device_check (the
+#      checks `make gpu-check` runs), CARGO_TARGET_DIR=target-cuda.
 #   4. The wheels' libraries the binary needs (and theirs), copied into
 #      target-cuda/release/cuda-libs/ (about 700 MB, cuBLASLt alone 540 MB).
 set -euo pipefail
@@ -79,7 +80,7 @@ export CUDA_HOME="$CUDA"
 export LIBRARY_PATH="$LINK${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export CARGO_TARGET_DIR="$ROOT/$TARGET"
 echo "building lfs with CUDA: nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP, into $TARGET/release/"
-cargo build --release --locked --features cuda --bin lfs
+cargo build --release --locked --features cuda --bin lfs --example device_check
 
 # ---- 4. The wheels' libraries the binary needs --------------------------------------------
 BIN="$TARGET/release/lfs"

@@ -28,10 +28,14 @@ pub struct Args {
     /// Shortcut for --set run.seed=N.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Where the networks train: cpu, cuda or cuda:N (shortcut for --set run.device=...;
+    /// CUDA needs `make build-cuda`'s lfs).
+    #[arg(long)]
+    pub device: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let overrides = super::run_args::overrides(&args.set, args.seed);
+    let overrides = super::run_args::overrides(&args.set, args.seed, args.device.as_deref());
     let cfg = PretrainConfig::load(&args.config, &overrides).context("loading the pre-training config")?;
     let out_dir = args
         .out_dir

@@ -6,11 +6,14 @@ use std::path::PathBuf;
 use lfs::env::Task;
 use lfs::rl_loop::{EncoderChoice, LoopSpec};
 
-/// `--set` overrides with `--seed N` as `run.seed=N` last.
-pub fn overrides(set: &[String], seed: Option<u64>) -> Vec<String> {
+/// `--set` overrides with `--seed N` as `run.seed=N` and `--device D` as `run.device="D"` last.
+pub fn overrides(set: &[String], seed: Option<u64>, device: Option<&str>) -> Vec<String> {
     let mut overrides = set.to_vec();
     if let Some(seed) = seed {
         overrides.push(format!("run.seed={seed}"));
+    }
+    if let Some(device) = device {
+        overrides.push(format!("run.device=\"{device}\""));
     }
     overrides
 }
@@ -23,6 +26,10 @@ pub struct RunArgs {
     /// Shortcut for --set run.seed=N.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Where the networks train: cpu, cuda or cuda:N (shortcut for --set run.device=...;
+    /// CUDA needs `make build-cuda`'s lfs).
+    #[arg(long)]
+    pub device: Option<String>,
     /// Override one config field, e.g. --set run.num_train_frames=100000 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
@@ -41,7 +48,7 @@ pub struct RunArgs {
 
 impl RunArgs {
     pub fn overrides(&self) -> Vec<String> {
-        overrides(&self.set, self.seed)
+        overrides(&self.set, self.seed, self.device.as_deref())
     }
 
     /// The run's task and encoder, as the loop takes them.

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::config::StageConfig;
+use crate::device::Backend;
 use crate::rl_loop::{self, AgentKind, EvalConfig, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Stage};
 use crate::run_dir::kind;
 use crate::{Error, Result};
@@ -23,7 +24,8 @@ pub fn run(
                 .into(),
         ));
     }
-    let representation = FrozenFeatures::new(&spec.encoder, cfg.run.seed)?;
+    let backend = Backend::new(&cfg.run.device.open()?);
+    let representation = FrozenFeatures::new(&spec.encoder, cfg.run.seed, &backend)?;
     let mut rl = cfg.clone();
     let render_source = rl_loop::resolve_render_quality(&mut rl.env, &representation, spec)?;
     let stage = Stage {
@@ -33,6 +35,7 @@ pub fn run(
         resume_key: rl.resume_key()?,
         saved_resume_key: |toml| EvalConfig::from_toml_str(toml, &[])?.resume_key(),
         value_comparison: None,
+        backend,
         rl,
     };
     rl_loop::run(stage, spec, Box::new(representation), render_source, out_dir, on_event)

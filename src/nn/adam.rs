@@ -130,6 +130,10 @@ impl Adam {
                 (Some(m), Some(v)) => (m, v),
                 _ => return Err(Error::Shape(format!("adam: no moments for parameter {name}"))),
             };
+            if !var.device().is_cpu() {
+                step_through_host(coeffs, var, grad, m, v)?;
+                continue;
+            }
             let grad = grad.contiguous()?; // candle's gradients already are: no copy
             let op = AdamStepOp {
                 coeffs,
@@ -141,7 +145,7 @@ impl Adam {
         Ok(())
     }
 
-    /// Moments as tensors named `adam.exp_avg.<param>` / `adam.exp_avg_sq.<param>`.
+    /// Moments as host tensors named `adam.exp_avg.<param>` / `adam.exp_avg_sq.<param>`.
     pub fn state_tensors(&self, params: &Params) -> Result<BTreeMap<String, Tensor>> {
         let mut out = BTreeMap::new();
         for (name, var) in params.iter() {
@@ -151,7 +155,7 @@ impl Adam {
                     .ok_or_else(|| Error::Shape(format!("adam: no {kind} for {name}")))?;
                 out.insert(
                     format!("adam.{kind}.{name}"),
-                    Tensor::from_slice(data, var.shape(), var.device())?,
+                    Tensor::from_slice(data, var.shape(), &candle_core::Device::Cpu)?, // host, as the moments
                 );
             }
         }
@@ -199,6 +203,26 @@ fn adam_elementwise(c: AdamCoeffs, theta: &mut [f32], grad: &[f32], m: &mut [f32
         let denom = v.sqrt() / c.bias_correction2_sqrt + c.eps;
         *t -= c.step_size * *m / denom;
     }
+}
+
+/// One Adam step of a parameter on a device other than the CPU (the in-place op is CPU-only):
+/// θ and its gradient through host memory, the same arithmetic, θ written back. The moments stay
+/// in host memory on every device, so checkpoints do not depend on it.
+fn step_through_host(c: AdamCoeffs, var: &candle_core::Var, grad: &Tensor, m: &mut [f32], v: &mut [f32]) -> Result<()> {
+    let mut theta = var.as_tensor().flatten_all()?.to_vec1::<f32>()?;
+    let grad = grad.flatten_all()?.to_vec1::<f32>()?;
+    if grad.len() != theta.len() || m.len() != theta.len() || v.len() != theta.len() {
+        return Err(Error::Shape(format!(
+            "adam: {} parameters, {} gradients, {}/{} moments",
+            theta.len(),
+            grad.len(),
+            m.len(),
+            v.len()
+        )));
+    }
+    adam_elementwise(c, &mut theta, &grad, m, v);
+    var.set(&Tensor::from_vec(theta, var.shape(), var.device())?)?;
+    Ok(())
 }
 
 /// One parameter's Adam step as a candle in-place op: dst = θ, src = its gradient.

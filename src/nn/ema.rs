@@ -19,7 +19,12 @@ pub fn ema_update(online: &Params, target: &Params, tau: f64) -> Result<()> {
     for (name, t_var) in target.iter() {
         let online_value = online.get(name).map(|v| v.as_tensor());
         let o = expect_stored(name, t_var.dims(), online_value, " in the online network")?;
-        t_var.as_tensor().inplace_op2(o, &op)?;
+        if t_var.device().is_cpu() {
+            t_var.as_tensor().inplace_op2(o, &op)?;
+        } else {
+            // The in-place op is CPU-only; elsewhere the same arithmetic in candle's ops.
+            t_var.set(&((t_var.as_tensor() * op.keep as f64)? + (o * op.take as f64)?)?)?;
+        }
     }
     Ok(())
 }

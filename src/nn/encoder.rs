@@ -10,9 +10,12 @@
 //! One encoder, two ways to run it:
 //! - [`Encoder::forward`] on a candle tensor, differentiable under candle's autograd (export,
 //!   tests, any caller that wants a graph). On the CPU it is one op over our kernels.
-//! - [`Encoder::encode`] on uint8 pixels, with the activations kept for
-//!   [`Encoder::backward`]: the pre-trainer's path, which computes the parameters' gradients by
-//!   hand (`kernels::tape`) instead of through candle's autograd.
+//! - [`Encoder::encode`] on uint8 pixels, with what its backward needs kept for
+//!   [`Encoder::backward`]: the pre-trainer's and the RL loop's path. With
+//!   [`Compute::Kernels`] (the CPU) it keeps the activations and computes the parameters'
+//!   gradients by hand (`kernels::tape`); with [`Compute::Candle`] (a GPU, or the CPU in the
+//!   device tests) it runs candle's conv2d and keeps candle's graph, and the backward is
+//!   candle's.
 //!
 //! The encoder holds its parameters as tensors: views of a [`Params`] store's `Var`s when it is
 //! trained (an optimiser step on the store is seen here), or plain tensors when it is frozen
@@ -32,6 +35,7 @@ use super::kernels::encoder_op::{encoder_op, ConvTensors};
 use super::kernels::tape::{self, LayerWeights, Tape};
 use super::params::expect_stored;
 use super::Params;
+use crate::device::{Backend, Compute};
 use crate::{Error, Result};
 
 /// Architecture of the conv encoder (the paper's table: channels (32,32,32,32), strides
@@ -136,13 +140,23 @@ pub struct Encoder {
     shapes: Vec<Shape>,
     /// [`EncoderConfig::input_offset`].
     input_offset: f32,
+    /// Our CPU kernels or candle's ops ([`Encoder::encode`], [`Encoder::forward`]).
+    compute: Compute,
 }
 
-/// What [`Encoder::encode`] produced: h and, when asked for, the activations its backward needs.
+/// What [`Encoder::encode`] produced: h and, when asked for, what its backward needs.
 pub struct Encoded {
-    /// Flattened conv features (b, repr_dim).
+    /// Flattened conv features (b, repr_dim), outside any graph.
     pub h: Tensor,
-    tape: Option<Tape>,
+    tape: Option<Kept>,
+}
+
+/// What a kept [`Encoder::encode`] holds for [`Encoder::backward`].
+pub(crate) enum Kept {
+    /// The kernels' activations (host memory).
+    Tape(Tape),
+    /// h (b, repr_dim) still joined to candle's graph over the parameters.
+    Graph(Tensor),
 }
 
 impl Encoded {
@@ -151,8 +165,8 @@ impl Encoded {
         Self { h, tape: None }
     }
 
-    /// The kept activations, or an error if the forward did not keep them.
-    pub(crate) fn tape(&self) -> Result<&Tape> {
+    /// What the forward kept, or an error if it did not keep anything.
+    pub(crate) fn tape(&self) -> Result<&Kept> {
         self.tape
             .as_ref()
             .ok_or_else(|| Error::Shape("encoder: backward needs a forward with keep = true".into()))
@@ -185,18 +199,43 @@ impl Encoder {
     /// The encoder over parameters already in `params` (`{prefix}.convnet.{2i}.*`), e.g. a
     /// checkpoint's: it trains with them. Errors name a missing or mis-shaped tensor.
     pub fn from_params(cfg: &EncoderConfig, prefix: &str, params: &Params) -> Result<Self> {
-        Self::build(cfg, prefix, |name, dims| params.tensor(name, dims))
+        Self::build(cfg, prefix, params.backend().compute, |name, dims| {
+            params.tensor(name, dims)
+        })
     }
 
     /// The encoder over plain tensors (`{prefix}.convnet.{2i}.*` of `tensors`; other keys are
-    /// ignored): constants that no optimiser can reach (a frozen encoder).
+    /// ignored): constants that no optimiser can reach (a frozen encoder), computing as their
+    /// device's default ([`Encoder::to_backend`] moves them).
     pub fn from_tensors(cfg: &EncoderConfig, prefix: &str, tensors: &BTreeMap<String, Tensor>) -> Result<Self> {
-        Self::build(cfg, prefix, |name, dims| {
+        let device = tensors.values().next().map_or(Device::Cpu, |t| t.device().clone());
+        Self::build(cfg, prefix, Compute::for_device(&device), |name, dims| {
             Ok(expect_stored(name, dims, tensors.get(name), "")?.detach())
         })
     }
 
-    fn build(cfg: &EncoderConfig, prefix: &str, get: impl Fn(&str, &[usize]) -> Result<Tensor>) -> Result<Self> {
+    /// A frozen copy of this encoder on `backend`: its tensors copied to the device, detached.
+    pub fn to_backend(&self, backend: &Backend) -> Result<Self> {
+        let mut moved = self.clone();
+        for layer in &mut moved.layers {
+            layer.weight = layer.weight.to_device(&backend.device)?.detach();
+            layer.bias = layer.bias.to_device(&backend.device)?.detach();
+        }
+        moved.compute = backend.compute;
+        Ok(moved)
+    }
+
+    /// How this encoder computes.
+    pub fn compute(&self) -> Compute {
+        self.compute
+    }
+
+    fn build(
+        cfg: &EncoderConfig,
+        prefix: &str,
+        compute: Compute,
+        get: impl Fn(&str, &[usize]) -> Result<Tensor>,
+    ) -> Result<Self> {
         let shapes = cfg.layer_shapes()?;
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for layer in 0..cfg.num_layers {
@@ -213,6 +252,7 @@ impl Encoder {
             layers,
             shapes,
             input_offset: cfg.input_offset as f32,
+            compute,
         })
     }
 
@@ -235,12 +275,17 @@ impl Encoder {
     }
 
     /// Shapes: obs (b, 9, 84, 84) f32 in 0..=255 -> h (b, 39200), flattened (C, H, W).
-    /// Differentiable in the parameters (and in `obs` when it tracks a gradient). On the CPU the
-    /// whole encoder is one op over channels-last kernels (`kernels::encoder_op`); per-layer conv
-    /// ops when `obs` tracks a gradient; candle's conv2d on other devices.
+    /// Differentiable in the parameters (and in `obs` when it tracks a gradient). With
+    /// [`Compute::Kernels`] on the CPU the whole encoder is one op over channels-last kernels
+    /// (`kernels::encoder_op`), per-layer conv ops when `obs` tracks a gradient; otherwise
+    /// candle's conv2d.
     pub fn forward(&self, obs: &Tensor) -> Result<Tensor> {
+        let kernels = self.compute == Compute::Kernels && obs.device().is_cpu();
+        if !kernels {
+            return self.forward_candle(obs);
+        }
         let tiled = self.layers.iter().all(|l| l.weight.dim(0).is_ok_and(|o| o % OB == 0));
-        if obs.device().is_cpu() && !obs.track_op() && tiled {
+        if !obs.track_op() && tiled {
             // The whole encoder as one op over the tape's kernels (docs/design.md §10).
             let layers: Vec<ConvTensors> = self
                 .layers
@@ -253,36 +298,49 @@ impl Encoder {
                 .collect();
             return encoder_op(obs, &layers, self.input_offset);
         }
-        let mut h = (obs / 255.0)?;
-        if self.input_offset != 0.0 {
-            h = (h + f64::from(self.input_offset))?;
-        }
+        let mut h = self.scaled_input(obs)?;
         for layer in &self.layers {
-            h = if h.device().is_cpu() {
-                // Our per-layer conv ops (docs/design.md §10); other devices keep candle's conv2d.
-                conv2d_3x3_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?
-            } else {
-                let config = Conv2dConfig {
-                    padding: 0,
-                    stride: layer.stride,
-                    dilation: 1,
-                    groups: 1,
-                    cudnn_fwd_algo: None,
-                };
-                Conv2d::new(layer.weight.clone(), Some(layer.bias.clone()), config)
-                    .forward(&h)?
-                    .relu()?
-            }; // (b, 32, s, s)
+            // Our per-layer conv ops (docs/design.md §10).
+            h = conv2d_3x3_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?;
+            // (b, 32, s, s)
         }
         let b = h.dim(0)?;
         Ok(h.reshape((b, ()))?) // (b, 32·35·35)
     }
 
-    /// Shapes: obs (b, 9, 84, 84) u8 pixels -> h (b, 39200) on the CPU, through the kernels
-    /// without candle's autograd. With `keep`, the activations are kept for
-    /// [`Encoder::backward`].
+    /// [`Encoder::forward`] through candle's conv2d, on any device.
+    fn forward_candle(&self, obs: &Tensor) -> Result<Tensor> {
+        let mut h = self.scaled_input(obs)?;
+        for layer in &self.layers {
+            let config = Conv2dConfig {
+                padding: 0,
+                stride: layer.stride,
+                dilation: 1,
+                groups: 1,
+                cudnn_fwd_algo: None,
+            };
+            h = Conv2d::new(layer.weight.clone(), Some(layer.bias.clone()), config)
+                .forward(&h)?
+                .relu()?; // (b, 32, s, s)
+        }
+        let b = h.dim(0)?;
+        Ok(h.reshape((b, ()))?) // (b, 32·35·35)
+    }
+
+    /// pixels / 255 + input_offset.
+    fn scaled_input(&self, obs: &Tensor) -> Result<Tensor> {
+        let h = (obs / 255.0)?;
+        Ok(match self.input_offset {
+            0.0 => h,
+            offset => (h + f64::from(offset))?,
+        })
+    }
+
+    /// Shapes: obs (b, 9, 84, 84) u8 pixels (host memory) -> h (b, 39200) on the encoder's
+    /// device, outside any graph. With `keep`, what [`Encoder::backward`] needs is kept.
+    /// [`Compute::Kernels`]: the kernels, without candle's autograd; [`Compute::Candle`]:
+    /// candle's conv2d, its graph kept.
     pub fn encode(&self, obs: &[u8], b: usize, keep: bool) -> Result<Encoded> {
-        self.check_tiled()?;
         let in_len = self.shapes[0].in_len();
         if obs.len() != b * in_len {
             return Err(Error::Shape(format!(
@@ -290,6 +348,17 @@ impl Encoder {
                 obs.len()
             )));
         }
+        if self.compute == Compute::Candle {
+            let first = &self.shapes[0];
+            let x = Tensor::from_slice(obs, (b, first.c, first.h, first.w), self.layers[0].weight.device())?
+                .to_dtype(DType::F32)?; // (b, 9, 84, 84)
+            let h = self.forward_candle(&x)?; // (b, repr), joined to the parameters' graph
+            return Ok(Encoded {
+                h: h.detach(),
+                tape: keep.then_some(Kept::Graph(h)),
+            });
+        }
+        self.check_tiled()?;
         let weights = self.layer_weights()?;
         let encoded = tape::encode_batch(
             Kernel::detect(),
@@ -300,16 +369,19 @@ impl Encoder {
             keep,
             self.input_offset,
         );
-        // The kernels run in host memory: h is a CPU tensor whatever device the caller uses.
+        // The kernels run in host memory: h is a CPU tensor.
         let h = Tensor::from_vec(encoded.h, (b, self.repr_dim()), &Device::Cpu)?; // (b, o·ho·wo)
-        Ok(Encoded { h, tape: encoded.tape })
+        Ok(Encoded {
+            h,
+            tape: encoded.tape.map(Kept::Tape),
+        })
     }
 
     /// The gradients of the conv parameters for the loss gradient `dh` (rows.len(), repr) of
     /// the samples `rows` of a kept [`Encoder::encode`] (`dh` row i belongs to sample rows[i]; a
     /// sample may appear more than once).
     pub fn backward(&self, encoded: &Encoded, rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
-        let tape = encoded.tape()?;
+        let kept = encoded.tape()?;
         check_rows(rows, encoded.h.dim(0)?)?;
         let repr = self.repr_dim();
         if dh.dims() != [rows.len(), repr] {
@@ -319,6 +391,10 @@ impl Encoder {
                 rows.len()
             )));
         }
+        let tape = match kept {
+            Kept::Tape(tape) => tape,
+            Kept::Graph(h) => return self.backward_graph(h, rows, dh),
+        };
         let dh = dh.flatten_all()?.to_vec1::<f32>()?; // rows.len() × repr, (C, H, W) order
         let weights = self.layer_weights()?;
         let grads = tape::backward_batch(Kernel::detect(), &self.shapes, &weights, tape, rows, &dh);
@@ -334,6 +410,29 @@ impl Encoder {
                 format!("{}.bias", layer.name),
                 Tensor::from_vec(grad.bias, n_bias, &Device::Cpu)?,
             ));
+        }
+        Ok(out)
+    }
+
+    /// [`Encoder::backward`] through candle's graph: the vector-Jacobian product of the rows
+    /// `rows` of h with `dh`, as the gradient of Σ (h[rows] ⊙ dh).
+    fn backward_graph(&self, h: &Tensor, rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
+        let device = h.device();
+        let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+        let idx = Tensor::from_vec(idx, rows.len(), device)?;
+        let dh = dh.detach().to_device(device)?; // (rows, repr)
+        let proxy = h.index_select(&idx, 0)?.mul(&dh)?.sum_all()?;
+        let grads = proxy.backward()?;
+        let grad_of = |t: &Tensor| -> Result<Tensor> {
+            Ok(match grads.get(t) {
+                Some(g) => g.clone(),
+                None => t.zeros_like()?,
+            })
+        };
+        let mut out = NamedGrads::new();
+        for layer in &self.layers {
+            out.push((format!("{}.weight", layer.name), grad_of(&layer.weight)?));
+            out.push((format!("{}.bias", layer.name), grad_of(&layer.bias)?));
         }
         Ok(out)
     }

@@ -62,14 +62,14 @@ impl EncoderProjector {
         Ok(Self { encoder, projector })
     }
 
-    /// f and g over a new [`Params`] store on `device` holding copies of the `encoder.*` /
+    /// f and g over a new [`Params`] store on `backend` (or a `&Device`) holding copies of the `encoder.*` /
     /// `projector.*` entries of `tensors` (other keys are ignored); errors if anything else
     /// under those prefixes is there.
     pub fn from_tensors(
         cfg: &EncoderConfig,
         latent_dim: usize,
         tensors: &BTreeMap<String, Tensor>,
-        device: &candle_core::Device,
+        backend: impl Into<crate::device::Backend>,
     ) -> Result<(Self, Params)> {
         let mine: BTreeMap<String, Tensor> = tensors
             .iter()
@@ -78,7 +78,7 @@ impl EncoderProjector {
             })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let params = Params::from_tensors(&mine, device)?;
+        let params = Params::from_tensors(&mine, backend)?;
         let net = Self::from_params(cfg, latent_dim, &params)?;
         if params.len() != 2 * cfg.num_layers + 2 {
             return Err(Error::Shape(format!(

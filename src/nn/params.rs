@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use candle_core::{Device, Tensor, Var};
 
+use crate::device::Backend;
+
 use crate::{Error, Result};
 
 /// The tensor stored under `key`, checked to have the shape `dims`. A missing key or another
@@ -36,21 +38,27 @@ pub(crate) fn expect_stored<'a>(
 #[derive(Debug, Clone)]
 pub struct Params {
     vars: BTreeMap<String, Var>,
-    device: Device,
+    backend: Backend,
 }
 
 impl Params {
-    /// An empty store whose parameters live on `device`.
-    pub fn new(device: &Device) -> Self {
+    /// An empty store whose parameters live on a device (`&Device`: its default compute, or a
+    /// [`Backend`]).
+    pub fn new(backend: impl Into<Backend>) -> Self {
         Self {
             vars: BTreeMap::new(),
-            device: device.clone(),
+            backend: backend.into(),
         }
     }
 
     /// Where the parameters live; modules create their initial values here.
     pub fn device(&self) -> &Device {
-        &self.device
+        &self.backend.device
+    }
+
+    /// The device and how the encoder over these parameters computes.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
     }
 
     /// Adds a parameter initialised to `init` (moved to the store's device); returns the tensor
@@ -59,15 +67,15 @@ impl Params {
         if self.vars.contains_key(name) {
             return Err(Error::Shape(format!("parameter {name} defined twice")));
         }
-        let var = Var::from_tensor(&init.to_device(&self.device)?)?;
+        let var = Var::from_tensor(&init.to_device(self.device())?)?;
         let tensor = var.as_tensor().clone();
         self.vars.insert(name.to_string(), var);
         Ok(tensor)
     }
 
-    /// A params store on `device` holding copies of `tensors` (keys = names).
-    pub fn from_tensors(tensors: &BTreeMap<String, Tensor>, device: &Device) -> Result<Self> {
-        let mut params = Self::new(device);
+    /// A params store on `backend` (or a `&Device`) holding copies of `tensors` (keys = names).
+    pub fn from_tensors(tensors: &BTreeMap<String, Tensor>, backend: impl Into<Backend>) -> Result<Self> {
+        let mut params = Self::new(backend);
         for (name, t) in tensors {
             params.insert(name, t.copy()?)?;
         }
@@ -94,7 +102,7 @@ impl Params {
                 .filter(|(name, _)| name.starts_with(prefix))
                 .map(|(name, var)| (name.clone(), var.clone()))
                 .collect(),
-            device: self.device.clone(),
+            backend: self.backend.clone(),
         }
     }
 
@@ -120,7 +128,7 @@ impl Params {
     pub fn load_from(&self, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
         for (name, var) in &self.vars {
             let src = expect_stored(name, var.dims(), tensors.get(name), "")?;
-            var.set(&src.to_dtype(var.dtype())?)?;
+            var.set(&src.to_dtype(var.dtype())?.to_device(var.device())?)?;
         }
         Ok(())
     }
@@ -129,8 +137,15 @@ impl Params {
     pub fn snapshot(&self) -> Result<BTreeMap<String, Tensor>> {
         let mut out = BTreeMap::new();
         for (name, var) in &self.vars {
-            // `copy` so later in-place updates of the Var do not alias the snapshot.
-            out.insert(name.clone(), var.as_detached_tensor().copy()?);
+            let t = var.as_detached_tensor();
+            // Host tensors whatever the device (checkpoints and exports do not depend on it);
+            // on the CPU a `copy`, so later in-place updates of the Var do not alias the snapshot.
+            let host = if t.device().is_cpu() {
+                t.copy()?
+            } else {
+                t.to_device(&Device::Cpu)?
+            };
+            out.insert(name.clone(), host);
         }
         Ok(out)
     }

@@ -15,13 +15,14 @@ use std::path::Path;
 use std::time::Instant;
 
 use candle_core::backprop::GradStore;
-use candle_core::{Device, Tensor, Var};
+use candle_core::{Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{LncLatent, Method, ModelConfig, ObjectiveConfig};
 use super::update_metrics::UpdateMetrics;
 use crate::data::{PairBatch, PairKind, PairSource, RandomShift};
+use crate::device::Backend;
 use crate::nn::checkpoint::{rng_from_string, rng_to_string, strip_prefix};
 use crate::nn::clip_grad::clip_grad_norm;
 use crate::nn::ema::ema_update;
@@ -161,12 +162,12 @@ pub struct Trainer {
 }
 
 impl Trainer {
-    /// Initialises the networks on `device` from `cfg.seed` (orthogonal init; target = copy of
-    /// online).
-    pub fn new(cfg: &TrainerConfig, device: &Device) -> Result<Self> {
+    /// Initialises the networks on `backend` (a `&Device`, or a [`Backend`]) from `cfg.seed`
+    /// (orthogonal init, the same values on every device; target = copy of online).
+    pub fn new(cfg: &TrainerConfig, backend: impl Into<Backend>) -> Result<Self> {
         cfg.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-        let mut online_params = Params::new(device);
+        let mut online_params = Params::new(backend);
         let (encoder_cfg, latent) = (&cfg.model.encoder, cfg.model.latent_dim);
         let online_net = EncoderProjector::new(encoder_cfg, latent, &mut online_params, &mut rng)?;
         let new_predictor = |params: &mut Params, rng: &mut _| {
@@ -190,7 +191,7 @@ impl Trainer {
         };
         // The target starts as an exact copy of the online encoder and projector.
         let (target_net, mut target_params) =
-            EncoderProjector::from_tensors(encoder_cfg, latent, &online_params.snapshot()?, online_params.device())?;
+            EncoderProjector::from_tensors(encoder_cfg, latent, &online_params.snapshot()?, online_params.backend())?;
         // CURL's key-side LayerNorm (objective.curl.layer_norm) is an EMA copy as well.
         if let Head::Curl(curl) = &mut head {
             curl.attach_target(&mut target_params)?;

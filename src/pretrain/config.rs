@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::collapse::CollapseConfig;
 use crate::config::{self, StageConfig};
 use crate::data::TaskBatching;
+use crate::device::DeviceChoice;
 use crate::nn::AdamConfig;
 /// The sections the objective engine is built from live beside it.
 pub use crate::objectives::config::{LncLatent, Method, ModelConfig, ObjectiveConfig};
@@ -52,6 +53,11 @@ pub struct RunConfig {
     /// Also write `metrics.jsonl`'s numbers as TensorBoard scalars into the run directory
     /// (`events.out.tfevents.lfs`, x = update). May change on resume.
     pub tensorboard: bool,
+    /// Where the networks train: `cpu` (our kernels), `cuda` or `cuda:N` (candle's ops; a build
+    /// with the `cuda` feature). `--device` sets it. May change on resume: checkpoints are
+    /// device-independent.
+    #[serde(skip_serializing_if = "DeviceChoice::is_cpu")]
+    pub device: DeviceChoice,
 }
 
 impl Default for RunConfig {
@@ -63,6 +69,7 @@ impl Default for RunConfig {
             batch_size: 512,
             checkpoint_every_updates: 1000,
             tensorboard: true,
+            device: DeviceChoice::Cpu,
         }
     }
 }
@@ -107,8 +114,6 @@ impl PretrainConfig {
         config::to_toml(self)
     }
 
-    /// Where the networks live. The pre-trainer's kernels are CPU kernels (src/nn/kernels), so
-    /// this is the one place a device is chosen for pre-training.
     /// The objective engine's sections: the run's seed and batch size, the shift padding, the
     /// model, optimizer and objective.
     pub fn trainer_config(&self) -> TrainerConfig {
@@ -122,8 +127,10 @@ impl PretrainConfig {
         }
     }
 
-    pub fn device(&self) -> Device {
-        Device::Cpu
+    /// Where the networks live ([`RunConfig::device`]), opened: the one place pre-training
+    /// chooses a device.
+    pub fn device(&self) -> Result<Device> {
+        self.run.device.open()
     }
 
     /// The settings a resumed run must share with its checkpoint: everything except the run
@@ -134,6 +141,7 @@ impl PretrainConfig {
         c.run.num_updates = 0;
         c.run.checkpoint_every_updates = 0;
         c.run.tensorboard = true;
+        c.run.device = DeviceChoice::Cpu;
         c.collapse = CollapseConfig::default();
         c.probe = OnlineProbeConfig::default();
         c.to_toml()

@@ -189,6 +189,7 @@ pub struct RunSummary {
 
 /// Loads `cfg.data.datasets` and trains into `out_dir`.
 pub fn run(cfg: &PretrainConfig, out_dir: &Path, on_event: &mut dyn FnMut(RunEvent)) -> Result<RunSummary> {
+    cfg.device()?; // a device that cannot open is refused before the datasets load
     let data = load_datasets(&cfg.data.datasets)?;
     run_on_episodes(cfg, &data.episodes, &data.datasets, out_dir, on_event)
 }
@@ -202,6 +203,7 @@ pub fn run_on_episodes(
     on_event: &mut dyn FnMut(RunEvent),
 ) -> Result<RunSummary> {
     check_render_quality(datasets)?;
+    let device = cfg.device()?; // before anything is written: a device that cannot open costs nothing
     let short = check_episode_lengths(cfg.objective.method, episodes)?;
     if !short.is_empty() {
         on_event(RunEvent::ShortEpisodes(&short));
@@ -211,7 +213,7 @@ pub fn run_on_episodes(
     let _claim = crate::fsutil::claim_dir(out_dir, "pretrain")?;
     let mut sampler = video_pair_sampler(cfg, episodes)?;
     let probe = OnlineProbe::new(&cfg.probe)?;
-    let mut trainer = Trainer::new(&cfg.trainer_config(), &cfg.device())?;
+    let mut trainer = Trainer::new(&cfg.trainer_config(), &device)?;
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
     let resumed_from = if checkpoint.exists() {
         check_same_datasets(&checkpoint, datasets)?;

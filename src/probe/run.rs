@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::split::{load_episodes, split_episodes, FIRST_FRAME};
 use super::{probe_split, ProbeConfig, ProbeSplit, TaskProbe};
+use crate::device::Backend;
 use crate::env::RenderQuality;
 use crate::export::ExportFile;
 use crate::rl_loop::{EncoderChoice, FrozenFeatures, Representation};
@@ -156,7 +157,7 @@ fn rows_of(record: &EpisodeRecord, stride: usize) -> u64 {
 
 /// The encoder's features and what `probe.json` records of it.
 fn load_encoder(run: &ProbeRun) -> Result<(FrozenFeatures, ProbedEncoder)> {
-    let features = FrozenFeatures::new(&run.encoder, run.random_seed)?;
+    let features = FrozenFeatures::new(&run.encoder, run.random_seed, &Backend::default())?;
     let (source, method, step) = match &run.encoder {
         EncoderChoice::Random => ("random".to_string(), None, None),
         EncoderChoice::Exported(path) => {

@@ -111,8 +111,10 @@ impl Trunk {
 pub(crate) fn linear(linear: &Linear, x: &Tensor) -> Result<Tensor> {
     let w = linear.weight(); // (out, in)
     let y = match (x.track_op(), w.track_op()) {
-        (true, true) => x.matmul(&w.t()?)?,        // (b, out)
-        (false, false) => constant_product(x, w)?, // (b, out)
+        // [`OneSidedGrad`] is a CPU op; on other devices candle's matmul and its backward.
+        _ if !x.device().is_cpu() => x.matmul(&w.t()?)?, // (b, out)
+        (true, true) => x.matmul(&w.t()?)?,              // (b, out)
+        (false, false) => constant_product(x, w)?,       // (b, out)
         (false, true) => constant_product(x, &w.detach())? // (b, out), outside the graph
             .apply_op2(w, OneSidedGrad::Weight { input: x.clone() })?,
         (true, false) => x

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::agent::AgentConfig;
 use crate::config::{self, StageConfig};
+use crate::device::DeviceChoice;
 use crate::env::RenderQuality;
 use crate::rl::FeatureDtype;
 use crate::{Error, Result};
@@ -62,6 +63,11 @@ pub struct EvalRunConfig {
     /// scalars into the run directory (`events.out.tfevents.lfs`, x = frame, as DrQ-v2's). May
     /// change on resume.
     pub tensorboard: bool,
+    /// Where the agent's networks (and an online encoder) train: `cpu`, `cuda` or `cuda:N`
+    /// (a build with the `cuda` feature). `--device` sets it. May change on resume: checkpoints
+    /// are device-independent.
+    #[serde(skip_serializing_if = "DeviceChoice::is_cpu")]
+    pub device: DeviceChoice,
 }
 
 impl Default for EvalRunConfig {
@@ -74,6 +80,7 @@ impl Default for EvalRunConfig {
             num_eval_episodes: 10,
             checkpoint_every_frames: Frames(20_000),
             tensorboard: true,
+            device: DeviceChoice::Cpu,
         }
     }
 }
@@ -278,6 +285,7 @@ impl EvalConfig {
         c.run.num_train_frames = Frames(0);
         c.run.checkpoint_every_frames = Frames(0);
         c.run.tensorboard = true;
+        c.run.device = DeviceChoice::Cpu;
         c.to_toml()
     }
 }

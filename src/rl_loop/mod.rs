@@ -35,6 +35,7 @@ pub use representation::{
 pub use step_times::StepTimes;
 pub use value_comparison::ValueComparison;
 
+use crate::device::Backend;
 use crate::env::{RenderQuality, Task};
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::{CsvLog, MetricsLog, Mirror};
@@ -123,6 +124,9 @@ pub struct Stage {
     /// The paper's value comparison window, when asked for (`lfs train`); the loop takes it
     /// over at the start.
     pub value_comparison: Option<ValueComparison>,
+    /// `rl.run.device`, opened once (a CUDA device opened twice is two devices to candle): the
+    /// agent, the representation and every batch live there.
+    pub backend: Backend,
 }
 
 /// Pins `env.render_quality` (`"encoder"` resolved against `representation`) and says where the

@@ -12,6 +12,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::data::PairBatch;
+use crate::device::Backend;
 use crate::env::RenderQuality;
 use crate::export::ExportFile;
 use crate::nn::encoder::Encoded;
@@ -132,17 +133,18 @@ pub struct FrozenFeatures {
 }
 
 impl FrozenFeatures {
-    /// `choice` loaded as constants: an export file, or the paper's encoder orthogonally
-    /// initialised from `seed`.
-    pub fn new(choice: &EncoderChoice, seed: u64) -> Result<Self> {
+    /// `choice` loaded as constants on `backend`: an export file, or the paper's encoder
+    /// orthogonally initialised from `seed` (the same values on every device).
+    pub fn new(choice: &EncoderChoice, seed: u64, backend: &Backend) -> Result<Self> {
         match choice {
             EncoderChoice::Random => {
                 let cfg = EncoderConfig::default();
                 let mut params = Params::new(&Device::Cpu);
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
                 Encoder::new(&cfg, ENCODER_PREFIX, &mut params, &mut rng)?;
+                let host = Encoder::from_tensors(&cfg, ENCODER_PREFIX, &params.snapshot()?)?;
                 Ok(Self {
-                    encoder: Encoder::from_tensors(&cfg, ENCODER_PREFIX, &params.snapshot()?)?,
+                    encoder: host.to_backend(backend)?,
                     provenance: EncoderProvenance {
                         id: format!("random:{seed}"),
                         render_quality: None,
@@ -152,7 +154,7 @@ impl FrozenFeatures {
             EncoderChoice::Exported(path) => {
                 let export = ExportFile::read(path)?;
                 Ok(Self {
-                    encoder: export.frozen_encoder()?.encoder,
+                    encoder: export.frozen_encoder()?.encoder.to_backend(backend)?,
                     provenance: EncoderProvenance {
                         render_quality: export.training_render_quality(),
                         id: export.sha256,

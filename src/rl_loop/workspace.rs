@@ -126,10 +126,10 @@ impl<A: Agent> Workspace<A> {
         let action_dim = pool.spec(TRAIN).action_dim;
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
         let repr = representation.repr_dim();
-        // The one place the run's device is chosen: the agent and every batch it trains on live
-        // there. The replay, the environments' frames and the encoder's CPU kernels stay in host
+        // The run's device (opened once, by the command: `Stage::backend`): the agent and every
+        // batch it trains on live there. The replay and the environments' frames stay in host
         // memory.
-        let device = Device::Cpu;
+        let device = stage.backend.device.clone();
         let agent = A::new(&cfg.agent, repr, action_dim, &device, &mut rng)?;
         let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
         Ok(Self {

@@ -224,6 +224,7 @@ impl TrainConfig {
         c.run.num_train_frames = Frames(0);
         c.run.checkpoint_every_frames = Frames(0);
         c.run.tensorboard = true;
+        c.run.device = crate::device::DeviceChoice::Cpu;
         c.to_toml()
     }
 }

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use candle_core::{Device, Tensor};
+use candle_core::Tensor;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -27,6 +27,7 @@ use super::config::TrainConfig;
 use crate::data::episode_lengths::MIN_FRAMES_FOR_SYNTHETIC_PAIR;
 use crate::data::sampler::locate;
 use crate::data::{frame_mask_pair, PairBatch, PairKind, PairSource};
+use crate::device::Backend;
 use crate::nn::checkpoint::strip_prefix;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Adam, Encoder, Params};
@@ -76,12 +77,12 @@ struct CriticGradient {
 }
 
 impl OnlineEncoder {
-    /// Fresh networks from `cfg.run.seed`, as `lfs pretrain` would initialise them.
-    pub fn new(cfg: &TrainConfig) -> Result<Self> {
+    /// Fresh networks on `backend` from `cfg.run.seed`, as `lfs pretrain` would initialise them.
+    pub fn new(cfg: &TrainConfig, backend: &Backend) -> Result<Self> {
         let networks = match cfg.aux.method.objective() {
-            Some(_) => Networks::Objective(Box::new(Trainer::new(&cfg.trainer_config()?, &Device::Cpu)?)),
+            Some(_) => Networks::Objective(Box::new(Trainer::new(&cfg.trainer_config()?, backend)?)),
             None => {
-                let mut params = Params::new(&Device::Cpu);
+                let mut params = Params::new(backend);
                 let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
                 let encoder = Encoder::new(&cfg.aux.model.encoder, ENCODER_PREFIX, &mut params, &mut rng)?;
                 Networks::EncoderOnly { params, encoder }

@@ -12,6 +12,7 @@ use super::config::TrainConfig;
 use super::online_encoder::OnlineEncoder;
 use crate::config::StageConfig;
 use crate::data::PairBatch;
+use crate::device::Backend;
 use crate::export::ExportFile;
 use crate::objectives::{Trainer, UpdateMetrics};
 use crate::rl::{ReplayBuffer, Transitions};
@@ -30,10 +31,11 @@ pub fn run(
     on_event: &mut dyn FnMut(LoopEvent),
 ) -> Result<LoopSummary> {
     cfg.validate()?;
+    let backend = Backend::new(&cfg.run.device.open()?);
     let representation: Box<dyn Representation> = if cfg.encoder_changes() {
-        Box::new(OnlineRepresentation::new(cfg, &spec.encoder)?)
+        Box::new(OnlineRepresentation::new(cfg, &spec.encoder, &backend)?)
     } else {
-        Box::new(FrozenFeatures::new(&spec.encoder, cfg.run.seed)?)
+        Box::new(FrozenFeatures::new(&spec.encoder, cfg.run.seed, &backend)?)
     };
     let mut cfg = cfg.clone();
     let render_source = rl_loop::resolve_render_quality(&mut cfg.env, representation.as_ref(), spec)?;
@@ -44,6 +46,7 @@ pub fn run(
         resume_key: cfg.resume_key()?,
         saved_resume_key: |toml| TrainConfig::from_toml_str(toml, &[])?.resume_key(),
         value_comparison: ValueComparison::new(&cfg.aux.value_comparison),
+        backend,
         rl: cfg.rl(),
     };
     rl_loop::run(stage, spec, representation, render_source, out_dir, on_event)
@@ -59,8 +62,9 @@ pub struct OnlineRepresentation {
 }
 
 impl OnlineRepresentation {
-    pub fn new(cfg: &TrainConfig, init: &EncoderChoice) -> Result<Self> {
-        let mut encoder = OnlineEncoder::new(cfg)?;
+    /// The online encoder on `backend`, initialised as `init` says.
+    pub fn new(cfg: &TrainConfig, init: &EncoderChoice, backend: &Backend) -> Result<Self> {
+        let mut encoder = OnlineEncoder::new(cfg, backend)?;
         let (init, render_quality) = match init {
             EncoderChoice::Random => (format!("random:{}", cfg.run.seed), None),
             EncoderChoice::Exported(path) => {

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The CUDA build's checks on a lent GPU machine (issue 29, part 2), in one command well inside
+# the device tool's 10 minutes, from the archive eval/gpu/pack.sh made (carried as .gpu-carry):
+#   1. parity: examples/device_check --device cuda against the CPU kernels (encoder features and
+#      gradients, one update of LFS, ATC and CURL, one SAC update from pixels, checkpoint files
+#      written on one device and resumed on the other; each relative error <= 1e-4), then its
+#      timings on the GPU (LFS at B=512, SAC on cached features at B=128 and 512);
+#   2. PyTorch's time for the same updates on the same GPU (eval/bench/*_torch.py --device
+#      cuda), when python3 has torch (the GPU image does).
+# Everything it prints is also written under $OUT (the device tool's folder) or gpu-check-out/.
+#
+#   run: eval/gpu/gpu-check.sh            (make gpu-check; carry .gpu-carry)
+#   dry run without a GPU: cargo build --release --example device_check && eval/gpu/pack.sh target &&
+#       GPU_CHECK_DEVICE=cpu eval/gpu/gpu-check.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+DEVICE=${GPU_CHECK_DEVICE:-cuda}
+OUT=${OUT:-gpu-check-out}
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/lfs-gpu.XXXXXX)
+failed=()
+step() { echo; echo "== $*"; }
+
+step "unpack .gpu-carry/device_check.xz into $WORK"
+xz -dc .gpu-carry/device_check.xz > "$WORK/device_check" || { echo "no carried build: make gpu-pack, then carry .gpu-carry" >&2; exit 1; }
+chmod +x "$WORK/device_check"
+# CUDA 13's libraries from the Python packages of the GPU image (nvidia-cublas, ...).
+cuda_dirs=$(python3 - <<'PY' 2>/dev/null
+import glob, os, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+dirs = set()
+for root in roots:
+    for lib in ("libcublas.so.13", "libcublasLt.so.13", "libcurand.so.10", "libnvrtc.so.13", "libcudart.so.13"):
+        for path in glob.glob(os.path.join(root, "nvidia", "**", lib), recursive=True):
+            dirs.add(os.path.dirname(path))
+print(":".join(sorted(dirs)))
+PY
+)
+export LD_LIBRARY_PATH="${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "device $DEVICE; CUDA libraries from: ${cuda_dirs:-none found}"
+command -v nvidia-smi >/dev/null && nvidia-smi -L
+ldd "$WORK/device_check" | grep "not found" && failed+=("libraries")
+
+step "1. parity and timings: device_check --device $DEVICE --bench"
+if ! "$WORK/device_check" --device "$DEVICE" --bench 2>&1 | tee "$OUT/device_check.jsonl"; then
+    failed+=("device_check")
+fi
+
+step "2. PyTorch on the same device (eval/bench/*_torch.py --device $DEVICE)"
+if python3 -c "import torch" 2>/dev/null; then
+    python3 eval/bench/pretrain_torch.py --device "$DEVICE" --batch 512 --updates 5 --warmup 2 2>&1 | tee "$OUT/pretrain_torch.jsonl"
+    for b in 128 512; do
+        python3 eval/bench/sac_torch.py --device "$DEVICE" --features --batch "$b" --updates 5 --warmup 2 2>&1 | tee -a "$OUT/sac_torch.jsonl"
+    done
+else
+    echo "python3 has no torch: skipped"
+fi
+
+rm -rf "$WORK"
+echo
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "gpu-check FAILED: ${failed[*]}"
+    exit 1
+fi
+echo "gpu-check passed on $DEVICE"

@@ -1,0 +1,475 @@
+//! The device seam's checks (issue 29): candle's ops on `--device` against our CPU kernels on the
+//! same inputs and seeds, each as a relative error ‖a − b‖ / ‖b‖ over a tensor (the worst tensor
+//! of each check is reported; every check must be ≤ 1e-4), one JSON line per check:
+//! - the encoder's features and its parameters' gradients (input offsets 0 and −0.5);
+//! - one update of LFS, ATC and CURL: loss, online, target and Adam tensors;
+//! - one SAC update from pixels, the critic's gradient stepping the encoder (`lfs train`'s
+//!   SAC + critic gradient): critic loss, every agent tensor, the encoder;
+//! - checkpoints across the two sides: the state after one update written to a safetensors file
+//!   on one side and read into the other, then one more update on both (each way, for LFS and
+//!   for SAC).
+//!
+//! `--bench` then times updates on `--device` alone (JSON lines, seconds per update): LFS at
+//! B=512 and SAC on cached features at B=128 and 512.
+//!
+//! On a build without CUDA, `--device cpu` checks candle's CPU ops, the code a GPU runs
+//! (`tests/device.rs`); `make gpu-check` runs `--device cuda` on a lent GPU.
+//!
+//!     cargo run --release --example device_check -- --device cpu [--bench]
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use candle_core::{Device, Tensor, Var};
+use lfs::data::moving_squares::moving_square_episodes;
+use lfs::device::{Backend, DeviceChoice};
+use lfs::nn::checkpoint;
+use lfs::nn::{Adam, AdamConfig, Encoder, EncoderConfig, Params};
+use lfs::objectives::Trainer;
+use lfs::pretrain::run::video_pair_sampler;
+use lfs::pretrain::PretrainConfig;
+use lfs::rl::{Batch, SacAgent, SacConfig};
+use lfs::shards::Episode;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// As the `lfs` binary (src/alloc.rs).
+#[global_allocator]
+static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
+
+/// Every check's limit on the relative error (issue 29).
+const LIMIT: f64 = 1e-4;
+/// Pixels per observation: 9 × 84 × 84 (three stacked RGB frames).
+const OBS_LEN: usize = 9 * 84 * 84;
+const PREFIX: &str = "encoder";
+
+fn main() -> anyhow::Result<()> {
+    lfs::alloc::keep_freed_memory();
+    let argv: Vec<String> = std::env::args().collect();
+    let choice: DeviceChoice = match argv.iter().position(|a| a == "--device") {
+        Some(i) => argv
+            .get(i + 1)
+            .context("--device needs a value")?
+            .parse()
+            .map_err(anyhow::Error::msg)?,
+        None => DeviceChoice::Cpu,
+    };
+    let device = choice.open()?;
+    // The side under test: candle's ops on the device (on the CPU too).
+    let tested = Backend::candle(&device);
+    let reference = Backend::default();
+    let mut failed = Vec::new();
+    let mut report = |check: &str, worst: Worst| {
+        let ok = worst.rel_err <= LIMIT;
+        println!(
+            "{{\"check\":\"{check}\",\"device\":\"{choice}\",\"worst\":\"{}\",\"rel_err\":{:e},\"limit\":{LIMIT:e},\"ok\":{ok}}}",
+            worst.name, worst.rel_err
+        );
+        if !ok {
+            failed.push(check.to_string());
+        }
+    };
+    for offset in [0.0, -0.5] {
+        report(
+            &format!("encoder offset={offset}"),
+            encoder_check(&tested, &reference, offset)?,
+        );
+    }
+    let episodes = pretraining_episodes();
+    for method in ["lfs", "atc", "curl"] {
+        report(
+            &format!("pretrain {method}"),
+            pretrain_check(method, &episodes, &tested, &reference, false)?,
+        );
+    }
+    report(
+        "pretrain lfs, resumed across",
+        pretrain_check("lfs", &episodes, &tested, &reference, true)?,
+    );
+    report("sac from pixels", sac_check(&tested, &reference, false)?);
+    report("sac from pixels, resumed across", sac_check(&tested, &reference, true)?);
+    if argv.iter().any(|a| a == "--bench") {
+        bench(&tested, &episodes)?;
+    }
+    if !failed.is_empty() {
+        bail!("{} check(s) over {LIMIT:e}: {}", failed.len(), failed.join(", "));
+    }
+    Ok(())
+}
+
+/// The largest relative error of a check, and the tensor it was on.
+#[derive(Debug, Default)]
+struct Worst {
+    name: String,
+    rel_err: f64,
+}
+
+impl Worst {
+    /// ‖a − b‖ / ‖b‖ on the host in f64 (b the reference), kept when it is the largest.
+    fn compare(&mut self, name: &str, a: &Tensor, b: &Tensor) -> anyhow::Result<()> {
+        let host = |t: &Tensor| -> anyhow::Result<Vec<f64>> {
+            Ok(t.to_device(&Device::Cpu)?
+                .flatten_all()?
+                .to_dtype(candle_core::DType::F64)?
+                .to_vec1()?)
+        };
+        let (a, b) = (host(a)?, host(b)?);
+        if a.len() != b.len() {
+            bail!("{name}: {} against {} elements", a.len(), b.len());
+        }
+        let diff = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
+        let norm = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+        let rel_err = if norm > 0.0 { diff / norm } else { diff };
+        if !rel_err.is_finite() || rel_err > self.rel_err || self.name.is_empty() {
+            self.name = name.to_string();
+            self.rel_err = if rel_err.is_finite() { rel_err } else { f64::INFINITY };
+        }
+        Ok(())
+    }
+
+    /// Every tensor of `b` against the same name in `a` (a missing one is an error).
+    fn compare_all(&mut self, a: &BTreeMap<String, Tensor>, b: &BTreeMap<String, Tensor>) -> anyhow::Result<()> {
+        for (name, reference) in b {
+            let tested = a
+                .get(name)
+                .with_context(|| format!("{name}: missing on the tested side"))?;
+            self.compare(name, tested, reference)?;
+        }
+        Ok(())
+    }
+
+    fn compare_scalar(&mut self, name: &str, a: f64, b: f64) -> anyhow::Result<()> {
+        self.compare(name, &Tensor::new(a, &Device::Cpu)?, &Tensor::new(b, &Device::Cpu)?)
+    }
+}
+
+fn random_pixels(n: usize, rng: &mut ChaCha8Rng) -> Vec<u8> {
+    (0..n * OBS_LEN).map(|_| rng.random()).collect()
+}
+
+/// The paper's encoder on each side from the same host initialisation.
+fn encoder_pair(cfg: &EncoderConfig, tested: &Backend, reference: &Backend) -> anyhow::Result<[(Params, Encoder); 2]> {
+    let mut host = Params::new(&Device::Cpu);
+    Encoder::new(cfg, PREFIX, &mut host, &mut ChaCha8Rng::seed_from_u64(7))?;
+    let init = host.snapshot()?;
+    let side = |backend: &Backend| -> anyhow::Result<(Params, Encoder)> {
+        let params = Params::from_tensors(&init, backend)?;
+        let encoder = Encoder::from_params(cfg, PREFIX, &params)?;
+        Ok((params, encoder))
+    };
+    Ok([side(tested)?, side(reference)?])
+}
+
+/// Features of 6 observations and the gradients for a random dh over rows with a repeat.
+fn encoder_check(tested: &Backend, reference: &Backend, input_offset: f64) -> anyhow::Result<Worst> {
+    let cfg = EncoderConfig {
+        input_offset,
+        ..EncoderConfig::default()
+    };
+    let [(_, a), (_, b)] = encoder_pair(&cfg, tested, reference)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let n = 6;
+    let obs = random_pixels(n, &mut rng);
+    let (ea, eb) = (a.encode(&obs, n, true)?, b.encode(&obs, n, true)?);
+    let mut worst = Worst::default();
+    worst.compare("h", &ea.h, &eb.h)?;
+    let rows = [0, 2, 2, 5];
+    let dh: Vec<f32> = (0..rows.len() * a.repr_dim())
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let dh = Tensor::from_vec(dh, (rows.len(), a.repr_dim()), &Device::Cpu)?; // (rows, repr)
+    let grads_a: BTreeMap<String, Tensor> = a.backward(&ea, &rows, &dh)?.into_iter().collect();
+    let grads_b: BTreeMap<String, Tensor> = b.backward(&eb, &rows, &dh)?.into_iter().collect();
+    worst.compare_all(&grads_a, &grads_b)?;
+    Ok(worst)
+}
+
+/// Two tasks of moving squares, 84×84.
+fn pretraining_episodes() -> Vec<Episode> {
+    let mut episodes = moving_square_episodes("walker_run", 0, 2, 16, None);
+    episodes.extend(moving_square_episodes("cartpole_swingup", 1, 2, 16, None));
+    episodes
+}
+
+fn pretrain_config(method: &str, batch: usize) -> anyhow::Result<PretrainConfig> {
+    // Run from the checkout's root (make gpu-check, tests/device.rs).
+    let overrides = [format!("objective.method={method}"), format!("run.batch_size={batch}")];
+    PretrainConfig::load(Path::new("pipelines/tiny.toml"), &overrides)
+        .context("run device_check from the checkout's root")
+}
+
+/// One update of `method` on each side (with `across`: one update, the state moved to a fresh
+/// trainer of the other side, then a second update), compared tensor by tensor.
+fn pretrain_check(
+    method: &str,
+    episodes: &[Episode],
+    tested: &Backend,
+    reference: &Backend,
+    across: bool,
+) -> anyhow::Result<Worst> {
+    let cfg = pretrain_config(method, 16)?;
+    let mut a = Trainer::new(&cfg.trainer_config(), tested)?;
+    let mut b = Trainer::new(&cfg.trainer_config(), reference)?;
+    let (mut source_a, mut source_b) = (video_pair_sampler(&cfg, episodes)?, video_pair_sampler(&cfg, episodes)?);
+    let mut worst = Worst::default();
+    let (ma, mb) = (a.update(&mut source_a)?, b.update(&mut source_b)?);
+    worst.compare_scalar("loss", ma.loss, mb.loss)?;
+    if across {
+        // Each side's state resumes on the other through a file: a (tested) continues from
+        // b's, b from a's.
+        let (state_a, state_b) = (through_file(a.state()?)?, through_file(b.state()?)?);
+        a = Trainer::new(&cfg.trainer_config(), tested)?;
+        a.load_state(&state_b.tensors, &state_b.counters, &state_b.path)?;
+        let mut b_from_a = Trainer::new(&cfg.trainer_config(), reference)?;
+        b_from_a.load_state(&state_a.tensors, &state_a.counters, &state_a.path)?;
+        let (ma, mb, mba) = (
+            a.update(&mut source_a)?,
+            b.update(&mut source_b)?,
+            b_from_a.update(&mut source_b)?,
+        );
+        worst.compare_scalar("loss after resuming", ma.loss, mb.loss)?;
+        worst.compare_scalar("loss after resuming on the CPU", mba.loss, mb.loss)?;
+    }
+    worst.compare_all(&a.state()?.0, &b.state()?.0)?;
+    Ok(worst)
+}
+
+/// A state as read back from the safetensors file it was written to.
+struct Saved {
+    path: PathBuf,
+    tensors: BTreeMap<String, Tensor>,
+    counters: BTreeMap<String, String>,
+}
+
+/// Writes `tensors` with `counters` as metadata (as the checkpoints do) and reads them back.
+fn through_file((tensors, counters): (BTreeMap<String, Tensor>, BTreeMap<String, String>)) -> anyhow::Result<Saved> {
+    let dir = std::env::temp_dir().join(format!("lfs-device-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("checkpoint.safetensors");
+    let metadata: HashMap<String, String> = counters.into_iter().collect();
+    checkpoint::save_atomic(&path, &tensors, &metadata)?;
+    let file = checkpoint::load(&path)?;
+    std::fs::remove_dir_all(&dir)?;
+    Ok(Saved {
+        path,
+        tensors: file.tensors,
+        counters: file.metadata.into_iter().collect(),
+    })
+}
+
+/// SAC's networks and the encoder the critic trains, on one side.
+struct SacSide {
+    params: Params,
+    encoder: Encoder,
+    adam: Adam,
+    agent: SacAgent,
+    device: Device,
+}
+
+const ACTION_DIM: usize = 6;
+
+impl SacSide {
+    fn new(init: &BTreeMap<String, Tensor>, backend: &Backend, cfg: &SacConfig) -> anyhow::Result<Self> {
+        let params = Params::from_tensors(init, backend)?;
+        let encoder = Encoder::from_params(&EncoderConfig::default(), PREFIX, &params)?;
+        let adam = Adam::new(AdamConfig::default(), &params);
+        let agent = SacAgent::new(
+            cfg,
+            encoder.repr_dim(),
+            ACTION_DIM,
+            &backend.device,
+            &mut ChaCha8Rng::seed_from_u64(3),
+        )?;
+        Ok(Self {
+            params,
+            encoder,
+            adam,
+            agent,
+            device: backend.device.clone(),
+        })
+    }
+
+    /// One SAC update on shifted-free pixels, at agent step 0 (critic, actor, α and target), the
+    /// critic's gradient stepping the encoder: returns the critic loss.
+    fn update(&mut self, data: &SacData, rng: &mut ChaCha8Rng) -> anyhow::Result<f64> {
+        let b = data.reward.len();
+        let encoded = self.encoder.encode(&data.obs, b, true)?;
+        let obs = Var::from_tensor(&encoded.h)?.as_tensor().clone(); // (b, repr), a leaf
+        let next_obs = self.encoder.encode(&data.next_obs, b, false)?.h;
+        let batch = Batch {
+            obs,
+            next_obs,
+            action: Tensor::from_slice(&data.action, (b, ACTION_DIM), &self.device)?,
+            reward: Tensor::from_slice(&data.reward, (b, 1), &self.device)?,
+            discount: Tensor::full(0.99f32, (b, 1), &self.device)?,
+        };
+        let (metrics, dh) = self.agent.update_with_obs_grad(&batch, 0, rng)?;
+        let dh = dh.context("the critic loss does not reach the encoder")?;
+        let rows: Vec<usize> = (0..b).collect();
+        let grads: BTreeMap<String, Tensor> = self.encoder.backward(&encoded, &rows, &dh)?.into_iter().collect();
+        self.adam.step_named(&self.params, &grads)?;
+        Ok(metrics.critic_loss)
+    }
+
+    fn tensors(&self) -> anyhow::Result<BTreeMap<String, Tensor>> {
+        let mut all = self.agent.state()?.0;
+        all.extend(self.params.snapshot()?);
+        Ok(all)
+    }
+
+    /// A fresh side on `backend` restored from `other`'s state (the agent, the encoder and its
+    /// Adam) through a file, as a checkpoint carries it.
+    fn resumed(other: &SacSide, backend: &Backend, cfg: &SacConfig) -> anyhow::Result<Self> {
+        let (mut tensors, meta) = other.agent.state()?;
+        let mut counters: BTreeMap<String, String> = meta.into_iter().collect();
+        tensors.extend(other.params.snapshot()?);
+        tensors.extend(other.adam.state_tensors(&other.params)?);
+        counters.insert("encoder_adam_step".into(), other.adam.step.to_string());
+        let saved = through_file((tensors, counters))?;
+        let encoder: BTreeMap<String, Tensor> = saved
+            .tensors
+            .iter()
+            .filter(|(name, _)| name.starts_with(&format!("{PREFIX}.")))
+            .map(|(name, t)| (name.clone(), t.clone()))
+            .collect();
+        let mut side = SacSide::new(&encoder, backend, cfg)?;
+        let meta: HashMap<String, String> = saved.counters.clone().into_iter().collect();
+        side.agent.load_state(&saved.tensors, &meta)?;
+        let step = saved.counters["encoder_adam_step"].parse()?;
+        side.adam.load_state(&side.params, &saved.tensors, step)?;
+        Ok(side)
+    }
+}
+
+/// A batch of pixels and transitions (host memory).
+struct SacData {
+    obs: Vec<u8>,
+    next_obs: Vec<u8>,
+    action: Vec<f32>,
+    reward: Vec<f32>,
+}
+
+impl SacData {
+    fn new(b: usize, rng: &mut ChaCha8Rng) -> Self {
+        Self {
+            obs: random_pixels(b, rng),
+            next_obs: random_pixels(b, rng),
+            action: (0..b * ACTION_DIM).map(|_| rng.random_range(-1.0..1.0)).collect(),
+            reward: (0..b).map(|_| rng.random()).collect(),
+        }
+    }
+}
+
+/// One SAC update from pixels on each side (with `across`: the agent's state after it moved to
+/// a fresh agent of the other side, then a second update), compared tensor by tensor.
+fn sac_check(tested: &Backend, reference: &Backend, across: bool) -> anyhow::Result<Worst> {
+    let cfg = SacConfig {
+        batch_size: 8,
+        ..SacConfig::default()
+    };
+    let mut host = Params::new(&Device::Cpu);
+    Encoder::new(
+        &EncoderConfig::default(),
+        PREFIX,
+        &mut host,
+        &mut ChaCha8Rng::seed_from_u64(7),
+    )?;
+    let init = host.snapshot()?;
+    let (mut a, mut b) = (
+        SacSide::new(&init, tested, &cfg)?,
+        SacSide::new(&init, reference, &cfg)?,
+    );
+    let mut data_rng = ChaCha8Rng::seed_from_u64(11);
+    let mut worst = Worst::default();
+    let data = SacData::new(cfg.batch_size, &mut data_rng);
+    let (mut rng_a, mut rng_b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
+    worst.compare_scalar(
+        "critic loss",
+        a.update(&data, &mut rng_a)?,
+        b.update(&data, &mut rng_b)?,
+    )?;
+    if across {
+        // Each side's state (agent, encoder, the encoder's Adam) resumes on the other.
+        let mut a2 = SacSide::resumed(&b, tested, &cfg)?;
+        let mut b2 = SacSide::resumed(&a, reference, &cfg)?;
+        let data = SacData::new(cfg.batch_size, &mut data_rng);
+        let mut rng_b2 = rng_b.clone();
+        let (la, lb, lb2) = (
+            a2.update(&data, &mut rng_a)?,
+            b.update(&data, &mut rng_b)?,
+            b2.update(&data, &mut rng_b2)?,
+        );
+        worst.compare_scalar("critic loss after resuming", la, lb)?;
+        worst.compare_scalar("critic loss after resuming on the CPU", lb2, lb)?;
+        a = a2;
+    }
+    worst.compare_all(&a.tensors()?, &b.tensors()?)?;
+    Ok(worst)
+}
+
+/// Seconds per update on the tested device: LFS at B=512, SAC on cached features at B=128 and
+/// 512 (2 warm-up updates, then the median of 5).
+fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let cfg = pretrain_config("lfs", 512)?;
+    let mut trainer = Trainer::new(&cfg.trainer_config(), tested)?;
+    let mut source = video_pair_sampler(&cfg, episodes)?;
+    let mut times = Vec::new();
+    for i in 0..7 {
+        let start = Instant::now();
+        trainer.update(&mut source)?; // its loss is read on the host: the update has finished
+        if i >= 2 {
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    println!(
+        "{{\"bench\":\"lfs update\",\"batch\":512,\"seconds\":{:.6}}}",
+        median(times)
+    );
+    for batch in [128, 512] {
+        let cfg = SacConfig {
+            batch_size: batch,
+            ..SacConfig::default()
+        };
+        let device = &tested.device;
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let repr = Encoder::new(
+            &EncoderConfig::default(),
+            PREFIX,
+            &mut Params::new(&Device::Cpu),
+            &mut rng,
+        )?
+        .repr_dim();
+        let mut agent = SacAgent::new(&cfg, repr, ACTION_DIM, device, &mut rng)?;
+        let features: Vec<f32> = (0..batch * repr).map(|_| rng.random_range(0.0..0.5)).collect();
+        let obs = Tensor::from_vec(features, (batch, repr), device)?;
+        let data = SacData::new(batch, &mut rng);
+        let sac_batch = Batch {
+            obs: obs.clone(),
+            next_obs: obs,
+            action: Tensor::from_slice(&data.action, (batch, ACTION_DIM), device)?,
+            reward: Tensor::from_slice(&data.reward, (batch, 1), device)?,
+            discount: Tensor::full(0.99f32, (batch, 1), device)?,
+        };
+        let mut times = Vec::new();
+        for i in 0..7 {
+            let start = Instant::now();
+            // Even steps: the actor, α and the target too. Its metrics are read on the host (α
+            // last), so the update has finished when it returns.
+            agent.update(&sac_batch, 2 * i, &mut rng)?;
+            if i >= 2 {
+                times.push(start.elapsed().as_secs_f64());
+            }
+        }
+        println!(
+            "{{\"bench\":\"sac update, cached features\",\"batch\":{batch},\"seconds\":{:.6}}}",
+            median(times)
+        );
+    }
+    Ok(())
+}

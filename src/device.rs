@@ -1,0 +1,193 @@
+//! Where a run computes (issue 29): the one device seam of `lfs pretrain`, `eval` and `train`.
+//!
+//! A run names its device once, as `run.device` in its config (`--device` on the command line is
+//! `--set run.device=…`): `cpu`, `cuda` (GPU 0) or `cuda:N`. The command opens it once
+//! ([`DeviceChoice::open`]; a CUDA device opened twice is two devices to candle) and its
+//! networks and every batch they train on live there. What stays in host memory whatever the
+//! device is plain Rust memory, never a tensor, so its type says so: the pair loader's pixels
+//! (`PairBatch`), the replay buffer and its feature cache, the environments' frames, Adam's
+//! moments (`Vec<f32>`). Checkpoints and exports hold host tensors (`Params::snapshot`), so a
+//! run saved on one device resumes on another.
+//!
+//! How the encoder computes follows from the device ([`Compute`]): on the CPU our channels-last
+//! kernels (`nn::kernels`, with hand-written backward), elsewhere candle's own ops under its
+//! autograd. The candle path also runs on the CPU, which is how it is tested on machines
+//! without a GPU (`examples/device_check.rs`, run by `tests/device.rs`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use candle_core::Device;
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// A run's device as written in its config: `cpu`, `cuda` or `cuda:N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum DeviceChoice {
+    #[default]
+    Cpu,
+    /// The CUDA device with this ordinal (`cuda` is `cuda:0`).
+    Cuda(usize),
+}
+
+impl DeviceChoice {
+    /// The CPU (configs leave the default unwritten, so their text and resume keys are those of
+    /// runs made before the field existed).
+    pub fn is_cpu(&self) -> bool {
+        *self == DeviceChoice::Cpu
+    }
+
+    /// Opens the device. A CUDA device on a build without the cargo feature `cuda`, or one the
+    /// driver cannot open, is an error naming `run.device` and the reason.
+    pub fn open(&self) -> Result<Device> {
+        match *self {
+            DeviceChoice::Cpu => Ok(Device::Cpu),
+            DeviceChoice::Cuda(ordinal) => Device::new_cuda(ordinal).map_err(|e| {
+                let why = match e {
+                    candle_core::Error::NotCompiledWithCudaSupport => {
+                        "this lfs was built without CUDA (the cargo feature `cuda`: `make build-cuda` builds it)"
+                            .to_string()
+                    }
+                    other => format!("cannot open it: {other}"),
+                };
+                Error::Config(format!("run.device = \"{self}\": {why}"))
+            }),
+        }
+    }
+}
+
+impl fmt::Display for DeviceChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceChoice::Cpu => write!(f, "cpu"),
+            DeviceChoice::Cuda(ordinal) => write!(f, "cuda:{ordinal}"),
+        }
+    }
+}
+
+impl FromStr for DeviceChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let bad = || format!("device \"{s}\": expected cpu, cuda or cuda:N");
+        match s {
+            "cpu" => Ok(DeviceChoice::Cpu),
+            "cuda" => Ok(DeviceChoice::Cuda(0)),
+            _ => match s.strip_prefix("cuda:") {
+                Some(n) => n.parse().map(DeviceChoice::Cuda).map_err(|_| bad()),
+                None => Err(bad()),
+            },
+        }
+    }
+}
+
+impl TryFrom<String> for DeviceChoice {
+    type Error = String;
+
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<DeviceChoice> for String {
+    fn from(d: DeviceChoice) -> String {
+        d.to_string()
+    }
+}
+
+/// How the encoder computes on its device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compute {
+    /// Our CPU kernels (`nn::kernels`): one encoder op forward, a hand-written backward over
+    /// the kept activations. CPU only.
+    Kernels,
+    /// candle's conv2d under candle's autograd: any device.
+    Candle,
+}
+
+impl Compute {
+    /// The kernels on the CPU, candle's ops elsewhere.
+    pub fn for_device(device: &Device) -> Self {
+        if device.is_cpu() {
+            Compute::Kernels
+        } else {
+            Compute::Candle
+        }
+    }
+}
+
+/// A device and how the encoder computes on it: where a network's parameters live.
+#[derive(Debug, Clone)]
+pub struct Backend {
+    pub device: Device,
+    pub compute: Compute,
+}
+
+impl Backend {
+    /// `device` with its default [`Compute`].
+    pub fn new(device: &Device) -> Self {
+        Self {
+            device: device.clone(),
+            compute: Compute::for_device(device),
+        }
+    }
+
+    /// candle's ops on `device`, whatever it is (on the CPU: the GPU's code path, for tests).
+    pub fn candle(device: &Device) -> Self {
+        Self {
+            device: device.clone(),
+            compute: Compute::Candle,
+        }
+    }
+}
+
+impl From<&Device> for Backend {
+    fn from(device: &Device) -> Self {
+        Self::new(device)
+    }
+}
+
+impl From<&Backend> for Backend {
+    fn from(backend: &Backend) -> Self {
+        backend.clone()
+    }
+}
+
+impl Default for Backend {
+    fn default() -> Self {
+        Self::new(&Device::Cpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_each_form() {
+        for (text, choice, printed) in [
+            ("cpu", DeviceChoice::Cpu, "cpu"),
+            ("cuda", DeviceChoice::Cuda(0), "cuda:0"),
+            ("cuda:3", DeviceChoice::Cuda(3), "cuda:3"),
+        ] {
+            assert_eq!(text.parse::<DeviceChoice>().unwrap(), choice);
+            assert_eq!(choice.to_string(), printed);
+        }
+        for bad in ["gpu", "cuda:", "cuda:x", "CPU", "cuda:-1"] {
+            let err = bad.parse::<DeviceChoice>().unwrap_err();
+            assert!(err.contains(bad) && err.contains("cpu, cuda or cuda:N"), "{err}");
+        }
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn cuda_on_a_cpu_build_is_a_clear_error() {
+        let err = DeviceChoice::Cuda(1).open().unwrap_err().to_string();
+        assert!(
+            err.contains("run.device = \"cuda:1\"") && err.contains("make build-cuda"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,138 @@
+//! The device seam (issue 29) on a machine without a GPU: candle's ops (the code a CUDA run
+//! takes) against our CPU kernels through `examples/device_check.rs`, `run.device` in configs
+//! and resume keys, and `--device cuda` refused by a build without CUDA before anything is
+//! written.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use lfs::pretrain::PretrainConfig;
+use lfs::rl_loop::EvalConfig;
+
+use crate::common::{lfs_in_repo, output_text, repo, temp_dir};
+
+/// The example binary `cargo test` built beside `lfs`.
+fn device_check() -> PathBuf {
+    let lfs = PathBuf::from(env!("CARGO_BIN_EXE_lfs"));
+    lfs.parent().unwrap().join("examples").join("device_check")
+}
+
+#[test]
+fn candles_ops_match_the_cpu_kernels_in_every_check() {
+    let out = Command::new(device_check())
+        .args(["--device", "cpu"])
+        .current_dir(repo())
+        .output()
+        .expect("run examples/device_check (cargo test builds it)");
+    let text = output_text(&out);
+    assert!(out.status.success(), "{text}");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let checks: Vec<&str> = lines.iter().map(|l| l["check"].as_str().unwrap()).collect();
+    assert_eq!(
+        checks,
+        [
+            "encoder offset=0",
+            "encoder offset=-0.5",
+            "pretrain lfs",
+            "pretrain atc",
+            "pretrain curl",
+            "pretrain lfs, resumed across",
+            "sac from pixels",
+            "sac from pixels, resumed across"
+        ],
+        "{text}"
+    );
+    for line in &lines {
+        let err = line["rel_err"].as_f64().unwrap();
+        assert!(line["ok"].as_bool().unwrap() && err <= 1e-4, "{line}");
+    }
+    // The two sides are different code (candle's conv2d and autograd against our tiled kernels
+    // and hand-written backward): their sums round differently, so an exact match would mean
+    // both sides ran the same path and the checks compared nothing.
+    let encoder_err = lines[0]["rel_err"].as_f64().unwrap();
+    assert!(
+        encoder_err > 0.0,
+        "the candle path and the kernels agree exactly: {text}"
+    );
+}
+
+#[test]
+fn run_device_is_written_only_off_the_cpu_and_never_joins_the_resume_key() {
+    let tiny = repo().join("pipelines/tiny.toml");
+    let cpu = PretrainConfig::load(&tiny, &[]).unwrap();
+    let cuda = PretrainConfig::load(&tiny, &["run.device=\"cuda\"".to_string()]).unwrap();
+    assert_eq!(cuda.run.device.to_string(), "cuda:0");
+    assert!(!cpu.to_toml().unwrap().contains("device"));
+    assert!(cuda.to_toml().unwrap().contains("device = \"cuda:0\""));
+    assert_eq!(cpu.resume_key().unwrap(), cuda.resume_key().unwrap());
+    let sac = repo().join("pipelines/sac/tiny.toml");
+    let cpu = EvalConfig::load(&sac, &[]).unwrap();
+    let cuda = EvalConfig::load(&sac, &["run.device=\"cuda:2\"".to_string()]).unwrap();
+    assert_eq!(cpu.resume_key().unwrap(), cuda.resume_key().unwrap());
+    let err = PretrainConfig::load(&tiny, &["run.device=\"gpu\"".to_string()]).unwrap_err();
+    assert!(err.to_string().contains("expected cpu, cuda or cuda:N"), "{err}");
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn device_cuda_on_a_cpu_build_is_refused_before_anything_is_written() {
+    let dir = temp_dir("device-refused");
+    for (command, args, device) in [
+        ("pretrain", vec!["--config", "pipelines/tiny.toml"], "cuda"),
+        (
+            "eval",
+            vec![
+                "--config",
+                "pipelines/sac/tiny.toml",
+                "--encoder",
+                "random",
+                "--task",
+                "cartpole_swingup",
+            ],
+            "cuda:1",
+        ),
+        (
+            "train",
+            vec!["--config", "pipelines/e2e/tiny.toml", "--task", "cartpole_swingup"],
+            "cuda",
+        ),
+    ] {
+        let out_dir = dir.join(command);
+        let out = lfs_in_repo()
+            .arg(command)
+            .args(&args)
+            .args(["--device", device, "--out-dir"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        let text = output_text(&out);
+        assert!(!out.status.success(), "{command}: {text}");
+        let choice: lfs::device::DeviceChoice = device.parse().unwrap();
+        assert!(
+            text.contains(&format!("run.device = \"{choice}\"")) && text.contains("make build-cuda"),
+            "{command}: {text}"
+        );
+        assert!(!out_dir.exists(), "{command} wrote {}", out_dir.display());
+    }
+    let out = lfs_in_repo()
+        .args([
+            "pretrain",
+            "--config",
+            "pipelines/tiny.toml",
+            "--device",
+            "gpu",
+            "--out-dir",
+        ])
+        .arg(dir.join("gpu"))
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert!(
+        !out.status.success() && text.contains("device \"gpu\": expected cpu, cuda or cuda:N"),
+        "{text}"
+    );
+}
