@@ -50,7 +50,11 @@ impl DeviceChoice {
                         "this lfs was built without CUDA (the cargo feature `cuda`: `make build-cuda` builds it)"
                             .to_string()
                     }
-                    other => format!("cannot open it: {other}"),
+                    // The driver's reason, without the backtrace candle may attach to it.
+                    other => format!(
+                        "cannot open it: {}",
+                        other.to_string().lines().next().unwrap_or_default()
+                    ),
                 };
                 Error::Config(format!("run.device = \"{self}\": {why}"))
             }),
