@@ -438,6 +438,8 @@ fn drqv2_runs_on_a_frozen_encoder_and_bad_input_is_refused_by_name() {
     let (rows, episodes) = crate::common::run_results(&out);
     assert_eq!(rows.len(), 3, "{rows:?}"); // header + frames 0, 1200
     assert_eq!(episodes[0]["train/num_updates"], 0); // the seed frames (1000) end at step 500
+                                                     // No update, no update metrics: absent, not zeros a plot would draw as losses.
+    assert!(episodes[0].get("train/critic_loss").is_none(), "{}", episodes[0]);
     let config = std::fs::read_to_string(out.join("config.resolved.toml")).unwrap();
     assert!(config.contains("kind = \"drqv2\""), "{config}");
 

@@ -306,6 +306,12 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
     assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 700, 1400
                                            // The first episode (frames 0–1000) had 200 agent steps after the seed frames.
     assert_eq!(episodes[0]["train/num_updates"], first_episode_updates);
+    // An episode with updates logs the agent's means (one without has none: tests/drqv2.rs).
+    assert!(
+        episodes[0]["train/critic_loss"].as_f64().is_some_and(f64::is_finite),
+        "{}",
+        episodes[0]
+    );
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(whole.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["command"], "train");

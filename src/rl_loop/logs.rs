@@ -81,8 +81,10 @@ impl AuxMeans {
 pub struct TrainLine<'a, M: Serialize> {
     #[serde(flatten)]
     pub episode: &'a EpisodeLog,
+    /// None in an episode without updates (the seed frames): no update, no numbers (not zeros
+    /// that a plot would draw as losses).
     #[serde(flatten)]
-    pub agent: &'a M,
+    pub agent: Option<&'a M>,
     #[serde(flatten)]
     pub aux: &'a AuxMeans,
 }

@@ -221,7 +221,7 @@ pub fn run_agent<A: Agent>(
             StepOutcome::Finished(log, agent, aux) => {
                 logs.train.write(&TrainLine {
                     episode: &log,
-                    agent: &agent,
+                    agent: (log.num_updates > 0).then_some(&agent),
                     aux: &aux,
                 })?;
                 on_event(LoopEvent::Episode(&log));
