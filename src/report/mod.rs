@@ -22,6 +22,7 @@ pub mod published;
 pub mod reference;
 pub mod results_csv;
 pub mod scores;
+pub mod update_bins;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -307,7 +308,7 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             &[format!(
                 "each encoder's lfs pretrain log, {} bins of updates: mean N in a bin; band: ±1 std of N within the bin \
                  (the spread of N, not an interval)",
-                pretraining::NUM_BINS
+                update_bins::NUM_BINS
             )],
         )?);
     }
@@ -318,7 +319,7 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             &[format!(
                 "each encoder's lfs pretrain log: loss (mean over {} bins of updates) and the online probe's held-out R² \
                  (mean over the probe set's tasks)",
-                pretraining::NUM_BINS
+                update_bins::NUM_BINS
             )],
         )?);
     }

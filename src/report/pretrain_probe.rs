@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::cells::for_each_json_line;
-use super::pretraining::NUM_BINS;
+use super::update_bins::update_bins;
 
 /// The key that marks a probe's line.
 pub const STATE_R2: &str = "probe/state_r2";
@@ -103,18 +103,13 @@ pub fn read_log(path: &Path) -> Result<Option<ProbeLog>, String> {
     }))
 }
 
-/// Means over [`NUM_BINS`] bins of equal width over updates 1..=last; empty bins left out.
+/// Means over the [`update_bins`] of updates 1..=last; empty bins left out.
 fn binned_means(by_step: &BTreeMap<u64, f64>) -> Vec<(u64, f64)> {
     let Some(&last) = by_step.keys().next_back() else {
         return Vec::new();
     };
-    let width = last.div_ceil(NUM_BINS as u64).max(1);
-    (0..NUM_BINS as u64)
-        .filter_map(|k| {
-            let (first, end) = (k * width + 1, ((k + 1) * width).min(last));
-            if first > end {
-                return None; // past the last update (BTreeMap::range would panic)
-            }
+    update_bins(last)
+        .filter_map(|(first, end)| {
             let xs: Vec<f64> = by_step.range(first..=end).map(|(_, x)| *x).collect();
             (!xs.is_empty()).then(|| (end, xs.iter().sum::<f64>() / xs.len() as f64))
         })

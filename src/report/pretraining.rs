@@ -18,11 +18,10 @@ use std::path::{Path, PathBuf};
 use super::cells::{for_each_json_line, Cell};
 use super::pretrain_probe::{self, ProbeCurve};
 use super::scores::{MethodCells, SeedStats};
+use super::update_bins::update_bins;
 
 /// The pre-training log beside a run's checkpoint (src/pretrain/run.rs).
 pub const PRETRAIN_LOG: &str = crate::run_dir::METRICS_FILE;
-/// Bins of updates per curve (and rows per table).
-pub const NUM_BINS: usize = 20;
 
 /// One method's pre-training log, binned.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,13 +161,8 @@ pub fn read_log(path: &Path) -> std::result::Result<Option<(usize, Vec<LncBin>)>
         .next()
         .map_or(0, |u| (u.num_synthetic + u.num_real) as usize);
     // Bins of equal width over 1..=last; bins without a logged update are left out.
-    let width = last.div_ceil(NUM_BINS as u64).max(1);
     let mut bins = Vec::new();
-    for k in 0..NUM_BINS as u64 {
-        let (first, end) = (k * width + 1, ((k + 1) * width).min(last));
-        if first > end {
-            break; // past the last update (fewer updates than bins; BTreeMap::range would panic)
-        }
+    for (first, end) in update_bins(last) {
         let rows: Vec<&UpdateLine> = updates.range(first..=end).map(|(_, u)| u).collect();
         let n: Vec<f64> = rows.iter().map(|u| u.num_synthetic).collect();
         let Some(n) = SeedStats::of(&n) else {
