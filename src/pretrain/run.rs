@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use candle_core::Device;
 use serde::Serialize;
 
 use super::collapse::{Collapse, CollapseMonitor, CollapseSigns};
@@ -189,9 +190,9 @@ pub struct RunSummary {
 
 /// Loads `cfg.data.datasets` and trains into `out_dir`.
 pub fn run(cfg: &PretrainConfig, out_dir: &Path, on_event: &mut dyn FnMut(RunEvent)) -> Result<RunSummary> {
-    cfg.device()?; // a device that cannot open is refused before the datasets load
+    let device = cfg.device()?; // a device that cannot open is refused before the datasets load
     let data = load_datasets(&cfg.data.datasets)?;
-    run_on_episodes(cfg, &data.episodes, &data.datasets, out_dir, on_event)
+    run_on_device(cfg, &device, &data.episodes, &data.datasets, out_dir, on_event)
 }
 
 /// Trains on in-memory episodes (what [`run`] does after loading; tests call it directly).
@@ -202,8 +203,20 @@ pub fn run_on_episodes(
     out_dir: &Path,
     on_event: &mut dyn FnMut(RunEvent),
 ) -> Result<RunSummary> {
+    // Opened before anything is written: a device that cannot open costs nothing.
+    run_on_device(cfg, &cfg.device()?, episodes, datasets, out_dir, on_event)
+}
+
+/// [`run_on_episodes`] on `device`, `cfg.run.device` opened once by the caller.
+fn run_on_device(
+    cfg: &PretrainConfig,
+    device: &Device,
+    episodes: &[Episode],
+    datasets: &[DatasetInfo],
+    out_dir: &Path,
+    on_event: &mut dyn FnMut(RunEvent),
+) -> Result<RunSummary> {
     check_render_quality(datasets)?;
-    let device = cfg.device()?; // before anything is written: a device that cannot open costs nothing
     let short = check_episode_lengths(cfg.objective.method, episodes)?;
     if !short.is_empty() {
         on_event(RunEvent::ShortEpisodes(&short));
@@ -213,7 +226,7 @@ pub fn run_on_episodes(
     let _claim = crate::fsutil::claim_dir(out_dir, "pretrain")?;
     let mut sampler = video_pair_sampler(cfg, episodes)?;
     let probe = OnlineProbe::new(&cfg.probe)?;
-    let mut trainer = Trainer::new(&cfg.trainer_config(), &device)?;
+    let mut trainer = Trainer::new(&cfg.trainer_config(), device)?;
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
     let resumed_from = if checkpoint.exists() {
         check_same_datasets(&checkpoint, datasets)?;
