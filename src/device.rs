@@ -5,9 +5,11 @@
 //! ([`DeviceChoice::open`]; a CUDA device opened twice is two devices to candle) and its
 //! networks and every batch they train on live there. What stays in host memory whatever the
 //! device is plain Rust memory, never a tensor, so its type says so: the pair loader's pixels
-//! (`PairBatch`), the replay buffer and its feature cache, the environments' frames, Adam's
-//! moments (`Vec<f32>`). Checkpoints and exports hold host tensors (`Params::snapshot`), so a
-//! run saved on one device resumes on another.
+//! (`PairBatch`), the replay buffer and its feature cache, the environments' frames. Adam's
+//! moments are host vectors for CPU parameters and device tensors for the others (a step
+//! through host memory cost more than the update on an H100: BENCHMARKS.md). Checkpoints and
+//! exports hold host tensors (`Params::snapshot`, `Adam::state_tensors`), so a run saved on one
+//! device resumes on another.
 //!
 //! How the encoder computes follows from the device ([`Compute`]): on the CPU our channels-last
 //! kernels (`nn::kernels`, with hand-written backward), elsewhere candle's own ops under its

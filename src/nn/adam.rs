@@ -59,6 +59,11 @@ impl AdamConfig {
 }
 
 /// Adam state: step count and per-parameter moments (`exp_avg`, `exp_avg_sq`, torch's names).
+///
+/// A parameter on the CPU has its moments in host memory, updated in place with it. A
+/// parameter on another device (a GPU) has them on that device from its first step on
+/// ([`DeviceMoments`], uploaded from the host vectors), so a step moves nothing through host
+/// memory; [`Adam::state_tensors`] brings them back to the host for checkpoints.
 #[derive(Debug, Clone)]
 pub struct Adam {
     pub cfg: AdamConfig,
@@ -66,6 +71,15 @@ pub struct Adam {
     pub step: u64,
     exp_avg: BTreeMap<String, Vec<f32>>,
     exp_avg_sq: BTreeMap<String, Vec<f32>>,
+    /// The moments of parameters that live off the CPU; these supersede the host vectors.
+    on_device: BTreeMap<String, DeviceMoments>,
+}
+
+/// One off-CPU parameter's moments, on its device, shaped like it.
+#[derive(Debug, Clone)]
+struct DeviceMoments {
+    exp_avg: Tensor,
+    exp_avg_sq: Tensor,
 }
 
 impl Adam {
@@ -81,6 +95,7 @@ impl Adam {
             step: 0,
             exp_avg: zeros(()),
             exp_avg_sq: zeros(()),
+            on_device: BTreeMap::new(),
         }
     }
 
@@ -131,7 +146,15 @@ impl Adam {
                 _ => return Err(Error::Shape(format!("adam: no moments for parameter {name}"))),
             };
             if !var.device().is_cpu() {
-                step_through_host(coeffs, var, grad, m, v)?;
+                let moments = match self.on_device.remove(name) {
+                    Some(moments) => moments,
+                    None => DeviceMoments {
+                        exp_avg: Tensor::from_slice(m, var.shape(), var.device())?,
+                        exp_avg_sq: Tensor::from_slice(v, var.shape(), var.device())?,
+                    },
+                };
+                let moments = step_on_device(coeffs, var, grad, moments)?;
+                self.on_device.insert(name.clone(), moments);
                 continue;
             }
             let grad = grad.contiguous()?; // candle's gradients already are: no copy
@@ -149,6 +172,12 @@ impl Adam {
     pub fn state_tensors(&self, params: &Params) -> Result<BTreeMap<String, Tensor>> {
         let mut out = BTreeMap::new();
         for (name, var) in params.iter() {
+            if let Some(moments) = self.on_device.get(name) {
+                for (kind, t) in [("exp_avg", &moments.exp_avg), ("exp_avg_sq", &moments.exp_avg_sq)] {
+                    out.insert(format!("adam.{kind}.{name}"), t.to_device(&candle_core::Device::Cpu)?);
+                }
+                continue;
+            }
             for (kind, map) in [("exp_avg", &self.exp_avg), ("exp_avg_sq", &self.exp_avg_sq)] {
                 let data = map
                     .get(name)
@@ -177,6 +206,8 @@ impl Adam {
                 map.insert(name.clone(), data);
             }
         }
+        // The next step uploads the loaded moments for parameters off the CPU.
+        self.on_device.clear();
         self.step = step;
         Ok(())
     }
@@ -205,24 +236,44 @@ fn adam_elementwise(c: AdamCoeffs, theta: &mut [f32], grad: &[f32], m: &mut [f32
     }
 }
 
-/// One Adam step of a parameter on a device other than the CPU (the in-place op is CPU-only):
-/// θ and its gradient through host memory, the same arithmetic, θ written back. The moments stay
-/// in host memory on every device, so checkpoints do not depend on it.
-fn step_through_host(c: AdamCoeffs, var: &candle_core::Var, grad: &Tensor, m: &mut [f32], v: &mut [f32]) -> Result<()> {
-    let mut theta = var.as_tensor().flatten_all()?.to_vec1::<f32>()?;
-    let grad = grad.flatten_all()?.to_vec1::<f32>()?;
-    if grad.len() != theta.len() || m.len() != theta.len() || v.len() != theta.len() {
+/// One Adam step of a parameter on a device other than the CPU (the in-place op is CPU-only),
+/// with candle's ops on that device: [`adam_elementwise`]'s arithmetic, term for term, on whole
+/// tensors. θ is written back into the parameter; the new moments are returned.
+fn step_on_device(
+    c: AdamCoeffs,
+    var: &candle_core::Var,
+    grad: &Tensor,
+    moments: DeviceMoments,
+) -> Result<DeviceMoments> {
+    let theta = var.as_tensor();
+    if grad.dims() != theta.dims() || moments.exp_avg.dims() != theta.dims() {
         return Err(Error::Shape(format!(
-            "adam: {} parameters, {} gradients, {}/{} moments",
-            theta.len(),
-            grad.len(),
-            m.len(),
-            v.len()
+            "adam: parameters {:?}, gradients {:?}, moments {:?}",
+            theta.dims(),
+            grad.dims(),
+            moments.exp_avg.dims()
         )));
     }
-    adam_elementwise(c, &mut theta, &grad, m, v);
-    var.set(&Tensor::from_vec(theta, var.shape(), var.device())?)?;
-    Ok(())
+    let f = |x: f32| f64::from(x);
+    // Detached: a gradient from the encoder's own backward keeps its graph, and moments built
+    // on it would hold every update's graph alive through the next step's moments (out of GPU
+    // memory within a few hundred updates of `lfs train`).
+    let grad = grad.detach();
+    let g = if c.weight_decay != 0.0 {
+        (&grad + theta.detach().affine(f(c.weight_decay), 0.0)?)?
+    } else {
+        grad
+    };
+    // torch: exp_avg.lerp_(grad, 1 - beta1)
+    let exp_avg = (&moments.exp_avg + (&g - &moments.exp_avg)?.affine(f(c.one_minus_beta1), 0.0)?)?;
+    let exp_avg_sq = (moments.exp_avg_sq.affine(f(c.beta2), 0.0)? + g.sqr()?.affine(f(c.one_minus_beta2), 0.0)?)?;
+    let denom = ((exp_avg_sq.sqrt()? / f(c.bias_correction2_sqrt))? + f(c.eps))?;
+    let update = exp_avg.div(&denom)?.affine(f(c.step_size), 0.0)?;
+    var.set(&(theta.detach() - update)?)?;
+    Ok(DeviceMoments {
+        exp_avg: exp_avg.detach(),
+        exp_avg_sq: exp_avg_sq.detach(),
+    })
 }
 
 /// One parameter's Adam step as a candle in-place op: dst = θ, src = its gradient.
@@ -257,6 +308,55 @@ impl InplaceOp2 for AdamStepOp<'_> {
             .zip(m.par_chunks_mut(PAR_CHUNK))
             .zip(v.par_chunks_mut(PAR_CHUNK))
             .for_each(|(((t, g), m), v)| adam_elementwise(c, t, g, m, v));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::{Device, Var};
+
+    /// The device step (candle's ops on whole tensors, what a GPU runs) against the CPU's
+    /// per-element step over several steps, weight decay on; run here on the CPU's candle ops.
+    #[test]
+    fn device_step_matches_the_elementwise_step() -> Result<()> {
+        let n = 257;
+        let theta0: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.37).sin()).collect();
+        let var = Var::from_slice(&theta0, (n,), &Device::Cpu)?;
+        let mut theta = theta0.clone();
+        let (mut m, mut v) = (vec![0f32; n], vec![0f32; n]);
+        let mut moments = DeviceMoments {
+            exp_avg: Tensor::zeros((n,), candle_core::DType::F32, &Device::Cpu)?,
+            exp_avg_sq: Tensor::zeros((n,), candle_core::DType::F32, &Device::Cpu)?,
+        };
+        let (lr, beta1, beta2) = (1e-2f64, 0.9f64, 0.999f64);
+        for step in 1..=5 {
+            let grad: Vec<f32> = (0..n).map(|i| ((i * step) as f32 * 0.11).cos()).collect();
+            let coeffs = AdamCoeffs {
+                step_size: (lr / (1.0 - beta1.powi(step as i32))) as f32,
+                one_minus_beta1: (1.0 - beta1) as f32,
+                one_minus_beta2: (1.0 - beta2) as f32,
+                beta2: beta2 as f32,
+                eps: 1e-8,
+                weight_decay: 0.01,
+                bias_correction2_sqrt: (1.0 - beta2.powi(step as i32)).sqrt() as f32,
+            };
+            adam_elementwise(coeffs, &mut theta, &grad, &mut m, &mut v);
+            let g = Tensor::from_slice(&grad, (n,), &Device::Cpu)?;
+            moments = step_on_device(coeffs, &var, &g, moments)?;
+        }
+        let close = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs() / y.abs().max(1e-3))
+                .fold(0f32, f32::max)
+        };
+        let got = var.as_tensor().to_vec1::<f32>()?;
+        assert!(close(&got, &theta) < 1e-5, "θ: {}", close(&got, &theta));
+        assert!(close(&got, &theta0) > 1e-3, "θ did not move");
+        let (gm, gv) = (moments.exp_avg.to_vec1::<f32>()?, moments.exp_avg_sq.to_vec1::<f32>()?);
+        assert!(close(&gm, &m) < 1e-5 && close(&gv, &v) < 1e-5);
         Ok(())
     }
 }
