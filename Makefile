@@ -14,7 +14,7 @@
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
-.PHONY: gpu-pack gpu-check
+.PHONY: gpu-pack gpu-check gpu-e2e
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -65,10 +65,15 @@ build-cuda: ## lfs with candle's CUDA backend into target-cuda/ (experimental; C
 # On a machine with a GPU: the CUDA build's parity checks (against the CPU kernels), resume
 # across devices, and timings beside PyTorch's on the same GPU, from the archive gpu-pack makes
 # of make build-cuda's binaries (.gpu-carry/, under the device tool's 64 MiB carry).
+# gpu-pack also packs the CUDA lfs, FFmpeg stand-ins, the EGL dispatcher and the worker's Python
+# packages for gpu-e2e (lfs eval / lfs train end to end on the lent machine).
 gpu-pack:
 	eval/gpu/pack.sh
+	eval/gpu/pack-e2e.sh
 gpu-check: ## on a GPU machine: the CUDA build's parity checks and timings against PyTorch
 	eval/gpu/gpu-check.sh
+gpu-e2e: ## on a GPU machine: mini agent steps/s of lfs eval and lfs train, CUDA and CPU
+	eval/gpu/gpu-e2e.sh
 
 # Creates .venv with the pinned worker requirements and the dataset readers the tests use.
 # The stamp file makes a second run instant; it is refreshed when a requirements file changes.

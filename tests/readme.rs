@@ -89,6 +89,10 @@ const STEPS: &[Step] = &[
         "make gpu-check",
         "needs a GPU and make build-cuda's binaries; its checks run here on the CPU (tests/device.rs)",
     ),
+    skip(
+        "make gpu-e2e",
+        "needs a GPU and make gpu-pack's archive; dry-run on the CPU by hand (eval/gpu/gpu-e2e.sh)",
+    ),
     run("make eval", SAC_MAKE_SET),
     run("make train", TRAIN_MAKE_SET),
     run("make collect", "COLLECT_EPISODES=1"),
