@@ -1335,3 +1335,105 @@ fn drqv2_cells_are_drawn_beside_drqv2s_published_curves() {
         .unwrap()
         .contains("DrQ-v2, published"));
 }
+
+/// The difference of two methods' IQMs and means with its interval, against rliable's pair
+/// bootstrap with `func = lambda x, y: agg(x) - agg(y)` (the fixture): the point to rounding,
+/// the bounds within 0.01 (rliable's own move by less than 0.005 between NumPy seeds).
+#[test]
+fn difference_of_aggregates_matches_rliable() {
+    let fx = &rliable_fixture()["difference"];
+    let table = |key: &str| {
+        let rows: Vec<Vec<f64>> = serde_json::from_value(fx[key].clone()).unwrap();
+        ScoreTable::from_runs_by_task(&rows)
+    };
+    let (x, y) = (table("x"), table("y"));
+    for (name, agg) in [("iqm", aggregate::Aggregate::Iqm), ("mean", aggregate::Aggregate::Mean)] {
+        let est = aggregate::difference_estimate(&x, &y, agg, &BootstrapConfig::default());
+        let point = fx[name]["point"].as_f64().unwrap();
+        assert!(
+            (est.point - point).abs() < 1e-12,
+            "{name}: {} vs rliable {point}",
+            est.point
+        );
+        for (i, ours) in [est.lower, est.upper].into_iter().enumerate() {
+            let theirs = fx[name]["interval_seed0"][i].as_f64().unwrap();
+            assert!(fx[name]["interval_spread_over_5_seeds"][i].as_f64().unwrap() < 0.005);
+            assert!(
+                (ours - theirs).abs() < 0.01,
+                "{name} bound {i}: {ours} vs rliable {theirs}"
+            );
+        }
+    }
+}
+
+/// A suite file's `[primary]` declaration is decided by `lfs report` itself, at the suite's
+/// budget, by the declared rule: clear wins either way, an exact tie is no difference, and a
+/// declaration naming a method the suite does not have is refused with the file named.
+#[test]
+fn the_declared_primary_comparison_is_decided_in_the_report() {
+    let tasks = ["cartpole_swingup", "walker_stand", "finger_spin"];
+    // `reward` above: random at 200, atc at 350, lfs and curl at 500 with the same noise.
+    let encoders = ["random", "atc", "lfs", "curl"];
+    let verdict = |a: &str, b: &str, aggregate: &str| -> String {
+        let suite = temp_dir(&format!("report-primary-{a}-{b}-{aggregate}"));
+        let rows: String = encoders
+            .iter()
+            .map(|e| format!("[[encoders]]\nname = \"{e}\"\nsource = \"random\"\n\n"))
+            .collect();
+        std::fs::write(
+            suite.join("suite.toml"),
+            format!(
+                "name = \"primary\"\nscale = \"tiny\"\nsac_config = \"pipelines/sac/tiny.toml\"\n\
+                 num_train_frames = 10000\ntasks = {tasks:?}\nseeds = [1, 2, 3]\n\n{rows}\
+                 [primary]\na = \"{a}\"\nb = \"{b}\"\naggregate = \"{aggregate}\"\n"
+            ),
+        )
+        .unwrap();
+        let mut index = 0;
+        for encoder in encoders {
+            for task in tasks {
+                for seed in 1..=3 {
+                    let dir = write_cell(&suite, index, &CellSpec::done(encoder, task, seed));
+                    rename(&dir, &format!("{index:03}-{encoder}-{task}-s{seed}"));
+                    index += 1;
+                }
+            }
+        }
+        let out = suite.join("report");
+        let res = run_report(&suite, &out, &[]);
+        if !res.status.success() {
+            return text(&res.stderr);
+        }
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        section(&md, "## Pre-registered primary comparison").to_string()
+    };
+    let lfs_random = verdict("lfs", "random", "iqm");
+    assert!(
+        lfs_random.contains("**Verdict: lfs is better than random at this scale.**"),
+        "{lfs_random}"
+    );
+    assert!(
+        lfs_random.contains("(9 and 9 runs; tasks: cartpole_swingup, walker_stand, finger_spin)"),
+        "{lfs_random}"
+    );
+    let random_atc = verdict("random", "atc", "mean");
+    assert!(
+        random_atc.contains("**Verdict: atc is better than random at this scale.**"),
+        "{random_atc}"
+    );
+    assert!(
+        random_atc.contains("the difference of the mean of expert-normalised scores at 10000 frames"),
+        "{random_atc}"
+    );
+    let tie = verdict("lfs", "curl", "median");
+    assert!(tie.contains("lfs − curl = +0.000 ["), "{tie}");
+    assert!(
+        tie.contains("**Verdict: no difference between lfs and curl detected at this scale.**"),
+        "{tie}"
+    );
+    let unknown = verdict("lfs", "byol", "iqm");
+    assert!(
+        unknown.contains("suite.toml") && unknown.contains("primary: \"byol\" is not an encoder row"),
+        "{unknown}"
+    );
+}

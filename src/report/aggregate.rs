@@ -231,15 +231,34 @@ pub fn probability_of_improvement(x: &ScoreTable, y: &ScoreTable) -> f64 {
 /// `get_interval_estimates` on a pair: each replicate resamples X's runs and Y's runs
 /// independently, with replacement, within each task.
 pub fn improvement_estimate(x: &ScoreTable, y: &ScoreTable, cfg: &BootstrapConfig) -> Estimate {
+    pair_estimate(x, y, cfg, probability_of_improvement)
+}
+
+/// The difference `aggregate(x) − aggregate(y)` with its stratified-bootstrap percentile
+/// interval: each replicate resamples X's runs and Y's runs independently, with replacement,
+/// within each task (rliable's `get_interval_estimates` on a pair, with
+/// `func = lambda x, y: aggregate(x) - aggregate(y)`). Both tables hold the same tasks.
+pub fn difference_estimate(x: &ScoreTable, y: &ScoreTable, aggregate: Aggregate, cfg: &BootstrapConfig) -> Estimate {
+    pair_estimate(x, y, cfg, |x, y| aggregate.of(x) - aggregate.of(y))
+}
+
+/// `statistic(x, y)` with the percentile interval of rliable's pair bootstrap (X's and Y's
+/// runs resampled independently within each task, X first in each replicate).
+fn pair_estimate(
+    x: &ScoreTable,
+    y: &ScoreTable,
+    cfg: &BootstrapConfig,
+    statistic: impl Fn(&ScoreTable, &ScoreTable) -> f64,
+) -> Estimate {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let (mut rx, mut ry) = (x.zeroed(), y.zeroed());
     let mut values = Vec::with_capacity(cfg.reps);
     for _ in 0..cfg.reps {
         resample_within_tasks(x, &mut rx, &mut rng);
         resample_within_tasks(y, &mut ry, &mut rng);
-        values.push(probability_of_improvement(&rx, &ry));
+        values.push(statistic(&rx, &ry));
     }
-    percentile_interval(probability_of_improvement(x, y), values, cfg.confidence)
+    percentile_interval(statistic(x, y), values, cfg.confidence)
 }
 
 /// NumPy's default (`method="linear"`) percentile `p` (0..=100) of sorted values.

@@ -95,6 +95,9 @@ pub fn render(report: &Report, pictures: &[&str]) -> String {
     let mut md = String::new();
     header(&mut md, report);
     scale(&mut md, report);
+    if let Some(verdict) = &report.primary {
+        md.push_str(&super::primary::markdown(verdict));
+    }
     not_counted(&mut md, report);
     mismatches(&mut md, report);
     for budget in &report.budgets {

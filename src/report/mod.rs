@@ -17,6 +17,7 @@ pub mod mismatch;
 pub mod plots;
 pub mod pretrain_probe;
 pub mod pretraining;
+pub mod primary;
 pub mod probes;
 pub mod published;
 pub mod reference;
@@ -83,6 +84,8 @@ pub struct Report {
     /// DrQ-v2's published curves on the tasks the suite ran DrQ-v2 on, up to the frames its
     /// cells reached there.
     pub published: Vec<PublishedCurve>,
+    /// The verdict of the suite file's pre-registered `[primary]` comparison, if it declares one.
+    pub primary: Option<primary::PrimaryVerdict>,
     pub bootstrap: BootstrapConfig,
 }
 
@@ -123,7 +126,8 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
     let agents_differ = agents.len() > 1;
     let methods = scores::group_by_method(&cells, agents_differ);
     let floor = floor_method(&cells, &methods);
-    let budgets: BTreeSet<u64> = if opts.budgets.is_empty() {
+    let declared = primary::declared(suite_dir)?;
+    let mut budgets: BTreeSet<u64> = if opts.budgets.is_empty() {
         cells
             .iter()
             .filter_map(|c| c.finished.as_ref().map(|f| f.settings.num_train_frames))
@@ -131,6 +135,10 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
     } else {
         opts.budgets.iter().copied().collect()
     };
+    // The primary comparison is decided at the suite's own budget, whatever else is asked.
+    if let Some((_, budget)) = &declared {
+        budgets.insert(*budget);
+    }
     let budgets: Vec<BudgetReport> = budgets
         .into_iter()
         .map(|budget| {
@@ -147,6 +155,14 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
     let probes = probes::read(&cells, &methods, budgets.last().map(|b| &b.scores), &opts.probes);
     let progress = progress(suite_dir, &cells)?;
     let published = published_curves(&cells, &opts.bootstrap);
+    let primary = declared.map(|(declared, budget)| {
+        let scores = &budgets
+            .iter()
+            .find(|b| b.scores.budget == budget)
+            .expect("inserted above")
+            .scores;
+        primary::decide(&declared, scores, &opts.bootstrap)
+    });
     Ok(Report {
         suite_dir: suite_dir.to_path_buf(),
         cells,
@@ -159,6 +175,7 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
         pretraining,
         probes,
         published,
+        primary,
         bootstrap: opts.bootstrap,
     })
 }

@@ -56,6 +56,43 @@ pub struct SuiteFile {
     pub allow_render_quality_mismatch: bool,
     /// The encoders to compare, one row of the table each.
     pub encoders: Vec<EncoderRow>,
+    /// The one comparison a pre-registered study decides on; `lfs report` prints its verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<PrimaryComparison>,
+}
+
+/// A pre-registered primary comparison (`[primary]`): method `a` against method `b` on the
+/// difference of one aggregate of expert-normalised scores at the suite's frame budget, over
+/// the tasks both have runs on, with a stratified-bootstrap percentile interval at
+/// `confidence`. The decision rule is fixed here, before any number exists: `a` is better if
+/// the interval's lower end is above 0, `b` is better if its upper end is below 0, otherwise no
+/// difference is detected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrimaryComparison {
+    /// A method as the report names it: an encoder row's name (`name+agent` when the suite's
+    /// rows run different agents).
+    pub a: String,
+    /// The method `a` is compared with.
+    pub b: String,
+    /// `iqm`, `mean` (of the per-task means) or `median` (of the per-task means).
+    pub aggregate: PrimaryAggregate,
+    /// Coverage of the interval (0.95: a two-sided decision at level 0.05).
+    #[serde(default = "default_confidence")]
+    pub confidence: f64,
+}
+
+fn default_confidence() -> f64 {
+    0.95
+}
+
+/// The aggregates a primary comparison may use (rliable's, optimality gap left out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrimaryAggregate {
+    Iqm,
+    Mean,
+    Median,
 }
 
 /// One encoder row: a label, where the encoder comes from, and what its cells run.
@@ -189,6 +226,26 @@ impl SuiteFile {
                 _ => {}
             }
             names.push(&row.name);
+        }
+        if let Some(p) = &self.primary {
+            for method in [&p.a, &p.b] {
+                let row = method.split('+').next().unwrap_or_default();
+                if !names.contains(&row) {
+                    return bad(format!(
+                        "primary: {method:?} is not an encoder row of this suite (rows: {})",
+                        names.join(", ")
+                    ));
+                }
+            }
+            if p.a == p.b {
+                return bad(format!("primary: a and b are both {:?}", p.a));
+            }
+            if !(p.confidence > 0.0 && p.confidence < 1.0) {
+                return bad(format!(
+                    "primary: confidence = {} must be between 0 and 1",
+                    p.confidence
+                ));
+            }
         }
         if let Some(task) = self.task_set.keys().find(|t| !self.tasks.contains(t)) {
             return bad(format!("task_set names {task}, which is not among the suite's tasks"));
