@@ -34,8 +34,10 @@ pub struct PrimaryVerdict {
     pub budget: u64,
     /// The tasks both methods have runs on at that budget.
     pub tasks: Vec<Task>,
-    /// Runs of a and of b over those tasks.
-    pub runs: (usize, usize),
+    /// Runs of a over those tasks.
+    pub runs_a: usize,
+    /// Runs of b over those tasks.
+    pub runs_b: usize,
     /// a − b with its interval (NaN without runs).
     pub difference: Estimate,
     pub verdict: Verdict,
@@ -95,7 +97,6 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
         tasks: tasks.iter().filter_map(|t| m.normalised(*t)).collect(),
     };
     let (ta, tb) = (table(a), table(b));
-    let runs = (ta.num_runs(), tb.num_runs());
     let cfg = BootstrapConfig {
         confidence: declared.confidence,
         ..*bootstrap
@@ -122,7 +123,8 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
         declared: declared.clone(),
         budget: scores.budget,
         tasks,
-        runs,
+        runs_a: ta.num_runs(),
+        runs_b: tb.num_runs(),
         difference,
         verdict,
     }
@@ -151,8 +153,8 @@ pub fn markdown(v: &PrimaryVerdict) -> String {
             v.difference.point,
             v.difference.lower,
             v.difference.upper,
-            v.runs.0,
-            v.runs.1,
+            v.runs_a,
+            v.runs_b,
             tasks.join(", "),
             a = p.a,
             b = p.b,
