@@ -1437,3 +1437,149 @@ fn the_declared_primary_comparison_is_decided_in_the_report() {
         "{unknown}"
     );
 }
+
+fn seed_fixture() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report/seed_permutation_reference.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The primary comparison with seeds as units against an independent NumPy/itertools
+/// transcription (tests/fixtures/report/seed_permutation_reference.py): the difference to
+/// rounding, the exact permutation p-value and its number of splits exactly, the unit
+/// bootstrap's interval to within its Monte Carlo error; the sampled test (more splits than it
+/// enumerates) near the exact p.
+#[test]
+fn seed_unit_comparison_matches_the_reference() {
+    use lfs::report::seed_units::{self, SeedUnit};
+    let fx = seed_fixture();
+    let units = |case: &serde_json::Value, key: &str| -> Vec<SeedUnit> {
+        let rows: Vec<Vec<f64>> = serde_json::from_value(case[key].clone()).unwrap();
+        rows.into_iter()
+            .enumerate()
+            .map(|(i, scores)| SeedUnit {
+                seed: i as u64 + 1,
+                scores,
+            })
+            .collect()
+    };
+    for case in ["six_by_two", "clear_five_by_two", "four_vs_three_by_three"] {
+        let (a, b) = (units(&fx[case], "a"), units(&fx[case], "b"));
+        for (name, agg) in [("iqm", Aggregate::Iqm), ("mean", Aggregate::Mean)] {
+            let reference = &fx[case][name];
+            let point = reference["point"].as_f64().unwrap();
+            let d = seed_units::difference(&a, &b, agg);
+            assert!((d - point).abs() < 1e-12, "{case} {name}: {d} vs {point}");
+            let test = seed_units::permutation_test(&a, &b, agg, seed_units::MAX_EXACT_SPLITS, 0);
+            assert!(test.exact);
+            assert_eq!(test.splits, reference["splits"].as_u64().unwrap(), "{case} {name}");
+            let p = reference["p_value"].as_f64().unwrap();
+            assert!(
+                (test.p_value - p).abs() < 1e-12,
+                "{case} {name}: p {} vs {p}",
+                test.p_value
+            );
+            let est = seed_units::unit_bootstrap(&a, &b, agg, &BootstrapConfig::default());
+            assert!((est.point - point).abs() < 1e-12);
+            for (i, ours) in [est.lower, est.upper].into_iter().enumerate() {
+                let theirs = reference["interval_seed0"][i].as_f64().unwrap();
+                // A handful of units make a lumpy bootstrap: its bounds move up to ~0.005.
+                assert!(reference["interval_spread_over_5_seeds"][i].as_f64().unwrap() < 0.006);
+                assert!(
+                    (ours - theirs).abs() < 0.01,
+                    "{case} {name} bound {i}: {ours} vs {theirs}"
+                );
+            }
+            // Sampled instead of enumerated: 200,000 splits put p within ~0.001 of the exact one.
+            let sampled = seed_units::permutation_test(&a, &b, agg, 10, 3);
+            assert!(!sampled.exact);
+            assert!(
+                (sampled.p_value - p).abs() < 0.005,
+                "{case} {name}: sampled p {} vs {p}",
+                sampled.p_value
+            );
+        }
+    }
+    // The clear case is decided at 0.05, the others are not: the test can fail both ways.
+    let clear = seed_fixture()["clear_five_by_two"]["iqm"]["p_value"].as_f64().unwrap();
+    assert!(clear <= 0.05 && fx["six_by_two"]["iqm"]["p_value"].as_f64().unwrap() > 0.05);
+}
+
+/// `[primary] unit = "seed"` end to end: with 3 seeds per method even a complete separation
+/// cannot reach p ≤ 0.05 (2 of the 20 splits are as extreme), with 4 it does (2 of 70); a seed
+/// that misses a task is left out and named; a declaration with a confidence outside (0, 1) or
+/// a = b is refused, naming the file.
+#[test]
+fn the_primary_comparison_with_seeds_as_units() {
+    let tasks = ["cartpole_swingup", "walker_stand"];
+    let encoders = ["random", "lfs"];
+    let report = |label: &str, seeds: u64, primary: &str, skip: Option<(&str, &str, u64)>| -> String {
+        let suite = temp_dir(&format!("report-primary-seeds-{label}"));
+        let rows: String = encoders
+            .iter()
+            .map(|e| format!("[[encoders]]\nname = \"{e}\"\nsource = \"random\"\n\n"))
+            .collect();
+        let seed_list: Vec<u64> = (1..=seeds).collect();
+        std::fs::write(
+            suite.join("suite.toml"),
+            format!(
+                "name = \"primary\"\nscale = \"tiny\"\nsac_config = \"pipelines/sac/tiny.toml\"\n\
+                 num_train_frames = 10000\ntasks = {tasks:?}\nseeds = {seed_list:?}\n\n{rows}[primary]\n{primary}\n"
+            ),
+        )
+        .unwrap();
+        let mut index = 0;
+        for encoder in encoders {
+            for task in tasks {
+                for &seed in &seed_list {
+                    if skip == Some((encoder, task, seed)) {
+                        continue;
+                    }
+                    let dir = write_cell(&suite, index, &CellSpec::done(encoder, task, seed));
+                    rename(&dir, &format!("{index:03}-{encoder}-{task}-s{seed}"));
+                    index += 1;
+                }
+            }
+        }
+        let out = suite.join("report");
+        let res = run_report(&suite, &out, &[]);
+        if !res.status.success() {
+            return text(&res.stderr);
+        }
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        section(&md, "## Pre-registered primary comparison").to_string()
+    };
+    let declared = "a = \"lfs\"\nb = \"random\"\naggregate = \"iqm\"\nunit = \"seed\"";
+    let three = report("three", 3, declared, None);
+    assert!(
+        three.contains("p = 0.1000 (all 20 splits of the 3 + 3 seeds"),
+        "{three}"
+    );
+    assert!(
+        three.contains("**Verdict: no difference between lfs and random detected at this scale.**"),
+        "{three}"
+    );
+    let four = report("four", 4, declared, None);
+    assert!(four.contains("p = 0.0286 (all 70 splits of the 4 + 4 seeds"), "{four}");
+    assert!(four.contains("exact two-sided permutation test"), "{four}");
+    assert!(
+        four.contains("**Verdict: lfs is better than random at this scale.**"),
+        "{four}"
+    );
+    let gap = report("gap", 4, declared, Some(("lfs", "walker_stand", 2)));
+    assert!(gap.contains("lfs: seeds 1, 3, 4; random: seeds 1, 2, 3, 4"), "{gap}");
+    assert!(gap.contains("Left out of lfs: seeds 2"), "{gap}");
+    assert!(
+        gap.contains("splits of the 3 + 4 seeds") && gap.contains("(all 35 splits"),
+        "{gap}"
+    );
+    let level = report("level", 4, &format!("{declared}\nconfidence = 1.5"), None);
+    assert!(
+        level.contains("suite.toml") && level.contains("primary: confidence = 1.5 must be between 0 and 1"),
+        "{level}"
+    );
+    let same = report("same", 4, "a = \"lfs\"\nb = \"lfs\"\naggregate = \"iqm\"", None);
+    assert!(
+        same.contains("suite.toml") && same.contains("primary: a and b are both \"lfs\""),
+        "{same}"
+    );
+}

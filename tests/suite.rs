@@ -114,6 +114,44 @@ fn record(out: &Path, cell: &str) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
 
+/// `{seed}` in a row's source gives each seed its own encoder (one pre-training run per SAC
+/// seed, docs/study-2.md): every cell of seed s runs the file of seed s, and a suite whose
+/// file is missing for one of its seeds is refused before anything is written, naming it.
+#[test]
+fn a_source_with_the_seed_in_it_gives_each_seed_its_own_encoder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_run, encoder) = exported_encoder(dir.path());
+    for seed in [1, 2] {
+        std::fs::copy(&encoder, dir.path().join(format!("enc-s{seed}.safetensors"))).unwrap();
+    }
+    let suite = tiny_suite(dir.path(), &dir.path().join("enc-s{seed}.safetensors"));
+    let file = lfs::suite::SuiteFile::load(&suite).unwrap();
+    let sources: Vec<(String, u64, String)> = lfs::suite::Cell::all(&file)
+        .into_iter()
+        .map(|c| (c.encoder.name.clone(), c.seed, c.encoder.source.clone()))
+        .collect();
+    let of_seed = |seed: u64| {
+        dir.path()
+            .join(format!("enc-s{seed}.safetensors"))
+            .display()
+            .to_string()
+    };
+    assert_eq!(sources.len(), 8, "{sources:?}");
+    for (name, seed, source) in &sources {
+        match name.as_str() {
+            "random" => assert_eq!(source, "random"),
+            _ => assert_eq!(source, &of_seed(*seed), "{name} s{seed}"),
+        }
+    }
+    std::fs::remove_file(dir.path().join("enc-s2.safetensors")).unwrap();
+    let out = dir.path().join("out");
+    let said = refused(
+        &mut lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out.to_str().unwrap()]),
+        &format!("{} is neither `random`, an export file nor a run directory", of_seed(2)),
+    );
+    assert!(!out.exists(), "{said}");
+}
+
 #[test]
 fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
     let dir = tempfile::tempdir().unwrap();

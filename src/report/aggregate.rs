@@ -186,7 +186,7 @@ fn resample_within_tasks(table: &ScoreTable, out: &mut ScoreTable, rng: &mut Cha
 }
 
 /// `point` with the percentile interval of its bootstrap replicates at `confidence`.
-fn percentile_interval(point: f64, mut replicates: Vec<f64>, confidence: f64) -> Estimate {
+pub(crate) fn percentile_interval(point: f64, mut replicates: Vec<f64>, confidence: f64) -> Estimate {
     replicates.sort_by(f64::total_cmp);
     let alpha = (1.0 - confidence) / 2.0;
     Estimate {

@@ -23,6 +23,7 @@ pub mod published;
 pub mod reference;
 pub mod results_csv;
 pub mod scores;
+pub mod seed_units;
 pub mod update_bins;
 
 use std::collections::BTreeSet;

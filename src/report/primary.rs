@@ -1,26 +1,30 @@
 //! The verdict of a suite's pre-registered primary comparison (`[primary]` in its suite file,
 //! [`PrimaryComparison`]), computed by `lfs report` from the declaration alone (issue 35): the
 //! difference of one aggregate of expert-normalised scores between two methods at the suite's
-//! frame budget, its stratified-bootstrap interval, and the decision rule fixed in the file.
+//! frame budget, its interval, and the decision rule fixed in the file: the stratified
+//! bootstrap's interval with runs as units, or the permutation test of
+//! [`super::seed_units`] with seeds as units.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::aggregate::{self, Aggregate, BootstrapConfig, Estimate, ScoreTable};
 use super::scores::{BudgetScores, MethodScores};
+use super::seed_units::{self, PermutationTest};
 use crate::env::Task;
 use crate::suite::runner::SUITE_FILE;
-use crate::suite::{PrimaryAggregate, PrimaryComparison, SuiteFile};
+use crate::suite::{PrimaryAggregate, PrimaryComparison, PrimaryUnit, SuiteFile};
 use crate::Result;
 
 /// What the decision rule says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// The interval of a − b lies above 0.
+    /// The interval of a − b lies above 0 (runs as units), or the test rejects "no difference"
+    /// with a − b > 0 (seeds as units).
     ABetter,
-    /// The interval of a − b lies below 0.
+    /// The same below 0.
     BBetter,
-    /// The interval holds 0.
+    /// Neither.
     NoDifference,
     /// A method has no run at the budget on any task the other has runs on.
     NoRuns,
@@ -40,7 +44,20 @@ pub struct PrimaryVerdict {
     pub runs_b: usize,
     /// a − b with its interval (NaN without runs).
     pub difference: Estimate,
+    /// With seeds as units: the seeds compared and the test.
+    pub seed_test: Option<SeedTest>,
     pub verdict: Verdict,
+}
+
+/// The seeds a seed-unit comparison used and its permutation test.
+#[derive(Debug, Clone)]
+pub struct SeedTest {
+    pub seeds_a: Vec<u64>,
+    pub seeds_b: Vec<u64>,
+    /// Seeds left out because they miss one of the tasks: a's, then b's.
+    pub incomplete_a: Vec<u64>,
+    pub incomplete_b: Vec<u64>,
+    pub test: PermutationTest,
 }
 
 impl PrimaryVerdict {
@@ -80,6 +97,7 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
     let empty = MethodScores {
         method: String::new(),
         by_task: Default::default(),
+        seeds_by_task: Default::default(),
     };
     let (a, b) = (find(&declared.a).unwrap_or(&empty), find(&declared.b).unwrap_or(&empty));
     let normalised_tasks = |m: &MethodScores| -> BTreeSet<Task> {
@@ -101,23 +119,54 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
         confidence: declared.confidence,
         ..*bootstrap
     };
-    let (difference, verdict) = if tasks.is_empty() {
-        let nan = Estimate {
-            point: f64::NAN,
-            lower: f64::NAN,
-            upper: f64::NAN,
-        };
-        (nan, Verdict::NoRuns)
-    } else {
-        let d = aggregate::difference_estimate(&ta, &tb, aggregate_of(declared.aggregate), &cfg);
-        let verdict = if d.lower > 0.0 {
-            Verdict::ABetter
-        } else if d.upper < 0.0 {
-            Verdict::BBetter
-        } else {
-            Verdict::NoDifference
-        };
-        (d, verdict)
+    let nan = Estimate {
+        point: f64::NAN,
+        lower: f64::NAN,
+        upper: f64::NAN,
+    };
+    let aggregate = aggregate_of(declared.aggregate);
+    let (difference, seed_test, verdict) = match declared.unit {
+        _ if tasks.is_empty() => (nan, None, Verdict::NoRuns),
+        PrimaryUnit::Run => {
+            let d = aggregate::difference_estimate(&ta, &tb, aggregate, &cfg);
+            let verdict = if d.lower > 0.0 {
+                Verdict::ABetter
+            } else if d.upper < 0.0 {
+                Verdict::BBetter
+            } else {
+                Verdict::NoDifference
+            };
+            (d, None, verdict)
+        }
+        PrimaryUnit::Seed => {
+            let (ua, ub) = (seed_units::units_of(a, &tasks), seed_units::units_of(b, &tasks));
+            if ua.units.is_empty() || ub.units.is_empty() {
+                (nan, None, Verdict::NoRuns)
+            } else {
+                let d = seed_units::unit_bootstrap(&ua.units, &ub.units, aggregate, &cfg);
+                let test = seed_units::permutation_test(
+                    &ua.units,
+                    &ub.units,
+                    aggregate,
+                    seed_units::MAX_EXACT_SPLITS,
+                    cfg.seed,
+                );
+                let verdict = match test.p_value <= 1.0 - declared.confidence {
+                    true if d.point > 0.0 => Verdict::ABetter,
+                    true if d.point < 0.0 => Verdict::BBetter,
+                    _ => Verdict::NoDifference,
+                };
+                let seeds = |u: &seed_units::MethodUnits| u.units.iter().map(|u| u.seed).collect();
+                let seed_test = SeedTest {
+                    seeds_a: seeds(&ua),
+                    seeds_b: seeds(&ub),
+                    incomplete_a: ua.incomplete,
+                    incomplete_b: ub.incomplete,
+                    test,
+                };
+                (d, Some(seed_test), verdict)
+            }
+        }
     };
     PrimaryVerdict {
         declared: declared.clone(),
@@ -126,6 +175,7 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
         runs_a: ta.num_runs(),
         runs_b: tb.num_runs(),
         difference,
+        seed_test,
         verdict,
     }
 }
@@ -136,17 +186,57 @@ pub fn markdown(v: &PrimaryVerdict) -> String {
     let agg = aggregate_of(p.aggregate).name();
     let tasks: Vec<String> = v.tasks.iter().map(ToString::to_string).collect();
     let mut md = String::from("## Pre-registered primary comparison\n\n");
+    let rule = match p.unit {
+        PrimaryUnit::Run => format!(
+            "with its {conf}% stratified-bootstrap percentile interval (each method's runs resampled \
+             independently within each task). Rule: {a} is better if the interval lies above 0, {b} if it \
+             lies below 0, otherwise no difference is detected",
+            a = p.a,
+            b = p.b,
+            conf = 100.0 * p.confidence,
+        ),
+        PrimaryUnit::Seed => format!(
+            "with seeds as the units (a seed's runs on every task together: they share its pre-trained \
+             encoder). Rule: the exact two-sided permutation test of the seeds' method labels on this \
+             difference; {a} is better if p ≤ {alpha} and the difference is above 0, {b} if p ≤ {alpha} and \
+             it is below 0, otherwise no difference is detected. The interval, {conf}% percentile of a \
+             bootstrap of each method's seeds, is descriptive",
+            a = p.a,
+            b = p.b,
+            alpha = format_level(1.0 - p.confidence),
+            conf = 100.0 * p.confidence,
+        ),
+    };
     md.push_str(&format!(
         "Declared in the suite file before its results (`[primary]`): **{a} − {b}**, the difference of the {agg} \
-         of expert-normalised scores at {budget} frames over the tasks both have runs on, with its {conf}% \
-         stratified-bootstrap percentile interval (each method's runs resampled independently within each \
-         task). Rule: {a} is better if the interval lies above 0, {b} if it lies below 0, otherwise no \
-         difference is detected.\n\n",
+         of expert-normalised scores at {budget} frames over the tasks both have runs on, {rule}.\n\n",
         a = p.a,
         b = p.b,
         budget = v.budget,
-        conf = 100.0 * p.confidence,
     ));
+    if let Some(t) = &v.seed_test {
+        let list = |seeds: &[u64]| seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        md.push_str(&format!(
+            "p = {:.4} ({} {} splits of the {} + {} seeds; {a}: seeds {}; {b}: seeds {}).\n\n",
+            t.test.p_value,
+            if t.test.exact { "all" } else { "a seeded sample of" },
+            t.test.splits,
+            t.seeds_a.len(),
+            t.seeds_b.len(),
+            list(&t.seeds_a),
+            list(&t.seeds_b),
+            a = p.a,
+            b = p.b,
+        ));
+        for (name, left_out) in [(&p.a, &t.incomplete_a), (&p.b, &t.incomplete_b)] {
+            if !left_out.is_empty() {
+                md.push_str(&format!(
+                    "Left out of {name}: seeds {} (not one run on each task at this budget).\n\n",
+                    list(left_out)
+                ));
+            }
+        }
+    }
     if v.verdict != Verdict::NoRuns {
         md.push_str(&format!(
             "{a} − {b} = {:+.3} [{:+.3}, {:+.3}] ({} and {} runs; tasks: {}).\n\n",
@@ -162,4 +252,12 @@ pub fn markdown(v: &PrimaryVerdict) -> String {
     }
     md.push_str(&format!("**Verdict: {}.**\n\n", v.sentence()));
     md
+}
+
+/// 0.05 rather than 0.050000000000000044.
+fn format_level(alpha: f64) -> String {
+    format!("{:.6}", alpha)
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_string()
 }

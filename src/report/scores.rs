@@ -127,6 +127,8 @@ pub struct BudgetScores {
 pub struct MethodScores {
     pub method: String,
     pub by_task: BTreeMap<Task, Vec<f64>>,
+    /// The seed of each run of `by_task`, in the same order.
+    pub seeds_by_task: BTreeMap<Task, Vec<u64>>,
 }
 
 impl MethodScores {
@@ -172,20 +174,23 @@ impl MethodScores {
 pub fn scores_at(cells: &[Cell], methods: &[MethodCells], budget: u64) -> BudgetScores {
     let methods = methods
         .iter()
-        .map(|m| MethodScores {
-            method: m.method.clone(),
-            by_task: m
-                .by_task
-                .iter()
-                .map(|(task, idx)| {
-                    let runs = idx
-                        .iter()
-                        .filter_map(|&i| eval_at(&cells[i], budget).map(|r| r.episode_reward))
-                        .collect();
-                    (*task, runs)
-                })
-                .filter(|(_, runs): &(Task, Vec<f64>)| !runs.is_empty())
-                .collect(),
+        .map(|m| {
+            let mut scores = MethodScores {
+                method: m.method.clone(),
+                by_task: BTreeMap::new(),
+                seeds_by_task: BTreeMap::new(),
+            };
+            for (task, idx) in &m.by_task {
+                let runs: Vec<(u64, f64)> = idx
+                    .iter()
+                    .filter_map(|&i| eval_at(&cells[i], budget).map(|r| (cells[i].meta.seed, r.episode_reward)))
+                    .collect();
+                if !runs.is_empty() {
+                    scores.by_task.insert(*task, runs.iter().map(|r| r.1).collect());
+                    scores.seeds_by_task.insert(*task, runs.iter().map(|r| r.0).collect());
+                }
+            }
+            scores
         })
         .collect();
     BudgetScores { budget, methods }

@@ -42,7 +42,7 @@ impl Cell {
                 for &seed in &suite.seeds {
                     cells.push(Cell {
                         index: cells.len(),
-                        encoder: encoder.clone(),
+                        encoder: encoder.for_seed(seed),
                         task,
                         seed,
                     });

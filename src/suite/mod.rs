@@ -11,4 +11,4 @@ pub mod status;
 pub mod suite_file;
 
 pub use cell::{Cell, CellRecord, CellState};
-pub use suite_file::{EncoderRow, PrimaryAggregate, PrimaryComparison, SuiteFile};
+pub use suite_file::{EncoderRow, PrimaryAggregate, PrimaryComparison, PrimaryUnit, SuiteFile};

@@ -50,7 +50,9 @@ pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<EvalConfig> {
     // Every encoder row must point at something, and every train row's config load, before
     // anything is written.
     for row in &suite.encoders {
-        row.choice()?;
+        for &seed in &suite.seeds {
+            row.for_seed(seed).choice()?;
+        }
         for &task in &suite.tasks {
             match row.command {
                 RowCommand::Train => suite.train_config(row, task).map(drop)?,

@@ -63,10 +63,11 @@ pub struct SuiteFile {
 
 /// A pre-registered primary comparison (`[primary]`): method `a` against method `b` on the
 /// difference of one aggregate of expert-normalised scores at the suite's frame budget, over
-/// the tasks both have runs on, with a stratified-bootstrap percentile interval at
-/// `confidence`. The decision rule is fixed here, before any number exists: `a` is better if
-/// the interval's lower end is above 0, `b` is better if its upper end is below 0, otherwise no
-/// difference is detected.
+/// the tasks both have runs on. The decision rule is fixed here, before any number exists.
+/// With `unit = "run"`: a stratified-bootstrap percentile interval at `confidence`; `a` is
+/// better if the interval's lower end is above 0, `b` is better if its upper end is below 0,
+/// otherwise no difference is detected. With `unit = "seed"`: an exact permutation test of the
+/// seeds' method labels at level 1 − `confidence` (src/report/seed_units.rs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrimaryComparison {
@@ -80,6 +81,28 @@ pub struct PrimaryComparison {
     /// Coverage of the interval (0.95: a two-sided decision at level 0.05).
     #[serde(default = "default_confidence")]
     pub confidence: f64,
+    /// What the decision treats as independent: each `run` (the default), or each `seed` with
+    /// its runs on every task together (when a seed's runs share a pre-trained encoder: a
+    /// source with `{seed}`).
+    #[serde(default, skip_serializing_if = "PrimaryUnit::is_run")]
+    pub unit: PrimaryUnit,
+}
+
+/// The independent unit of a primary comparison.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrimaryUnit {
+    /// Every run on its own, resampled within its task (rliable's stratified bootstrap).
+    #[default]
+    Run,
+    /// A seed's runs on all tasks together: permuted between the methods and resampled as one.
+    Seed,
+}
+
+impl PrimaryUnit {
+    fn is_run(&self) -> bool {
+        *self == PrimaryUnit::Run
+    }
 }
 
 fn default_confidence() -> f64 {
@@ -102,7 +125,8 @@ pub struct EncoderRow {
     /// Label in cell names, tables and plots (letters, digits, `-`, `_`, `.`).
     pub name: String,
     /// `random`, an `lfs export` file, or a pre-training run directory holding
-    /// `encoder.safetensors`. For `train` rows: the encoder's initialisation.
+    /// `encoder.safetensors`. For `train` rows: the encoder's initialisation. `{seed}` in it
+    /// is replaced by each cell's seed: one pre-trained encoder per seed.
     pub source: String,
     /// `eval` (frozen-encoder SAC, `lfs eval`) or `train` (end-to-end, `lfs train` with the
     /// suite's `train_config`).
@@ -129,7 +153,18 @@ impl RowCommand {
     }
 }
 
+/// What `{seed}` in a row's source stands for.
+const SEED_PLACEHOLDER: &str = "{seed}";
+
 impl EncoderRow {
+    /// The row as the cells of `seed` run it: `{seed}` in its source replaced by the seed.
+    pub fn for_seed(&self, seed: u64) -> EncoderRow {
+        EncoderRow {
+            source: self.source.replace(SEED_PLACEHOLDER, &seed.to_string()),
+            ..self.clone()
+        }
+    }
+
     /// The agent its cells record (`cell.json`'s `agent`): `sac` for frozen-encoder SAC,
     /// `train` for end-to-end runs.
     pub fn agent(&self) -> &'static str {
@@ -298,7 +333,11 @@ impl SuiteFile {
     /// that every row of the suite sees the task alike (the random encoder records none).
     pub fn encoders_render_quality(&self) -> Result<Option<RenderQuality>> {
         let mut found = None;
-        for row in &self.encoders {
+        let rows = self
+            .encoders
+            .iter()
+            .flat_map(|r| self.seeds.iter().map(|&s| r.for_seed(s)));
+        for row in rows {
             if let EncoderChoice::Exported(path) = row.choice()? {
                 match (found, crate::export::recorded_render_quality(&path)?) {
                     (_, None) => {}
