@@ -12,7 +12,7 @@
 .DEFAULT_GOAL := all
 .PHONY: help all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
-.PHONY: check-lerobot bench-dynamics-reference study-mini probe-set probe bench-drqv2 bench-dynamics-drqv2
+.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
 .PHONY: gpu-pack gpu-check gpu-e2e
 
@@ -319,6 +319,15 @@ suite: setup build ## [SUITE=eval/suites/tiny.toml JOBS=N] a benchmark suite and
 # copy the results into results/study-mini/. About 6.5 hours on 2 cores; rerun to resume.
 study-mini: setup build ## the reduced-scale study (about 6.5 hours)
 	eval/study/study_mini.sh $(LFS)
+
+# ---- Study 2 (issue 35, docs/study-2.md) -------------------------------------------------------
+# study-mini's videos again; six LFS pre-training runs (LNC r = 0.2), one per SAC seed, through
+# the plan's calibration gate; eval/suites/study-2.toml (lfs vs random, 24 cells, two at a time;
+# its [primary] is decided by lfs report); three atc and three curl runs; the probe of every
+# encoder and the secondary comparisons. Commits results/study-2/ as each piece finishes. About
+# 10.6 hours on 2 cores over several sessions; rerun to resume.
+study-2: setup build ## study 2 (about 10.6 hours; resumable, commits results/study-2/ as it goes)
+	eval/study/study_2.sh $(LFS)
 
 # The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a
 # report in runs/suite-tiny/report/: a few minutes; CI runs it.

@@ -79,6 +79,7 @@ const STEPS: &[Step] = &[
     skip("make check-lerobot", "installs LeRobot and torch (several GB); run by hand"),
     skip("make bench", "hours of benchmarks for BENCHMARKS.md"),
     skip("make study-mini", "the study: about 6.5 hours"),
+    skip("make study-2", "the second study: about 10.6 hours over several sessions"),
     skip("make suite-tiny", ".ci/run runs it after the tests"),
     skip("make suite", "its default suite is make suite-tiny's, which .ci/run runs"),
     skip(

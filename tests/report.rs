@@ -1583,3 +1583,70 @@ fn the_primary_comparison_with_seeds_as_units() {
         "{same}"
     );
 }
+
+/// Study 2's secondary comparisons (eval/study/probe_runs.py) against the report's permutation
+/// test: on probe reports of made-up scores, each comparison's exact p equals
+/// `seed_units::permutation_test` on the same runs (one unit per run, its nine-task mean as
+/// its one score, the mean as the aggregate), and the decisions follow Holm's step-down.
+#[test]
+fn probe_runs_script_agrees_with_the_permutation_test() {
+    use lfs::report::seed_units::{self, SeedUnit};
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ["cartpole_swingup", "walker_walk"];
+    // Per method, per run: the state R² of each task. lfs is clearly above random, near atc.
+    let methods: [(&str, &[[f64; 2]]); 3] = [
+        (
+            "lfs",
+            &[[0.50, 0.56], [0.52, 0.55], [0.49, 0.58], [0.51, 0.57], [0.50, 0.57]],
+        ),
+        (
+            "random",
+            &[[0.36, 0.47], [0.35, 0.48], [0.37, 0.46], [0.34, 0.47], [0.36, 0.46]],
+        ),
+        ("atc", &[[0.55, 0.55], [0.50, 0.56]]),
+    ];
+    let mut units = std::collections::BTreeMap::new();
+    for (method, runs) in methods {
+        for (i, r2) in runs.iter().enumerate() {
+            let report = serde_json::json!({
+                "tasks": tasks.iter().zip(r2).map(|(t, x)| serde_json::json!({
+                    "task": t, "state": {"held_out": {"mean": {"point": x}}}
+                })).collect::<Vec<_>>()
+            });
+            std::fs::write(dir.path().join(format!("{method}-s{}.json", i + 1)), report.to_string()).unwrap();
+            let unit = SeedUnit {
+                seed: i as u64 + 1,
+                scores: vec![(r2[0] + r2[1]) / 2.0],
+            };
+            units.entry(method).or_insert_with(Vec::new).push(unit);
+        }
+    }
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("eval/study/probe_runs.py"))
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let md = text(&out.stdout);
+    assert!(out.status.success(), "{md}{}", text(&out.stderr));
+    let p = |other: &str| seed_units::permutation_test(&units["lfs"], &units[other], Aggregate::Mean, u64::MAX, 0);
+    let (random, atc) = (p("random"), p("atc"));
+    // 5 + 5 runs: 252 splits, complete separation is 2 of them; 5 + 2 runs: 21 splits.
+    assert_eq!((random.splits, atc.splits), (252, 21));
+    assert!((random.p_value - 2.0 / 252.0).abs() < 1e-12, "{}", random.p_value);
+    // Holm over two: the smaller p doubled, the larger kept (but never below the first).
+    let holm_random = (2.0 * random.p_value).min(1.0);
+    let holm_atc = atc.p_value.max(holm_random);
+    let row = |other: &str, p: f64, splits: u64, adjusted: f64, decision: &str| {
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| lfs − {other} |")))
+            .unwrap();
+        assert!(
+            line.contains(&format!("| {p:.4} | {splits} | {adjusted:.4} | **{decision}** |")),
+            "{line}\n{md}"
+        );
+    };
+    row("random", random.p_value, 252, holm_random, "lfs better");
+    row("atc", atc.p_value, 21, holm_atc, "no difference detected");
+    assert!(md.contains("| random | 5 (1, 2, 3, 4, 5) |"), "{md}");
+}
