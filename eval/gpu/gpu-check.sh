@@ -25,17 +25,8 @@ step "unpack .gpu-carry/device_check.xz into $WORK"
 xz -dc .gpu-carry/device_check.xz > "$WORK/device_check" || { echo "no carried build: make gpu-pack, then carry .gpu-carry" >&2; exit 1; }
 chmod +x "$WORK/device_check"
 # CUDA 13's libraries from the Python packages of the GPU image (nvidia-cublas, ...).
-cuda_dirs=$(python3 - <<'PY' 2>/dev/null
-import glob, os, site, sys
-roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
-dirs = set()
-for root in roots:
-    for lib in ("libcublas.so.13", "libcublasLt.so.13", "libcurand.so.10", "libnvrtc.so.13", "libcudart.so.13"):
-        for path in glob.glob(os.path.join(root, "nvidia", "**", lib), recursive=True):
-            dirs.add(os.path.dirname(path))
-print(":".join(sorted(dirs)))
-PY
-)
+. eval/gpu/cuda-libs.sh
+cuda_dirs=$(cuda_lib_dirs)
 export LD_LIBRARY_PATH="${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "device $DEVICE; CUDA libraries from: ${cuda_dirs:-none found}"
 command -v nvidia-smi >/dev/null && nvidia-smi -L

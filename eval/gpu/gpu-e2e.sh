@@ -29,8 +29,8 @@ step() { echo; echo "== $*"; }
 
 step "unpack .gpu-carry/e2e.tar.xz into $WORK"
 xz -dc .gpu-carry/e2e.tar.xz | tar -C "$WORK" -x || { echo "no carried e2e build: eval/gpu/pack-e2e.sh, then carry .gpu-carry" >&2; exit 1; }
-cuda_dirs=$(python3 -c 'import glob, os, sys
-print(":".join(sorted({os.path.dirname(p) for r in sys.path for p in glob.glob(os.path.join(r, "nvidia", "**", "libcublas.so.13"), recursive=True)})))' 2>/dev/null)
+. eval/gpu/cuda-libs.sh
+cuda_dirs=$(cuda_lib_dirs)
 export LD_LIBRARY_PATH="$WORK/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONPATH="$WORK/python${PYTHONPATH:+:$PYTHONPATH}"
 export LFS_PYTHON=${LFS_PYTHON:-$(command -v python3)}

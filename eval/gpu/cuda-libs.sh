@@ -1,0 +1,16 @@
+# Sourced by gpu-check.sh and gpu-e2e.sh: `cuda_lib_dirs` prints, colon-separated, the folders
+# of CUDA 13's libraries that the GPU image's Python packages hold (nvidia-cublas, nvidia-curand,
+# ...: /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib on the lent H100s), found
+# from python3's own search path; nothing when python3 has none.
+cuda_lib_dirs() {
+    python3 - <<'PY' 2>/dev/null
+import glob, os, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+dirs = set()
+for root in roots:
+    for lib in ("libcublas.so.13", "libcublasLt.so.13", "libcurand.so.10", "libnvrtc.so.13", "libcudart.so.13"):
+        for path in glob.glob(os.path.join(root, "nvidia", "**", lib), recursive=True):
+            dirs.add(os.path.dirname(path))
+print(":".join(sorted(dirs)))
+PY
+}
