@@ -5,6 +5,10 @@
 //! - one update of LFS, ATC and CURL: loss, online, target and Adam tensors;
 //! - one SAC update from pixels, the critic's gradient stepping the encoder (`lfs train`'s
 //!   SAC + critic gradient): critic loss, every agent tensor, the encoder;
+//! - one DrQ-v2 update from pixels (encoder input offset −0.5, the critic's gradient stepping
+//!   the encoder), and one TACO update: DrQ-v2's with latent actions, then the TACO loss on
+//!   three more views stepping the heads, the action encoder and the encoder through an Adam of
+//!   its own (`lfs train`'s order, src/rl_loop/workspace.rs);
 //! - checkpoints across the two sides: the state after one update written to a safetensors file
 //!   on one side and read into the other, then one more update on both (each way, for LFS and
 //!   for SAC).
@@ -30,7 +34,7 @@ use lfs::nn::{Adam, AdamConfig, Encoder, EncoderConfig, Params};
 use lfs::objectives::Trainer;
 use lfs::pretrain::run::video_pair_sampler;
 use lfs::pretrain::PretrainConfig;
-use lfs::rl::{Batch, SacAgent, SacConfig};
+use lfs::rl::{Batch, DrQv2Agent, DrQv2Config, SacAgent, SacConfig, SequenceViews, TacoAgent, TacoSettings};
 use lfs::shards::Episode;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -90,6 +94,8 @@ fn main() -> anyhow::Result<()> {
     );
     report("sac from pixels", sac_check(&tested, &reference, false)?);
     report("sac from pixels, resumed across", sac_check(&tested, &reference, true)?);
+    report("drqv2 from pixels", drqv2_check(&tested, &reference, false)?);
+    report("taco from pixels", drqv2_check(&tested, &reference, true)?);
     if argv.iter().any(|a| a == "--bench") {
         bench(&tested, &episodes)?;
     }
@@ -404,6 +410,180 @@ fn sac_check(tested: &Backend, reference: &Backend, across: bool) -> anyhow::Res
         worst.compare_scalar("critic loss after resuming", la, lb)?;
         worst.compare_scalar("critic loss after resuming on the CPU", lb2, lb)?;
         a = a2;
+    }
+    worst.compare_all(&a.tensors()?, &b.tensors()?)?;
+    Ok(worst)
+}
+
+/// DrQ-v2's agent, or TACO's, and the encoder they train, on one side.
+enum PixelAgent {
+    DrQv2(Box<DrQv2Agent>),
+    Taco(Box<TacoAgent>),
+}
+
+struct DrQv2Side {
+    params: Params,
+    encoder: Encoder,
+    /// The encoder's Adam for the critic's gradient, and TACO's own (one each, as `lfs train`).
+    critic_adam: Adam,
+    taco_adam: Adam,
+    agent: PixelAgent,
+    device: Device,
+}
+
+/// K of TACO's action sequences (its default).
+const TACO_K: usize = 3;
+
+impl DrQv2Side {
+    fn new(init: &BTreeMap<String, Tensor>, backend: &Backend, taco: bool) -> anyhow::Result<Self> {
+        let params = Params::from_tensors(init, backend)?;
+        let encoder = Encoder::from_params(&drqv2_encoder_config(), PREFIX, &params)?;
+        let cfg = DrQv2Config {
+            batch_size: 8,
+            ..DrQv2Config::default()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let (repr, device) = (encoder.repr_dim(), &backend.device);
+        let agent = match taco {
+            false => PixelAgent::DrQv2(Box::new(DrQv2Agent::new(&cfg, repr, ACTION_DIM, device, &mut rng)?)),
+            true => PixelAgent::Taco(Box::new(TacoAgent::new(
+                &cfg,
+                &TacoSettings::default(),
+                repr,
+                ACTION_DIM,
+                device,
+                &mut rng,
+            )?)),
+        };
+        Ok(Self {
+            critic_adam: Adam::new(AdamConfig::default(), &params),
+            taco_adam: Adam::new(AdamConfig::default(), &params),
+            params,
+            encoder,
+            agent,
+            device: backend.device.clone(),
+        })
+    }
+
+    /// One update at agent step 0 on `data` (TACO: then its loss on `views`' pixels, encoded by
+    /// the encoder after its critic step); returns the critic loss and TACO's.
+    fn update(&mut self, data: &SacData, views: &TacoData, rng: &mut ChaCha8Rng) -> anyhow::Result<(f64, f64)> {
+        let b = data.reward.len();
+        let encoded = self.encoder.encode(&data.obs, b, true)?;
+        let obs = Var::from_tensor(&encoded.h)?.as_tensor().clone(); // (b, repr), a leaf
+        let next_obs = self.encoder.encode(&data.next_obs, b, false)?.h;
+        let batch = Batch {
+            obs,
+            next_obs,
+            action: Tensor::from_slice(&data.action, (b, ACTION_DIM), &self.device)?,
+            reward: Tensor::from_slice(&data.reward, (b, 1), &self.device)?,
+            discount: Tensor::full(0.99f32, (b, 1), &self.device)?,
+        };
+        let rows: Vec<usize> = (0..b).collect();
+        let (critic_loss, dh, mut taco_metrics) = match &mut self.agent {
+            PixelAgent::DrQv2(agent) => {
+                let (m, dh) = agent.update(&batch, 0, rng)?;
+                (m.critic_loss, dh, None)
+            }
+            PixelAgent::Taco(agent) => {
+                let (m, dh) = agent.update(&batch, 0, rng)?;
+                (m.agent.critic_loss, dh, Some(m))
+            }
+        };
+        let dh = dh.context("the critic loss does not reach the encoder")?;
+        let grads: BTreeMap<String, Tensor> = self.encoder.backward(&encoded, &rows, &dh)?.into_iter().collect();
+        self.critic_adam.step_named(&self.params, &grads)?;
+        let (PixelAgent::Taco(agent), Some(metrics)) = (&mut self.agent, taco_metrics.as_mut()) else {
+            return Ok((critic_loss, 0.0));
+        };
+        let anchor = self.encoder.encode(&views.anchor, b, true)?;
+        let sequence = SequenceViews {
+            anchor: Var::from_tensor(&anchor.h)?.as_tensor().clone(),
+            positive: self.encoder.encode(&views.positive, b, false)?.h,
+            future: self.encoder.encode(&views.future, b, false)?.h,
+            action_seq: Tensor::from_slice(&views.action_seq, (b, TACO_K, ACTION_DIM), &self.device)?,
+        };
+        let dh = agent
+            .update_taco(&sequence, &batch.reward, metrics)?
+            .context("the TACO loss does not reach the encoder")?;
+        let grads: BTreeMap<String, Tensor> = self.encoder.backward(&anchor, &rows, &dh)?.into_iter().collect();
+        self.taco_adam.step_named(&self.params, &grads)?;
+        Ok((critic_loss, metrics.taco_loss))
+    }
+
+    fn tensors(&self) -> anyhow::Result<BTreeMap<String, Tensor>> {
+        let mut all = match &self.agent {
+            PixelAgent::DrQv2(agent) => agent.state()?.0,
+            PixelAgent::Taco(agent) => agent.state()?.0,
+        };
+        all.extend(self.params.snapshot()?);
+        for (name, adam) in [("critic_adam", &self.critic_adam), ("taco_adam", &self.taco_adam)] {
+            all.extend(
+                adam.state_tensors(&self.params)?
+                    .into_iter()
+                    .map(|(k, t)| (format!("{name}.{k}"), t)),
+            );
+        }
+        Ok(all)
+    }
+}
+
+/// DrQ-v2's encoder: the paper's, on pixels / 255 − 0.5.
+fn drqv2_encoder_config() -> EncoderConfig {
+    EncoderConfig {
+        input_offset: -0.5,
+        ..EncoderConfig::default()
+    }
+}
+
+/// TACO's views of a batch: two more shifts of O_t, one of O_{t+K} (pixels), and a_t … a_{t+K−1}.
+struct TacoData {
+    anchor: Vec<u8>,
+    positive: Vec<u8>,
+    future: Vec<u8>,
+    action_seq: Vec<f32>,
+}
+
+impl TacoData {
+    fn new(b: usize, rng: &mut ChaCha8Rng) -> Self {
+        Self {
+            anchor: random_pixels(b, rng),
+            positive: random_pixels(b, rng),
+            future: random_pixels(b, rng),
+            action_seq: (0..b * TACO_K * ACTION_DIM)
+                .map(|_| rng.random_range(-1.0..1.0))
+                .collect(),
+        }
+    }
+}
+
+/// One DrQ-v2 update from pixels (with `taco`: TACO's update and its loss's) on each side,
+/// compared tensor by tensor: the agent's state, the encoder and both of its Adams.
+fn drqv2_check(tested: &Backend, reference: &Backend, taco: bool) -> anyhow::Result<Worst> {
+    let mut host = Params::new(&Device::Cpu);
+    Encoder::new(
+        &drqv2_encoder_config(),
+        PREFIX,
+        &mut host,
+        &mut ChaCha8Rng::seed_from_u64(7),
+    )?;
+    let init = host.snapshot()?;
+    let (mut a, mut b) = (
+        DrQv2Side::new(&init, tested, taco)?,
+        DrQv2Side::new(&init, reference, taco)?,
+    );
+    let mut data_rng = ChaCha8Rng::seed_from_u64(11);
+    let data = SacData::new(8, &mut data_rng);
+    let views = TacoData::new(8, &mut data_rng);
+    let (mut rng_a, mut rng_b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
+    let ((critic_a, taco_a), (critic_b, taco_b)) = (
+        a.update(&data, &views, &mut rng_a)?,
+        b.update(&data, &views, &mut rng_b)?,
+    );
+    let mut worst = Worst::default();
+    worst.compare_scalar("critic loss", critic_a, critic_b)?;
+    if taco {
+        worst.compare_scalar("taco loss", taco_a, taco_b)?;
     }
     worst.compare_all(&a.tensors()?, &b.tensors()?)?;
     Ok(worst)

@@ -42,7 +42,9 @@ fn candles_ops_match_the_cpu_kernels_in_every_check() {
             "pretrain curl",
             "pretrain lfs, resumed across",
             "sac from pixels",
-            "sac from pixels, resumed across"
+            "sac from pixels, resumed across",
+            "drqv2 from pixels",
+            "taco from pixels"
         ],
         "{text}"
     );

@@ -2,7 +2,8 @@
 # The CUDA build's checks on a lent GPU machine (issue 29, part 2), in one command well inside
 # the device tool's 10 minutes, from the archive eval/gpu/pack.sh made (carried as .gpu-carry):
 #   1. parity: examples/device_check --device cuda against the CPU kernels (encoder features and
-#      gradients, one update of LFS, ATC and CURL, one SAC update from pixels, checkpoint files
+#      gradients, one update of LFS, ATC and CURL, one SAC, one DrQ-v2 and one TACO update from
+#      pixels (the critic's gradient, and TACO's loss, stepping the encoder), checkpoint files
 #      written on one device and resumed on the other; each relative error <= 1e-4), then its
 #      timings on the GPU (LFS at B=512, SAC on cached features at B=128 and 512);
 #   2. PyTorch's time for the same updates on the same GPU (eval/bench/*_torch.py --device
