@@ -1569,6 +1569,10 @@ fn the_primary_comparison_with_seeds_as_units() {
     assert!(gap.contains("lfs: seeds 1, 3, 4; random: seeds 1, 2, 3, 4"), "{gap}");
     assert!(gap.contains("Left out of lfs: seeds 2"), "{gap}");
     assert!(
+        gap.contains("(6 and 8 runs; tasks: cartpole_swingup, walker_stand)"),
+        "{gap}"
+    );
+    assert!(
         gap.contains("splits of the 3 + 4 seeds") && gap.contains("(all 35 splits"),
         "{gap}"
     );

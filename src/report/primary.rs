@@ -168,12 +168,17 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
             }
         }
     };
+    // With seeds as units, the runs of the seeds compared (a left-out seed's runs are not).
+    let (runs_a, runs_b) = match &seed_test {
+        Some(t) => (t.seeds_a.len() * tasks.len(), t.seeds_b.len() * tasks.len()),
+        None => (ta.num_runs(), tb.num_runs()),
+    };
     PrimaryVerdict {
         declared: declared.clone(),
         budget: scores.budget,
         tasks,
-        runs_a: ta.num_runs(),
-        runs_b: tb.num_runs(),
+        runs_a,
+        runs_b,
         difference,
         seed_test,
         verdict,
