@@ -30,6 +30,7 @@ use candle_core::{Device, Tensor, Var};
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::device::{Backend, DeviceChoice};
 use lfs::nn::checkpoint;
+use lfs::nn::encoder::Encoded;
 use lfs::nn::{Adam, AdamConfig, Encoder, EncoderConfig, Params};
 use lfs::objectives::Trainer;
 use lfs::pretrain::run::video_pair_sampler;
@@ -301,16 +302,7 @@ impl SacSide {
     /// critic's gradient stepping the encoder: returns the critic loss.
     fn update(&mut self, data: &SacData, rng: &mut ChaCha8Rng) -> anyhow::Result<f64> {
         let b = data.reward.len();
-        let encoded = self.encoder.encode(&data.obs, b, true)?;
-        let obs = Var::from_tensor(&encoded.h)?.as_tensor().clone(); // (b, repr), a leaf
-        let next_obs = self.encoder.encode(&data.next_obs, b, false)?.h;
-        let batch = Batch {
-            obs,
-            next_obs,
-            action: Tensor::from_slice(&data.action, (b, ACTION_DIM), &self.device)?,
-            reward: Tensor::from_slice(&data.reward, (b, 1), &self.device)?,
-            discount: Tensor::full(0.99f32, (b, 1), &self.device)?,
-        };
+        let (encoded, batch) = data.encoded(&self.encoder, &self.device)?;
         let (metrics, dh) = self.agent.update_with_obs_grad(&batch, 0, rng)?;
         let dh = dh.context("the critic loss does not reach the encoder")?;
         let rows: Vec<usize> = (0..b).collect();
@@ -358,6 +350,23 @@ struct SacData {
 }
 
 impl SacData {
+    /// The batch with its observations encoded by `encoder` (obs a leaf whose gradient the
+    /// encoder's backward takes, with its tape), on `device`.
+    fn encoded(&self, encoder: &Encoder, device: &Device) -> anyhow::Result<(Encoded, Batch)> {
+        let b = self.reward.len();
+        let encoded = encoder.encode(&self.obs, b, true)?;
+        let obs = Var::from_tensor(&encoded.h)?.as_tensor().clone(); // (b, repr), a leaf
+        let next_obs = encoder.encode(&self.next_obs, b, false)?.h;
+        let batch = Batch {
+            obs,
+            next_obs,
+            action: Tensor::from_slice(&self.action, (b, ACTION_DIM), device)?,
+            reward: Tensor::from_slice(&self.reward, (b, 1), device)?,
+            discount: Tensor::full(0.99f32, (b, 1), device)?,
+        };
+        Ok((encoded, batch))
+    }
+
     fn new(b: usize, rng: &mut ChaCha8Rng) -> Self {
         Self {
             obs: random_pixels(b, rng),
@@ -469,16 +478,7 @@ impl DrQv2Side {
     /// the encoder after its critic step); returns the critic loss and TACO's.
     fn update(&mut self, data: &SacData, views: &TacoData, rng: &mut ChaCha8Rng) -> anyhow::Result<(f64, f64)> {
         let b = data.reward.len();
-        let encoded = self.encoder.encode(&data.obs, b, true)?;
-        let obs = Var::from_tensor(&encoded.h)?.as_tensor().clone(); // (b, repr), a leaf
-        let next_obs = self.encoder.encode(&data.next_obs, b, false)?.h;
-        let batch = Batch {
-            obs,
-            next_obs,
-            action: Tensor::from_slice(&data.action, (b, ACTION_DIM), &self.device)?,
-            reward: Tensor::from_slice(&data.reward, (b, 1), &self.device)?,
-            discount: Tensor::full(0.99f32, (b, 1), &self.device)?,
-        };
+        let (encoded, batch) = data.encoded(&self.encoder, &self.device)?;
         let rows: Vec<usize> = (0..b).collect();
         let (critic_loss, dh, mut taco_metrics) = match &mut self.agent {
             PixelAgent::DrQv2(agent) => {

@@ -1366,6 +1366,53 @@ fn difference_of_aggregates_matches_rliable() {
     }
 }
 
+/// `lfs report`'s "Pre-registered primary comparison" section for a suite of done cells
+/// (`encoders` × `tasks` × seeds 1..=`seeds`, but `skip`) declaring `[primary]` as `primary`;
+/// the error it printed when it refused.
+fn primary_section(
+    label: &str,
+    encoders: &[&'static str],
+    tasks: &[&'static str],
+    seeds: u64,
+    primary: &str,
+    skip: Option<(&str, &str, u64)>,
+) -> String {
+    let suite = temp_dir(&format!("report-primary-{label}"));
+    let rows: String = encoders
+        .iter()
+        .map(|e| format!("[[encoders]]\nname = \"{e}\"\nsource = \"random\"\n\n"))
+        .collect();
+    let seed_list: Vec<u64> = (1..=seeds).collect();
+    std::fs::write(
+        suite.join("suite.toml"),
+        format!(
+            "name = \"primary\"\nscale = \"tiny\"\nsac_config = \"pipelines/sac/tiny.toml\"\n\
+             num_train_frames = 10000\ntasks = {tasks:?}\nseeds = {seed_list:?}\n\n{rows}[primary]\n{primary}\n"
+        ),
+    )
+    .unwrap();
+    let mut index = 0;
+    for &encoder in encoders {
+        for &task in tasks {
+            for &seed in &seed_list {
+                if skip == Some((encoder, task, seed)) {
+                    continue;
+                }
+                let dir = write_cell(&suite, index, &CellSpec::done(encoder, task, seed));
+                rename(&dir, &format!("{index:03}-{encoder}-{task}-s{seed}"));
+                index += 1;
+            }
+        }
+    }
+    let out = suite.join("report");
+    let res = run_report(&suite, &out, &[]);
+    if !res.status.success() {
+        return text(&res.stderr);
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    section(&md, "## Pre-registered primary comparison").to_string()
+}
+
 /// A suite file's `[primary]` declaration is decided by `lfs report` itself, at the suite's
 /// budget, by the declared rule: clear wins either way, an exact tie is no difference, and a
 /// declaration naming a method the suite does not have is refused with the file named.
@@ -1375,37 +1422,8 @@ fn the_declared_primary_comparison_is_decided_in_the_report() {
     // `reward` above: random at 200, atc at 350, lfs and curl at 500 with the same noise.
     let encoders = ["random", "atc", "lfs", "curl"];
     let verdict = |a: &str, b: &str, aggregate: &str| -> String {
-        let suite = temp_dir(&format!("report-primary-{a}-{b}-{aggregate}"));
-        let rows: String = encoders
-            .iter()
-            .map(|e| format!("[[encoders]]\nname = \"{e}\"\nsource = \"random\"\n\n"))
-            .collect();
-        std::fs::write(
-            suite.join("suite.toml"),
-            format!(
-                "name = \"primary\"\nscale = \"tiny\"\nsac_config = \"pipelines/sac/tiny.toml\"\n\
-                 num_train_frames = 10000\ntasks = {tasks:?}\nseeds = [1, 2, 3]\n\n{rows}\
-                 [primary]\na = \"{a}\"\nb = \"{b}\"\naggregate = \"{aggregate}\"\n"
-            ),
-        )
-        .unwrap();
-        let mut index = 0;
-        for encoder in encoders {
-            for task in tasks {
-                for seed in 1..=3 {
-                    let dir = write_cell(&suite, index, &CellSpec::done(encoder, task, seed));
-                    rename(&dir, &format!("{index:03}-{encoder}-{task}-s{seed}"));
-                    index += 1;
-                }
-            }
-        }
-        let out = suite.join("report");
-        let res = run_report(&suite, &out, &[]);
-        if !res.status.success() {
-            return text(&res.stderr);
-        }
-        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-        section(&md, "## Pre-registered primary comparison").to_string()
+        let primary = format!("a = \"{a}\"\nb = \"{b}\"\naggregate = \"{aggregate}\"");
+        primary_section(&format!("{a}-{b}-{aggregate}"), &encoders, &tasks, 3, &primary, None)
     };
     let lfs_random = verdict("lfs", "random", "iqm");
     assert!(
@@ -1513,40 +1531,7 @@ fn the_primary_comparison_with_seeds_as_units() {
     let tasks = ["cartpole_swingup", "walker_stand"];
     let encoders = ["random", "lfs"];
     let report = |label: &str, seeds: u64, primary: &str, skip: Option<(&str, &str, u64)>| -> String {
-        let suite = temp_dir(&format!("report-primary-seeds-{label}"));
-        let rows: String = encoders
-            .iter()
-            .map(|e| format!("[[encoders]]\nname = \"{e}\"\nsource = \"random\"\n\n"))
-            .collect();
-        let seed_list: Vec<u64> = (1..=seeds).collect();
-        std::fs::write(
-            suite.join("suite.toml"),
-            format!(
-                "name = \"primary\"\nscale = \"tiny\"\nsac_config = \"pipelines/sac/tiny.toml\"\n\
-                 num_train_frames = 10000\ntasks = {tasks:?}\nseeds = {seed_list:?}\n\n{rows}[primary]\n{primary}\n"
-            ),
-        )
-        .unwrap();
-        let mut index = 0;
-        for encoder in encoders {
-            for task in tasks {
-                for &seed in &seed_list {
-                    if skip == Some((encoder, task, seed)) {
-                        continue;
-                    }
-                    let dir = write_cell(&suite, index, &CellSpec::done(encoder, task, seed));
-                    rename(&dir, &format!("{index:03}-{encoder}-{task}-s{seed}"));
-                    index += 1;
-                }
-            }
-        }
-        let out = suite.join("report");
-        let res = run_report(&suite, &out, &[]);
-        if !res.status.success() {
-            return text(&res.stderr);
-        }
-        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-        section(&md, "## Pre-registered primary comparison").to_string()
+        primary_section(&format!("seeds-{label}"), &encoders, &tasks, seeds, primary, skip)
     };
     let declared = "a = \"lfs\"\nb = \"random\"\naggregate = \"iqm\"\nunit = \"seed\"";
     let three = report("three", 3, declared, None);
