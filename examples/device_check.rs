@@ -156,11 +156,16 @@ fn random_pixels(n: usize, rng: &mut ChaCha8Rng) -> Vec<u8> {
     (0..n * OBS_LEN).map(|_| rng.random()).collect()
 }
 
-/// The paper's encoder on each side from the same host initialisation.
-fn encoder_pair(cfg: &EncoderConfig, tested: &Backend, reference: &Backend) -> anyhow::Result<[(Params, Encoder); 2]> {
+/// The encoder's initial tensors, made on the host (seed 7), for both sides.
+fn encoder_init(cfg: &EncoderConfig) -> anyhow::Result<BTreeMap<String, Tensor>> {
     let mut host = Params::new(&Device::Cpu);
     Encoder::new(cfg, PREFIX, &mut host, &mut ChaCha8Rng::seed_from_u64(7))?;
-    let init = host.snapshot()?;
+    Ok(host.snapshot()?)
+}
+
+/// The paper's encoder on each side from the same host initialisation.
+fn encoder_pair(cfg: &EncoderConfig, tested: &Backend, reference: &Backend) -> anyhow::Result<[(Params, Encoder); 2]> {
+    let init = encoder_init(cfg)?;
     let side = |backend: &Backend| -> anyhow::Result<(Params, Encoder)> {
         let params = Params::from_tensors(&init, backend)?;
         let encoder = Encoder::from_params(cfg, PREFIX, &params)?;
@@ -384,14 +389,7 @@ fn sac_check(tested: &Backend, reference: &Backend, across: bool) -> anyhow::Res
         batch_size: 8,
         ..SacConfig::default()
     };
-    let mut host = Params::new(&Device::Cpu);
-    Encoder::new(
-        &EncoderConfig::default(),
-        PREFIX,
-        &mut host,
-        &mut ChaCha8Rng::seed_from_u64(7),
-    )?;
-    let init = host.snapshot()?;
+    let init = encoder_init(&EncoderConfig::default())?;
     let (mut a, mut b) = (
         SacSide::new(&init, tested, &cfg)?,
         SacSide::new(&init, reference, &cfg)?,
@@ -560,14 +558,7 @@ impl TacoData {
 /// One DrQ-v2 update from pixels (with `taco`: TACO's update and its loss's) on each side,
 /// compared tensor by tensor: the agent's state, the encoder and both of its Adams.
 fn drqv2_check(tested: &Backend, reference: &Backend, taco: bool) -> anyhow::Result<Worst> {
-    let mut host = Params::new(&Device::Cpu);
-    Encoder::new(
-        &drqv2_encoder_config(),
-        PREFIX,
-        &mut host,
-        &mut ChaCha8Rng::seed_from_u64(7),
-    )?;
-    let init = host.snapshot()?;
+    let init = encoder_init(&drqv2_encoder_config())?;
     let (mut a, mut b) = (
         DrQv2Side::new(&init, tested, taco)?,
         DrQv2Side::new(&init, reference, taco)?,
