@@ -5,7 +5,9 @@
 # committed (that folder only) after every pre-training run, every pair of cells and every
 # probe: run folders do not survive a change of machine.
 #   eval/study/study_2.sh [LFS_BINARY]      (make study-2)
-# STUDY2_COMMIT=0 copies without committing.
+# STUDY2_COMMIT=0 copies without committing. LFS_COMMIT: the commit the binary was built at, for
+# stages.tsv (default: the checkout's HEAD, which is that commit only when the binary is built
+# from the checkout).
 set -euo pipefail
 LFS=${1:-target/release/lfs}
 DIR=runs/study-2
@@ -23,7 +25,7 @@ stage() {  # stage NAME COMMAND...: run it and record its wall-clock time
     echo "== study-2: $name"
     "$@"
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$(date -u -d "@$start" +%FT%TZ)" "$(( $(date +%s) - start ))" \
-        "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$(hostname)" >> "$DIR/stages.tsv"
+        "${LFS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" "$(hostname)" >> "$DIR/stages.tsv"
 }
 
 commit() {  # commit MESSAGE: copy the small results and commit results/study-2 alone
