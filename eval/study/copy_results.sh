@@ -41,7 +41,10 @@ with open(sys.argv[1]) as f:
     for line in f:
         if not line.strip():
             continue
-        row = json.loads(line)
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a killed run: its update is logged again on resume
         if "probe/state_r2" in row:
             probes.append(row)
             continue
