@@ -798,6 +798,30 @@ fn lnc_during_pretraining_is_read_from_the_encoders_log() {
         "pretrain_selected.svg"
     );
 
+    // One pre-training run per seed (a source with `{seed}`): every run's table, the picture
+    // drawing the first run and saying so.
+    let second = suite.join("pretrain-run-s2");
+    write_pretraining_log(&second, false);
+    for entry in std::fs::read_dir(suite.join("cells")).unwrap() {
+        let path = entry.unwrap().path().join("cell.json");
+        let mut cell: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if cell["encoder"] == "lfs" && cell["seed"] == 2 {
+            cell["encoder_source"] = second.join("encoder.safetensors").to_str().unwrap().into();
+            std::fs::write(&path, cell.to_string()).unwrap();
+        }
+    }
+    let res = run_report(&suite, &out, &[]);
+    assert!(res.status.success(), "{}", text(&res.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let lnc = section(&md, "## LNC during pre-training");
+    assert_eq!(lnc.matches("### lfs (").count(), 2, "{lnc}");
+    let first = lnc.find(&run_dir.join("metrics.jsonl").display().to_string()).unwrap();
+    let then = lnc.find(&second.join("metrics.jsonl").display().to_string()).unwrap();
+    assert!(first < then, "{lnc}");
+    let svg = std::fs::read_to_string(out.join("pretrain_selected.svg")).unwrap();
+    assert!(svg.contains("its first run here"), "pretrain_selected.svg");
+    std::fs::remove_dir_all(&second).unwrap();
+
     // A log that cannot be parsed is a note in the report, not a failed report.
     std::fs::write(run_dir.join("metrics.jsonl"), "{\"step\":1,\"pretrain/lnc_d\":1.0}\n").unwrap();
     let res = run_report(&suite, &out, &[]);

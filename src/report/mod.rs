@@ -320,15 +320,19 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
         )?);
     }
     if !report.pretraining.curves.is_empty() {
-        pictures.push(plots::pretrain_selected(
-            &report.pretraining.curves,
-            &methods,
-            &[format!(
-                "each encoder's lfs pretrain log, {} bins of updates: mean N in a bin; band: ±1 std of N within the bin \
-                 (the spread of N, not an interval)",
-                update_bins::NUM_BINS
-            )],
-        )?);
+        let mut subtitle = vec![format!(
+            "each encoder's lfs pretrain log, {} bins of updates: mean N in a bin; band: ±1 std of N within the bin \
+             (the spread of N, not an interval)",
+            update_bins::NUM_BINS
+        )];
+        let curves = &report.pretraining.curves;
+        if (1..curves.len()).any(|i| curves[..i].iter().any(|c| c.method == curves[i].method)) {
+            subtitle.push(
+                "a method with several pre-training runs (one per seed): its first run here; every run's table is in report.md"
+                    .to_string(),
+            );
+        }
+        pictures.push(plots::pretrain_selected(curves, &methods, &subtitle)?);
     }
     if !report.pretraining.probes.is_empty() {
         pictures.push(plots::pretrain_probe(

@@ -443,10 +443,13 @@ pub fn iqm_curves(curves: &[Vec<(u64, Estimate)>], methods: &[String], subtitle:
 
 /// N, the synthetic pairs LNC kept per pre-training update, binned, with a band of ±1 std
 /// within each bin, one curve per method that has one (the paper's figure on N, for video
-/// pre-training).
+/// pre-training): a method's first run when it has several.
 pub fn pretrain_selected(curves: &[LncCurve], methods: &[String], subtitle: &[String]) -> Result<Picture> {
     let mut by_method = vec![Vec::new(); methods.len()];
     for c in curves {
+        if !by_method[c.method].is_empty() {
+            continue;
+        }
         by_method[c.method] = c
             .bins
             .iter()

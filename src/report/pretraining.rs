@@ -91,31 +91,45 @@ pub fn log_of_source(source: &str) -> Option<PathBuf> {
     log.is_file().then_some(log)
 }
 
-/// The LNC curves of every method whose cells name a pre-training run with LNC, and the
-/// online-probe curves of those whose run probed.
+/// The LNC curves of every pre-training run with LNC that a method's cells name (several for a
+/// method with one run per seed), and the online-probe curve of each method's first run when
+/// it probed.
 pub fn read(cells: &[Cell], methods: &[MethodCells]) -> Pretraining {
     let mut out = Pretraining::default();
     for (i, m) in methods.iter().enumerate() {
-        let Some(&first) = m.by_task.values().flatten().next() else {
-            continue;
-        };
-        let Some(log) = log_of_source(&cells[first].meta.encoder_source) else {
-            continue;
-        };
-        match read_log(&log) {
-            Ok(Some((batch_size, bins))) => out.curves.push(LncCurve {
-                method: i,
-                log: log.clone(),
-                batch_size,
-                bins,
-            }),
-            Ok(None) => {}
-            Err(reason) => out.notes.push(LogNote {
-                method: m.method.clone(),
-                log: log.clone(),
-                reason,
-            }),
+        // Every pre-training run the method's cells name, in cell order: one, or one per seed
+        // when the suite's source has `{seed}`.
+        let mut indices: Vec<usize> = m.by_task.values().flatten().copied().collect();
+        indices.sort_unstable();
+        let mut logs: Vec<PathBuf> = Vec::new();
+        for log in indices
+            .iter()
+            .filter_map(|&c| log_of_source(&cells[c].meta.encoder_source))
+        {
+            if !logs.contains(&log) {
+                logs.push(log);
+            }
         }
+        for log in &logs {
+            match read_log(log) {
+                Ok(Some((batch_size, bins))) => out.curves.push(LncCurve {
+                    method: i,
+                    log: log.clone(),
+                    batch_size,
+                    bins,
+                }),
+                Ok(None) => {}
+                Err(reason) => out.notes.push(LogNote {
+                    method: m.method.clone(),
+                    log: log.clone(),
+                    reason,
+                }),
+            }
+        }
+        // The online probe of the first run only (its picture has one line per method).
+        let Some(log) = logs.into_iter().next() else {
+            continue;
+        };
         match pretrain_probe::read_log(&log) {
             Ok(Some(probes)) => out.probes.push(ProbeCurve { method: i, log, probes }),
             Ok(None) => {}
