@@ -31,8 +31,18 @@ stage() {  # stage NAME COMMAND...: run it and record its wall-clock time
 commit() {  # commit MESSAGE: copy the small results and commit results/study-2 alone
     eval/study/copy_results.sh "$DIR" "$RESULTS"
     [ "${STUDY2_COMMIT:-1}" = 1 ] || return 0
-    git add "$RESULTS"
-    git commit -q -m "study-2: $1" -- "$RESULTS" || true   # nothing new: nothing to commit
+    # Someone else's git command may hold the index for a moment: try again, and never let a
+    # commit stop the study (the next one takes whatever this one left).
+    for _ in 1 2 3 4 5; do
+        git add "$RESULTS" 2>/dev/null && break
+        sleep 2
+    done
+    for _ in 1 2 3 4 5; do
+        git diff --cached --quiet -- "$RESULTS" && break   # nothing new: nothing to commit
+        git commit -q -m "study-2: $1" -- "$RESULTS" 2>/dev/null && break
+        sleep 2
+    done
+    return 0
 }
 
 pretrain() {  # pretrain NAME METHOD SEED [SET...]: pre-train, export, record the encoder's sha256
