@@ -112,14 +112,19 @@ for seed in $LFS_SEEDS; do
     fi
 done
 
-# ---- stage 2: the primary's SAC cells, two at a time, committed pair by pair
-total=$(( 2 * 2 * 6 ))  # encoders x tasks x seeds
-for (( i = 0; i < total; i += 2 )); do
-    stage "cells-$i-$((i + 1))" sh -c "
-        \"$LFS\" suite run $SUITE --out $DIR/suite --job-index $i & a=\$!
-        \"$LFS\" suite run $SUITE --out $DIR/suite --job-index $((i + 1)) & b=\$!
-        wait \$a; ra=\$?; wait \$b; rb=\$?; exit \$(( ra | rb ))"
-    commit "cells $i and $((i + 1))"
+# ---- stage 2: the primary's SAC cells, two at a time, committed pair by pair, seed by seed:
+# a seed's four cells (random and lfs, both tasks) finish together, so that whatever is
+# committed when a session ends is whole units of the test. Cell index = encoder * 12 + task * 6
+# + seed index (encoder-major, then task, then seed: random 0-11, lfs 12-23).
+for k in 0 1 2 3 4 5; do
+    for pair in "$k $((6 + k))" "$((12 + k)) $((18 + k))"; do
+        read -r i j <<< "$pair"
+        stage "cells-$i-$j" sh -c "
+            \"$LFS\" suite run $SUITE --out $DIR/suite --job-index $i & a=\$!
+            \"$LFS\" suite run $SUITE --out $DIR/suite --job-index $j & b=\$!
+            wait \$a; ra=\$?; wait \$b; rb=\$?; exit \$(( ra | rb ))"
+        commit "cells $i and $j"
+    done
 done
 "$LFS" report "$DIR/suite" --out "$DIR/report"
 commit "the primary's 24 cells and lfs report"
