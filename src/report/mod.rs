@@ -326,7 +326,8 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             update_bins::NUM_BINS
         )];
         let curves = &report.pretraining.curves;
-        if (1..curves.len()).any(|i| curves[..i].iter().any(|c| c.method == curves[i].method)) {
+        // `pretraining::read` lists a method's runs one after another.
+        if curves.windows(2).any(|w| w[0].method == w[1].method) {
             subtitle.push(
                 "a method with several pre-training runs (one per seed): its first run here; every run's table is in report.md"
                     .to_string(),

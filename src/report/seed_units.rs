@@ -44,19 +44,25 @@ pub struct MethodUnits {
 
 /// The seeds of `m` with exactly one normalised score on each of `tasks`.
 pub fn units_of(m: &MethodScores, tasks: &[Task]) -> MethodUnits {
-    let mut seeds: Vec<u64> = m.seeds_by_task.values().flatten().copied().collect();
+    // Per task, its runs as (seed, normalised score); empty for a task without any.
+    let runs: Vec<Vec<(u64, f64)>> = tasks
+        .iter()
+        .map(|task| match (m.seeds_by_task.get(task), m.normalised(*task)) {
+            (Some(seeds), Some(scores)) => seeds.iter().copied().zip(scores).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut seeds: Vec<u64> = runs.iter().flatten().map(|r| r.0).collect();
     seeds.sort_unstable();
     seeds.dedup();
     let (mut units, mut incomplete) = (Vec::new(), Vec::new());
     for seed in seeds {
-        let scores: Option<Vec<f64>> = tasks
+        let scores: Option<Vec<f64>> = runs
             .iter()
-            .map(|task| {
-                let normalised = m.normalised(*task)?;
-                let runs = m.seeds_by_task.get(task)?;
-                let mut of_seed = runs.iter().zip(normalised).filter(|(s, _)| **s == seed);
+            .map(|task_runs| {
+                let mut of_seed = task_runs.iter().filter(|r| r.0 == seed);
                 match (of_seed.next(), of_seed.next()) {
-                    (Some((_, score)), None) => Some(score),
+                    (Some(&(_, score)), None) => Some(score),
                     _ => None,
                 }
             })
@@ -80,10 +86,24 @@ fn table<'a>(units: impl Iterator<Item = &'a SeedUnit>, num_tasks: usize) -> Sco
     ScoreTable { tasks }
 }
 
+/// The aggregate of the units of `a` less that of `b`'s, over `num_tasks` tasks: the one
+/// statistic the difference, the permutation test's splits and the bootstrap's replicates take.
+fn difference_of<'a>(
+    a: impl Iterator<Item = &'a SeedUnit>,
+    b: impl Iterator<Item = &'a SeedUnit>,
+    num_tasks: usize,
+    aggregate: Aggregate,
+) -> f64 {
+    aggregate.of(&table(a, num_tasks)) - aggregate.of(&table(b, num_tasks))
+}
+
+fn num_tasks(a: &[SeedUnit], b: &[SeedUnit]) -> usize {
+    a.first().or(b.first()).map_or(0, |u| u.scores.len())
+}
+
 /// The aggregate of a's units less b's.
 pub fn difference(a: &[SeedUnit], b: &[SeedUnit], aggregate: Aggregate) -> f64 {
-    let num_tasks = a.first().or(b.first()).map_or(0, |u| u.scores.len());
-    aggregate.of(&table(a.iter(), num_tasks)) - aggregate.of(&table(b.iter(), num_tasks))
+    difference_of(a.iter(), b.iter(), num_tasks(a, b), aggregate)
 }
 
 /// The outcome of the permutation test.
@@ -117,16 +137,17 @@ pub fn permutation_test(
     let observed = difference(a, b, aggregate).abs();
     // Differences equal to the observed one up to rounding count as extreme.
     let tolerance = 1e-12 * observed.max(1.0);
-    let num_tasks = pooled.first().map_or(0, |u| u.scores.len());
+    let num_tasks = num_tasks(a, b);
     let mut in_a = vec![false; n];
     let split_difference = |in_a: &[bool]| -> f64 {
         let side = |want: bool| {
-            table(
-                pooled.iter().zip(in_a).filter(|(_, &x)| x == want).map(|(u, _)| *u),
-                num_tasks,
-            )
+            pooled
+                .iter()
+                .zip(in_a)
+                .filter(move |(_, &x)| x == want)
+                .map(|(u, _)| *u)
         };
-        (aggregate.of(&side(true)) - aggregate.of(&side(false))).abs()
+        difference_of(side(true), side(false), num_tasks, aggregate).abs()
     };
     let total = binomial(n as u64, k as u64);
     if total <= max_exact {
@@ -175,16 +196,18 @@ pub fn permutation_test(
 /// b's units independently, with replacement (a first in each replicate).
 pub fn unit_bootstrap(a: &[SeedUnit], b: &[SeedUnit], aggregate: Aggregate, cfg: &BootstrapConfig) -> Estimate {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-    let mut draw = |units: &[SeedUnit]| -> Vec<SeedUnit> {
-        (0..units.len())
-            .map(|_| units[rng.random_range(0..units.len())].clone())
-            .collect()
-    };
+    let num_tasks = num_tasks(a, b);
+    let mut draw =
+        |units: &'_ [SeedUnit]| -> Vec<usize> { (0..units.len()).map(|_| rng.random_range(0..units.len())).collect() };
     let replicates = (0..cfg.reps)
         .map(|_| {
-            let ra = draw(a);
-            let rb = draw(b);
-            difference(&ra, &rb, aggregate)
+            let (ra, rb) = (draw(a), draw(b));
+            difference_of(
+                ra.iter().map(|&i| &a[i]),
+                rb.iter().map(|&i| &b[i]),
+                num_tasks,
+                aggregate,
+            )
         })
         .collect();
     percentile_interval(difference(a, b, aggregate), replicates, cfg.confidence)
