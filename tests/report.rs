@@ -1548,8 +1548,8 @@ fn seed_unit_comparison_matches_the_reference() {
 
 /// `[primary] unit = "seed"` end to end: with 3 seeds per method even a complete separation
 /// cannot reach p ≤ 0.05 (2 of the 20 splits are as extreme), with 4 it does (2 of 70); a seed
-/// that misses a task is left out and named; a declaration with a confidence outside (0, 1) or
-/// a = b is refused, naming the file.
+/// that misses a task is left out and named; a declaration with a confidence outside (0, 1), an
+/// unknown unit or a = b is refused, naming the file.
 #[test]
 fn the_primary_comparison_with_seeds_as_units() {
     let tasks = ["cartpole_swingup", "walker_stand"];
@@ -1589,6 +1589,16 @@ fn the_primary_comparison_with_seeds_as_units() {
     assert!(
         level.contains("suite.toml") && level.contains("primary: confidence = 1.5 must be between 0 and 1"),
         "{level}"
+    );
+    let unit = report(
+        "unit",
+        4,
+        "a = \"lfs\"\nb = \"random\"\naggregate = \"iqm\"\nunit = \"cell\"",
+        None,
+    );
+    assert!(
+        unit.contains("suite.toml") && unit.contains("unknown variant `cell`"),
+        "{unit}"
     );
     let same = report("same", 4, "a = \"lfs\"\nb = \"lfs\"\naggregate = \"iqm\"", None);
     assert!(
