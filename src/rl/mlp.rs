@@ -162,7 +162,6 @@ impl CustomOp2 for RowSplitProduct {
         w: &CpuStorage,
         w_layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        use rayon::prelude::*;
         let x = contiguous_f32(x, x_layout, self.name())?;
         let w = contiguous_f32(w, w_layout, self.name())?;
         let (b, inner) = x_layout.shape().dims2()?;
@@ -170,41 +169,53 @@ impl CustomOp2 for RowSplitProduct {
         if inner != w_inner {
             candle_core::bail!("{}: x (b, {inner}) · Wᵀ with W ({out}, {w_inner})", self.name())
         }
-        let rows_per_part = b.div_ceil(self.parts);
-        let mut y = vec![0f32; b * out]; // (b, out)
-        y.par_chunks_mut(rows_per_part * out)
-            .zip(x.par_chunks(rows_per_part * inner))
-            .for_each(|(y_rows, x_rows)| {
-                let rows = y_rows.len() / out;
-                // SAFETY: y_rows is (rows, out) row-major, x_rows (rows, inner) row-major and w
-                // (out, inner) row-major, read as Wᵀ (inner, out) through its strides; the three
-                // slices hold exactly those elements and y_rows is written by this thread only.
-                unsafe {
-                    gemm::gemm(
-                        rows,
-                        out,
-                        inner,
-                        y_rows.as_mut_ptr(),
-                        1,
-                        out as isize,
-                        false,
-                        x_rows.as_ptr(),
-                        1,
-                        inner as isize,
-                        w.as_ptr(),
-                        inner as isize,
-                        1,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        gemm::Parallelism::None,
-                    )
-                }
-            });
+        let y = row_split_product(x, b, inner, w, out, self.parts); // (b, out)
         Ok((CpuStorage::F32(y), Shape::from((b, out))))
     }
+}
+
+/// y (rows, out) = x (rows, inner) · Wᵀ with W (out, inner), all row-major: x's rows in
+/// `parts` blocks, each block one single-threaded GEMM on its own rayon thread.
+pub(crate) fn row_split_product(x: &[f32], rows: usize, inner: usize, w: &[f32], out: usize, parts: usize) -> Vec<f32> {
+    use rayon::prelude::*;
+    assert!(
+        x.len() == rows * inner && w.len() == out * inner,
+        "row_split_product: shapes"
+    );
+    let rows_per_part = rows.div_ceil(parts.max(1)).max(1);
+    let mut y = vec![0f32; rows * out]; // (rows, out)
+    y.par_chunks_mut(rows_per_part * out)
+        .zip(x.par_chunks(rows_per_part * inner))
+        .for_each(|(y_rows, x_rows)| {
+            let rows = y_rows.len() / out;
+            // SAFETY: y_rows is (rows, out) row-major, x_rows (rows, inner) row-major and w
+            // (out, inner) row-major, read as Wᵀ (inner, out) through its strides; the three
+            // slices hold exactly those elements and y_rows is written by this thread only.
+            unsafe {
+                gemm::gemm(
+                    rows,
+                    out,
+                    inner,
+                    y_rows.as_mut_ptr(),
+                    1,
+                    out as isize,
+                    false,
+                    x_rows.as_ptr(),
+                    1,
+                    inner as isize,
+                    w.as_ptr(),
+                    inner as isize,
+                    1,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                )
+            }
+        });
+    y
 }
 
 /// The identity on a product `y = x · Wᵀ` computed outside the graph, joined to the one

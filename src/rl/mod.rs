@@ -13,6 +13,7 @@ pub mod feature_cache;
 pub(crate) mod mlp;
 pub mod replay_buffer;
 pub mod sac;
+mod sac_backward;
 pub mod squashed_gaussian;
 pub mod taco;
 

@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 use super::actor::{Actor, NetworkDims};
 use super::agent_state::{self, check_finite, scalar, Optimised};
 use super::batch::Batch;
-use super::critic::Critic;
+use super::critic::{Critic, TwinQ};
 use super::mlp::TrunkOutput;
+use super::sac_backward::{actor_step, critic_step, SacNets};
+use super::squashed_gaussian::Sample;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
@@ -162,7 +164,7 @@ const LOG_ALPHA: &str = "log_alpha";
 /// The agent: networks, their stores and their optimisers.
 pub struct SacAgent {
     cfg: SacConfig,
-    action_dim: usize,
+    dims: NetworkDims,
     actor: Actor,
     critic: Critic,
     critic_target: Critic,
@@ -206,7 +208,7 @@ impl SacAgent {
             critic_opt: Adam::new(cfg.optimizer.clone(), &critic_params),
             alpha_opt: Adam::new(cfg.optimizer.clone(), &alpha_params),
             cfg: cfg.clone(),
-            action_dim,
+            dims,
             actor,
             critic,
             critic_target,
@@ -218,7 +220,7 @@ impl SacAgent {
     }
 
     pub fn action_dim(&self) -> usize {
-        self.action_dim
+        self.dims.action_dim
     }
 
     /// The settings it was built with.
@@ -228,7 +230,7 @@ impl SacAgent {
 
     /// −|A|.
     pub fn target_entropy(&self) -> f64 {
-        -(self.action_dim as f64)
+        -(self.dims.action_dim as f64)
     }
 
     /// Current α.
@@ -274,8 +276,29 @@ impl SacAgent {
 
     /// Standard normal noise (b, A) from `rng` (so a resumed run draws the same noise).
     fn noise<R: Rng + ?Sized>(&self, b: usize, device: &Device, rng: &mut R) -> Result<Tensor> {
-        let eps: Vec<f32> = (0..b * self.action_dim).map(|_| standard_normal(rng) as f32).collect();
-        Ok(Tensor::from_vec(eps, (b, self.action_dim), device)?)
+        Ok(Tensor::from_vec(
+            self.noise_values(b, rng),
+            (b, self.dims.action_dim),
+            device,
+        )?)
+    }
+
+    /// [`SacAgent::noise`]'s values, row-major (b, A).
+    fn noise_values<R: Rng + ?Sized>(&self, b: usize, rng: &mut R) -> Vec<f32> {
+        (0..b * self.dims.action_dim)
+            .map(|_| standard_normal(rng) as f32)
+            .collect()
+    }
+
+    /// What [`critic_step`] and [`actor_step`] read.
+    fn nets(&self) -> SacNets<'_> {
+        SacNets {
+            dims: self.dims,
+            log_std_bounds: (self.cfg.log_std_min, self.cfg.log_std_max),
+            actor: &self.actor_params,
+            critic: &self.critic_params,
+            critic_target: &self.critic_target_params,
+        }
     }
 
     /// One update at agent step `step`: the critic every step; the actor and α every
@@ -294,9 +317,21 @@ impl SacAgent {
         step: u64,
         rng: &mut R,
     ) -> Result<(SacMetrics, Option<Tensor>)> {
-        let (mut metrics, obs_grad) = self.update_critic(batch, rng)?;
+        // Constant features on the CPU (a frozen encoder's): the update written out
+        // (sac_backward.rs); otherwise candle's autograd, which also gives obs its gradient.
+        let written_out = [&batch.obs, &batch.next_obs]
+            .iter()
+            .all(|t| t.device().is_cpu() && !t.track_op());
+        let (mut metrics, obs_grad) = match written_out {
+            true => (self.update_critic_written_out(batch, rng)?, None),
+            false => self.update_critic(batch, rng)?,
+        };
         if step % self.cfg.actor_update_every_steps == 0 {
-            self.update_actor_and_alpha(&batch.obs.detach(), rng, &mut metrics)?;
+            let log_prob = match written_out {
+                true => self.update_actor_written_out(&batch.obs, rng, &mut metrics)?,
+                false => self.update_actor(&batch.obs.detach(), rng, &mut metrics)?,
+            };
+            self.update_alpha(&log_prob, &mut metrics)?;
         }
         if step % self.cfg.critic_target_update_every_steps == 0 {
             ema_update(
@@ -309,13 +344,11 @@ impl SacAgent {
         Ok((metrics, obs_grad))
     }
 
-    fn update_critic<R: Rng + ?Sized>(&mut self, batch: &Batch, rng: &mut R) -> Result<(SacMetrics, Option<Tensor>)> {
+    /// The critic's loss as a candle graph, for next-action noise `next_eps` (b, A), and the
+    /// Q1 and target values its metrics report.
+    fn critic_loss_graph(&self, batch: &Batch, next_eps: &Tensor) -> Result<(Tensor, TwinQ, Tensor)> {
         let alpha = self.alpha()?;
-        let b = batch.obs.dim(0)?;
-        let next = self
-            .actor
-            .forward(&batch.next_obs)?
-            .rsample(&self.noise(b, batch.obs.device(), rng)?)?;
+        let next = self.actor.forward(&batch.next_obs)?.rsample(next_eps)?;
         let target = self.critic_target.forward(&batch.next_obs, &next.action.detach())?;
         let target_q = critic_target(
             &batch.reward,
@@ -326,7 +359,22 @@ impl SacAgent {
             &batch.discount,
         )?; // (b, 1)
         let q = self.critic.forward(&batch.obs, &batch.action)?;
-        let loss = critic_loss(&q.q1, &q.q2, &target_q)?;
+        Ok((critic_loss(&q.q1, &q.q2, &target_q)?, q, target_q))
+    }
+
+    /// The actor's loss as a candle graph through the detached critic, for noise `eps` (b, A),
+    /// and its sample.
+    fn actor_loss_graph(&self, obs: &Tensor, eps: &Tensor) -> Result<(Tensor, Sample)> {
+        let alpha = self.alpha()?;
+        let sample = self.actor.forward(obs)?.rsample(eps)?;
+        let q = self.critic.detached().forward(obs, &sample.action)?;
+        Ok((actor_loss(alpha, &sample.log_prob, &q.q1, &q.q2)?, sample))
+    }
+
+    /// The critic's step through candle's autograd.
+    fn update_critic<R: Rng + ?Sized>(&mut self, batch: &Batch, rng: &mut R) -> Result<(SacMetrics, Option<Tensor>)> {
+        let next_eps = self.noise(batch.obs.dim(0)?, batch.obs.device(), rng)?; // (b, A)
+        let (loss, q, target_q) = self.critic_loss_graph(batch, &next_eps)?;
         let metrics = SacMetrics {
             critic_loss: scalar(&loss)?,
             critic_q1: scalar(&q.q1.mean_all()?)?,
@@ -343,17 +391,44 @@ impl SacAgent {
         Ok((metrics, obs_grad))
     }
 
-    fn update_actor_and_alpha<R: Rng + ?Sized>(
+    /// [`SacAgent::update_critic`] on constant features, written out.
+    fn update_critic_written_out<R: Rng + ?Sized>(&mut self, batch: &Batch, rng: &mut R) -> Result<SacMetrics> {
+        let alpha = self.alpha()?;
+        let next_eps = self.noise_values(batch.obs.dim(0)?, rng); // (b, A)
+        let step = critic_step(&self.nets(), batch, &next_eps, alpha)?;
+        check_finite("critic loss", step.critic_loss)?;
+        self.critic_opt.step_named(&self.critic_params, &step.grads)?;
+        Ok(SacMetrics {
+            critic_loss: step.critic_loss,
+            critic_q1: step.critic_q1,
+            critic_target_q: step.critic_target_q,
+            ..SacMetrics::default()
+        })
+    }
+
+    /// [`SacAgent::update_actor`] on constant features, written out; returns log π (b, 1).
+    fn update_actor_written_out<R: Rng + ?Sized>(
         &mut self,
         obs: &Tensor,
         rng: &mut R,
         metrics: &mut SacMetrics,
-    ) -> Result<()> {
+    ) -> Result<Tensor> {
         let alpha = self.alpha()?;
         let b = obs.dim(0)?;
-        let sample = self.actor.forward(obs)?.rsample(&self.noise(b, obs.device(), rng)?)?;
-        let q = self.critic.detached().forward(obs, &sample.action)?;
-        let loss = actor_loss(alpha, &sample.log_prob, &q.q1, &q.q2)?;
+        let eps = self.noise_values(b, rng); // (b, A)
+        let step = actor_step(&self.nets(), obs, &eps, alpha)?;
+        let log_prob = Tensor::from_vec(step.log_prob, (b, 1), obs.device())?; // (b, 1)
+        metrics.actor_loss = Some(step.actor_loss);
+        metrics.actor_entropy = Some(-scalar(&log_prob.mean_all()?)?);
+        check_finite("actor loss", step.actor_loss)?;
+        self.actor_opt.step_named(&self.actor_params, &step.grads)?;
+        Ok(log_prob)
+    }
+
+    /// The actor's step through candle's autograd; returns log π (b, 1), detached.
+    fn update_actor<R: Rng + ?Sized>(&mut self, obs: &Tensor, rng: &mut R, metrics: &mut SacMetrics) -> Result<Tensor> {
+        let eps = self.noise(obs.dim(0)?, obs.device(), rng)?; // (b, A)
+        let (loss, sample) = self.actor_loss_graph(obs, &eps)?;
         metrics.actor_loss = Some(scalar(&loss)?);
         metrics.actor_entropy = Some(-scalar(&sample.log_prob.mean_all()?)?);
         check_finite("actor loss", scalar(&loss)?)?;
@@ -361,8 +436,12 @@ impl SacAgent {
         // (Proto-RL computes them and zeroes them before the critic's next step).
         let grads = loss.backward()?;
         self.actor_opt.step(&self.actor_params, &grads)?;
+        Ok(sample.log_prob.detach())
+    }
 
-        let loss = alpha_loss(self.log_alpha()?, &sample.log_prob.detach(), self.target_entropy())?;
+    /// α's step on the actor step's log π (b, 1).
+    fn update_alpha(&mut self, log_prob: &Tensor, metrics: &mut SacMetrics) -> Result<()> {
+        let loss = alpha_loss(self.log_alpha()?, log_prob, self.target_entropy())?;
         metrics.alpha_loss = Some(scalar(&loss)?);
         let grads = loss.backward()?;
         self.alpha_opt.step(&self.alpha_params, &grads)?;
@@ -393,5 +472,98 @@ impl SacAgent {
             Optimised::new("critic_opt", &self.critic_opt, &self.critic_params),
             Optimised::new("alpha_opt", &self.alpha_opt, &self.alpha_params),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    fn batch(repr: usize, b: usize, a: usize, rng: &mut impl Rng) -> Batch {
+        let mut t = |dims: (usize, usize), lo: f32, hi: f32| {
+            let v: Vec<f32> = (0..dims.0 * dims.1).map(|_| rng.random_range(lo..hi)).collect();
+            Tensor::from_vec(v, dims, &Device::Cpu).unwrap()
+        };
+        Batch {
+            obs: t((b, repr), 0.0, 1.0),
+            action: t((b, a), -1.0, 1.0),
+            reward: t((b, 1), 0.0, 1.0),
+            discount: t((b, 1), 0.9, 1.0),
+            next_obs: t((b, repr), 0.0, 1.0),
+        }
+    }
+
+    /// Worst |ours − candle's| over a parameter's gradient, relative to candle's largest entry.
+    fn worst_relative(ours: &Tensor, reference: &Tensor) -> f32 {
+        let (x, y) = (
+            ours.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            reference.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+        );
+        assert_eq!(x.len(), y.len());
+        let scale = y.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
+        x.iter().zip(&y).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+    }
+
+    /// The written-out update (sac_backward.rs) against candle's autograd on the same networks,
+    /// batch and noise: every parameter's gradient, and the losses. (Adam is blind to a
+    /// gradient's scale, so comparing parameters after a step would not catch a wrong factor.)
+    #[test]
+    fn written_out_gradients_match_candles_autograd() {
+        for repr in [40, 5000] {
+            // 5000 features: the trunks' products split by rows, as at the real 39200.
+            let cfg = SacConfig {
+                feature_dim: 8,
+                hidden_dim: 32,
+                batch_size: 16,
+                ..SacConfig::default()
+            };
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+            let mut agent = SacAgent::new(&cfg, repr, 3, &Device::Cpu, &mut rng).unwrap();
+            // A few updates first, so no LayerNorm γ is 1, no bias 0 and the target has moved.
+            let warm = batch(repr, 16, 3, &mut rng);
+            for step in 1..=4 {
+                agent.update(&warm, step, &mut rng).unwrap();
+            }
+            let batch = batch(repr, 16, 3, &mut rng);
+            let eps = agent.noise(16, &Device::Cpu, &mut rng).unwrap(); // (b, A)
+            let eps_values = eps.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            let alpha = agent.alpha().unwrap();
+
+            let (loss, _, _) = agent.critic_loss_graph(&batch, &eps).unwrap();
+            let reference = loss.backward().unwrap();
+            let ours = critic_step(&agent.nets(), &batch, &eps_values, alpha).unwrap();
+            let l = scalar(&loss).unwrap();
+            assert!(
+                (ours.critic_loss - l).abs() <= 1e-5 * l.abs().max(1.0),
+                "{} vs {l}",
+                ours.critic_loss
+            );
+            assert_eq!(ours.grads.len(), agent.critic_params.len());
+            for (name, var) in agent.critic_params.iter() {
+                let worst = worst_relative(&ours.grads[name], reference.get(var.as_tensor()).unwrap());
+                assert!(worst < 1e-4, "repr {repr}, critic {name}: {worst}");
+            }
+
+            let (loss, sample) = agent.actor_loss_graph(&batch.obs, &eps).unwrap();
+            let reference = loss.backward().unwrap();
+            let ours = actor_step(&agent.nets(), &batch.obs, &eps_values, alpha).unwrap();
+            let l = scalar(&loss).unwrap();
+            assert!(
+                (ours.actor_loss - l).abs() <= 1e-5 * l.abs().max(1.0),
+                "{} vs {l}",
+                ours.actor_loss
+            );
+            let log_prob = sample.log_prob.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            for (x, y) in ours.log_prob.iter().zip(&log_prob) {
+                assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "log π {x} vs {y}");
+            }
+            assert_eq!(ours.grads.len(), agent.actor_params.len());
+            for (name, var) in agent.actor_params.iter() {
+                let worst = worst_relative(&ours.grads[name], reference.get(var.as_tensor()).unwrap());
+                assert!(worst < 1e-4, "repr {repr}, actor {name}: {worst}");
+            }
+        }
     }
 }

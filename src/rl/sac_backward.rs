@@ -1,0 +1,794 @@
+//! SAC's update on constant features, forward and backward written out over raw buffers on the
+//! CPU (issue 30). This is the update `lfs eval` runs on a frozen encoder's cached features.
+//!
+//! candle's autograd cost the update about a fifth of its time: it accumulates every node's
+//! gradient into a freshly zero-filled tensor, and its threads idle between ~150 small parallel
+//! ops (BENCHMARKS.md, "The agent's update on cached features"). Here each network's forward
+//! keeps what its backward needs (a tape), and the backward writes every gradient once, through
+//! the same GEMM crate candle calls. The arithmetic is [`super::sac`]'s, term for term:
+//! Proto-RL's `update_critic` and `update_actor_and_alpha`. The sums are taken in another order,
+//! so results differ from the autograd path at float rounding. tests/sac.rs holds the two paths
+//! to each other over several updates.
+//!
+//! Nothing here steps an optimiser or reads a generator: [`critic_step`] and [`actor_step`]
+//! return gradients by parameter name and the numbers the metrics need. [`super::SacAgent`]
+//! draws the noise, steps its Adams and moves the target, in the order of the autograd path.
+
+use std::collections::BTreeMap;
+
+use candle_core::{Device, Layout, Storage, StorageRef, Tensor};
+
+use super::actor::NetworkDims;
+use super::batch::Batch;
+use super::mlp::row_split_product;
+use crate::nn::kernels::cpu_storage::contiguous_f32;
+use crate::nn::Params;
+use crate::{Error, Result};
+
+/// torch.nn.LayerNorm's default epsilon (as [`super::mlp`]'s trunk).
+const LAYER_NORM_EPS: f32 = 1e-5;
+
+/// Products below this many FLOPs run on one thread (splitting them costs more than it saves).
+const PARALLEL_MIN_FLOPS: usize = 1 << 22;
+
+/// Inner dimensions from which a trunk's product is split by rows (as [`super::mlp`]'s).
+const ROW_SPLIT_MIN_INNER: usize = 4096;
+
+// ---- matrices and products
+
+/// A read-only matrix view: element (i, j) at `data[i·rs + j·cs]`.
+#[derive(Clone, Copy)]
+struct Mat<'a> {
+    data: &'a [f32],
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    cs: usize,
+}
+
+impl<'a> Mat<'a> {
+    /// A row-major (rows, cols) matrix.
+    fn new(data: &'a [f32], rows: usize, cols: usize) -> Self {
+        assert_eq!(data.len(), rows * cols, "matrix of {rows}×{cols}");
+        Self {
+            data,
+            rows,
+            cols,
+            rs: cols,
+            cs: 1,
+        }
+    }
+
+    /// The transpose, as a view of the same data.
+    fn t(self) -> Self {
+        Self {
+            data: self.data,
+            rows: self.cols,
+            cols: self.rows,
+            rs: self.cs,
+            cs: self.rs,
+        }
+    }
+}
+
+/// dst (m, n) row-major = a (m, k) · b (k, n), or dst + a · b with `accumulate`.
+fn matmul(dst: &mut [f32], a: Mat, b: Mat, accumulate: bool) {
+    assert_eq!(a.cols, b.rows, "matmul: inner dimensions");
+    let (m, n, k) = (a.rows, b.cols, a.cols);
+    assert_eq!(dst.len(), m * n, "matmul: destination");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            dst.fill(0.0);
+        }
+        return;
+    }
+    let last = |x: &Mat| (x.rows - 1) * x.rs + (x.cols - 1) * x.cs;
+    assert!(last(&a) < a.data.len() && last(&b) < b.data.len(), "matmul: views");
+    let threads = rayon::current_num_threads();
+    let parallelism = match 2 * m * n * k >= PARALLEL_MIN_FLOPS && threads > 1 {
+        true => gemm::Parallelism::Rayon(threads),
+        false => gemm::Parallelism::None,
+    };
+    // SAFETY: dst is (m, n) row-major and holds m·n elements; a's and b's largest offsets were
+    // checked against their slices above, and dst is borrowed mutably, so nothing aliases it.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            accumulate,
+            a.data.as_ptr(),
+            a.cs as isize,
+            a.rs as isize,
+            b.data.as_ptr(),
+            b.cs as isize,
+            b.rs as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    }
+}
+
+/// Σ over rows of a row-major (rows, cols) matrix: (cols).
+fn column_sums(x: &[f32], cols: usize) -> Vec<f32> {
+    let mut sums = vec![0f32; cols];
+    for row in x.chunks_exact(cols) {
+        sums.iter_mut().zip(row).for_each(|(s, v)| *s += v);
+    }
+    sums
+}
+
+/// Columns `from..from + width` of a row-major (rows, cols) matrix: (rows, width).
+fn columns(x: &[f32], cols: usize, from: usize, width: usize) -> Vec<f32> {
+    x.chunks_exact(cols)
+        .flat_map(|row| &row[from..from + width])
+        .copied()
+        .collect()
+}
+
+/// [a | b] with a (rows, ca) and b (rows, cb): (rows, ca + cb), as `Tensor::cat` on the last dim.
+fn concat_columns(a: &[f32], ca: usize, b: &[f32], cb: usize) -> Vec<f32> {
+    a.chunks_exact(ca)
+        .zip(b.chunks_exact(cb))
+        .flat_map(|(ra, rb)| ra.iter().chain(rb))
+        .copied()
+        .collect()
+}
+
+// ---- parameters
+
+/// A store's parameters as f32 slices, read-locked for one update's pass.
+struct Borrowed<'p> {
+    guards: BTreeMap<&'p str, (StorageRef<'p>, &'p Layout)>,
+}
+
+impl<'p> Borrowed<'p> {
+    fn new(params: &'p Params) -> Self {
+        Self {
+            guards: params
+                .iter()
+                .map(|(name, var)| (name.as_str(), var.as_tensor().storage_and_layout()))
+                .collect(),
+        }
+    }
+
+    /// Parameter `name`, checked to hold `len` elements.
+    fn get(&self, name: &str, len: usize) -> Result<&[f32]> {
+        let (storage, layout) = self
+            .guards
+            .get(name)
+            .ok_or_else(|| Error::Shape(format!("sac backward: no parameter {name}")))?;
+        let Storage::Cpu(cpu) = &**storage else {
+            return Err(Error::Shape(format!("sac backward: {name} is not on the CPU")));
+        };
+        let data = contiguous_f32(cpu, layout, "sac backward")?;
+        if data.len() != len {
+            return Err(Error::Shape(format!(
+                "sac backward: {name} holds {} elements, expected {len}",
+                data.len()
+            )));
+        }
+        Ok(data)
+    }
+}
+
+/// The f32 data of a contiguous CPU tensor, copied (for the batch's small columns).
+fn host_vec(t: &Tensor) -> Result<Vec<f32>> {
+    Ok(t.flatten_all()?.to_vec1::<f32>()?)
+}
+
+// ---- layers
+
+/// `Linear(inp → out)`: weight (out, inp), bias (out), PyTorch's layout.
+struct LinearView<'a> {
+    weight: &'a [f32],
+    bias: &'a [f32],
+    inp: usize,
+    out: usize,
+}
+
+impl<'a> LinearView<'a> {
+    fn of(params: &'a Borrowed, name: &str, inp: usize, out: usize) -> Result<Self> {
+        Ok(Self {
+            weight: params.get(&format!("{name}.weight"), out * inp)?,
+            bias: params.get(&format!("{name}.bias"), out)?,
+            inp,
+            out,
+        })
+    }
+
+    /// x (b, inp) -> x · Wᵀ + bias (b, out).
+    fn forward(&self, x: &[f32], b: usize) -> Vec<f32> {
+        let mut y = vec![0f32; b * self.out]; // (b, out)
+        matmul(
+            &mut y,
+            Mat::new(x, b, self.inp),
+            Mat::new(self.weight, self.out, self.inp).t(),
+            false,
+        );
+        self.add_bias(&mut y);
+        y
+    }
+
+    fn add_bias(&self, y: &mut [f32]) {
+        for row in y.chunks_exact_mut(self.out) {
+            row.iter_mut().zip(self.bias).for_each(|(v, b)| *v += b);
+        }
+    }
+
+    /// Given dy (b, out) and the layer's input x (b, inp): dW (out, inp) = dyᵀ · x, dbias = Σ dy.
+    fn weight_grads(&self, x: &[f32], dy: &[f32], b: usize) -> LinearGrads {
+        let mut weight = vec![0f32; self.out * self.inp]; // (out, inp)
+        matmul(
+            &mut weight,
+            Mat::new(dy, b, self.out).t(),
+            Mat::new(x, b, self.inp),
+            false,
+        );
+        LinearGrads {
+            weight,
+            bias: column_sums(dy, self.out),
+        }
+    }
+
+    /// dx (b, inp) = dy (b, out) · W.
+    fn input_grad(&self, dy: &[f32], b: usize) -> Vec<f32> {
+        let mut dx = vec![0f32; b * self.inp]; // (b, inp)
+        matmul(
+            &mut dx,
+            Mat::new(dy, b, self.out),
+            Mat::new(self.weight, self.out, self.inp),
+            false,
+        );
+        dx
+    }
+}
+
+/// One Linear layer's gradients, shaped as its parameters.
+struct LinearGrads {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+/// `Linear(repr → feature) → LayerNorm(feature)`, `{prefix}.0` and `{prefix}.1` (Proto-RL's
+/// SAC trunk, [`super::mlp::TrunkOutput::LayerNorm`]).
+struct TrunkView<'a> {
+    linear: LinearView<'a>,
+    ln_weight: &'a [f32],
+    ln_bias: &'a [f32],
+}
+
+/// What a trunk's backward needs: the normalised rows and their standard deviations.
+struct TrunkTape {
+    /// (x − mean) / std per row: (b, feature).
+    x_hat: Vec<f32>,
+    /// sqrt(var + eps) per row: (b).
+    std: Vec<f32>,
+    /// The trunk's output x_hat · γ + β: (b, feature).
+    out: Vec<f32>,
+}
+
+impl<'a> TrunkView<'a> {
+    fn of(params: &'a Borrowed, prefix: &str, dims: &NetworkDims) -> Result<Self> {
+        let f = dims.feature_dim;
+        Ok(Self {
+            linear: LinearView::of(params, &format!("{prefix}.0"), dims.repr_dim, f)?,
+            ln_weight: params.get(&format!("{prefix}.1.weight"), f)?,
+            ln_bias: params.get(&format!("{prefix}.1.bias"), f)?,
+        })
+    }
+
+    /// h (b, repr) -> the tape, whose `out` is (b, feature).
+    fn forward(&self, h: &[f32], b: usize) -> TrunkTape {
+        let (repr, f) = (self.linear.inp, self.linear.out);
+        let threads = rayon::current_num_threads();
+        // A constant input's long, narrow product: one single-threaded GEMM per block of rows.
+        let mut y = match repr >= ROW_SPLIT_MIN_INNER && b >= 2 && threads > 1 {
+            true => row_split_product(h, b, repr, self.linear.weight, f, threads.min(b)),
+            false => {
+                let mut y = vec![0f32; b * f];
+                matmul(
+                    &mut y,
+                    Mat::new(h, b, repr),
+                    Mat::new(self.linear.weight, f, repr).t(),
+                    false,
+                );
+                y
+            }
+        }; // (b, feature)
+        self.linear.add_bias(&mut y);
+        // LayerNorm per row, as candle's layer_norm_slow: centre, divide by sqrt(var + eps).
+        let mut std = Vec::with_capacity(b);
+        for row in y.chunks_exact_mut(f) {
+            let mean = row.iter().sum::<f32>() / f as f32;
+            row.iter_mut().for_each(|v| *v -= mean);
+            let var = row.iter().map(|v| v * v).sum::<f32>() / f as f32;
+            let s = (var + LAYER_NORM_EPS).sqrt();
+            row.iter_mut().for_each(|v| *v /= s);
+            std.push(s);
+        }
+        let x_hat = y;
+        let out = x_hat
+            .chunks_exact(f)
+            .flat_map(|row| {
+                row.iter()
+                    .zip(self.ln_weight)
+                    .zip(self.ln_bias)
+                    .map(|((x, g), b)| x * g + b)
+            })
+            .collect();
+        TrunkTape { x_hat, std, out }
+    }
+
+    /// Given the trunk's input h (b, repr) and d out (b, feature): its parameters' gradients.
+    fn backward(&self, h: &[f32], tape: &TrunkTape, d_out: &[f32], b: usize) -> TrunkGrads {
+        let f = self.linear.out;
+        let mut ln_weight = vec![0f32; f];
+        let mut ln_bias = vec![0f32; f];
+        let mut dy = vec![0f32; b * f]; // d (linear's output), (b, feature)
+        for (((dy, d_out), x_hat), std) in dy
+            .chunks_exact_mut(f)
+            .zip(d_out.chunks_exact(f))
+            .zip(tape.x_hat.chunks_exact(f))
+            .zip(&tape.std)
+        {
+            let mut mean_dx_hat = 0f32;
+            let mut mean_dx_hat_x_hat = 0f32;
+            for j in 0..f {
+                ln_weight[j] += d_out[j] * x_hat[j];
+                ln_bias[j] += d_out[j];
+                let dx_hat = d_out[j] * self.ln_weight[j];
+                mean_dx_hat += dx_hat;
+                mean_dx_hat_x_hat += dx_hat * x_hat[j];
+                dy[j] = dx_hat;
+            }
+            mean_dx_hat /= f as f32;
+            mean_dx_hat_x_hat /= f as f32;
+            for j in 0..f {
+                dy[j] = (dy[j] - mean_dx_hat - x_hat[j] * mean_dx_hat_x_hat) / std;
+            }
+        }
+        TrunkGrads {
+            linear: self.linear.weight_grads(h, &dy, b),
+            ln_weight,
+            ln_bias,
+        }
+    }
+}
+
+struct TrunkGrads {
+    linear: LinearGrads,
+    ln_weight: Vec<f32>,
+    ln_bias: Vec<f32>,
+}
+
+/// `Linear ReLU Linear ReLU Linear`, `{prefix}.{0,2,4}` (super::mlp::Mlp).
+struct MlpView<'a> {
+    layers: [LinearView<'a>; 3],
+}
+
+/// The MLP's activations: both hidden layers after their ReLU (b, hidden) and its output.
+struct MlpTape {
+    h1: Vec<f32>,
+    h2: Vec<f32>,
+    out: Vec<f32>,
+}
+
+impl<'a> MlpView<'a> {
+    fn of(params: &'a Borrowed, prefix: &str, inp: usize, hidden: usize, out: usize) -> Result<Self> {
+        Ok(Self {
+            layers: [
+                LinearView::of(params, &format!("{prefix}.0"), inp, hidden)?,
+                LinearView::of(params, &format!("{prefix}.2"), hidden, hidden)?,
+                LinearView::of(params, &format!("{prefix}.4"), hidden, out)?,
+            ],
+        })
+    }
+
+    /// x (b, inp) -> the tape, whose `out` is (b, out).
+    fn forward(&self, x: &[f32], b: usize) -> MlpTape {
+        let relu = |mut v: Vec<f32>| {
+            v.iter_mut().for_each(|v| *v = v.max(0.0));
+            v
+        };
+        let h1 = relu(self.layers[0].forward(x, b)); // (b, hidden)
+        let h2 = relu(self.layers[1].forward(&h1, b)); // (b, hidden)
+        let out = self.layers[2].forward(&h2, b); // (b, out)
+        MlpTape { h1, h2, out }
+    }
+
+    /// Given the input x (b, inp), the tape and d out (b, out): the gradient reaching x (b, inp)
+    /// and, with `weights`, the layers' gradients (a detached network's are not needed).
+    fn backward(&self, x: &[f32], tape: &MlpTape, d_out: &[f32], b: usize, weights: bool) -> MlpGrads {
+        // The ReLU passes the gradient where its output is positive (candle passes it at an
+        // input of exactly 0 too; the two differ on a set of measure zero).
+        let through_relu = |mut d: Vec<f32>, h: &[f32]| {
+            d.iter_mut().zip(h).for_each(|(d, h)| {
+                if *h <= 0.0 {
+                    *d = 0.0
+                }
+            });
+            d
+        };
+        let [l0, l2, l4] = &self.layers;
+        let d_h2 = through_relu(l4.input_grad(d_out, b), &tape.h2); // (b, hidden)
+        let d_h1 = through_relu(l2.input_grad(&d_h2, b), &tape.h1); // (b, hidden)
+        let d_x = l0.input_grad(&d_h1, b); // (b, inp)
+        let layers = weights.then(|| {
+            [
+                l0.weight_grads(x, &d_h1, b),
+                l2.weight_grads(&tape.h1, &d_h2, b),
+                l4.weight_grads(&tape.h2, d_out, b),
+            ]
+        });
+        MlpGrads { d_x, layers }
+    }
+}
+
+struct MlpGrads {
+    d_x: Vec<f32>,
+    layers: Option<[LinearGrads; 3]>,
+}
+
+// ---- the networks
+
+/// The actor's trunk and policy MLP over its store.
+struct ActorView<'a> {
+    trunk: TrunkView<'a>,
+    policy: MlpView<'a>,
+}
+
+impl<'a> ActorView<'a> {
+    fn of(params: &'a Borrowed, dims: &NetworkDims) -> Result<Self> {
+        Ok(Self {
+            trunk: TrunkView::of(params, "trunk", dims)?,
+            policy: MlpView::of(params, "policy", dims.feature_dim, dims.hidden_dim, 2 * dims.action_dim)?,
+        })
+    }
+}
+
+/// The critic's trunk and its two Q heads over its store.
+struct CriticView<'a> {
+    trunk: TrunkView<'a>,
+    q1: MlpView<'a>,
+    q2: MlpView<'a>,
+}
+
+impl<'a> CriticView<'a> {
+    fn of(params: &'a Borrowed, dims: &NetworkDims) -> Result<Self> {
+        let head_in = dims.feature_dim + dims.action_dim;
+        Ok(Self {
+            trunk: TrunkView::of(params, "trunk", dims)?,
+            q1: MlpView::of(params, "Q1", head_in, dims.hidden_dim, 1)?,
+            q2: MlpView::of(params, "Q2", head_in, dims.hidden_dim, 1)?,
+        })
+    }
+}
+
+/// The squashed Gaussian's reparameterised sample from the policy head (b, 2A) and noise ε
+/// (b, A), as [`super::squashed_gaussian`]: μ = head[:, :A], log σ = min + (tanh(raw) + 1)·½
+/// (max − min), x = μ + σ·ε, action = tanh(x), log π summed over A.
+struct SquashedSample {
+    /// tanh of the raw log-std half of the head: (b, A).
+    raw_tanh: Vec<f32>,
+    /// σ: (b, A).
+    std: Vec<f32>,
+    /// tanh(x): (b, A).
+    action: Vec<f32>,
+    /// Σ_A log π(action): (b).
+    log_prob: Vec<f32>,
+}
+
+fn squashed_sample(head: &[f32], eps: &[f32], a: usize, (log_std_min, log_std_max): (f64, f64)) -> SquashedSample {
+    let half_range = (0.5 * (log_std_max - log_std_min)) as f32;
+    let half_log_2pi = (0.5 * (2.0 * std::f64::consts::PI).ln()) as f32;
+    let ln2 = std::f64::consts::LN_2 as f32;
+    let softplus = |z: f32| z.max(0.0) + ((-z.abs()).exp() + 1.0).ln();
+    let b = head.len() / (2 * a);
+    let mut s = SquashedSample {
+        raw_tanh: Vec::with_capacity(b * a),
+        std: Vec::with_capacity(b * a),
+        action: Vec::with_capacity(b * a),
+        log_prob: Vec::with_capacity(b),
+    };
+    for (row, eps) in head.chunks_exact(2 * a).zip(eps.chunks_exact(a)) {
+        let mut log_prob = 0f32;
+        for j in 0..a {
+            let t = row[a + j].tanh();
+            let log_std = (t + 1.0) * half_range + log_std_min as f32;
+            let std = log_std.exp();
+            let x = row[j] + std * eps[j];
+            let normal = (eps[j] * eps[j] * -0.5 - log_std) - half_log_2pi;
+            let log_det = (-(softplus(x * -2.0) + x) + ln2) * 2.0;
+            log_prob += normal - log_det;
+            s.raw_tanh.push(t);
+            s.std.push(std);
+            s.action.push(x.tanh());
+        }
+        s.log_prob.push(log_prob);
+    }
+    s
+}
+
+/// d min(q1, q2) / d (q1, q2) per row, as candle's `minimum` (a tie splits it in halves).
+fn min_masks(q1: f32, q2: f32) -> (f32, f32) {
+    let m = q1.min(q2);
+    let (on1, on2) = ((q1 == m) as u8 as f32, (q2 == m) as u8 as f32);
+    (on1 / (on2 + 1.0), on2 / (on1 + 1.0))
+}
+
+fn mean(v: &[f32]) -> f64 {
+    v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
+}
+
+/// The gradients of one network by parameter name, as tensors shaped like the parameters.
+struct NamedGrads(BTreeMap<String, Tensor>);
+
+impl NamedGrads {
+    fn new() -> Self {
+        Self(BTreeMap::new())
+    }
+
+    fn linear(&mut self, name: &str, l: &LinearView, g: LinearGrads) -> Result<()> {
+        let dev = &Device::Cpu;
+        self.0.insert(
+            format!("{name}.weight"),
+            Tensor::from_vec(g.weight, (l.out, l.inp), dev)?,
+        );
+        self.0
+            .insert(format!("{name}.bias"), Tensor::from_vec(g.bias, l.out, dev)?);
+        Ok(())
+    }
+
+    fn trunk(&mut self, prefix: &str, t: &TrunkView, g: TrunkGrads) -> Result<()> {
+        let f = t.linear.out;
+        self.linear(&format!("{prefix}.0"), &t.linear, g.linear)?;
+        self.0.insert(
+            format!("{prefix}.1.weight"),
+            Tensor::from_vec(g.ln_weight, f, &Device::Cpu)?,
+        );
+        self.0.insert(
+            format!("{prefix}.1.bias"),
+            Tensor::from_vec(g.ln_bias, f, &Device::Cpu)?,
+        );
+        Ok(())
+    }
+
+    fn mlp(&mut self, prefix: &str, m: &MlpView, g: [LinearGrads; 3]) -> Result<()> {
+        for ((index, layer), grads) in ["0", "2", "4"].iter().zip(&m.layers).zip(g) {
+            self.linear(&format!("{prefix}.{index}"), layer, grads)?;
+        }
+        Ok(())
+    }
+}
+
+// ---- the two steps
+
+/// The networks one step reads, with the agent's sizes.
+pub(crate) struct SacNets<'p> {
+    pub dims: NetworkDims,
+    pub log_std_bounds: (f64, f64),
+    pub actor: &'p Params,
+    pub critic: &'p Params,
+    pub critic_target: &'p Params,
+}
+
+/// The critic's gradients and what its metrics report.
+pub(crate) struct CriticStep {
+    pub grads: BTreeMap<String, Tensor>,
+    pub critic_loss: f64,
+    pub critic_q1: f64,
+    pub critic_target_q: f64,
+}
+
+/// The critic's loss MSE(Q1, y) + MSE(Q2, y) with y = r + γ·(min Q'(s', a') − α·log π(a'|s')),
+/// a' ~ π(·|s') drawn with `next_eps` (b, A); its gradients for every critic parameter.
+pub(crate) fn critic_step(nets: &SacNets, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticStep> {
+    let dims = &nets.dims;
+    let (f, a) = (dims.feature_dim, dims.action_dim);
+    let b = batch.obs.dim(0)?;
+    let (obs_storage, obs_layout) = batch.obs.storage_and_layout();
+    let obs = host_slice(&obs_storage, obs_layout, "obs", b * dims.repr_dim)?; // (b, repr)
+    let (next_storage, next_layout) = batch.next_obs.storage_and_layout();
+    let next_obs = host_slice(&next_storage, next_layout, "next_obs", b * dims.repr_dim)?; // (b, repr)
+    let action = host_vec(&batch.action)?; // (b, A)
+    let (reward, discount) = (host_vec(&batch.reward)?, host_vec(&batch.discount)?); // (b) each
+    let (actor_params, critic_params, target_params) = (
+        Borrowed::new(nets.actor),
+        Borrowed::new(nets.critic),
+        Borrowed::new(nets.critic_target),
+    );
+    let actor = ActorView::of(&actor_params, dims)?;
+    let critic = CriticView::of(&critic_params, dims)?;
+    let target = CriticView::of(&target_params, dims)?;
+
+    // The target: the actor and the target critic on s', no gradient.
+    let head = actor.policy.forward(&actor.trunk.forward(next_obs, b).out, b).out; // (b, 2A)
+    let next = squashed_sample(&head, next_eps, a, nets.log_std_bounds);
+    let x = concat_columns(&target.trunk.forward(next_obs, b).out, f, &next.action, a); // (b, F + A)
+    let (tq1, tq2) = (target.q1.forward(&x, b).out, target.q2.forward(&x, b).out); // (b, 1) each
+    let alpha = alpha as f32;
+    let target_q: Vec<f32> = (0..b)
+        .map(|i| reward[i] + (tq1[i].min(tq2[i]) - next.log_prob[i] * alpha) * discount[i])
+        .collect(); // (b)
+
+    // The critic on (s, a), keeping its tapes.
+    let trunk = critic.trunk.forward(obs, b);
+    let x = concat_columns(&trunk.out, f, &action, a); // (b, F + A)
+    let (t1, t2) = (critic.q1.forward(&x, b), critic.q2.forward(&x, b));
+    let (q1, q2) = (&t1.out, &t2.out); // (b, 1) each
+    let critic_loss = (0..b)
+        .map(|i| ((q1[i] - target_q[i]) as f64).powi(2) + ((q2[i] - target_q[i]) as f64).powi(2))
+        .sum::<f64>()
+        / b as f64;
+    // d MSE / d q = 2 (q − y) / b.
+    let scale = 2.0 / b as f32;
+    let dq1: Vec<f32> = (0..b).map(|i| (q1[i] - target_q[i]) * scale).collect();
+    let dq2: Vec<f32> = (0..b).map(|i| (q2[i] - target_q[i]) * scale).collect();
+    let g1 = critic.q1.backward(&x, &t1, &dq1, b, true);
+    let g2 = critic.q2.backward(&x, &t2, &dq2, b, true);
+    // The trunk's output is the first F columns of both heads' input.
+    let d_features: Vec<f32> = columns(&g1.d_x, f + a, 0, f)
+        .iter()
+        .zip(columns(&g2.d_x, f + a, 0, f))
+        .map(|(d1, d2)| d1 + d2)
+        .collect(); // (b, F)
+    let trunk_grads = critic.trunk.backward(obs, &trunk, &d_features, b);
+
+    let mut grads = NamedGrads::new();
+    grads.trunk("trunk", &critic.trunk, trunk_grads)?;
+    for (name, head, g) in [("Q1", &critic.q1, g1), ("Q2", &critic.q2, g2)] {
+        let layers = g
+            .layers
+            .ok_or_else(|| Error::Shape("sac backward: no Q gradients".into()))?;
+        grads.mlp(name, head, layers)?;
+    }
+    Ok(CriticStep {
+        grads: grads.0,
+        critic_loss,
+        critic_q1: mean(q1),
+        critic_target_q: mean(&target_q),
+    })
+}
+
+/// The actor's gradients and what its metrics and α's update need.
+pub(crate) struct ActorStep {
+    pub grads: BTreeMap<String, Tensor>,
+    pub actor_loss: f64,
+    /// log π of each sampled action: (b).
+    pub log_prob: Vec<f32>,
+}
+
+/// The actor's loss mean(α·log π(a|s) − min Q(s, a)), a ~ π(·|s) drawn with `eps` (b, A),
+/// through the critic with its parameters held constant; its gradients for every actor
+/// parameter.
+pub(crate) fn actor_step(nets: &SacNets, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<ActorStep> {
+    let dims = &nets.dims;
+    let (f, a) = (dims.feature_dim, dims.action_dim);
+    let b = obs.dim(0)?;
+    let (obs_storage, obs_layout) = obs.storage_and_layout();
+    let obs = host_slice(&obs_storage, obs_layout, "obs", b * dims.repr_dim)?; // (b, repr)
+    let (actor_params, critic_params) = (Borrowed::new(nets.actor), Borrowed::new(nets.critic));
+    let actor = ActorView::of(&actor_params, dims)?;
+    let critic = CriticView::of(&critic_params, dims)?;
+
+    let trunk = actor.trunk.forward(obs, b);
+    let policy = actor.policy.forward(&trunk.out, b); // out (b, 2A)
+    let sample = squashed_sample(&policy.out, eps, a, nets.log_std_bounds);
+    let x = concat_columns(&critic.trunk.forward(obs, b).out, f, &sample.action, a); // (b, F + A)
+    let (t1, t2) = (critic.q1.forward(&x, b), critic.q2.forward(&x, b));
+    let alpha = alpha as f32;
+    let actor_loss = (0..b)
+        .map(|i| (sample.log_prob[i] * alpha - t1.out[i].min(t2.out[i])) as f64)
+        .sum::<f64>()
+        / b as f64;
+
+    // d loss / d q through −min(q1, q2) / b; the critic's weights get nothing.
+    let (dq1, dq2): (Vec<f32>, Vec<f32>) = (0..b)
+        .map(|i| {
+            let (m1, m2) = min_masks(t1.out[i], t2.out[i]);
+            (-m1 / b as f32, -m2 / b as f32)
+        })
+        .unzip();
+    let d_x1 = critic.q1.backward(&x, &t1, &dq1, b, false).d_x;
+    let d_x2 = critic.q2.backward(&x, &t2, &dq2, b, false).d_x;
+    // The action is the last A columns of both heads' input.
+    let d_action: Vec<f32> = columns(&d_x1, f + a, f, a)
+        .iter()
+        .zip(columns(&d_x2, f + a, f, a))
+        .map(|(d1, d2)| d1 + d2)
+        .collect(); // (b, A)
+
+    // Back through the sample: x = μ + σ·ε, action = tanh(x), and log π's terms −log σ and
+    // −log(1 − tanh² x), whose derivative in x is 2·tanh(x).
+    let d_log_prob = alpha / b as f32;
+    let half_range = (0.5 * (nets.log_std_bounds.1 - nets.log_std_bounds.0)) as f32;
+    let mut d_head = vec![0f32; b * 2 * a]; // (b, 2A): [d μ | d raw]
+    for i in 0..b {
+        for j in 0..a {
+            let k = i * a + j;
+            let tanh_x = sample.action[k];
+            let d_x = d_action[k] * (1.0 - tanh_x * tanh_x) + d_log_prob * 2.0 * tanh_x;
+            let d_log_std = d_x * sample.std[k] * eps[k] - d_log_prob;
+            let t = sample.raw_tanh[k];
+            d_head[i * 2 * a + j] = d_x;
+            d_head[i * 2 * a + a + j] = d_log_std * half_range * (1.0 - t * t);
+        }
+    }
+    let g_policy = actor.policy.backward(&trunk.out, &policy, &d_head, b, true);
+    let trunk_grads = actor.trunk.backward(obs, &trunk, &g_policy.d_x, b);
+
+    let mut grads = NamedGrads::new();
+    grads.trunk("trunk", &actor.trunk, trunk_grads)?;
+    let layers = g_policy
+        .layers
+        .ok_or_else(|| Error::Shape("sac backward: no policy gradients".into()))?;
+    grads.mlp("policy", &actor.policy, layers)?;
+    Ok(ActorStep {
+        grads: grads.0,
+        actor_loss,
+        log_prob: sample.log_prob,
+    })
+}
+
+/// The f32 data behind a contiguous CPU tensor's storage, without a copy (the batch's
+/// (b, repr) features).
+fn host_slice<'t>(storage: &'t StorageRef<'_>, layout: &Layout, what: &str, len: usize) -> Result<&'t [f32]> {
+    let Storage::Cpu(cpu) = &**storage else {
+        return Err(Error::Shape(format!("sac backward: {what} is not on the CPU")));
+    };
+    let data = contiguous_f32(cpu, layout, "sac backward")?;
+    if data.len() != len {
+        return Err(Error::Shape(format!(
+            "sac backward: {what} holds {} values, expected {len}",
+            data.len()
+        )));
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The products against a plain triple loop, for each transposition the update uses.
+    #[test]
+    fn matmul_matches_the_definition_for_every_view() {
+        let (m, k, n) = (5, 7, 3);
+        let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
+        let reference = |at: &dyn Fn(usize, usize) -> f32, bt: &dyn Fn(usize, usize) -> f32| {
+            let mut c = vec![0f32; m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    c[i * n + j] = (0..k).map(|l| at(i, l) * bt(l, j)).sum();
+                }
+            }
+            c
+        };
+        let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(x, y)| (x - y).abs() < 1e-5);
+        // a · b
+        let mut c = vec![0f32; m * n];
+        matmul(&mut c, Mat::new(&a, m, k), Mat::new(&b, k, n), false);
+        assert!(close(&c, &reference(&|i, l| a[i * k + l], &|l, j| b[l * n + j])));
+        // a · bᵀ with b stored (n, k)
+        matmul(&mut c, Mat::new(&a, m, k), Mat::new(&b, n, k).t(), false);
+        assert!(close(&c, &reference(&|i, l| a[i * k + l], &|l, j| b[j * k + l])));
+        // aᵀ · b with a stored (k, m), accumulated onto the last result
+        let before = c.clone();
+        matmul(&mut c, Mat::new(&a, k, m).t(), Mat::new(&b, k, n), true);
+        let r = reference(&|i, l| a[l * m + i], &|l, j| b[l * n + j]);
+        let sum: Vec<f32> = before.iter().zip(&r).map(|(x, y)| x + y).collect();
+        assert!(close(&c, &sum));
+    }
+}
