@@ -168,17 +168,7 @@ impl<'p> Borrowed<'p> {
             .guards
             .get(name)
             .ok_or_else(|| Error::Shape(format!("sac backward: no parameter {name}")))?;
-        let Storage::Cpu(cpu) = &**storage else {
-            return Err(Error::Shape(format!("sac backward: {name} is not on the CPU")));
-        };
-        let data = contiguous_f32(cpu, layout, "sac backward")?;
-        if data.len() != len {
-            return Err(Error::Shape(format!(
-                "sac backward: {name} holds {} elements, expected {len}",
-                data.len()
-            )));
-        }
-        Ok(data)
+        host_slice(storage, layout, name, len)
     }
 }
 
@@ -741,8 +731,8 @@ pub(crate) fn actor_step(nets: &SacNets, obs: &Tensor, eps: &[f32], alpha: f64) 
     })
 }
 
-/// The f32 data behind a contiguous CPU tensor's storage, without a copy (the batch's
-/// (b, repr) features).
+/// The f32 data behind a contiguous CPU tensor's storage, without a copy (a parameter, or the
+/// batch's (b, repr) features), checked to hold `len` values; errors name it `what`.
 fn host_slice<'t>(storage: &'t StorageRef<'_>, layout: &Layout, what: &str, len: usize) -> Result<&'t [f32]> {
     let Storage::Cpu(cpu) = &**storage else {
         return Err(Error::Shape(format!("sac backward: {what} is not on the CPU")));
