@@ -22,7 +22,7 @@ pub fn join(prefix: &str, name: &str) -> String {
 }
 
 /// torch.nn.LayerNorm's default epsilon.
-const LAYER_NORM_EPS: f32 = 1e-5;
+pub(crate) const LAYER_NORM_EPS: f32 = 1e-5;
 
 /// What follows a trunk's LayerNorm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +129,7 @@ pub(crate) fn linear(linear: &Linear, x: &Tensor) -> Result<Tensor> {
 }
 
 /// Inner dimensions from which [`RowSplitProduct`] takes a constant input's product.
-const ROW_SPLIT_MIN_INNER: usize = 4096;
+pub(crate) const ROW_SPLIT_MIN_INNER: usize = 4096;
 
 /// `x · Wᵀ` (b, out) outside the graph, for a constant x (b, in). A trunk's product (b = 128,
 /// in = 39200, out = 50) is long and narrow: the GEMM candle calls runs it on one thread

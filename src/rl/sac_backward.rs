@@ -7,8 +7,8 @@
 //! keeps what its backward needs (a tape), and the backward writes every gradient once, through
 //! the same GEMM crate candle calls. The arithmetic is [`super::sac`]'s, term for term:
 //! Proto-RL's `update_critic` and `update_actor_and_alpha`. The sums are taken in another order,
-//! so results differ from the autograd path at float rounding. tests/sac.rs holds the two paths
-//! to each other over several updates.
+//! so results differ from the autograd path at float rounding. A unit test in `sac.rs` holds
+//! every gradient to candle's autograd's, and tests/sac.rs the two paths over four updates.
 //!
 //! Nothing here steps an optimiser or reads a generator: [`critic_step`] and [`actor_step`]
 //! return gradients by parameter name and the numbers the metrics need. [`super::SacAgent`]
@@ -20,19 +20,13 @@ use candle_core::{Device, Layout, Storage, StorageRef, Tensor};
 
 use super::actor::NetworkDims;
 use super::batch::Batch;
-use super::mlp::row_split_product;
+use super::mlp::{row_split_product, LAYER_NORM_EPS, ROW_SPLIT_MIN_INNER};
 use crate::nn::kernels::cpu_storage::contiguous_f32;
 use crate::nn::Params;
 use crate::{Error, Result};
 
-/// torch.nn.LayerNorm's default epsilon (as [`super::mlp`]'s trunk).
-const LAYER_NORM_EPS: f32 = 1e-5;
-
 /// Products below this many FLOPs run on one thread (splitting them costs more than it saves).
 const PARALLEL_MIN_FLOPS: usize = 1 << 22;
-
-/// Inner dimensions from which a trunk's product is split by rows (as [`super::mlp`]'s).
-const ROW_SPLIT_MIN_INNER: usize = 4096;
 
 // ---- matrices and products
 
