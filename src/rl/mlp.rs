@@ -129,18 +129,23 @@ pub(crate) fn linear(linear: &Linear, x: &Tensor) -> Result<Tensor> {
 }
 
 /// Inner dimensions from which [`RowSplitProduct`] takes a constant input's product.
-pub(crate) const ROW_SPLIT_MIN_INNER: usize = 4096;
+const ROW_SPLIT_MIN_INNER: usize = 4096;
+
+/// The number of row blocks a constant input's product (rows, inner) · Wᵀ on the CPU is split
+/// into ([`row_split_product`]), or None where one GEMM does better.
+pub(crate) fn row_split_parts(rows: usize, inner: usize) -> Option<usize> {
+    let threads = rayon::current_num_threads();
+    (inner >= ROW_SPLIT_MIN_INNER && rows >= 2 && threads > 1).then(|| threads.min(rows))
+}
 
 /// `x · Wᵀ` (b, out) outside the graph, for a constant x (b, in). A trunk's product (b = 128,
 /// in = 39200, out = 50) is long and narrow: the GEMM candle calls runs it on one thread
 /// whatever the pool, so here each thread takes a block of x's rows (BENCHMARKS.md, issue 30).
 fn constant_product(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let (b, inner) = x.dims2()?;
-    let threads = rayon::current_num_threads();
-    if x.device().is_cpu() && inner >= ROW_SPLIT_MIN_INNER && b >= 2 && threads > 1 {
-        Ok(x.apply_op2_no_bwd(w, &RowSplitProduct { parts: threads.min(b) })?)
-    } else {
-        Ok(x.matmul(&w.t()?)?)
+    match row_split_parts(b, inner) {
+        Some(parts) if x.device().is_cpu() => Ok(x.apply_op2_no_bwd(w, &RowSplitProduct { parts })?),
+        _ => Ok(x.matmul(&w.t()?)?),
     }
 }
 

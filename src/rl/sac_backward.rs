@@ -20,7 +20,7 @@ use candle_core::{Device, Layout, Storage, StorageRef, Tensor};
 
 use super::actor::NetworkDims;
 use super::batch::Batch;
-use super::mlp::{row_split_product, LAYER_NORM_EPS, ROW_SPLIT_MIN_INNER};
+use super::mlp::{row_split_parts, row_split_product, LAYER_NORM_EPS};
 use crate::nn::kernels::cpu_storage::contiguous_f32;
 use crate::nn::Params;
 use crate::{Error, Result};
@@ -65,8 +65,8 @@ impl<'a> Mat<'a> {
     }
 }
 
-/// dst (m, n) row-major = a (m, k) · b (k, n), or dst + a · b with `accumulate`.
-fn matmul(dst: &mut [f32], a: Mat, b: Mat, accumulate: bool) {
+/// dst (m, n) row-major = a (m, k) · b (k, n).
+fn matmul(dst: &mut [f32], a: Mat, b: Mat) {
     assert_eq!(a.cols, b.rows, "matmul: inner dimensions");
     let (m, n, k) = (a.rows, b.cols, a.cols);
     assert_eq!(dst.len(), m * n, "matmul: destination");
@@ -74,9 +74,7 @@ fn matmul(dst: &mut [f32], a: Mat, b: Mat, accumulate: bool) {
         return;
     }
     if k == 0 {
-        if !accumulate {
-            dst.fill(0.0);
-        }
+        dst.fill(0.0);
         return;
     }
     let last = |x: &Mat| (x.rows - 1) * x.rs + (x.cols - 1) * x.cs;
@@ -96,14 +94,14 @@ fn matmul(dst: &mut [f32], a: Mat, b: Mat, accumulate: bool) {
             dst.as_mut_ptr(),
             1,
             n as isize,
-            accumulate,
+            false,
             a.data.as_ptr(),
             a.cs as isize,
             a.rs as isize,
             b.data.as_ptr(),
             b.cs as isize,
             b.rs as isize,
-            1.0,
+            0.0,
             1.0,
             false,
             false,
@@ -122,11 +120,13 @@ fn column_sums(x: &[f32], cols: usize) -> Vec<f32> {
     sums
 }
 
-/// Columns `from..from + width` of a row-major (rows, cols) matrix: (rows, width).
-fn columns(x: &[f32], cols: usize, from: usize, width: usize) -> Vec<f32> {
+/// Columns `from..from + width` of x + y, both row-major (rows, cols): (rows, width). (The two
+/// Q heads' gradients reaching their shared input's trunk features or action.)
+fn sum_of_columns(x: &[f32], y: &[f32], cols: usize, from: usize, width: usize) -> Vec<f32> {
     x.chunks_exact(cols)
-        .flat_map(|row| &row[from..from + width])
-        .copied()
+        .zip(y.chunks_exact(cols))
+        .flat_map(|(rx, ry)| rx[from..from + width].iter().zip(&ry[from..from + width]))
+        .map(|(x, y)| x + y)
         .collect()
 }
 
@@ -198,7 +198,6 @@ impl<'a> LinearView<'a> {
             &mut y,
             Mat::new(x, b, self.inp),
             Mat::new(self.weight, self.out, self.inp).t(),
-            false,
         );
         self.add_bias(&mut y);
         y
@@ -213,12 +212,7 @@ impl<'a> LinearView<'a> {
     /// Given dy (b, out) and the layer's input x (b, inp): dW (out, inp) = dyᵀ · x, dbias = Σ dy.
     fn weight_grads(&self, x: &[f32], dy: &[f32], b: usize) -> LinearGrads {
         let mut weight = vec![0f32; self.out * self.inp]; // (out, inp)
-        matmul(
-            &mut weight,
-            Mat::new(dy, b, self.out).t(),
-            Mat::new(x, b, self.inp),
-            false,
-        );
+        matmul(&mut weight, Mat::new(dy, b, self.out).t(), Mat::new(x, b, self.inp));
         LinearGrads {
             weight,
             bias: column_sums(dy, self.out),
@@ -232,7 +226,6 @@ impl<'a> LinearView<'a> {
             &mut dx,
             Mat::new(dy, b, self.out),
             Mat::new(self.weight, self.out, self.inp),
-            false,
         );
         dx
     }
@@ -275,23 +268,16 @@ impl<'a> TrunkView<'a> {
     /// h (b, repr) -> the tape, whose `out` is (b, feature).
     fn forward(&self, h: &[f32], b: usize) -> TrunkTape {
         let (repr, f) = (self.linear.inp, self.linear.out);
-        let threads = rayon::current_num_threads();
         // A constant input's long, narrow product: one single-threaded GEMM per block of rows.
-        let mut y = match repr >= ROW_SPLIT_MIN_INNER && b >= 2 && threads > 1 {
-            true => row_split_product(h, b, repr, self.linear.weight, f, threads.min(b)),
-            false => {
-                let mut y = vec![0f32; b * f];
-                matmul(
-                    &mut y,
-                    Mat::new(h, b, repr),
-                    Mat::new(self.linear.weight, f, repr).t(),
-                    false,
-                );
+        let mut y = match row_split_parts(b, repr) {
+            Some(parts) => {
+                let mut y = row_split_product(h, b, repr, self.linear.weight, f, parts);
+                self.linear.add_bias(&mut y);
                 y
             }
+            None => self.linear.forward(h, b),
         }; // (b, feature)
-        self.linear.add_bias(&mut y);
-        // LayerNorm per row, as candle's layer_norm_slow: centre, divide by sqrt(var + eps).
+           // LayerNorm per row, as candle's layer_norm_slow: centre, divide by sqrt(var + eps).
         let mut std = Vec::with_capacity(b);
         for row in y.chunks_exact_mut(f) {
             let mean = row.iter().sum::<f32>() / f as f32;
@@ -391,9 +377,8 @@ impl<'a> MlpView<'a> {
         MlpTape { h1, h2, out }
     }
 
-    /// Given the input x (b, inp), the tape and d out (b, out): the gradient reaching x (b, inp)
-    /// and, with `weights`, the layers' gradients (a detached network's are not needed).
-    fn backward(&self, x: &[f32], tape: &MlpTape, d_out: &[f32], b: usize, weights: bool) -> MlpGrads {
+    /// Given the tape and d out (b, out): d h1 and d h2 (b, hidden), through the ReLUs.
+    fn hidden_grads(&self, tape: &MlpTape, d_out: &[f32], b: usize) -> (Vec<f32>, Vec<f32>) {
         // The ReLU passes the gradient where its output is positive (candle passes it at an
         // input of exactly 0 too; the two differ on a set of measure zero).
         let through_relu = |mut d: Vec<f32>, h: &[f32]| {
@@ -404,24 +389,38 @@ impl<'a> MlpView<'a> {
             });
             d
         };
-        let [l0, l2, l4] = &self.layers;
+        let [_, l2, l4] = &self.layers;
         let d_h2 = through_relu(l4.input_grad(d_out, b), &tape.h2); // (b, hidden)
         let d_h1 = through_relu(l2.input_grad(&d_h2, b), &tape.h1); // (b, hidden)
-        let d_x = l0.input_grad(&d_h1, b); // (b, inp)
-        let layers = weights.then(|| {
-            [
+        (d_h1, d_h2)
+    }
+
+    /// Given the tape and d out (b, out): the gradient reaching the input (b, inp) alone (a
+    /// network whose parameters are held constant).
+    fn input_grad(&self, tape: &MlpTape, d_out: &[f32], b: usize) -> Vec<f32> {
+        let (d_h1, _) = self.hidden_grads(tape, d_out, b);
+        self.layers[0].input_grad(&d_h1, b) // (b, inp)
+    }
+
+    /// Given the input x (b, inp), the tape and d out (b, out): the gradient reaching x and the
+    /// layers' gradients.
+    fn backward(&self, x: &[f32], tape: &MlpTape, d_out: &[f32], b: usize) -> MlpGrads {
+        let (d_h1, d_h2) = self.hidden_grads(tape, d_out, b);
+        let [l0, l2, l4] = &self.layers;
+        MlpGrads {
+            d_x: l0.input_grad(&d_h1, b), // (b, inp)
+            layers: [
                 l0.weight_grads(x, &d_h1, b),
                 l2.weight_grads(&tape.h1, &d_h2, b),
                 l4.weight_grads(&tape.h2, d_out, b),
-            ]
-        });
-        MlpGrads { d_x, layers }
+            ],
+        }
     }
 }
 
 struct MlpGrads {
     d_x: Vec<f32>,
-    layers: Option<[LinearGrads; 3]>,
+    layers: [LinearGrads; 3],
 }
 
 // ---- the networks
@@ -619,24 +618,16 @@ pub(crate) fn critic_step(nets: &SacNets, batch: &Batch, next_eps: &[f32], alpha
     let scale = 2.0 / b as f32;
     let dq1: Vec<f32> = (0..b).map(|i| (q1[i] - target_q[i]) * scale).collect();
     let dq2: Vec<f32> = (0..b).map(|i| (q2[i] - target_q[i]) * scale).collect();
-    let g1 = critic.q1.backward(&x, &t1, &dq1, b, true);
-    let g2 = critic.q2.backward(&x, &t2, &dq2, b, true);
+    let g1 = critic.q1.backward(&x, &t1, &dq1, b);
+    let g2 = critic.q2.backward(&x, &t2, &dq2, b);
     // The trunk's output is the first F columns of both heads' input.
-    let d_features: Vec<f32> = columns(&g1.d_x, f + a, 0, f)
-        .iter()
-        .zip(columns(&g2.d_x, f + a, 0, f))
-        .map(|(d1, d2)| d1 + d2)
-        .collect(); // (b, F)
+    let d_features = sum_of_columns(&g1.d_x, &g2.d_x, f + a, 0, f); // (b, F)
     let trunk_grads = critic.trunk.backward(obs, &trunk, &d_features, b);
 
     let mut grads = NamedGrads::new();
     grads.trunk("trunk", &critic.trunk, trunk_grads)?;
-    for (name, head, g) in [("Q1", &critic.q1, g1), ("Q2", &critic.q2, g2)] {
-        let layers = g
-            .layers
-            .ok_or_else(|| Error::Shape("sac backward: no Q gradients".into()))?;
-        grads.mlp(name, head, layers)?;
-    }
+    grads.mlp("Q1", &critic.q1, g1.layers)?;
+    grads.mlp("Q2", &critic.q2, g2.layers)?;
     Ok(CriticStep {
         grads: grads.0,
         critic_loss,
@@ -684,14 +675,10 @@ pub(crate) fn actor_step(nets: &SacNets, obs: &Tensor, eps: &[f32], alpha: f64) 
             (-m1 / b as f32, -m2 / b as f32)
         })
         .unzip();
-    let d_x1 = critic.q1.backward(&x, &t1, &dq1, b, false).d_x;
-    let d_x2 = critic.q2.backward(&x, &t2, &dq2, b, false).d_x;
+    let d_x1 = critic.q1.input_grad(&t1, &dq1, b);
+    let d_x2 = critic.q2.input_grad(&t2, &dq2, b);
     // The action is the last A columns of both heads' input.
-    let d_action: Vec<f32> = columns(&d_x1, f + a, f, a)
-        .iter()
-        .zip(columns(&d_x2, f + a, f, a))
-        .map(|(d1, d2)| d1 + d2)
-        .collect(); // (b, A)
+    let d_action = sum_of_columns(&d_x1, &d_x2, f + a, f, a); // (b, A)
 
     // Back through the sample: x = μ + σ·ε, action = tanh(x), and log π's terms −log σ and
     // −log(1 − tanh² x), whose derivative in x is 2·tanh(x).
@@ -709,15 +696,12 @@ pub(crate) fn actor_step(nets: &SacNets, obs: &Tensor, eps: &[f32], alpha: f64) 
             d_head[i * 2 * a + a + j] = d_log_std * half_range * (1.0 - t * t);
         }
     }
-    let g_policy = actor.policy.backward(&trunk.out, &policy, &d_head, b, true);
+    let g_policy = actor.policy.backward(&trunk.out, &policy, &d_head, b);
     let trunk_grads = actor.trunk.backward(obs, &trunk, &g_policy.d_x, b);
 
     let mut grads = NamedGrads::new();
     grads.trunk("trunk", &actor.trunk, trunk_grads)?;
-    let layers = g_policy
-        .layers
-        .ok_or_else(|| Error::Shape("sac backward: no policy gradients".into()))?;
-    grads.mlp("policy", &actor.policy, layers)?;
+    grads.mlp("policy", &actor.policy, g_policy.layers)?;
     Ok(ActorStep {
         grads: grads.0,
         actor_loss,
@@ -763,16 +747,13 @@ mod tests {
         let close = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(x, y)| (x - y).abs() < 1e-5);
         // a · b
         let mut c = vec![0f32; m * n];
-        matmul(&mut c, Mat::new(&a, m, k), Mat::new(&b, k, n), false);
+        matmul(&mut c, Mat::new(&a, m, k), Mat::new(&b, k, n));
         assert!(close(&c, &reference(&|i, l| a[i * k + l], &|l, j| b[l * n + j])));
-        // a · bᵀ with b stored (n, k)
-        matmul(&mut c, Mat::new(&a, m, k), Mat::new(&b, n, k).t(), false);
+        // a · bᵀ with b stored (n, k), over the last result (overwritten, not added to)
+        matmul(&mut c, Mat::new(&a, m, k), Mat::new(&b, n, k).t());
         assert!(close(&c, &reference(&|i, l| a[i * k + l], &|l, j| b[j * k + l])));
-        // aᵀ · b with a stored (k, m), accumulated onto the last result
-        let before = c.clone();
-        matmul(&mut c, Mat::new(&a, k, m).t(), Mat::new(&b, k, n), true);
-        let r = reference(&|i, l| a[l * m + i], &|l, j| b[l * n + j]);
-        let sum: Vec<f32> = before.iter().zip(&r).map(|(x, y)| x + y).collect();
-        assert!(close(&c, &sum));
+        // aᵀ · b with a stored (k, m)
+        matmul(&mut c, Mat::new(&a, k, m).t(), Mat::new(&b, k, n));
+        assert!(close(&c, &reference(&|i, l| a[l * m + i], &|l, j| b[l * n + j])));
     }
 }
