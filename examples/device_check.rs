@@ -13,13 +13,14 @@
 //!   on one side and read into the other, then one more update on both (each way, for LFS and
 //!   for SAC).
 //!
-//! `--bench` then times updates on `--device` alone (JSON lines, seconds per update): LFS at
-//! B=512 and SAC on cached features at B=128 and 512.
+//! `--bench` then times updates on `--device` alone (JSON lines, seconds per update, the median
+//! of 10 after 3 warm-ups): LFS at B=512, with its parts, and SAC on cached features at B=128
+//! and 512. `--bench-only` times them without the checks.
 //!
 //! On a build without CUDA, `--device cpu` checks candle's CPU ops, the code a GPU runs
 //! (`tests/device.rs`); `make gpu-check` runs `--device cuda` on a lent GPU.
 //!
-//!     cargo run --release --example device_check -- --device cpu [--bench]
+//!     cargo run --release --example device_check -- --device cpu [--bench | --bench-only]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -76,13 +77,16 @@ fn main() -> anyhow::Result<()> {
             failed.push(check.to_string());
         }
     };
+    let episodes = pretraining_episodes();
+    if argv.iter().any(|a| a == "--bench-only") {
+        return bench(&tested, &episodes);
+    }
     for offset in [0.0, -0.5] {
         report(
             &format!("encoder offset={offset}"),
             encoder_check(&tested, &reference, offset)?,
         );
     }
-    let episodes = pretraining_episodes();
     for method in ["lfs", "atc", "curl"] {
         report(
             &format!("pretrain {method}"),
@@ -582,6 +586,10 @@ fn drqv2_check(tested: &Backend, reference: &Backend, taco: bool) -> anyhow::Res
 
 /// Seconds per update on the tested device: LFS at B=512, SAC on cached features at B=128 and
 /// 512 (2 warm-up updates, then the median of 5).
+/// `--bench`: updates before the timed ones, and timed ones (each reported as their median).
+const WARMUP: usize = 3;
+const TIMED: usize = 10;
+
 fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -590,17 +598,29 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
     let cfg = pretrain_config("lfs", 512)?;
     let mut trainer = Trainer::new(&cfg.trainer_config(), tested)?;
     let mut source = video_pair_sampler(&cfg, episodes)?;
-    let mut times = Vec::new();
-    for i in 0..7 {
+    // The whole update, and the trainer's own parts of it (data: sampling, shift and LNC's
+    // selection, which reads its scores on the host; on a GPU the later parts' boundaries are
+    // where the host waits, so only their sum is exact).
+    let mut parts: [Vec<f64>; 5] = Default::default();
+    for i in 0..(WARMUP + TIMED) {
         let start = Instant::now();
-        trainer.update(&mut source)?; // its loss is read on the host: the update has finished
-        if i >= 2 {
-            times.push(start.elapsed().as_secs_f64());
+        let m = trainer.update(&mut source)?; // its loss is read on the host: the update has finished
+        if i >= WARMUP {
+            let seconds = start.elapsed().as_secs_f64();
+            for (v, x) in parts.iter_mut().zip([
+                seconds,
+                m.seconds_data,
+                m.seconds_forward,
+                m.seconds_backward,
+                m.seconds_optimizer,
+            ]) {
+                v.push(x);
+            }
         }
     }
+    let [seconds, data, forward, backward, optimizer] = parts.map(median);
     println!(
-        "{{\"bench\":\"lfs update\",\"batch\":512,\"seconds\":{:.6}}}",
-        median(times)
+        "{{\"bench\":\"lfs update\",\"batch\":512,\"seconds\":{seconds:.6},\"updates\":{TIMED},\"data\":{data:.6},\"forward\":{forward:.6},\"backward\":{backward:.6},\"optimizer\":{optimizer:.6}}}"
     );
     for batch in [128, 512] {
         let cfg = SacConfig {
@@ -628,17 +648,17 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
             discount: Tensor::full(0.99f32, (batch, 1), device)?,
         };
         let mut times = Vec::new();
-        for i in 0..7 {
+        for i in 0..(WARMUP + TIMED) {
             let start = Instant::now();
             // Even steps: the actor, α and the target too. Its metrics are read on the host (α
             // last), so the update has finished when it returns.
-            agent.update(&sac_batch, 2 * i, &mut rng)?;
-            if i >= 2 {
+            agent.update(&sac_batch, 2 * i as u64, &mut rng)?;
+            if i >= WARMUP {
                 times.push(start.elapsed().as_secs_f64());
             }
         }
         println!(
-            "{{\"bench\":\"sac update, cached features\",\"batch\":{batch},\"seconds\":{:.6}}}",
+            "{{\"bench\":\"sac update, cached features\",\"batch\":{batch},\"seconds\":{:.6},\"updates\":{TIMED}}}",
             median(times)
         );
     }
