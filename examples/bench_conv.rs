@@ -231,15 +231,18 @@ fn kernels(batches: &[usize], repeats: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--peak`: the f32 FMA throughput of this machine's cores (12 independent AVX2 FMA chains
-/// per thread, nothing loaded from memory) on one thread and on every core: the ceiling for
-/// the GFLOP/s columns.
+/// `--peak`: the vector throughput of this machine's cores on one thread and on every core,
+/// from 12 independent chains per thread with nothing loaded from memory: f32 FMA on 256-bit
+/// (AVX2) and 512-bit (AVX-512) registers, and the bf16 dot product (AVX512_BF16) where the
+/// CPU has them. The ceiling for the GFLOP/s columns.
 fn peak() -> anyhow::Result<()> {
     #[cfg(target_arch = "x86_64")]
     {
+        use std::arch::x86_64::*;
+        // 12 independent accumulator chains per thread, n steps each, of one instruction:
+        // FLOPs per instruction = 2 × lanes (a dot product of bf16 pairs: 2 × 2 × 16).
         #[target_feature(enable = "avx2,fma")]
-        fn chains(n: usize) -> f32 {
-            use std::arch::x86_64::*;
+        fn fma_ymm(n: usize) -> f32 {
             let (a, b) = (_mm256_set1_ps(1.000_000_1), _mm256_set1_ps(0.999_999_9));
             let mut acc = [_mm256_setzero_ps(); 12];
             for _ in 0..n {
@@ -257,25 +260,63 @@ fn peak() -> anyhow::Result<()> {
             };
             sum.iter().sum()
         }
-        anyhow::ensure!(
-            std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
-            "no AVX2 + FMA on this CPU"
-        );
-        let n = 200_000_000usize;
-        for threads in [1, rayon::current_num_threads()] {
-            let start = Instant::now();
-            let handles: Vec<_> = (0..threads)
-                // SAFETY: AVX2 and FMA were checked above.
-                .map(|_| std::thread::spawn(move || unsafe { chains(n) }))
-                .collect();
-            for h in handles {
-                std::hint::black_box(h.join().expect("peak thread"));
+        #[target_feature(enable = "avx512f")]
+        fn fma_zmm(n: usize) -> f32 {
+            let (a, b) = (_mm512_set1_ps(1.000_000_1), _mm512_set1_ps(0.999_999_9));
+            let mut acc = [_mm512_setzero_ps(); 12];
+            for _ in 0..n {
+                for v in acc.iter_mut() {
+                    *v = _mm512_fmadd_ps(*v, a, b);
+                }
             }
-            let gflops = (threads * n * 12 * 16) as f64 / start.elapsed().as_secs_f64() / 1e9;
-            println!("{{\"peak_threads\":{threads},\"fma_gflops\":{gflops:.1}}}");
+            _mm512_reduce_add_ps(acc.iter().fold(_mm512_setzero_ps(), |s, v| _mm512_add_ps(s, *v)))
+        }
+        #[target_feature(enable = "avx512f,avx512bf16")]
+        fn dpbf16_zmm(n: usize) -> f32 {
+            // bf16 1.0 and 2^-23 in every lane.
+            let a: __m512bh = unsafe { std::mem::transmute(_mm512_set1_epi16(0x3f80)) };
+            let b: __m512bh = unsafe { std::mem::transmute(_mm512_set1_epi16(0x3400)) };
+            let mut acc = [_mm512_setzero_ps(); 12];
+            for _ in 0..n {
+                for v in acc.iter_mut() {
+                    *v = _mm512_dpbf16_ps(*v, a, b);
+                }
+            }
+            _mm512_reduce_add_ps(acc.iter().fold(_mm512_setzero_ps(), |s, v| _mm512_add_ps(s, *v)))
+        }
+        let has = |f: &str| match f {
+            "fma ymm" => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+            "fma zmm" => std::is_x86_feature_detected!("avx512f"),
+            _ => std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bf16"),
+        };
+        let n = 200_000_000usize;
+        /// A name, its chains, and the FLOPs of one of its instructions.
+        type Peak = (&'static str, fn(usize) -> f32, usize);
+        let kinds: [Peak; 3] = [
+            // SAFETY (each): called only where `has` found the instruction set.
+            ("fma ymm", |n| unsafe { fma_ymm(n) }, 16),
+            ("fma zmm", |n| unsafe { fma_zmm(n) }, 32),
+            ("dpbf16 zmm", |n| unsafe { dpbf16_zmm(n) }, 64),
+        ];
+        anyhow::ensure!(has("fma ymm"), "no AVX2 + FMA on this CPU");
+        for (name, chains, flop_per_instruction) in kinds {
+            if !has(name) {
+                println!("{{\"peak\":\"{name}\",\"available\":false}}");
+                continue;
+            }
+            for threads in [1, rayon::current_num_threads()] {
+                let start = Instant::now();
+                let handles: Vec<_> = (0..threads).map(|_| std::thread::spawn(move || chains(n))).collect();
+                for h in handles {
+                    std::hint::black_box(h.join().expect("peak thread"));
+                }
+                let seconds = start.elapsed().as_secs_f64();
+                let gflops = (threads * n * 12 * flop_per_instruction) as f64 / seconds / 1e9;
+                println!("{{\"peak\":\"{name}\",\"threads\":{threads},\"gflops\":{gflops:.1}}}");
+            }
         }
         Ok(())
     }
     #[cfg(not(target_arch = "x86_64"))]
-    anyhow::bail!("--peak measures AVX2 FMA and needs x86-64")
+    anyhow::bail!("--peak measures x86-64 vector instructions")
 }

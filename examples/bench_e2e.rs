@@ -81,7 +81,7 @@ fn main() -> anyhow::Result<()> {
         agent.update(&sac_batch, step, &mut rng)?;
         let end = Instant::now();
         if i >= warmup {
-            let actor_update = step % cfg.agent.sac()?.actor_update_every_steps == 0;
+            let actor_update = step.is_multiple_of(cfg.agent.sac()?.actor_update_every_steps);
             println!(
                 "{{\"impl\":\"candle\",\"batch\":{batch},\"step\":{step},\"actor_update\":{actor_update},\
                  \"update_seconds\":{:.6},\"sample_seconds\":{:.6},\"aux_seconds\":{:.6},\"sac_seconds\":{:.6},\

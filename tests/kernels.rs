@@ -304,13 +304,10 @@ fn naive_nhwc(s: &Shape, x: &[f32], w: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32
 
 #[test]
 fn channels_last_kernels_match_direct_loops_with_both_tiles() {
-    // The AVX2 tile (where the CPU has it) and the plain-Rust one, on odd spatial sizes with
-    // partial 6-pixel / 6-channel tiles, both strides.
+    // Every tile this CPU runs (AVX-512 with 32-wide tiles where o = 32, AVX2, plain Rust), on
+    // odd spatial sizes with partial 6-pixel / 6-channel tiles, both strides.
     let mut rng = ChaCha8Rng::seed_from_u64(21);
-    let mut kernels = vec![Kernel::Plain];
-    if Kernel::detect() != Kernel::Plain {
-        kernels.push(Kernel::detect());
-    }
+    let kernels = Kernel::supported();
     for (h, w, c, o, stride) in [(11, 9, 5, 16, 2), (9, 10, 16, 32, 1), (8, 13, 7, 16, 1)] {
         let s = Shape { h, w, c, o, stride };
         let mut uniform = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect() };
@@ -342,6 +339,53 @@ fn channels_last_kernels_match_direct_loops_with_both_tiles() {
             conv_nhwc::input_grad(kernel, &s, c_pad, &dy, &wg, &mut scratch, &mut dx_pad);
             let dx: Vec<f32> = dx_pad.chunks(c_pad).flat_map(|px| px[..c].to_vec()).collect();
             close(&dx, &dx_ref, &format!("{kernel:?} input grad"));
+        }
+    }
+}
+
+#[test]
+fn avx512_tiles_give_the_avx2_bits() {
+    // The 32-wide AVX-512 tile takes the same fused sums in the same order as the AVX2 one, so
+    // every output must be bit for bit the same, on the encoder's own layer shapes (o = 32).
+    let kernels = Kernel::supported();
+    if !kernels.contains(&Kernel::Avx512) {
+        eprintln!("no AVX-512F on this CPU: skipped");
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    for (h, w, c, o, stride) in [(84, 84, 9, 32, 2), (41, 41, 32, 32, 1), (13, 11, 7, 64, 2)] {
+        let s = Shape { h, w, c, o, stride };
+        let mut uniform = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect() };
+        let (x, wt, dy, bias) = (
+            uniform(s.in_len()),
+            uniform(o * c * 9),
+            uniform(s.out_len()),
+            uniform(o),
+        );
+        let wf = conv_nhwc::weights_forward(&wt, o, c, o);
+        let c_pad = conv_nhwc::padded(c);
+        let wg = conv_nhwc::weights_input_grad(&wt, o, c, c_pad);
+        let run = |kernel: Kernel| {
+            let mut y = vec![0f32; s.out_len()];
+            conv_nhwc::forward(kernel, &s, &x, &wf, Some(&bias), true, &mut y);
+            let mut dw = vec![0f32; 9 * c * o];
+            conv_nhwc::weight_grad(kernel, &s, &x, &dy, &mut dw);
+            let (mut dx, mut scratch) = (vec![0f32; h * w * c_pad], Vec::new());
+            conv_nhwc::input_grad(kernel, &s, c_pad, &dy, &wg, &mut scratch, &mut dx);
+            [y, dw, dx].map(|v| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>())
+        };
+        let (wide, narrow) = (run(Kernel::Avx512), run(Kernel::Avx2));
+        for (what, (a, b)) in ["forward", "weight grad", "input grad"]
+            .iter()
+            .zip(wide.iter().zip(&narrow))
+        {
+            let differ = a.iter().zip(b).filter(|(p, q)| p != q).count();
+            assert_eq!(
+                differ,
+                0,
+                "{what} {h}×{w} c={c} o={o} s={stride}: {differ} of {} values differ",
+                a.len()
+            );
         }
     }
 }

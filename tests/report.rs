@@ -729,7 +729,7 @@ fn write_pretraining_log(dir: &Path, probes: bool) {
             "step": step, "probe/state_r2": state, "probe/reward_r2": reward, "probe/seconds": 4.2,
             "probe/tasks": {"cartpole_swingup": {"state_r2": state, "reward_r2": reward}},
         });
-        if probes && step % 10 == 0 {
+        if probes && step.is_multiple_of(10) {
             format!("{line}\n")
         } else {
             String::new()

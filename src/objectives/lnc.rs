@@ -40,7 +40,7 @@ pub struct LncSelection {
 /// Selects synthetic candidates by their distance to the real batch in latent space.
 /// `real` and `synthetic` are row-major (n, dim) latents of the "previous" observations.
 pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) -> Result<LncSelection> {
-    if dim == 0 || real.len() % dim != 0 || synthetic.len() % dim != 0 {
+    if dim == 0 || !real.len().is_multiple_of(dim) || !synthetic.len().is_multiple_of(dim) {
         return Err(Error::Shape(format!(
             "lnc: latents of length {}/{} are not rows of {dim}",
             real.len(),

@@ -371,7 +371,7 @@ impl ReplayBuffer {
                 features: CachedFeatures::new(self.feature_dtype),
                 frame_len: self.frame_len,
             };
-            if record.frames.len() % self.frame_len != 0
+            if !record.frames.len().is_multiple_of(self.frame_len)
                 || record.num_frames() != record.num_transitions() + 1
                 || record.actions.len() != record.num_transitions() * self.action_dim
             {

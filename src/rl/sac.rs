@@ -326,14 +326,14 @@ impl SacAgent {
             true => (self.update_critic_written_out(batch, rng)?, None),
             false => self.update_critic(batch, rng)?,
         };
-        if step % self.cfg.actor_update_every_steps == 0 {
+        if step.is_multiple_of(self.cfg.actor_update_every_steps) {
             let log_prob = match written_out {
                 true => self.update_actor_written_out(&batch.obs, rng, &mut metrics)?,
                 false => self.update_actor(&batch.obs.detach(), rng, &mut metrics)?,
             };
             self.update_alpha(&log_prob, &mut metrics)?;
         }
-        if step % self.cfg.critic_target_update_every_steps == 0 {
+        if step.is_multiple_of(self.cfg.critic_target_update_every_steps) {
             ema_update(
                 &self.critic_params,
                 &self.critic_target_params,

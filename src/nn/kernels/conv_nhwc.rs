@@ -3,7 +3,7 @@
 //! ops ([`super::conv_ops`]) both run on them.
 //!
 //! Every pass is the same small matrix product: a tile of P ≤ 6 rows of A (output pixels, or
-//! input channels for the weight gradient) times 16 columns of B (output channels), summed
+//! input channels for the weight gradient) times 16 (or 32) columns of B (output channels), summed
 //! over k. With activations stored (h, w, c) and weights [ky][kx][c][o], the k values of one
 //! kernel row (kx, c) are contiguous in both operands, so no im2col copy is made:
 //! - forward: A = input pixels, k = (ky, kx, c), B = weights; bias and ReLU are applied at
@@ -15,7 +15,10 @@
 //!
 //! On x86-64 with AVX2 + FMA the tile lives in 12 ymm registers (6 × 2 × 8 floats: the shape
 //! of the `gemm` crate's own f32 kernel); elsewhere a plain-Rust tile computes the same sums in
-//! the same order, with separate multiplies and adds instead of fused ones.
+//! the same order, with separate multiplies and adds instead of fused ones. With AVX-512F,
+//! passes over a multiple of 32 output channels take tiles of 6 × 32 in 12 zmm registers:
+//! half the loads per FMA, the same fused sums in the same order, so the same bits as AVX2
+//! (BENCHMARKS.md, "512-bit conv kernels").
 
 /// Output channels per tile: two 8-float vectors.
 pub(crate) const OB: usize = 16;
@@ -99,57 +102,190 @@ unsafe fn tile_avx2<const P: usize>(acc: &mut Acc<P>, a: &[f32], b: &[f32], s: S
     }
 }
 
+/// Output channels per tile of the 512-bit kernel: two 16-float vectors.
+const OB_WIDE: usize = 32;
+
+type AccWide<const P: usize> = [[f32; OB_WIDE]; P];
+
+/// acc[i][j] += Σ_segments Σ_k A[i, k] · B[k, j] for 32 columns, accumulators in 12 zmm
+/// registers (P ≤ 6 rows × 2 × 16 floats).
+///
+/// # Safety
+/// As [`tile_plain`] with 32 columns of B, and the CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn tile_avx512<const P: usize>(acc: &mut AccWide<P>, a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller guarantees the bounds and the CPU features; loads and stores are
+    // unaligned.
+    unsafe {
+        let mut r = [[_mm512_setzero_ps(); 2]; P];
+        for (ri, row) in r.iter_mut().zip(acc.iter()) {
+            ri[0] = _mm512_loadu_ps(row.as_ptr());
+            ri[1] = _mm512_loadu_ps(row.as_ptr().add(16));
+        }
+        for seg in segs {
+            let (pa, pb) = (a.as_ptr().add(seg.a), b.as_ptr().add(seg.b));
+            for k in 0..seg.len {
+                let b0 = _mm512_loadu_ps(pb.add(k * s.b_k));
+                let b1 = _mm512_loadu_ps(pb.add(k * s.b_k + 16));
+                let ak = pa.add(k * s.a_k);
+                for (i, ri) in r.iter_mut().enumerate() {
+                    let av = _mm512_set1_ps(*ak.add(i * s.a_row));
+                    ri[0] = _mm512_fmadd_ps(av, b0, ri[0]);
+                    ri[1] = _mm512_fmadd_ps(av, b1, ri[1]);
+                }
+            }
+        }
+        for (ri, row) in r.iter().zip(acc.iter_mut()) {
+            _mm512_storeu_ps(row.as_mut_ptr(), ri[0]);
+            _mm512_storeu_ps(row.as_mut_ptr().add(16), ri[1]);
+        }
+    }
+}
+
 /// Which tile implementation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
+    /// AVX-512F registers: 32 output channels per tile where a pass has a multiple of 32, the
+    /// AVX2 tile elsewhere. Same sums in the same order as AVX2, so the same bits.
+    Avx512,
     /// AVX2 + FMA registers (x86-64 CPUs since 2013).
     Avx2,
     /// Plain Rust, any CPU.
     Plain,
 }
 
-impl Kernel {
-    /// The fastest kernel this CPU supports.
-    pub fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            return Kernel::Avx2;
-        }
-        Kernel::Plain
-    }
-
-    /// acc += A·B over `segs` for a tile of `p` ≤ 6 rows; bounds are checked here.
-    fn tile(self, p: usize, acc: &mut [[f32; OB]], a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
-        for seg in segs.iter().filter(|seg| seg.len > 0) {
-            let last_k = seg.len - 1;
-            assert!(seg.b + last_k * s.b_k + OB <= b.len(), "conv tile: B out of bounds");
-            assert!(
-                seg.a + (p - 1) * s.a_row + last_k * s.a_k < a.len(),
-                "conv tile: A out of bounds"
-            );
-        }
-        macro_rules! run {
-            ($p:literal) => {{
-                let acc: &mut Acc<$p> = (&mut acc[..$p]).try_into().expect("tile rows");
-                match self {
-                    // SAFETY: bounds checked above; Avx2 is only chosen by `detect` when the
-                    // CPU has AVX2 and FMA.
-                    #[cfg(target_arch = "x86_64")]
-                    Kernel::Avx2 => unsafe { tile_avx2::<$p>(acc, a, b, s, segs) },
-                    // SAFETY: bounds checked above.
-                    _ => unsafe { tile_plain::<$p>(acc, a, b, s, segs) },
-                }
-            }};
-        }
-        match p {
-            1 => run!(1),
-            2 => run!(2),
-            3 => run!(3),
-            4 => run!(4),
-            5 => run!(5),
-            6 => run!(6),
+/// Calls `$body` with `$p` as the const tile height `P` for p in 1..=6.
+macro_rules! by_rows {
+    ($p:expr, |$n:ident| $body:expr) => {
+        match $p {
+            1 => {
+                const $n: usize = 1;
+                $body
+            }
+            2 => {
+                const $n: usize = 2;
+                $body
+            }
+            3 => {
+                const $n: usize = 3;
+                $body
+            }
+            4 => {
+                const $n: usize = 4;
+                $body
+            }
+            5 => {
+                const $n: usize = 5;
+                $body
+            }
+            6 => {
+                const $n: usize = 6;
+                $body
+            }
             _ => unreachable!("tile rows are 1..=6"),
         }
+    };
+}
+
+/// Panics unless every A and B address a tile of `p` rows and `width` columns reaches over
+/// `segs` is in bounds.
+fn check_tile_bounds(p: usize, width: usize, a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
+    for seg in segs.iter().filter(|seg| seg.len > 0) {
+        let last_k = seg.len - 1;
+        assert!(seg.b + last_k * s.b_k + width <= b.len(), "conv tile: B out of bounds");
+        assert!(
+            seg.a + (p - 1) * s.a_row + last_k * s.a_k < a.len(),
+            "conv tile: A out of bounds"
+        );
+    }
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU supports, or the one `LFS_CONV_KERNEL` names (`avx512`,
+    /// `avx2` or `plain`, for side-by-side timings; one this CPU lacks is refused with a
+    /// warning). Decided once per process.
+    pub fn detect() -> Self {
+        static KERNEL: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+        *KERNEL.get_or_init(|| {
+            let supported = Self::supported();
+            match std::env::var("LFS_CONV_KERNEL").as_deref() {
+                Err(_) => supported[0],
+                Ok(name) => match supported.iter().find(|k| k.name() == name) {
+                    Some(&k) => k,
+                    None => {
+                        eprintln!(
+                            "LFS_CONV_KERNEL={name}: not one of this CPU's conv kernels ({}); using {}",
+                            supported.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
+                            supported[0].name()
+                        );
+                        supported[0]
+                    }
+                },
+            }
+        })
+    }
+
+    /// The kernels this CPU runs, fastest first.
+    pub fn supported() -> Vec<Kernel> {
+        let mut kernels = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            if std::is_x86_feature_detected!("avx512f") {
+                kernels.push(Kernel::Avx512);
+            }
+            kernels.push(Kernel::Avx2);
+        }
+        kernels.push(Kernel::Plain);
+        kernels
+    }
+
+    /// Its name for `LFS_CONV_KERNEL`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Avx512 => "avx512",
+            Kernel::Avx2 => "avx2",
+            Kernel::Plain => "plain",
+        }
+    }
+
+    /// Whether a pass over `o` output channels runs on 32-wide tiles ([`Kernel::tile_wide`]).
+    fn wide(self, o: usize) -> bool {
+        self == Kernel::Avx512 && o.is_multiple_of(OB_WIDE)
+    }
+
+    /// acc += A·B over `segs` for a tile of `p` ≤ 6 rows and 16 columns; bounds are checked
+    /// here.
+    fn tile(self, p: usize, acc: &mut [[f32; OB]], a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
+        check_tile_bounds(p, OB, a, b, s, segs);
+        by_rows!(p, |P| {
+            let acc: &mut Acc<P> = (&mut acc[..P]).try_into().expect("tile rows");
+            match self {
+                // SAFETY: bounds checked above; Avx2 and Avx512 are only chosen where the CPU
+                // has AVX2 and FMA (`supported`).
+                #[cfg(target_arch = "x86_64")]
+                Kernel::Avx2 | Kernel::Avx512 => unsafe { tile_avx2::<P>(acc, a, b, s, segs) },
+                // SAFETY: bounds checked above.
+                _ => unsafe { tile_plain::<P>(acc, a, b, s, segs) },
+            }
+        })
+    }
+
+    /// As [`Kernel::tile`] for 32 columns; only where [`Kernel::wide`] said so.
+    fn tile_wide(self, p: usize, acc: &mut [[f32; OB_WIDE]], a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
+        assert_eq!(self, Kernel::Avx512, "32-wide conv tiles need the AVX-512 kernel");
+        check_tile_bounds(p, OB_WIDE, a, b, s, segs);
+        by_rows!(p, |P| {
+            let acc: &mut AccWide<P> = (&mut acc[..P]).try_into().expect("tile rows");
+            // SAFETY: bounds checked above; Avx512 is only chosen where the CPU has AVX-512F.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                tile_avx512::<P>(acc, a, b, s, segs);
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = acc;
+        })
     }
 }
 
@@ -228,7 +364,7 @@ pub fn add_weight_grad_to_torch(g: &[f32], o: usize, c: usize, o_pad: usize, dst
 /// y (ho, wo, o) = x (h, w, c) ⊛ w, plus `bias` and a ReLU when given; `wf` is
 /// [`weights_forward`]'s layout. Requires o to be a multiple of 16.
 pub fn forward(kernel: Kernel, s: &Shape, x: &[f32], wf: &[f32], bias: Option<&[f32]>, relu: bool, y: &mut [f32]) {
-    let (ho, wo, o, c) = (s.ho(), s.wo(), s.o, s.c);
+    let (o, c) = (s.o, s.c);
     assert!(o % OB == 0, "conv: {o} output channels is not a multiple of {OB}");
     assert_eq!((x.len(), wf.len(), y.len()), (s.in_len(), 9 * c * o, s.out_len()));
     // k = (kx, c) is contiguous in x along a row and in wf; one segment per kernel row ky.
@@ -242,17 +378,39 @@ pub fn forward(kernel: Kernel, s: &Shape, x: &[f32], wf: &[f32], bias: Option<&[
         a_k: 1,
         b_k: o,
     };
-    let mut acc = [[0f32; OB]; P_MAX];
-    // One 16-channel block of the weights (9·c·16 floats, 18 KB at c = 32) stays in L1 while
-    // every output pixel uses it.
-    for ob in (0..o).step_by(OB) {
+    if kernel.wide(o) {
+        forward_tiles::<OB_WIDE>(s, &segs, bias, relu, y, |p, acc, segs| {
+            kernel.tile_wide(p, acc, x, wf, strides, segs)
+        });
+    } else {
+        forward_tiles::<OB>(s, &segs, bias, relu, y, |p, acc, segs| {
+            kernel.tile(p, acc, x, wf, strides, segs)
+        });
+    }
+}
+
+/// [`forward`]'s loop over tiles of ≤ 6 output pixels × W output channels; `tile` adds one
+/// tile's sums over the segments it is given (`segs` moved to that tile).
+fn forward_tiles<const W: usize>(
+    s: &Shape,
+    segs: &[Segment; 3],
+    bias: Option<&[f32]>,
+    relu: bool,
+    y: &mut [f32],
+    tile: impl Fn(usize, &mut [[f32; W]], &[Segment]),
+) {
+    let (ho, wo, o, c) = (s.ho(), s.wo(), s.o, s.c);
+    let mut acc = [[0f32; W]; P_MAX];
+    // One W-channel block of the weights (9·c·W floats: 18 KB at c = 32 and W = 16) stays in
+    // L1 while every output pixel uses it.
+    for ob in (0..o).step_by(W) {
         for yo in 0..ho {
             for x0 in (0..wo).step_by(P_MAX) {
                 let p = P_MAX.min(wo - x0);
                 let a_base = (yo * s.stride * s.w + x0 * s.stride) * c;
                 for row in acc[..p].iter_mut() {
                     match bias {
-                        Some(bias) => row.copy_from_slice(&bias[ob..ob + OB]),
+                        Some(bias) => row.copy_from_slice(&bias[ob..ob + W]),
                         None => row.fill(0.0),
                     }
                 }
@@ -261,9 +419,9 @@ pub fn forward(kernel: Kernel, s: &Shape, x: &[f32], wf: &[f32], bias: Option<&[
                     b: segs[ky].b + ob,
                     len: segs[ky].len,
                 });
-                kernel.tile(p, &mut acc, x, wf, strides, &tile_segs);
+                tile(p, &mut acc, &tile_segs);
                 for (i, row) in acc[..p].iter().enumerate() {
-                    let dst = &mut y[((yo * wo + x0 + i) * o + ob)..][..OB];
+                    let dst = &mut y[((yo * wo + x0 + i) * o + ob)..][..W];
                     if relu {
                         dst.iter_mut().zip(row).for_each(|(d, v)| *d = v.max(0.0));
                     } else {
@@ -318,7 +476,7 @@ pub fn input_grad(kernel: Kernel, s: &Shape, c_pad: usize, dy: &[f32], wg: &[f32
 /// dw [ky][kx][c][o] += the weight gradient for input x (h, w, c) and output gradient
 /// dy (ho, wo, o). Requires o to be a multiple of 16.
 pub fn weight_grad(kernel: Kernel, s: &Shape, x: &[f32], dy: &[f32], dw: &mut [f32]) {
-    let (ho, wo, o, c) = (s.ho(), s.wo(), s.o, s.c);
+    let (o, c) = (s.o, s.c);
     assert!(o % OB == 0, "conv: {o} output channels is not a multiple of {OB}");
     assert_eq!((x.len(), dy.len(), dw.len()), (s.in_len(), s.out_len(), 9 * c * o));
     // k = output pixels of one row: x steps by stride·c, dy by o; one segment per row.
@@ -327,17 +485,28 @@ pub fn weight_grad(kernel: Kernel, s: &Shape, x: &[f32], dy: &[f32], dw: &mut [f
         a_k: s.stride * c,
         b_k: o,
     };
-    let mut acc = [[0f32; OB]; P_MAX];
+    if kernel.wide(o) {
+        weight_grad_tiles::<OB_WIDE>(s, dw, |p, acc, segs| kernel.tile_wide(p, acc, x, dy, strides, segs));
+    } else {
+        weight_grad_tiles::<OB>(s, dw, |p, acc, segs| kernel.tile(p, acc, x, dy, strides, segs));
+    }
+}
+
+/// [`weight_grad`]'s loop over tiles of ≤ 6 input channels × W output channels; `tile` adds
+/// one tile's sums over the segments it is given.
+fn weight_grad_tiles<const W: usize>(s: &Shape, dw: &mut [f32], tile: impl Fn(usize, &mut [[f32; W]], &[Segment])) {
+    let (ho, wo, o, c) = (s.ho(), s.wo(), s.o, s.c);
+    let mut acc = [[0f32; W]; P_MAX];
     let mut segs = Vec::with_capacity(ROWS_PER_PASS);
     // A few output rows at a time, so that their input rows and output gradient stay in L1
-    // while all 9·⌈c/6⌉·o/16 tiles sum over them.
+    // while all 9·⌈c/6⌉·o/W tiles sum over them.
     for y0 in (0..ho).step_by(ROWS_PER_PASS) {
         let rows = y0..(y0 + ROWS_PER_PASS).min(ho);
         for ky in 0..3 {
             for kx in 0..3 {
                 for c0 in (0..c).step_by(P_MAX) {
                     let p = P_MAX.min(c - c0);
-                    for ob in (0..o).step_by(OB) {
+                    for ob in (0..o).step_by(W) {
                         segs.clear();
                         segs.extend(rows.clone().map(|yo| Segment {
                             a: ((yo * s.stride + ky) * s.w + kx) * c + c0,
@@ -346,11 +515,11 @@ pub fn weight_grad(kernel: Kernel, s: &Shape, x: &[f32], dy: &[f32], dw: &mut [f
                         }));
                         let at = |i: usize| ((ky * 3 + kx) * c + c0 + i) * o + ob;
                         for (i, row) in acc[..p].iter_mut().enumerate() {
-                            row.copy_from_slice(&dw[at(i)..][..OB]);
+                            row.copy_from_slice(&dw[at(i)..][..W]);
                         }
-                        kernel.tile(p, &mut acc, x, dy, strides, &segs);
+                        tile(p, &mut acc, &segs);
                         for (i, row) in acc[..p].iter().enumerate() {
-                            dw[at(i)..][..OB].copy_from_slice(row);
+                            dw[at(i)..][..W].copy_from_slice(row);
                         }
                     }
                 }

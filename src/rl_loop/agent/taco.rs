@@ -31,7 +31,7 @@ impl Agent for TacoAgent {
     }
 
     fn updates_at(&self, step: u64) -> bool {
-        step % self.core().config().update_every_steps == 0
+        step.is_multiple_of(self.core().config().update_every_steps)
     }
 
     fn act(&self, h: &Tensor, step: u64, explore: bool, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
