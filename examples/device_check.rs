@@ -584,12 +584,12 @@ fn drqv2_check(tested: &Backend, reference: &Backend, taco: bool) -> anyhow::Res
     Ok(worst)
 }
 
-/// Seconds per update on the tested device: LFS at B=512, SAC on cached features at B=128 and
-/// 512 (2 warm-up updates, then the median of 5).
 /// `--bench`: updates before the timed ones, and timed ones (each reported as their median).
 const WARMUP: usize = 3;
 const TIMED: usize = 10;
 
+/// Seconds per update on the tested device: LFS at B=512 with its parts, SAC on cached
+/// features at B=128 and 512 (the median of TIMED after WARMUP updates).
 fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);

@@ -303,7 +303,7 @@ fn naive_nhwc(s: &Shape, x: &[f32], w: &[f32], dy: &[f32]) -> (Vec<f32>, Vec<f32
 }
 
 #[test]
-fn channels_last_kernels_match_direct_loops_with_both_tiles() {
+fn channels_last_kernels_match_direct_loops_with_every_tile() {
     // Every tile this CPU runs (AVX-512 with 32-wide tiles where o = 32, AVX2, plain Rust), on
     // odd spatial sizes with partial 6-pixel / 6-channel tiles, both strides.
     let mut rng = ChaCha8Rng::seed_from_u64(21);

@@ -3,9 +3,9 @@
 //! ops ([`super::conv_ops`]) both run on them.
 //!
 //! Every pass is the same small matrix product: a tile of P ≤ 6 rows of A (output pixels, or
-//! input channels for the weight gradient) times 16 (or 32) columns of B (output channels), summed
-//! over k. With activations stored (h, w, c) and weights [ky][kx][c][o], the k values of one
-//! kernel row (kx, c) are contiguous in both operands, so no im2col copy is made:
+//! input channels for the weight gradient) times 16 (or 32) columns of B (output channels),
+//! summed over k. With activations stored (h, w, c) and weights [ky][kx][c][o], the k values
+//! of one kernel row (kx, c) are contiguous in both operands, so no im2col copy is made:
 //! - forward: A = input pixels, k = (ky, kx, c), B = weights; bias and ReLU are applied at
 //!   the store;
 //! - input gradient: the forward of the output gradient, spread out by the stride and
@@ -401,8 +401,8 @@ fn forward_tiles<const W: usize>(
 ) {
     let (ho, wo, o, c) = (s.ho(), s.wo(), s.o, s.c);
     let mut acc = [[0f32; W]; P_MAX];
-    // One W-channel block of the weights (9·c·W floats: 18 KB at c = 32 and W = 16) stays in
-    // L1 while every output pixel uses it.
+    // One W-channel block of the weights (9·c·W floats at c = 32: 18 KB at W = 16, which L1
+    // holds while every output pixel uses it; 36 KB at W = 32, which mostly stays there).
     for ob in (0..o).step_by(W) {
         for yo in 0..ho {
             for x0 in (0..wo).step_by(P_MAX) {
