@@ -273,7 +273,8 @@ fn peak() -> anyhow::Result<()> {
         }
         #[target_feature(enable = "avx512f,avx512bf16")]
         fn dpbf16_zmm(n: usize) -> f32 {
-            // bf16 1.0 and 2^-23 in every lane.
+            // bf16 1.0 and 2^-23 in every lane. SAFETY (both transmutes): __m512i and
+            // __m512bh are 512-bit vectors of the same size, every bit pattern valid.
             let a: __m512bh = unsafe { std::mem::transmute(_mm512_set1_epi16(0x3f80)) };
             let b: __m512bh = unsafe { std::mem::transmute(_mm512_set1_epi16(0x3400)) };
             let mut acc = [_mm512_setzero_ps(); 12];
