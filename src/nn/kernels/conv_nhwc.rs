@@ -156,35 +156,15 @@ pub enum Kernel {
     Plain,
 }
 
-/// Calls `$body` with `$p` as the const tile height `P` for p in 1..=6.
+/// Calls `$body` with the const `$c` set to `$p`, one of the listed tile heights.
 macro_rules! by_rows {
-    ($p:expr, |$n:ident| $body:expr) => {
+    ($p:expr, [$($n:literal),+], |$c:ident| $body:expr) => {
         match $p {
-            1 => {
-                const $n: usize = 1;
+            $($n => {
+                const $c: usize = $n;
                 $body
-            }
-            2 => {
-                const $n: usize = 2;
-                $body
-            }
-            3 => {
-                const $n: usize = 3;
-                $body
-            }
-            4 => {
-                const $n: usize = 4;
-                $body
-            }
-            5 => {
-                const $n: usize = 5;
-                $body
-            }
-            6 => {
-                const $n: usize = 6;
-                $body
-            }
-            _ => unreachable!("tile rows are 1..=6"),
+            })+
+            p => unreachable!("no tile of {p} rows"),
         }
     };
 }
@@ -259,7 +239,7 @@ impl Kernel {
     /// here.
     fn tile(self, p: usize, acc: &mut [[f32; OB]], a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
         check_tile_bounds(p, OB, a, b, s, segs);
-        by_rows!(p, |P| {
+        by_rows!(p, [1, 2, 3, 4, 5, 6], |P| {
             let acc: &mut Acc<P> = (&mut acc[..P]).try_into().expect("tile rows");
             match self {
                 // SAFETY: bounds checked above; Avx2 and Avx512 are only chosen where the CPU
@@ -276,7 +256,7 @@ impl Kernel {
     fn tile_wide(self, p: usize, acc: &mut [[f32; OB_WIDE]], a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
         assert_eq!(self, Kernel::Avx512, "32-wide conv tiles need the AVX-512 kernel");
         check_tile_bounds(p, OB_WIDE, a, b, s, segs);
-        by_rows!(p, |P| {
+        by_rows!(p, [1, 2, 3, 4, 5, 6], |P| {
             let acc: &mut AccWide<P> = (&mut acc[..P]).try_into().expect("tile rows");
             // SAFETY: bounds checked above; Avx512 is only chosen where the CPU has AVX-512F.
             #[cfg(target_arch = "x86_64")]
