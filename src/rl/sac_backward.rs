@@ -269,6 +269,7 @@ impl<'a> TrunkView<'a> {
     fn forward(&self, h: &[f32], b: usize) -> TrunkTape {
         let (repr, f) = (self.linear.inp, self.linear.out);
         // A constant input's long, narrow product: one single-threaded GEMM per block of rows.
+        // y: (b, feature).
         let mut y = match row_split_parts(b, repr) {
             Some(parts) => {
                 let mut y = row_split_product(h, b, repr, self.linear.weight, f, parts);
@@ -276,8 +277,8 @@ impl<'a> TrunkView<'a> {
                 y
             }
             None => self.linear.forward(h, b),
-        }; // (b, feature)
-           // LayerNorm per row, as candle's layer_norm_slow: centre, divide by sqrt(var + eps).
+        };
+        // LayerNorm per row, as candle's layer_norm_slow: centre, divide by sqrt(var + eps).
         let mut std = Vec::with_capacity(b);
         for row in y.chunks_exact_mut(f) {
             let mean = row.iter().sum::<f32>() / f as f32;
