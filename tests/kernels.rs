@@ -389,3 +389,21 @@ fn avx512_tiles_give_the_avx2_bits() {
         }
     }
 }
+
+#[test]
+fn a_conv_kernel_request_the_cpu_cannot_run_is_refused_by_name() {
+    let cpu = [Kernel::Avx2, Kernel::Plain];
+    assert_eq!(Kernel::choose(None, &cpu), (Kernel::Avx2, None));
+    assert_eq!(Kernel::choose(Some("plain"), &cpu), (Kernel::Plain, None));
+    for request in ["avx512", "AVX2", ""] {
+        let (kernel, why) = Kernel::choose(Some(request), &cpu);
+        assert_eq!(kernel, Kernel::Avx2, "{request:?}");
+        assert_eq!(
+            why.as_deref(),
+            Some(
+                format!("LFS_CONV_KERNEL={request}: not one of this CPU's conv kernels (avx2, plain); using avx2")
+                    .as_str()
+            )
+        );
+    }
+}

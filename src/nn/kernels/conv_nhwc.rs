@@ -189,22 +189,34 @@ impl Kernel {
     pub fn detect() -> Self {
         static KERNEL: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
         *KERNEL.get_or_init(|| {
-            let supported = Self::supported();
-            match std::env::var("LFS_CONV_KERNEL").as_deref() {
-                Err(_) => supported[0],
-                Ok(name) => match supported.iter().find(|k| k.name() == name) {
-                    Some(&k) => k,
-                    None => {
-                        eprintln!(
-                            "LFS_CONV_KERNEL={name}: not one of this CPU's conv kernels ({}); using {}",
-                            supported.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
-                            supported[0].name()
-                        );
-                        supported[0]
-                    }
-                },
+            let requested = std::env::var_os("LFS_CONV_KERNEL").map(|v| v.to_string_lossy().into_owned());
+            let (kernel, refused) = Self::choose(requested.as_deref(), &Self::supported());
+            if let Some(why) = refused {
+                eprintln!("{why}");
             }
+            kernel
         })
+    }
+
+    /// The kernel `requested` (`LFS_CONV_KERNEL`'s value) names among `supported` (fastest
+    /// first), or the fastest, with why the request was refused when it was.
+    pub fn choose(requested: Option<&str>, supported: &[Kernel]) -> (Kernel, Option<String>) {
+        let fastest = supported[0];
+        match requested {
+            None => (fastest, None),
+            Some(name) => match supported.iter().find(|k| k.name() == name) {
+                Some(&k) => (k, None),
+                None => {
+                    let names: Vec<&str> = supported.iter().map(|k| k.name()).collect();
+                    let why = format!(
+                        "LFS_CONV_KERNEL={name}: not one of this CPU's conv kernels ({}); using {}",
+                        names.join(", "),
+                        fastest.name()
+                    );
+                    (fastest, Some(why))
+                }
+            },
+        }
     }
 
     /// The kernels this CPU runs, fastest first.
