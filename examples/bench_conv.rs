@@ -77,6 +77,9 @@ fn main() -> anyhow::Result<()> {
     if args.iter().any(|a| a == "--peak") {
         return peak();
     }
+    if args.iter().any(|a| a == "--layers") {
+        return layers(&batches, repeats);
+    }
     let skip_stock = args.iter().any(|a| a == "--no-stock");
     let cfg = EncoderConfig::default();
     let mut rng = ChaCha8Rng::seed_from_u64(0);
@@ -226,6 +229,117 @@ fn kernels(batches: &[usize], repeats: usize) -> anyhow::Result<()> {
                 "{{\"batch\":{b},\"kernel\":\"{name}\",\"seconds\":{t:.4},\"conv_gflops_net_of_loss\":{:.1}}}",
                 gflop / conv_s
             );
+        }
+    }
+    Ok(())
+}
+
+/// `--layers`: how close each pass of the encoder's kernels comes to `--peak` by itself, and
+/// what the whole forward loses around them. Per layer of the default encoder, on one thread,
+/// one sample's data used over and over (so they stay in cache): GFLOP/s of the forward, the
+/// weight gradient and the input gradient (counting the useful FLOPs: 2·o·c·9·ho·wo each).
+/// Then the whole encoder (`tape::encode_batch`) at each batch, on one thread and on every
+/// thread, without and with its tape; and the image's conversion to channels-last in the two
+/// loop orders (plane by plane as before, pixel by pixel as now; one thread).
+fn layers(batches: &[usize], repeats: usize) -> anyhow::Result<()> {
+    use lfs::nn::kernels::conv_nhwc::{self, Kernel, Shape};
+    use lfs::nn::kernels::tape::{encode_batch, layer_shapes, LayerWeights};
+    let kernel = Kernel::detect();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut random = |n: usize, scale: f32| -> Vec<f32> { (0..n).map(|_| rng.random_range(-scale..scale)).collect() };
+    let shapes = layer_shapes((9, 84, 84), &[(32, 2), (32, 1), (32, 1), (32, 1)]).context("encoder shapes")?;
+    let weights: Vec<LayerWeights> = shapes
+        .iter()
+        .map(|s| LayerWeights {
+            weight: random(s.o * s.c * 9, 0.1),
+            bias: random(s.o, 0.1),
+        })
+        .collect();
+    // Samples per timing, so that one timing is a few ms.
+    let per = 64;
+    let best_of = |f: &mut dyn FnMut()| -> f64 {
+        (0..repeats.max(1))
+            .map(|_| {
+                let start = Instant::now();
+                (0..per).for_each(|_| f());
+                start.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    pool.install(|| -> anyhow::Result<()> {
+        for (l, (s, w)) in shapes.iter().zip(&weights).enumerate() {
+            let s: &Shape = s;
+            let gflop = 2.0 * (s.o * s.c * 9 * s.ho() * s.wo() * per) as f64 / 1e9;
+            let x = random(s.in_len(), 1.0);
+            let dy = random(s.out_len(), 1.0);
+            let wf = conv_nhwc::weights_forward(&w.weight, s.o, s.c, s.o);
+            let wg = conv_nhwc::weights_input_grad(&w.weight, s.o, s.c, s.c);
+            let (mut y, mut dw, mut dx, mut pad) = (vec![0f32; s.out_len()], vec![0f32; wf.len()], vec![0f32; s.in_len()], Vec::new());
+            let mut passes: Vec<(&str, f64)> = vec![
+                ("forward", best_of(&mut || conv_nhwc::forward(kernel, s, &x, &wf, Some(&w.bias), true, &mut y))),
+                ("weight_grad", best_of(&mut || conv_nhwc::weight_grad(kernel, s, &x, &dy, &mut dw))),
+            ];
+            if l > 0 {
+                passes.push(("input_grad", best_of(&mut || conv_nhwc::input_grad(kernel, s, s.c, &dy, &wg, &mut pad, &mut dx))));
+            }
+            for (pass, seconds) in passes {
+                println!(
+                    "{{\"layer\":{l},\"c\":{},\"h\":{},\"stride\":{},\"pass\":\"{pass}\",\"kernel\":\"{}\",\"threads\":1,\"gflops\":{:.1}}}",
+                    s.c, s.h, s.stride, kernel.name(), gflop / seconds
+                );
+            }
+        }
+        // The image to channels-last, scaled, in the two loop orders.
+        let (c, hw) = (9usize, 84 * 84);
+        let image: Vec<u8> = (0..c * hw).map(|i| (i * 31 % 256) as u8).collect();
+        let mut x0 = vec![0f32; c * hw];
+        let scale = (1.0f64 / 255.0) as f32;
+        let planes = best_of(&mut || {
+            for (ch, plane) in image.chunks_exact(hw).enumerate() {
+                for (p, &v) in plane.iter().enumerate() {
+                    x0[p * c + ch] = f32::from(v) * scale;
+                }
+            }
+            std::hint::black_box(&mut x0);
+        });
+        let pixels = best_of(&mut || {
+            for (p, px) in x0.chunks_exact_mut(c).enumerate() {
+                for (ch, x) in px.iter_mut().enumerate() {
+                    *x = f32::from(image[ch * hw + p]) * scale;
+                }
+            }
+            std::hint::black_box(&mut x0);
+        });
+        for (order, seconds) in [("plane by plane", planes), ("pixel by pixel", pixels)] {
+            println!("{{\"image_to_channels_last\":\"{order}\",\"us_per_image\":{:.1}}}", seconds / per as f64 * 1e6);
+        }
+        Ok(())
+    })?;
+    let flop_per_sample = 2.0
+        * shapes
+            .iter()
+            .map(|s| (s.o * s.c * 9 * s.ho() * s.wo()) as f64)
+            .sum::<f64>();
+    for &b in batches {
+        let obs: Vec<u8> = (0..b * shapes[0].in_len()).map(|i| (i * 7919 % 256) as u8).collect();
+        for threads in [1, rayon::current_num_threads()] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+            for keep in [false, true] {
+                let seconds = pool.install(|| {
+                    let times = (0..repeats.max(1) + 1).map(|_| {
+                        let start = Instant::now();
+                        drop(encode_batch(kernel, &shapes, &weights, &obs, b, keep, 0.0));
+                        start.elapsed().as_secs_f64()
+                    });
+                    // The first call allocates what the later ones reuse.
+                    median(times.skip(1).collect())
+                });
+                println!(
+                    "{{\"batch\":{b},\"encode_batch\":true,\"tape\":{keep},\"threads\":{threads},\"seconds\":{seconds:.4},\"gflops\":{:.1}}}",
+                    flop_per_sample * b as f64 / seconds / 1e9
+                );
+            }
         }
     }
     Ok(())

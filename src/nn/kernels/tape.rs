@@ -22,11 +22,53 @@ pub struct LayerWeights {
 }
 
 /// Activations of a forward, channels-last: the scaled image (b, h, w, c) and every layer's
-/// post-ReLU output (b, ho, wo, o).
+/// post-ReLU output (b, ho, wo, o). Its buffers go back to [`SPARE`] when it is dropped.
 #[derive(Debug)]
 pub struct Tape {
     x0: Vec<f32>,
     acts: Vec<Vec<f32>>,
+}
+
+impl Drop for Tape {
+    fn drop(&mut self) {
+        let mut spare = SPARE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for buffer in std::iter::once(std::mem::take(&mut self.x0)).chain(self.acts.drain(..)) {
+            if spare.len() < MAX_SPARE && buffer.capacity() > 0 {
+                spare.push(buffer);
+            }
+        }
+    }
+}
+
+/// The buffers of dropped tapes, for the next forward that keeps one. A tape is ~1 MB per
+/// sample (254 MB for an LFS update's 256 online rows at batch 128) and the forward writes
+/// every element of it before anything reads it, so a reused buffer needs no zero-fill, which
+/// for fresh ones was a serial memset over all of them (BENCHMARKS.md, "The LFS update's
+/// parts"). Buffers keep their length, so taking one writes nothing. The process keeps up to
+/// [`MAX_SPARE`] of them for its life, as the `lfs` binary's allocator keeps what it frees
+/// (`crate::alloc`).
+static SPARE: std::sync::Mutex<Vec<Vec<f32>>> = std::sync::Mutex::new(Vec::new());
+
+/// Most buffers [`SPARE`] keeps: five per tape (the image and four layers), for the two tapes
+/// `lfs train` holds at once (its LFS update's and its SAC update's), and some slack.
+const MAX_SPARE: usize = 16;
+
+/// A buffer of `len` floats for a tape, whose contents are unspecified (zeros, or a dropped
+/// tape's values): the caller writes every element. The shortest spare buffer that is long
+/// enough, cut to `len`; a new zeroed one when there is none.
+fn tape_buffer(len: usize) -> Vec<f32> {
+    let mut spare = SPARE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let shortest = (0..spare.len())
+        .filter(|&i| spare[i].len() >= len)
+        .min_by_key(|&i| spare[i].len());
+    match shortest {
+        Some(i) => {
+            let mut buffer = spare.swap_remove(i);
+            buffer.truncate(len);
+            buffer
+        }
+        None => vec![0f32; len],
+    }
 }
 
 /// The output of [`encode_batch`]: h (b, repr) in (C, H, W) order and, when kept, the tape.
@@ -78,9 +120,11 @@ pub fn encode_batch<T: Copy + Into<f32> + Sync>(
     let run = |obs: &[T], x0: &mut [f32], acts: &mut [&mut [f32]], h_row: &mut [f32]| {
         let scale = (1.0f64 / 255.0) as f32;
         let (c, hw) = (shapes[0].c, shapes[0].h * shapes[0].w);
-        for (ch, plane) in obs.chunks_exact(hw).enumerate() {
-            for (p, &v) in plane.iter().enumerate() {
-                x0[p * c + ch] = v.into() * scale + offset;
+        // Pixel by pixel, so that the writes are contiguous (12 µs per 9 × 84 × 84 image
+        // instead of 38 plane by plane: `bench_conv --layers`).
+        for (p, px) in x0.chunks_exact_mut(c).enumerate().take(hw) {
+            for (ch, x) in px.iter_mut().enumerate() {
+                *x = obs[ch * hw + p].into() * scale + offset;
             }
         }
         for (l, s) in shapes.iter().enumerate() {
@@ -92,8 +136,10 @@ pub fn encode_batch<T: Copy + Into<f32> + Sync>(
         conv_nhwc::hwc_to_chw(acts[last], s.o, s.ho() * s.wo(), s.o, h_row);
     };
     let tape = if keep {
-        let mut x0 = vec![0f32; b * in_len];
-        let mut acts: Vec<Vec<f32>> = shapes.iter().map(|s| vec![0f32; b * s.out_len()]).collect();
+        // Every element of these is written below: the scaled image by `run`'s first loop, each
+        // layer's output by `conv_nhwc::forward`.
+        let mut x0 = tape_buffer(b * in_len);
+        let mut acts: Vec<Vec<f32>> = shapes.iter().map(|s| tape_buffer(b * s.out_len())).collect();
         let mut per_sample: Vec<Vec<&mut [f32]>> = (0..b).map(|_| Vec::with_capacity(shapes.len())).collect();
         for (act, s) in acts.iter_mut().zip(shapes) {
             for (slots, chunk) in per_sample.iter_mut().zip(act.chunks_mut(s.out_len())) {
@@ -199,4 +245,49 @@ pub fn backward_batch(
             LayerWeights { weight: dw, bias: db }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A forward that keeps its tape writes every element of it: with spare buffers full of NaN
+    /// (as a dropped tape's stale values would be, but impossible to miss), the tape holds no
+    /// NaN and h is the same as without a tape.
+    #[test]
+    fn a_reused_tape_buffer_is_overwritten_everywhere() {
+        // An odd small shape (c 3, 13×13; two layers), so that no other test's buffer has
+        // these lengths.
+        let shapes = layer_shapes((3, 13, 13), &[(16, 2), (16, 1)]).expect("shapes");
+        let weights: Vec<LayerWeights> = shapes
+            .iter()
+            .enumerate()
+            .map(|(l, s)| LayerWeights {
+                weight: (0..s.o * s.c * 9)
+                    .map(|i| ((i * 37 + l) % 17) as f32 / 17.0 - 0.4)
+                    .collect(),
+                bias: (0..s.o).map(|i| (i % 5) as f32 / 10.0 - 0.2).collect(),
+            })
+            .collect();
+        let b = 3;
+        let obs: Vec<u8> = (0..b * shapes[0].in_len()).map(|i| (i * 31 % 256) as u8).collect();
+        let lens: Vec<usize> = std::iter::once(b * shapes[0].in_len())
+            .chain(shapes.iter().map(|s| b * s.out_len()))
+            .collect();
+        SPARE
+            .lock()
+            .unwrap()
+            .extend(lens.iter().map(|&len| vec![f32::NAN; len]));
+        let kept = encode_batch(Kernel::detect(), &shapes, &weights, &obs, b, true, 0.0);
+        let tape = kept.tape.as_ref().expect("a tape");
+        assert!(
+            tape.x0.iter().all(|v| !v.is_nan()),
+            "the scaled image left a stale value"
+        );
+        for (l, act) in tape.acts.iter().enumerate() {
+            assert!(act.iter().all(|v| !v.is_nan()), "layer {l} left a stale value");
+        }
+        let plain = encode_batch(Kernel::detect(), &shapes, &weights, &obs, b, false, 0.0);
+        assert_eq!(kept.h, plain.h);
+    }
 }
