@@ -15,7 +15,8 @@ import torch.nn as nn
 
 
 class Encoder(nn.Module):
-    """LFS conv encoder f + projector g; state_dict names match the export."""
+    """LFS conv encoder f + projector g (none for `lfs export --encoder-only`: latent_dim=None);
+    state_dict names match the export."""
 
     def __init__(self, in_channels=9, num_filters=32, num_layers=4, repr_dim=39200, latent_dim=128):
         super().__init__()
@@ -24,7 +25,7 @@ class Encoder(nn.Module):
             layers += [nn.Conv2d(num_filters, num_filters, 3, stride=1), nn.ReLU()]
         self.encoder = nn.Module()
         self.encoder.convnet = nn.Sequential(*layers)
-        self.projector = nn.Linear(repr_dim, latent_dim)
+        self.projector = nn.Linear(repr_dim, latent_dim) if latent_dim else None
 
     def forward(self, obs):  # obs: (B, 9, 84, 84), oldest frame first, values 0..255
         h = self.encoder.convnet(obs.float() / 255.0)
@@ -53,7 +54,8 @@ def read_safetensors(path):
 def load_encoder(path):
     tensors, meta = read_safetensors(path)
     arch = json.loads(meta["lfs.architecture"])
-    model = Encoder(arch["in_channels"], arch["num_filters"], arch["num_layers"], arch["repr_dim"], arch["latent_dim"])
+    latent_dim = arch["latent_dim"] if arch.get("projector") is not None else None
+    model = Encoder(arch["in_channels"], arch["num_filters"], arch["num_layers"], arch["repr_dim"], latent_dim)
     model.load_state_dict(tensors, strict=True)
     return model.eval(), meta
 
@@ -64,11 +66,15 @@ def main(path):
     ex, _ = read_safetensors(example)
     with torch.no_grad():
         h = model(ex["obs"])
-        z = model.project(ex["obs"])
-    dh = (h - ex["features"]).abs().max().item()
-    dz = (z - ex["projection"]).abs().max().item()
+        dh = (h - ex["features"]).abs().max().item()
+        dz = 0.0
+        if model.projector is not None:
+            dz = (model.project(ex["obs"]) - ex["projection"]).abs().max().item()
+            said = f"max |projection - rust| = {dz:.3e}"
+        else:
+            said = "no projector in this export"
     scale = ex["features"].abs().max().item()
-    print(f"max |features - rust| = {dh:.3e} (max |features| {scale:.3e}); max |projection - rust| = {dz:.3e}")
+    print(f"max |features - rust| = {dh:.3e} (max |features| {scale:.3e}); {said}")
     ok = dh <= 1e-4 * max(1.0, scale) and dz <= 1e-3
     print("OK" if ok else "MISMATCH")
     return 0 if ok else 1

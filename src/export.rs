@@ -2,7 +2,9 @@
 //! safetensors file (`encoder.convnet.{0,2,4,6}.{weight,bias}`, `projector.{weight,bias}`,
 //! metadata `format = pt` plus architecture, input convention and provenance), and beside it
 //! `<stem>.example.safetensors`: a fixed input batch and the features this encoder computes
-//! for it, so any loader can check itself. [`ExportFile`] reads such a file back (its encoder as
+//! for it, so any loader can check itself. With [`Projector::LeftOut`] the file holds the conv
+//! encoder alone (~120 KB instead of ~20 MB at the default sizes), which is all that downstream
+//! RL and the probe read. [`ExportFile`] reads such a file back (its encoder as
 //! constants, its identity and provenance), which is how downstream RL gets its encoder.
 
 use std::collections::{BTreeMap, HashMap};
@@ -28,6 +30,16 @@ the encoder divides by 255 itself (no -0.5 shift)";
 /// Examples in the `.example.safetensors` file.
 pub const EXAMPLE_BATCH: usize = 4;
 
+/// Whether an export holds the projector g beside the conv encoder f.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Projector {
+    /// f and g: what the pre-training objective used, for PyTorch users who want the latents.
+    Included,
+    /// f alone (`lfs export --encoder-only`): what `lfs eval`, `lfs train --init-encoder` and
+    /// `lfs probe` read, small enough to commit beside results.
+    LeftOut,
+}
+
 /// What `export` wrote.
 #[derive(Debug, Clone)]
 pub struct ExportSummary {
@@ -35,6 +47,7 @@ pub struct ExportSummary {
     pub example: PathBuf,
     pub step: u64,
     pub method: String,
+    pub projector: Projector,
 }
 
 /// `encoder.safetensors` -> `encoder.example.safetensors`.
@@ -46,8 +59,8 @@ pub fn example_path(out: &Path) -> PathBuf {
     out.with_file_name(format!("{stem}.example.safetensors"))
 }
 
-/// Exports the online encoder + projector of `checkpoint_path` to `out`.
-pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
+/// Exports the online encoder of `checkpoint_path`, with its projector or without, to `out`.
+pub fn export(checkpoint_path: &Path, out: &Path, projector: Projector) -> Result<ExportSummary> {
     let err = |reason: String| Error::checkpoint(checkpoint_path, reason);
     let file = checkpoint::load(checkpoint_path)?;
     let meta = |key: &str| {
@@ -72,7 +85,10 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
     let online = file.strip_prefix("online.");
     let (net, params) =
         EncoderProjector::from_tensors(&cfg.model.encoder, cfg.model.latent_dim, &online, &Device::Cpu)?;
-    let tensors: BTreeMap<String, Tensor> = params.snapshot()?;
+    let mut tensors: BTreeMap<String, Tensor> = params.snapshot()?;
+    if projector == Projector::LeftOut {
+        tensors.retain(|name, _| name.starts_with(ENCODER_PREFIX));
+    }
 
     let enc = &cfg.model.encoder;
     let architecture = serde_json::json!({
@@ -84,7 +100,10 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
         "num_filters": enc.num_filters,
         "num_layers": enc.num_layers,
         "repr_dim": enc.repr_dim()?,
-        "projector": format!("Linear({}, {})", enc.repr_dim()?, cfg.model.latent_dim),
+        "projector": match projector {
+            Projector::Included => serde_json::json!(format!("Linear({}, {})", enc.repr_dim()?, cfg.model.latent_dim)),
+            Projector::LeftOut => serde_json::Value::Null,
+        },
         "latent_dim": cfg.model.latent_dim,
     });
     let mut metadata = HashMap::new();
@@ -111,7 +130,9 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
     let mut example = BTreeMap::new();
     example.insert("obs".to_string(), obs);
     example.insert("features".to_string(), features.encoded.h.detach()); // (4, 39200)
-    example.insert("projection".to_string(), features.z.detach()); // (4, latent)
+    if projector == Projector::Included {
+        example.insert("projection".to_string(), features.z.detach()); // (4, latent)
+    }
     let mut example_meta = HashMap::new();
     example_meta.insert("format".to_string(), "pt".to_string());
     example_meta.insert(kind::KEY.to_string(), kind::EXPORT_EXAMPLE.to_string());
@@ -124,6 +145,7 @@ pub fn export(checkpoint_path: &Path, out: &Path) -> Result<ExportSummary> {
         example: example_file,
         step,
         method,
+        projector,
     })
 }
 

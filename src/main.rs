@@ -34,7 +34,7 @@ enum Command {
     Inspect(cli::inspect::Args),
     /// Pre-train an encoder (LFS or a baseline) on ingested datasets; resumes a killed run.
     Pretrain(cli::pretrain::Args),
-    /// Export a checkpoint's encoder + projector as PyTorch-loadable safetensors.
+    /// Export a checkpoint's encoder (and projector) as PyTorch-loadable safetensors.
     Export(cli::export::Args),
     /// How much of each task's state and reward an encoder's frozen features hold: held-out R²
     /// of linear probes, in minutes and without RL.

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use candle_core::DType;
-use lfs::export::{example_path, export};
+use lfs::export::{example_path, export, Projector};
 use lfs::nn::checkpoint::load;
 use lfs::pretrain::run::CHECKPOINT_FILE;
 
@@ -27,7 +27,7 @@ fn exported() -> (tempfile::TempDir, PathBuf) {
     let (eps, info) = two_task_data();
     let dir = one_update_run(&eps, &info);
     let out = dir.path().join("encoder.safetensors");
-    let summary = export(&dir.path().join(CHECKPOINT_FILE), &out).unwrap();
+    let summary = export(&dir.path().join(CHECKPOINT_FILE), &out, Projector::Included).unwrap();
     assert_eq!((summary.step, summary.method.as_str()), (1, "lfs"));
     (dir, out)
 }
@@ -94,16 +94,20 @@ fn export_writes_pytorch_names_metadata_and_an_example() {
 #[test]
 fn export_rejects_a_file_that_is_not_a_checkpoint() {
     let (dir, out) = exported();
-    let err = export(&out, &dir.path().join("again.safetensors"))
+    let err = export(&out, &dir.path().join("again.safetensors"), Projector::Included)
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("encoder.safetensors") && err.contains("not an `lfs pretrain` checkpoint"),
         "{err}"
     );
-    let err = export(&dir.path().join("nope.safetensors"), &dir.path().join("x.safetensors"))
-        .unwrap_err()
-        .to_string();
+    let err = export(
+        &dir.path().join("nope.safetensors"),
+        &dir.path().join("x.safetensors"),
+        Projector::LeftOut,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("nope.safetensors"), "{err}");
 }
 
@@ -192,4 +196,56 @@ fn an_exported_encoder_loads_as_constants_in_one_call() {
         err.contains("encoder.convnet.2.weight") && err.contains("[32, 32, 3, 3]"),
         "{err}"
     );
+}
+
+#[test]
+fn an_encoder_only_export_holds_the_same_encoder_without_the_projector() {
+    // `--encoder-only`: the conv tensors of the full export, bit for bit, and no projector, in
+    // a file ~1/150 of the size; downstream RL loads it the same way and computes the same
+    // features; the numpy and PyTorch loaders accept it.
+    let (dir, full) = exported();
+    let small = dir.path().join("encoder-only.safetensors");
+    let summary = export(&dir.path().join(CHECKPOINT_FILE), &small, Projector::LeftOut).unwrap();
+    assert_eq!(summary.projector, Projector::LeftOut);
+    let (a, b) = (load(&full).unwrap(), load(&small).unwrap());
+    let mut names: Vec<&String> = b.tensors.keys().collect();
+    names.sort();
+    let mut conv: Vec<&String> = a.tensors.keys().filter(|n| n.starts_with("encoder.")).collect();
+    conv.sort();
+    assert_eq!(names, conv);
+    assert_eq!(names.len(), 8);
+    for name in names {
+        assert_eq!(max_abs_diff(&a.tensors[name], &b.tensors[name]), 0.0, "{name}");
+    }
+    let arch: serde_json::Value = serde_json::from_str(&b.metadata["lfs.architecture"]).unwrap();
+    assert!(arch["projector"].is_null(), "{arch}");
+    assert_eq!(b.metadata["lfs.config"], a.metadata["lfs.config"]);
+    let (full_len, small_len) = (
+        std::fs::metadata(&full).unwrap().len(),
+        std::fs::metadata(&small).unwrap().len(),
+    );
+    assert!(small_len * 100 < full_len, "{small_len} bytes against {full_len}");
+
+    let example = load(&example_path(&small)).unwrap();
+    assert!(!example.tensors.contains_key("projection"));
+    let obs = example.tensors["obs"].to_dtype(DType::F32).unwrap();
+    let h = lfs::export::load_frozen_encoder(&small)
+        .unwrap()
+        .encoder
+        .forward(&obs)
+        .unwrap();
+    let h_full = lfs::export::load_frozen_encoder(&full)
+        .unwrap()
+        .encoder
+        .forward(&obs)
+        .unwrap();
+    assert_eq!(max_abs_diff(&h, &h_full), 0.0);
+    assert_eq!(max_abs_diff(&h, &example.tensors["features"]), 0.0);
+
+    let (ok, said) = run_loader(&crate::common::python(), "eval/load_encoder_numpy.py", &small);
+    assert!(ok && said.contains("no projector"), "{said}");
+    if let Some(python) = torch_python() {
+        let (ok, said) = run_loader(&python, "eval/load_encoder_torch.py", &small);
+        assert!(ok && said.contains("no projector"), "{said}");
+    }
 }

@@ -1,9 +1,10 @@
-//! `lfs export <CHECKPOINT> --out encoder.safetensors`
+//! `lfs export <CHECKPOINT> --out encoder.safetensors [--encoder-only]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use lfs::export::Projector;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -13,13 +14,27 @@ pub struct Args {
     /// written beside it.
     #[arg(long)]
     pub out: PathBuf,
+    /// Leave the projector out: the file holds the conv encoder alone (~120 KB instead of
+    /// ~20 MB at the default sizes), which is all that `lfs eval`, `lfs train --init-encoder` and
+    /// `lfs probe` read.
+    #[arg(long)]
+    pub encoder_only: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let summary = lfs::export::export(&args.checkpoint, &args.out)
+    let projector = if args.encoder_only {
+        Projector::LeftOut
+    } else {
+        Projector::Included
+    };
+    let summary = lfs::export::export(&args.checkpoint, &args.out, projector)
         .with_context(|| format!("exporting {} to {}", args.checkpoint.display(), args.out.display()))?;
+    let what = match summary.projector {
+        Projector::Included => "encoder and projector",
+        Projector::LeftOut => "encoder without its projector",
+    };
     println!(
-        "exported the {} encoder (update {}) to {} and {}",
+        "exported the {} {what} (update {}) to {} and {}",
         summary.method,
         summary.step,
         summary.encoder.display(),
