@@ -704,7 +704,8 @@ fn pictures_section(md: &mut String, pictures: &[&str]) {
             }
             "pretrain_selected" => {
                 "N per pre-training update of the encoders made with LNC (synthetic pairs LNC kept in the batch), \
-                 mean within bins of updates, band ±1 std of N within a bin (its spread, not an interval)"
+                 mean within bins of updates; band: ±1 std of N within a bin for a method with one run (its spread, \
+                 not an interval), the lowest and highest run for a method with several"
             }
             _ => stem,
         };

@@ -320,20 +320,32 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
         )?);
     }
     if !report.pretraining.curves.is_empty() {
+        let curves = pretraining::by_method(&report.pretraining.curves);
         let mut subtitle = vec![format!(
-            "each encoder's lfs pretrain log, {} bins of updates: mean N in a bin; band: ±1 std of N within the bin \
-             (the spread of N, not an interval)",
+            "each encoder's lfs pretrain log, {} bins of updates: N, the mean over a bin's updates",
             update_bins::NUM_BINS
         )];
-        let curves = &report.pretraining.curves;
-        // `pretraining::read` lists a method's runs one after another.
-        if curves.windows(2).any(|w| w[0].method == w[1].method) {
+        if curves.iter().any(|c| c.runs == 1) {
             subtitle.push(
-                "a method with several pre-training runs (one per seed): its first run here; every run's table is in report.md"
+                "a method with one pre-training run: band ±1 std of N within the bin (the spread of N, not an interval)"
                     .to_string(),
             );
         }
-        pictures.push(plots::pretrain_selected(curves, &methods, &subtitle)?);
+        if curves.iter().any(|c| c.runs > 1) {
+            subtitle.push(
+                "a method with several pre-training runs (one per seed): the mean over its runs; band: its lowest and \
+                 highest run (the spread between runs, not an interval)"
+                    .to_string(),
+            );
+        }
+        let left_out: usize = curves.iter().map(|c| c.left_out).sum();
+        if left_out > 0 {
+            subtitle.push(format!(
+                "{left_out} run(s) with another number of updates than their method's first not drawn; every run's \
+                 table is in report.md"
+            ));
+        }
+        pictures.push(plots::pretrain_selected(&curves, &methods, &subtitle)?);
     }
     if !report.pretraining.probes.is_empty() {
         pictures.push(plots::pretrain_probe(

@@ -18,7 +18,7 @@ use plotters::style::FontStyle;
 
 use super::aggregate::{Aggregate, Estimate};
 use super::pretrain_probe::ProbeCurve;
-use super::pretraining::LncCurve;
+use super::pretraining::MethodLnc;
 use super::scores::{AggregateRow, CurvePoint};
 use crate::env::Task;
 use crate::{Error, Result};
@@ -441,23 +441,20 @@ pub fn iqm_curves(curves: &[Vec<(u64, Estimate)>], methods: &[String], subtitle:
     )
 }
 
-/// N, the synthetic pairs LNC kept per pre-training update, binned, with a band of ±1 std
-/// within each bin, one curve per method that has one (the paper's figure on N, for video
-/// pre-training): a method's first run when it has several.
-pub fn pretrain_selected(curves: &[LncCurve], methods: &[String], subtitle: &[String]) -> Result<Picture> {
+/// N, the synthetic pairs LNC kept per pre-training update, binned, one curve per method that
+/// has one (the paper's figure on N, for video pre-training): over a method's runs when it has
+/// several ([`super::pretraining::by_method`] says what the band is).
+pub fn pretrain_selected(curves: &[MethodLnc], methods: &[String], subtitle: &[String]) -> Result<Picture> {
     let mut by_method = vec![Vec::new(); methods.len()];
     for c in curves {
-        if !by_method[c.method].is_empty() {
-            continue;
-        }
         by_method[c.method] = c
             .bins
             .iter()
             .map(|b| BandPoint {
                 x: b.last as f64,
-                low: b.num_synthetic - b.num_synthetic_std,
-                mid: b.num_synthetic,
-                high: b.num_synthetic + b.num_synthetic_std,
+                low: b.low,
+                mid: b.mean,
+                high: b.high,
             })
             .collect();
     }

@@ -50,6 +50,89 @@ pub struct LncBin {
     pub loss: f64,
 }
 
+/// A method's N over its pre-training runs, bin by bin, as the report draws it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodLnc {
+    /// Index into the report's methods (its colour).
+    pub method: usize,
+    /// The runs drawn: those whose bins are the method's first run's.
+    pub runs: usize,
+    /// The method's other runs (another number of updates, so other bins): not drawn.
+    pub left_out: usize,
+    pub bins: Vec<MethodBin>,
+}
+
+/// One bin of [`MethodLnc`]: the mean N, and the band around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodBin {
+    /// The bin's last update.
+    pub last: u64,
+    /// One run: its mean N over the bin. Several: the mean over runs of that.
+    pub mean: f64,
+    /// One run: ±1 std of N within the bin (the spread of N, not an interval). Several: the
+    /// lowest and the highest run's mean N (the spread between pre-training runs).
+    pub low: f64,
+    pub high: f64,
+}
+
+/// Every method's N over its runs ([`MethodLnc`]), in the order of first appearance in
+/// `curves`.
+pub fn by_method(curves: &[LncCurve]) -> Vec<MethodLnc> {
+    let mut out: Vec<(MethodLnc, Vec<&LncCurve>)> = Vec::new();
+    for curve in curves {
+        match out.iter_mut().find(|(m, _)| m.method == curve.method) {
+            Some((m, runs)) => {
+                let same_bins = runs[0].bins.len() == curve.bins.len()
+                    && runs[0]
+                        .bins
+                        .iter()
+                        .zip(&curve.bins)
+                        .all(|(a, b)| (a.first, a.last) == (b.first, b.last));
+                if same_bins {
+                    runs.push(curve);
+                } else {
+                    m.left_out += 1;
+                }
+            }
+            None => out.push((
+                MethodLnc {
+                    method: curve.method,
+                    runs: 0,
+                    left_out: 0,
+                    bins: Vec::new(),
+                },
+                vec![curve],
+            )),
+        }
+    }
+    out.into_iter()
+        .map(|(mut m, runs)| {
+            m.runs = runs.len();
+            m.bins = (0..runs[0].bins.len())
+                .map(|i| {
+                    let bin = &runs[0].bins[i];
+                    if runs.len() == 1 {
+                        return MethodBin {
+                            last: bin.last,
+                            mean: bin.num_synthetic,
+                            low: bin.num_synthetic - bin.num_synthetic_std,
+                            high: bin.num_synthetic + bin.num_synthetic_std,
+                        };
+                    }
+                    let means: Vec<f64> = runs.iter().map(|r| r.bins[i].num_synthetic).collect();
+                    MethodBin {
+                        last: bin.last,
+                        mean: means.iter().sum::<f64>() / means.len() as f64,
+                        low: means.iter().copied().fold(f64::INFINITY, f64::min),
+                        high: means.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    }
+                })
+                .collect();
+            m
+        })
+        .collect()
+}
+
 /// A source whose log exists but could not be read: the report says so.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogNote {
@@ -195,4 +278,64 @@ pub fn read_log(path: &Path) -> std::result::Result<Option<(usize, Vec<LncBin>)>
         });
     }
     Ok(Some((batch_size, bins)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn curve(method: usize, bins: &[(u64, u64, f64, f64)]) -> LncCurve {
+        LncCurve {
+            method,
+            log: PathBuf::from(format!("run-{method}")),
+            batch_size: 64,
+            bins: bins
+                .iter()
+                .map(|&(first, last, n, std)| LncBin {
+                    first,
+                    last,
+                    num_synthetic: n,
+                    num_synthetic_std: std,
+                    lnc_d: 1.0,
+                    clip_low: 0.55,
+                    clip_high: 0.65,
+                    loss: 6.0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_method_with_several_runs_is_their_mean_between_the_lowest_and_highest() {
+        let curves = [
+            curve(0, &[(1, 10, 6.0, 2.0), (11, 20, 4.0, 1.0)]),
+            curve(1, &[(1, 10, 3.0, 0.5)]),
+            curve(0, &[(1, 10, 8.0, 2.0), (11, 20, 7.0, 1.0)]),
+            curve(0, &[(1, 10, 7.0, 9.0), (11, 20, 1.0, 9.0)]),
+            // Another number of updates: other bins, not drawn, counted.
+            curve(0, &[(1, 5, 100.0, 0.0)]),
+        ];
+        let methods = by_method(&curves);
+        assert_eq!(methods.len(), 2);
+        let lfs = &methods[0];
+        assert_eq!((lfs.method, lfs.runs, lfs.left_out), (0, 3, 1));
+        let expect = [(10, 7.0, 6.0, 8.0), (20, 4.0, 1.0, 7.0)];
+        for (bin, (last, mean, low, high)) in lfs.bins.iter().zip(expect) {
+            assert_eq!(bin.last, last);
+            assert!((bin.mean - mean).abs() < 1e-12, "{bin:?}");
+            assert_eq!((bin.low, bin.high), (low, high), "{bin:?}");
+        }
+        // One run: its own bin means, ±1 std within the bin.
+        let other = &methods[1];
+        assert_eq!((other.runs, other.left_out), (1, 0));
+        assert_eq!(
+            other.bins,
+            vec![MethodBin {
+                last: 10,
+                mean: 3.0,
+                low: 2.5,
+                high: 3.5
+            }]
+        );
+    }
 }
