@@ -2,9 +2,9 @@
 //! safetensors file (`encoder.convnet.{0,2,4,6}.{weight,bias}`, `projector.{weight,bias}`,
 //! metadata `format = pt` plus architecture, input convention and provenance), and beside it
 //! `<stem>.example.safetensors`: a fixed input batch and the features this encoder computes
-//! for it, so any loader can check itself. With [`Projector::LeftOut`] the file holds the conv
-//! encoder alone (~120 KB instead of ~20 MB at the default sizes), which is all that downstream
-//! RL and the probe read. [`ExportFile`] reads such a file back (its encoder as
+//! for it, so any loader can check itself. With [`ExportContents::EncoderOnly`] the file holds
+//! the conv encoder alone (~120 KB instead of ~20 MB at the default sizes), which is all that
+//! downstream RL and the probe read. [`ExportFile`] reads such a file back (its encoder as
 //! constants, its identity and provenance), which is how downstream RL gets its encoder.
 
 use std::collections::{BTreeMap, HashMap};
@@ -30,14 +30,14 @@ the encoder divides by 255 itself (no -0.5 shift)";
 /// Examples in the `.example.safetensors` file.
 pub const EXAMPLE_BATCH: usize = 4;
 
-/// Whether an export holds the projector g beside the conv encoder f.
+/// What an export holds: the conv encoder f, with or without the projector g.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Projector {
+pub enum ExportContents {
     /// f and g: what the pre-training objective used, for PyTorch users who want the latents.
-    Included,
+    EncoderAndProjector,
     /// f alone (`lfs export --encoder-only`): what `lfs eval`, `lfs train --init-encoder` and
     /// `lfs probe` read, small enough to commit beside results.
-    LeftOut,
+    EncoderOnly,
 }
 
 /// What `export` wrote.
@@ -47,7 +47,7 @@ pub struct ExportSummary {
     pub example: PathBuf,
     pub step: u64,
     pub method: String,
-    pub projector: Projector,
+    pub contents: ExportContents,
 }
 
 /// `encoder.safetensors` -> `encoder.example.safetensors`.
@@ -60,7 +60,7 @@ pub fn example_path(out: &Path) -> PathBuf {
 }
 
 /// Exports the online encoder of `checkpoint_path`, with its projector or without, to `out`.
-pub fn export(checkpoint_path: &Path, out: &Path, projector: Projector) -> Result<ExportSummary> {
+pub fn export(checkpoint_path: &Path, out: &Path, contents: ExportContents) -> Result<ExportSummary> {
     let err = |reason: String| Error::checkpoint(checkpoint_path, reason);
     let file = checkpoint::load(checkpoint_path)?;
     let meta = |key: &str| {
@@ -86,7 +86,7 @@ pub fn export(checkpoint_path: &Path, out: &Path, projector: Projector) -> Resul
     let (net, params) =
         EncoderProjector::from_tensors(&cfg.model.encoder, cfg.model.latent_dim, &online, &Device::Cpu)?;
     let mut tensors: BTreeMap<String, Tensor> = params.snapshot()?;
-    if projector == Projector::LeftOut {
+    if contents == ExportContents::EncoderOnly {
         tensors.retain(|name, _| name.starts_with(ENCODER_PREFIX));
     }
 
@@ -100,9 +100,9 @@ pub fn export(checkpoint_path: &Path, out: &Path, projector: Projector) -> Resul
         "num_filters": enc.num_filters,
         "num_layers": enc.num_layers,
         "repr_dim": enc.repr_dim()?,
-        "projector": match projector {
-            Projector::Included => serde_json::json!(format!("Linear({}, {})", enc.repr_dim()?, cfg.model.latent_dim)),
-            Projector::LeftOut => serde_json::Value::Null,
+        "projector": match contents {
+            ExportContents::EncoderAndProjector => serde_json::json!(format!("Linear({}, {})", enc.repr_dim()?, cfg.model.latent_dim)),
+            ExportContents::EncoderOnly => serde_json::Value::Null,
         },
         "latent_dim": cfg.model.latent_dim,
     });
@@ -130,7 +130,7 @@ pub fn export(checkpoint_path: &Path, out: &Path, projector: Projector) -> Resul
     let mut example = BTreeMap::new();
     example.insert("obs".to_string(), obs);
     example.insert("features".to_string(), features.encoded.h.detach()); // (4, 39200)
-    if projector == Projector::Included {
+    if contents == ExportContents::EncoderAndProjector {
         example.insert("projection".to_string(), features.z.detach()); // (4, latent)
     }
     let mut example_meta = HashMap::new();
@@ -145,7 +145,7 @@ pub fn export(checkpoint_path: &Path, out: &Path, projector: Projector) -> Resul
         example: example_file,
         step,
         method,
-        projector,
+        contents,
     })
 }
 

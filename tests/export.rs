@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use candle_core::DType;
-use lfs::export::{example_path, export, Projector};
+use lfs::export::{example_path, export, ExportContents};
 use lfs::nn::checkpoint::load;
 use lfs::pretrain::run::CHECKPOINT_FILE;
 
@@ -27,7 +27,12 @@ fn exported() -> (tempfile::TempDir, PathBuf) {
     let (eps, info) = two_task_data();
     let dir = one_update_run(&eps, &info);
     let out = dir.path().join("encoder.safetensors");
-    let summary = export(&dir.path().join(CHECKPOINT_FILE), &out, Projector::Included).unwrap();
+    let summary = export(
+        &dir.path().join(CHECKPOINT_FILE),
+        &out,
+        ExportContents::EncoderAndProjector,
+    )
+    .unwrap();
     assert_eq!((summary.step, summary.method.as_str()), (1, "lfs"));
     (dir, out)
 }
@@ -94,9 +99,13 @@ fn export_writes_pytorch_names_metadata_and_an_example() {
 #[test]
 fn export_rejects_a_file_that_is_not_a_checkpoint() {
     let (dir, out) = exported();
-    let err = export(&out, &dir.path().join("again.safetensors"), Projector::Included)
-        .unwrap_err()
-        .to_string();
+    let err = export(
+        &out,
+        &dir.path().join("again.safetensors"),
+        ExportContents::EncoderAndProjector,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("encoder.safetensors") && err.contains("not an `lfs pretrain` checkpoint"),
         "{err}"
@@ -104,7 +113,7 @@ fn export_rejects_a_file_that_is_not_a_checkpoint() {
     let err = export(
         &dir.path().join("nope.safetensors"),
         &dir.path().join("x.safetensors"),
-        Projector::LeftOut,
+        ExportContents::EncoderOnly,
     )
     .unwrap_err()
     .to_string();
@@ -205,8 +214,8 @@ fn an_encoder_only_export_holds_the_same_encoder_without_the_projector() {
     // features; the numpy and PyTorch loaders accept it.
     let (dir, full) = exported();
     let small = dir.path().join("encoder-only.safetensors");
-    let summary = export(&dir.path().join(CHECKPOINT_FILE), &small, Projector::LeftOut).unwrap();
-    assert_eq!(summary.projector, Projector::LeftOut);
+    let summary = export(&dir.path().join(CHECKPOINT_FILE), &small, ExportContents::EncoderOnly).unwrap();
+    assert_eq!(summary.contents, ExportContents::EncoderOnly);
     let (a, b) = (load(&full).unwrap(), load(&small).unwrap());
     let mut names: Vec<&String> = b.tensors.keys().collect();
     names.sort();

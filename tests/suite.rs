@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use lfs::export::{export, Projector};
+use lfs::export::{export, ExportContents};
 use lfs::pretrain::run::CHECKPOINT_FILE;
 
 use crate::common::{lfs_in_repo, output_text as text, repo, run_results, wait_for};
@@ -59,7 +59,12 @@ fn exported_encoder(dir: &Path) -> (tempfile::TempDir, PathBuf) {
     let (eps, info) = two_task_data();
     let run = one_update_run(&eps, &info);
     let out = dir.join("encoder.safetensors");
-    export(&run.path().join(CHECKPOINT_FILE), &out, Projector::Included).unwrap();
+    export(
+        &run.path().join(CHECKPOINT_FILE),
+        &out,
+        ExportContents::EncoderAndProjector,
+    )
+    .unwrap();
     (run, out)
 }
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lfs::export::Projector;
+use lfs::export::ExportContents;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,16 +22,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let projector = if args.encoder_only {
-        Projector::LeftOut
+    let contents = if args.encoder_only {
+        ExportContents::EncoderOnly
     } else {
-        Projector::Included
+        ExportContents::EncoderAndProjector
     };
-    let summary = lfs::export::export(&args.checkpoint, &args.out, projector)
+    let summary = lfs::export::export(&args.checkpoint, &args.out, contents)
         .with_context(|| format!("exporting {} to {}", args.checkpoint.display(), args.out.display()))?;
-    let what = match summary.projector {
-        Projector::Included => "encoder and projector",
-        Projector::LeftOut => "encoder without its projector",
+    let what = match summary.contents {
+        ExportContents::EncoderAndProjector => "encoder and projector",
+        ExportContents::EncoderOnly => "encoder without its projector",
     };
     println!(
         "exported the {} {what} (update {}) to {} and {}",
