@@ -4,6 +4,8 @@ Conv(9→32, 3×3, stride 2) ReLU, then 3 × [Conv(32→32, 3×3) ReLU], input d
 (as lfs's encoder), orthogonal init: pretrain_torch.py's Encoder without its projector. Workloads as examples/bench_conv.rs: `forward` under
 torch.no_grad(), and `forward_backward` = forward, loss Σ h·r, backward to the 8 parameters.
 One untimed call of each first; medians of --repeats. One JSON line per (batch, workload).
+With --autocast-bf16, also `forward_bf16`: the forward under torch.autocast("cpu", bfloat16),
+PyTorch's bf16 beside examples/bench_bf16.rs's (BENCHMARKS.md, "A bf16 encoder forward").
 
     .venv-bench/bin/python eval/bench/encoder_torch.py --batch 32,128 --repeats 3 --threads 2
 """
@@ -23,7 +25,7 @@ LAYERS = [(9, 41), (32, 39), (32, 37), (32, 35)]
 def gflop(batch, workload):
     per_layer = [2 * 32 * c * 9 * s * s * batch / 1e9 for c, s in LAYERS]
     fwd = sum(per_layer)
-    return fwd if workload == "forward" else 3 * fwd - per_layer[0]  # no input grad at layer 0
+    return fwd if workload.startswith("forward") and workload != "forward_backward" else 3 * fwd - per_layer[0]  # no input grad at layer 0
 
 
 def main():
@@ -31,6 +33,7 @@ def main():
     p.add_argument("--batch", default="32,128")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch default)")
+    p.add_argument("--autocast-bf16", action="store_true", help="also time the forward under bf16 autocast")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -55,7 +58,14 @@ def main():
             (encode(obs) * r).sum().backward()
             assert all(p.grad is not None for p in convnet.parameters())
 
-        for workload, fn in [("forward", forward), ("forward_backward", forward_backward)]:
+        def forward_bf16():
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                encode(obs)
+
+        workloads = [("forward", forward), ("forward_backward", forward_backward)]
+        if a.autocast_bf16:
+            workloads.append(("forward_bf16", forward_bf16))
+        for workload, fn in workloads:
             fn()  # warm-up
             times = []
             for _ in range(a.repeats):

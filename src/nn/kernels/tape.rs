@@ -44,9 +44,9 @@ impl Drop for Tape {
 /// sample (254 MB for an LFS update's 256 online rows at batch 128) and the forward writes
 /// every element of it before anything reads it, so a reused buffer needs no zero-fill, which
 /// for fresh ones was a serial memset over all of them (BENCHMARKS.md, "The LFS update's
-/// parts"). Buffers keep their length, so taking one writes nothing. The process keeps up to
-/// [`MAX_SPARE`] of them for its life, as the `lfs` binary's allocator keeps what it frees
-/// (`crate::alloc`).
+/// parts"). A buffer keeps its length, so taking it again for as many floats writes nothing.
+/// The process keeps up to [`MAX_SPARE`] of them for its life, as the `lfs` binary's allocator
+/// keeps what it frees (`crate::alloc`).
 static SPARE: std::sync::Mutex<Vec<Vec<f32>>> = std::sync::Mutex::new(Vec::new());
 
 /// Most buffers [`SPARE`] keeps: five per tape (the image and four layers), for the two tapes
@@ -54,17 +54,19 @@ static SPARE: std::sync::Mutex<Vec<Vec<f32>>> = std::sync::Mutex::new(Vec::new()
 const MAX_SPARE: usize = 16;
 
 /// A buffer of `len` floats for a tape, whose contents are unspecified (zeros, or a dropped
-/// tape's values): the caller writes every element. The shortest spare buffer that is long
-/// enough, cut to `len`; a new zeroed one when there is none.
+/// tape's values): the caller writes every element. The smallest spare buffer that holds `len`
+/// floats without growing, brought to `len` (zeros are written only past its last length); a
+/// new zeroed one when there is none.
 fn tape_buffer(len: usize) -> Vec<f32> {
     let mut spare = SPARE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let shortest = (0..spare.len())
-        .filter(|&i| spare[i].len() >= len)
-        .min_by_key(|&i| spare[i].len());
-    match shortest {
+    let smallest = (0..spare.len())
+        .filter(|&i| spare[i].capacity() >= len)
+        .min_by_key(|&i| spare[i].capacity());
+    match smallest {
         Some(i) => {
             let mut buffer = spare.swap_remove(i);
-            buffer.truncate(len);
+            drop(spare);
+            buffer.resize(len, 0.0);
             buffer
         }
         None => vec![0f32; len],
