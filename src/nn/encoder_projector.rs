@@ -13,6 +13,7 @@ use candle_core::Tensor;
 use rand::Rng;
 
 use super::encoder::{check_rows, Encoded, NamedGrads};
+use super::kernels::row_split::constant_product;
 use super::{Encoder, EncoderConfig, Params, Projector};
 use crate::{Error, Result};
 
@@ -103,10 +104,11 @@ impl EncoderProjector {
     /// graph. With `keep`, the activations are kept for [`EncoderProjector::backward`].
     pub fn forward_pixels(&self, obs: &[u8], b: usize, keep: bool) -> Result<Features> {
         let encoded = self.encoder.encode(obs, b, keep)?;
-        // g as candle's Linear: h · Wᵀ + bias, on detached parameters (no graph is built).
+        // g as candle's Linear: h · Wᵀ + bias, on detached parameters (no graph is built); the
+        // long, narrow product split by rows over the threads on the CPU.
         let w = self.projector.weight().detach(); // (latent, repr)
         let bias = self.projector.bias().detach(); // (latent)
-        let z = encoded.h.matmul(&w.t()?)?.broadcast_add(&bias)?; // (b, latent)
+        let z = constant_product(&encoded.h, &w)?.broadcast_add(&bias)?; // (b, latent)
         Ok(Features { encoded, z })
     }
 

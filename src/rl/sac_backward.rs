@@ -20,8 +20,9 @@ use candle_core::{Device, Layout, Storage, StorageRef, Tensor};
 
 use super::actor::NetworkDims;
 use super::batch::Batch;
-use super::mlp::{row_split_parts, row_split_product, LAYER_NORM_EPS};
+use super::mlp::LAYER_NORM_EPS;
 use crate::nn::kernels::cpu_storage::contiguous_f32;
+use crate::nn::kernels::row_split::{row_split_parts, row_split_product};
 use crate::nn::Params;
 use crate::{Error, Result};
 

@@ -1,13 +1,15 @@
 //! CPU kernels behind the encoder, apart from the paper's modules: register-tiled channels-last
 //! 3×3 convolutions (`conv_nhwc`), per-layer candle ops over them (`conv_ops`), the whole
 //! encoder's forward and hand-written backward over raw buffers (`tape`), the same as one candle
-//! op (`encoder_op`), and the checked f32 slices behind candle's CPU storages (`cpu_storage`).
+//! op (`encoder_op`), long narrow products split by rows (`row_split`), and the checked f32
+//! slices behind candle's CPU storages (`cpu_storage`).
 //! Nothing here knows parameter names; `crate::nn::Encoder` owns those.
 
 pub mod conv_nhwc;
 pub mod conv_ops;
 pub(crate) mod cpu_storage;
 pub mod encoder_op;
+pub(crate) mod row_split;
 pub mod tape;
 
 /// Sample groups of the weight gradient's partial sums (fixed, so results are reproducible).
