@@ -210,10 +210,10 @@ pub fn backward_batch(
                 for (l, s) in shapes.iter().enumerate().rev() {
                     let out_len = s.out_len();
                     let act = &tape.acts[l][sample * out_len..(sample + 1) * out_len];
+                    // The ReLU's mask as a select written every time, not a store behind a
+                    // branch, so that it vectorises.
                     dy.iter_mut().zip(act).for_each(|(d, a)| {
-                        if *a <= 0.0 {
-                            *d = 0.0
-                        }
+                        *d = if *a <= 0.0 { 0.0 } else { *d };
                     });
                     let (dw, db) = &mut grads[l];
                     for px in dy.chunks_exact(s.o) {
