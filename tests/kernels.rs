@@ -407,3 +407,22 @@ fn a_conv_kernel_request_the_cpu_cannot_run_is_refused_by_name() {
         );
     }
 }
+
+#[test]
+fn layout_transposes_move_every_value_to_its_place() {
+    // (c, h, w) <-> (h, w, c_pad) against the index formula, with a pixel count that is not a
+    // whole number of the transposes' blocks and padding channels that must come out zero.
+    let (c, c_pad, hw) = (9, 16, 7 * 5 + 3);
+    let chw: Vec<f32> = (0..c * hw).map(|i| i as f32 + 0.5).collect();
+    let mut hwc = vec![f32::NAN; hw * c_pad];
+    conv_nhwc::chw_to_hwc(&chw, c, hw, c_pad, &mut hwc);
+    for p in 0..hw {
+        for ch in 0..c_pad {
+            let want = if ch < c { chw[ch * hw + p] } else { 0.0 };
+            assert_eq!(hwc[p * c_pad + ch], want, "pixel {p}, channel {ch}");
+        }
+    }
+    let mut back = vec![f32::NAN; c * hw];
+    conv_nhwc::hwc_to_chw(&hwc, c, hw, c_pad, &mut back);
+    assert_eq!(back, chw);
+}
