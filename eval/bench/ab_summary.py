@@ -1,4 +1,8 @@
-"""Medians of ab.sh's lines: python3 summarise.py ab.txt [after|final]"""
+"""Medians of an alternated A/B's lines (results/sac-throughput/*/ab.sh: label, benchmark,
+round, then the benchmark's JSON line), each timer before against after:
+
+    python3 eval/bench/ab_summary.py results/sac-throughput/relu-mask/ab.txt [after|final]
+"""
 import json, statistics, sys
 AFTER = sys.argv[2] if len(sys.argv) > 2 else "after"
 rows = {}
