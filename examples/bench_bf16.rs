@@ -34,10 +34,9 @@ mod x86 {
     const O: usize = 32;
     const P_MAX: usize = 6;
 
-    /// f32 -> bf16, rounding to nearest even (as `vcvtneps2bf16` does for finite values).
+    /// f32 -> bf16 bits, rounding to nearest even (as `vcvtneps2bf16` does).
     fn to_bf16(x: f32) -> u16 {
-        let bits = x.to_bits();
-        ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16
+        half::bf16::from_f32(x).to_bits()
     }
 
     /// One layer for the bf16 forward: its shape with the input channels rounded up to even (c

@@ -25,7 +25,7 @@ LAYERS = [(9, 41), (32, 39), (32, 37), (32, 35)]
 def gflop(batch, workload):
     per_layer = [2 * 32 * c * 9 * s * s * batch / 1e9 for c, s in LAYERS]
     fwd = sum(per_layer)
-    return fwd if workload.startswith("forward") and workload != "forward_backward" else 3 * fwd - per_layer[0]  # no input grad at layer 0
+    return 3 * fwd - per_layer[0] if workload == "forward_backward" else fwd  # no input grad at layer 0
 
 
 def main():

@@ -78,40 +78,41 @@ pub struct MethodBin {
 /// Every method's N over its runs ([`MethodLnc`]), in the order of first appearance in
 /// `curves`.
 pub fn by_method(curves: &[LncCurve]) -> Vec<MethodLnc> {
-    let mut out: Vec<(MethodLnc, Vec<&LncCurve>)> = Vec::new();
+    /// A method's runs with its first run's bins, and how many others it has.
+    struct Runs<'a> {
+        method: usize,
+        drawn: Vec<&'a LncCurve>,
+        left_out: usize,
+    }
+    let same_bins = |a: &LncCurve, b: &LncCurve| {
+        a.bins.len() == b.bins.len()
+            && a.bins
+                .iter()
+                .zip(&b.bins)
+                .all(|(x, y)| (x.first, x.last) == (y.first, y.last))
+    };
+    let mut groups: Vec<Runs> = Vec::new();
     for curve in curves {
-        match out.iter_mut().find(|(m, _)| m.method == curve.method) {
-            Some((m, runs)) => {
-                let same_bins = runs[0].bins.len() == curve.bins.len()
-                    && runs[0]
-                        .bins
-                        .iter()
-                        .zip(&curve.bins)
-                        .all(|(a, b)| (a.first, a.last) == (b.first, b.last));
-                if same_bins {
-                    runs.push(curve);
-                } else {
-                    m.left_out += 1;
-                }
-            }
-            None => out.push((
-                MethodLnc {
-                    method: curve.method,
-                    runs: 0,
-                    left_out: 0,
-                    bins: Vec::new(),
-                },
-                vec![curve],
-            )),
+        match groups.iter_mut().find(|g| g.method == curve.method) {
+            Some(g) if same_bins(g.drawn[0], curve) => g.drawn.push(curve),
+            Some(g) => g.left_out += 1,
+            None => groups.push(Runs {
+                method: curve.method,
+                drawn: vec![curve],
+                left_out: 0,
+            }),
         }
     }
-    out.into_iter()
-        .map(|(mut m, runs)| {
-            m.runs = runs.len();
-            m.bins = (0..runs[0].bins.len())
-                .map(|i| {
-                    let bin = &runs[0].bins[i];
-                    if runs.len() == 1 {
+    groups
+        .into_iter()
+        .map(|g| {
+            let first = g.drawn[0];
+            let bins = first
+                .bins
+                .iter()
+                .enumerate()
+                .map(|(i, bin)| {
+                    if g.drawn.len() == 1 {
                         return MethodBin {
                             last: bin.last,
                             mean: bin.num_synthetic,
@@ -119,7 +120,7 @@ pub fn by_method(curves: &[LncCurve]) -> Vec<MethodLnc> {
                             high: bin.num_synthetic + bin.num_synthetic_std,
                         };
                     }
-                    let means: Vec<f64> = runs.iter().map(|r| r.bins[i].num_synthetic).collect();
+                    let means: Vec<f64> = g.drawn.iter().map(|r| r.bins[i].num_synthetic).collect();
                     MethodBin {
                         last: bin.last,
                         mean: means.iter().sum::<f64>() / means.len() as f64,
@@ -128,7 +129,12 @@ pub fn by_method(curves: &[LncCurve]) -> Vec<MethodLnc> {
                     }
                 })
                 .collect();
-            m
+            MethodLnc {
+                method: g.method,
+                runs: g.drawn.len(),
+                left_out: g.left_out,
+                bins,
+            }
         })
         .collect()
 }
