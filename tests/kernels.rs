@@ -308,7 +308,13 @@ fn channels_last_kernels_match_direct_loops_with_every_tile() {
     // odd spatial sizes with partial 6-pixel / 6-channel tiles, both strides.
     let mut rng = ChaCha8Rng::seed_from_u64(21);
     let kernels = Kernel::supported();
-    for (h, w, c, o, stride) in [(11, 9, 5, 16, 2), (9, 10, 16, 32, 1), (8, 13, 7, 16, 1)] {
+    // (12, 10): a stride-2 layer whose last input row and column no output reaches.
+    for (h, w, c, o, stride) in [
+        (11, 9, 5, 16, 2),
+        (12, 10, 5, 32, 2),
+        (9, 10, 16, 32, 1),
+        (8, 13, 7, 16, 1),
+    ] {
         let s = Shape { h, w, c, o, stride };
         let mut uniform = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect() };
         let (x, wt, dy) = (uniform(s.in_len()), uniform(o * c * 9), uniform(s.out_len()));
@@ -319,7 +325,7 @@ fn channels_last_kernels_match_direct_loops_with_every_tile() {
             assert!(err < 1e-5, "{what} {h}×{w} c={c} o={o} s={stride}: {err}");
         };
         for &kernel in &kernels {
-            let mut y = vec![0f32; s.out_len()];
+            let mut y = vec![f32::NAN; s.out_len()];
             conv_nhwc::forward(
                 kernel,
                 &s,
@@ -329,16 +335,28 @@ fn channels_last_kernels_match_direct_loops_with_every_tile() {
                 false,
                 &mut y,
             );
+            assert!(
+                y.iter().all(|v| v.is_finite()),
+                "{kernel:?} forward: a value was not written"
+            );
             close(&y, &y_ref, &format!("{kernel:?} forward"));
             let mut dw = vec![0f32; 9 * c * o];
             conv_nhwc::weight_grad(kernel, &s, &x, &dy, &mut dw);
             close(&dw, &dw_ref, &format!("{kernel:?} weight grad"));
             let c_pad = conv_nhwc::padded(c);
             let wg = conv_nhwc::weights_input_grad(&wt, o, c, c_pad);
-            let (mut dx_pad, mut scratch) = (vec![0f32; h * w * c_pad], Vec::new());
-            conv_nhwc::input_grad(kernel, &s, c_pad, &dy, &wg, &mut scratch, &mut dx_pad);
-            let dx: Vec<f32> = dx_pad.chunks(c_pad).flat_map(|px| px[..c].to_vec()).collect();
-            close(&dx, &dx_ref, &format!("{kernel:?} input grad"));
+            // The output and the scratch start full of NaN, as stale values of another layer
+            // would be: every element must be written (the scratch's zero border included).
+            for scratch_len in [0, (h + 8) * (w + 8) * o] {
+                let (mut dx_pad, mut scratch) = (vec![f32::NAN; h * w * c_pad], vec![f32::NAN; scratch_len]);
+                conv_nhwc::input_grad(kernel, &s, c_pad, &dy, &wg, &mut scratch, &mut dx_pad);
+                assert!(
+                    dx_pad.iter().all(|v| v.is_finite()),
+                    "{kernel:?} input grad {h}×{w} s={stride}: a stale value was left"
+                );
+                let dx: Vec<f32> = dx_pad.chunks(c_pad).flat_map(|px| px[..c].to_vec()).collect();
+                close(&dx, &dx_ref, &format!("{kernel:?} input grad"));
+            }
         }
     }
 }

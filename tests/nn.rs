@@ -290,6 +290,41 @@ fn stock_encoder(params: &Params, cfg: &EncoderConfig, obs: &Tensor) -> Tensor {
 }
 
 #[test]
+fn feature_net_backward_with_several_samples_per_group_matches_candle_autograd() {
+    // 37 rows: the backward's 16 groups take 3 samples each, one after another on the same
+    // scratch buffers, which keep what the sample before left (the test above has one per
+    // group). Reference: candle's autograd, as above.
+    use lfs::nn::EncoderProjector;
+    use rand::Rng;
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let (cfg, params, _, projector) = small_encoder_projector(&mut rng);
+    let (latent, b) = (5, 7);
+    let obs: Vec<u8> = (0..b * 9 * 21 * 21).map(|_| rng.random()).collect();
+    let rows: Vec<usize> = (0..37).map(|i| (i * 3 + i / 7) % b).collect();
+    let r: Vec<f32> = (0..rows.len() * latent).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let r = Tensor::from_vec(r, (rows.len(), latent), &Device::Cpu).unwrap();
+    let net = EncoderProjector::from_params(&cfg, latent, &params).unwrap();
+    let features = net.forward_pixels(&obs, b, true).unwrap();
+    let grads = net.backward(&features, &rows, &r).unwrap();
+    let all = Tensor::from_slice(&obs, (b, 9, 21, 21), &Device::Cpu)
+        .unwrap()
+        .to_dtype(candle_core::DType::F32)
+        .unwrap();
+    let idx: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
+    let idx = Tensor::new(idx.as_slice(), &Device::Cpu).unwrap();
+    let z_ref = projector
+        .forward(&stock_encoder(&params, &cfg, &all.index_select(&idx, 0).unwrap()))
+        .unwrap();
+    let ref_grads = (z_ref * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    assert_eq!(grads.len(), params.len());
+    for (name, grad) in &grads {
+        let expected = ref_grads.get(params.get(name).unwrap().as_tensor()).unwrap();
+        let err = rel_err(grad, expected);
+        assert!(err < 1e-5, "{name}: relative error {err}");
+    }
+}
+
+#[test]
 fn feature_net_backward_matches_candle_autograd() {
     // Reference: candle's autograd through its stock conv2d and Projector::forward on the
     // selected samples, loss Σ z ⊙ r.

@@ -105,24 +105,39 @@ unsafe fn tile_avx2<const P: usize>(acc: &mut Acc<P>, a: &[f32], b: &[f32], s: S
 /// Output channels per tile of the 512-bit kernel: two 16-float vectors.
 const OB_WIDE: usize = 32;
 
-type AccWide<const P: usize> = [[f32; OB_WIDE]; P];
+/// Where a 32-wide tile's sums start and where they go: row i starts from the 32 floats at
+/// `init + i·init_row` (`init_row` 0: every row from the same 32, a bias) and ends in the 32 at
+/// `out + i·out_row`, through a ReLU when `relu`.
+#[derive(Debug, Clone, Copy)]
+struct WideIo {
+    init: *const f32,
+    init_row: usize,
+    out: *mut f32,
+    out_row: usize,
+    relu: bool,
+}
 
-/// acc[i][j] += Σ_segments Σ_k A[i, k] · B[k, j] for 32 columns, accumulators in 12 zmm
-/// registers (P ≤ 6 rows × 2 × 16 floats).
+/// out[i][j] = relu?(init[i][j] + Σ_segments Σ_k A[i, k] · B[k, j]) for 32 columns,
+/// accumulators in 12 zmm registers (P ≤ 6 rows × 2 × 16 floats). The forward starts them
+/// from the bias and stores through the ReLU straight into the layer's output, so no
+/// accumulator array goes through memory (BENCHMARKS.md, "The forward's bias and ReLU in
+/// registers").
 ///
 /// # Safety
-/// As [`tile_plain`] with 32 columns of B, and the CPU must support AVX-512F.
+/// As [`tile_plain`] with 32 columns of B; `io`'s P rows must be in bounds, and the CPU must
+/// support AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn tile_avx512<const P: usize>(acc: &mut AccWide<P>, a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
+unsafe fn tile_avx512<const P: usize>(io: WideIo, a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
     use std::arch::x86_64::*;
     // SAFETY: the caller guarantees the bounds and the CPU features; loads and stores are
     // unaligned.
     unsafe {
         let mut r = [[_mm512_setzero_ps(); 2]; P];
-        for (ri, row) in r.iter_mut().zip(acc.iter()) {
-            ri[0] = _mm512_loadu_ps(row.as_ptr());
-            ri[1] = _mm512_loadu_ps(row.as_ptr().add(16));
+        for (i, ri) in r.iter_mut().enumerate() {
+            let row = io.init.add(i * io.init_row);
+            ri[0] = _mm512_loadu_ps(row);
+            ri[1] = _mm512_loadu_ps(row.add(16));
         }
         for seg in segs {
             let (pa, pb) = (a.as_ptr().add(seg.a), b.as_ptr().add(seg.b));
@@ -137,9 +152,18 @@ unsafe fn tile_avx512<const P: usize>(acc: &mut AccWide<P>, a: &[f32], b: &[f32]
                 }
             }
         }
-        for (ri, row) in r.iter().zip(acc.iter_mut()) {
-            _mm512_storeu_ps(row.as_mut_ptr(), ri[0]);
-            _mm512_storeu_ps(row.as_mut_ptr().add(16), ri[1]);
+        let zero = _mm512_setzero_ps();
+        for (i, ri) in r.iter().enumerate() {
+            let row = io.out.add(i * io.out_row);
+            // max(v, 0) gives 0 for NaN, as `f32::max(v, 0.0)` does in the narrow path (and +0
+            // for −0, where `f32::max` may give either: the same number to every later sum).
+            let (v0, v1) = if io.relu {
+                (_mm512_max_ps(ri[0], zero), _mm512_max_ps(ri[1], zero))
+            } else {
+                (ri[0], ri[1])
+            };
+            _mm512_storeu_ps(row, v0);
+            _mm512_storeu_ps(row.add(16), v1);
         }
     }
 }
@@ -266,17 +290,66 @@ impl Kernel {
 
     /// As [`Kernel::tile`] for 32 columns; only where [`Kernel::wide`] said so.
     fn tile_wide(self, p: usize, acc: &mut [[f32; OB_WIDE]], a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
+        assert!(acc.len() >= p, "conv tile: {p} rows of accumulators needed");
+        // One pointer for reading and writing, so that neither outlives the other's borrow.
+        let rows: *mut f32 = acc.as_mut_ptr().cast();
+        let io = WideIo {
+            init: rows,
+            init_row: OB_WIDE,
+            out: rows,
+            out_row: OB_WIDE,
+            relu: false,
+        };
+        // SAFETY: `io` reaches the first p rows of `acc`, checked above.
+        unsafe { self.tile_wide_io(p, io, a, b, s, segs) }
+    }
+
+    /// y[at + i·row .. + 32] = relu?(init + A·B) over `segs` for row i of a tile of `p` ≤ 6
+    /// rows, `init` the 32 floats every row starts from (a bias block, or zeros); bounds are
+    /// checked here. Only where [`Kernel::wide`] said so.
+    #[allow(clippy::too_many_arguments)]
+    fn forward_tile_wide(
+        self,
+        p: usize,
+        init: &[f32; OB_WIDE],
+        relu: bool,
+        (y, at, row): (&mut [f32], usize, usize),
+        a: &[f32],
+        b: &[f32],
+        s: Strides,
+        segs: &[Segment],
+    ) {
+        assert!(
+            at + (p - 1) * row + OB_WIDE <= y.len(),
+            "conv tile: output out of bounds"
+        );
+        let io = WideIo {
+            init: init.as_ptr(),
+            init_row: 0,
+            out: y[at..].as_mut_ptr(),
+            out_row: row,
+            relu,
+        };
+        // SAFETY: `io` reads `init` alone and writes p rows of y from `at`, checked above.
+        unsafe { self.tile_wide_io(p, io, a, b, s, segs) }
+    }
+
+    /// The 32-wide tile through `io`: A and B bounds are checked here.
+    ///
+    /// # Safety
+    /// `io`'s p rows must be in bounds for reading (`init`) and writing (`out`).
+    unsafe fn tile_wide_io(self, p: usize, io: WideIo, a: &[f32], b: &[f32], s: Strides, segs: &[Segment]) {
         assert_eq!(self, Kernel::Avx512, "32-wide conv tiles need the AVX-512 kernel");
         check_tile_bounds(p, OB_WIDE, a, b, s, segs);
         by_rows!(p, [1, 2, 3, 4, 5, 6], |P| {
-            let acc: &mut AccWide<P> = (&mut acc[..P]).try_into().expect("tile rows");
-            // SAFETY: bounds checked above; Avx512 is only chosen where the CPU has AVX-512F.
+            // SAFETY: A and B checked above, `io` by the caller; Avx512 is only chosen where the
+            // CPU has AVX-512F.
             #[cfg(target_arch = "x86_64")]
             unsafe {
-                tile_avx512::<P>(acc, a, b, s, segs);
+                tile_avx512::<P>(io, a, b, s, segs);
             }
             #[cfg(not(target_arch = "x86_64"))]
-            let _ = acc;
+            let _ = io;
         })
     }
 }
@@ -371,28 +444,46 @@ pub fn forward(kernel: Kernel, s: &Shape, x: &[f32], wf: &[f32], bias: Option<&[
         b_k: o,
     };
     if kernel.wide(o) {
-        forward_tiles::<OB_WIDE>(s, &segs, bias, relu, y, |p, acc, segs| {
-            kernel.tile_wide(p, acc, x, wf, strides, segs)
+        let zeros = [0f32; OB_WIDE];
+        forward_tiles::<OB_WIDE>(s, &segs, y, |p, tile_segs, ob, y, at| {
+            let init: &[f32; OB_WIDE] = match bias {
+                Some(bias) => bias[ob..ob + OB_WIDE].try_into().expect("a bias block"),
+                None => &zeros,
+            };
+            kernel.forward_tile_wide(p, init, relu, (y, at, o), x, wf, strides, tile_segs)
         });
     } else {
-        forward_tiles::<OB>(s, &segs, bias, relu, y, |p, acc, segs| {
-            kernel.tile(p, acc, x, wf, strides, segs)
+        let mut acc = [[0f32; OB]; P_MAX];
+        forward_tiles::<OB>(s, &segs, y, |p, tile_segs, ob, y, at| {
+            for row in acc[..p].iter_mut() {
+                match bias {
+                    Some(bias) => row.copy_from_slice(&bias[ob..ob + OB]),
+                    None => row.fill(0.0),
+                }
+            }
+            kernel.tile(p, &mut acc, x, wf, strides, tile_segs);
+            for (i, row) in acc[..p].iter().enumerate() {
+                let dst = &mut y[at + i * o..][..OB];
+                if relu {
+                    dst.iter_mut().zip(row).for_each(|(d, v)| *d = v.max(0.0));
+                } else {
+                    dst.copy_from_slice(row);
+                }
+            }
         });
     }
 }
 
-/// [`forward`]'s loop over tiles of ≤ 6 output pixels × W output channels; `tile` adds one
-/// tile's sums over the segments it is given (`segs` moved to that tile).
+/// [`forward`]'s loop over tiles of ≤ 6 output pixels × W output channels: `tile(p, segs, ob,
+/// y, at)` computes one (`segs` moved to it) and writes its output pixel i, channels ob..ob +
+/// W, at `y[at + i·o..]`.
 fn forward_tiles<const W: usize>(
     s: &Shape,
     segs: &[Segment; 3],
-    bias: Option<&[f32]>,
-    relu: bool,
     y: &mut [f32],
-    tile: impl Fn(usize, &mut [[f32; W]], &[Segment]),
+    mut tile: impl FnMut(usize, &[Segment], usize, &mut [f32], usize),
 ) {
     let (ho, wo, o, c) = (s.ho(), s.wo(), s.o, s.c);
-    let mut acc = [[0f32; W]; P_MAX];
     // One W-channel block of the weights (9·c·W floats at c = 32: 18 KB at W = 16, which L1
     // holds while every output pixel uses it; 36 KB at W = 32, which mostly stays there).
     for ob in (0..o).step_by(W) {
@@ -400,26 +491,12 @@ fn forward_tiles<const W: usize>(
             for x0 in (0..wo).step_by(P_MAX) {
                 let p = P_MAX.min(wo - x0);
                 let a_base = (yo * s.stride * s.w + x0 * s.stride) * c;
-                for row in acc[..p].iter_mut() {
-                    match bias {
-                        Some(bias) => row.copy_from_slice(&bias[ob..ob + W]),
-                        None => row.fill(0.0),
-                    }
-                }
                 let tile_segs: [Segment; 3] = std::array::from_fn(|ky| Segment {
                     a: segs[ky].a + a_base,
                     b: segs[ky].b + ob,
                     len: segs[ky].len,
                 });
-                tile(p, &mut acc, &tile_segs);
-                for (i, row) in acc[..p].iter().enumerate() {
-                    let dst = &mut y[((yo * wo + x0 + i) * o + ob)..][..W];
-                    if relu {
-                        dst.iter_mut().zip(row).for_each(|(d, v)| *d = v.max(0.0));
-                    } else {
-                        dst.copy_from_slice(row);
-                    }
-                }
+                tile(p, &tile_segs, ob, y, (yo * wo + x0) * o + ob);
             }
         }
     }
@@ -438,8 +515,21 @@ pub fn input_grad(kernel: Kernel, s: &Shape, c_pad: usize, dy: &[f32], wg: &[f32
     // with the flipped weights gives dx over rows 0..(ho − 1)·s + 3, the rest get nothing.
     let (hf, wf) = ((ho - 1) * st + 3, (wo - 1) * st + 3);
     let (ph, pw) = (hf + 2, wf + 2);
-    pad.clear();
+    // `pad` holds whatever its last use left: every element the copy below does not write is
+    // set to zero here. At stride 1 those are the border of 2 alone, not the whole buffer.
     pad.resize(ph * pw * o, 0.0);
+    if st == 1 {
+        let row = pw * o;
+        pad[..2 * row].fill(0.0);
+        pad[(ph - 2) * row..].fill(0.0);
+        for y in 2..ph - 2 {
+            let r = &mut pad[y * row..][..row];
+            r[..2 * o].fill(0.0);
+            r[(pw - 2) * o..].fill(0.0);
+        }
+    } else {
+        pad.fill(0.0);
+    }
     for yo in 0..ho {
         for xo in 0..wo {
             let at = ((yo * st + 2) * pw + xo * st + 2) * o;

@@ -204,7 +204,8 @@ pub fn backward_batch(
             let (mut dy, mut dx, mut pad) = (Vec::new(), Vec::new(), Vec::new());
             for (dh_row, &sample) in dh_rows.chunks_exact(repr).zip(sample_ids) {
                 let s = &shapes[last];
-                dy.clear();
+                // `dy` and `dx` keep what their last use left: `chw_to_hwc` (no padding
+                // channels here) and `input_grad` write every element.
                 dy.resize(repr, 0.0);
                 conv_nhwc::chw_to_hwc(dh_row, s.o, s.ho() * s.wo(), s.o, &mut dy);
                 for (l, s) in shapes.iter().enumerate().rev() {
@@ -224,7 +225,6 @@ pub fn backward_batch(
                     let input = &inputs[sample * in_len..(sample + 1) * in_len];
                     conv_nhwc::weight_grad(kernel, s, input, &dy, dw);
                     if l > 0 {
-                        dx.clear();
                         dx.resize(in_len, 0.0);
                         conv_nhwc::input_grad(kernel, s, s.c, &dy, &wg[l], &mut pad, &mut dx);
                         std::mem::swap(&mut dy, &mut dx);
