@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use super::init::orthogonal;
 use super::kernels::conv_nhwc::{Kernel, Shape, OB};
 use super::kernels::conv_ops::conv2d_3x3_bias_relu;
+use super::kernels::cpu_storage::host_f32;
 use super::kernels::encoder_op::{encoder_op, ConvTensors};
 use super::kernels::tape::{self, LayerWeights, Tape};
 use super::params::expect_stored;
@@ -395,9 +396,13 @@ impl Encoder {
             Kept::Tape(tape) => tape,
             Kept::Graph(h) => return self.backward_graph(h, rows, dh),
         };
-        let dh = dh.flatten_all()?.to_vec1::<f32>()?; // rows.len() × repr, (C, H, W) order
+        // Read in place, not copied out (a copy was 20 MB of serial memcpy and page faults per
+        // LFS update at B = 128: BENCHMARKS.md, "Serial work between the passes").
+        let dh = dh.contiguous()?;
+        let (dh_storage, dh_layout) = dh.storage_and_layout();
+        let dh = host_f32("encoder backward", &dh_storage, dh_layout, "dh", rows.len() * repr)?; // rows.len() × repr, (C, H, W) order
         let weights = self.layer_weights()?;
-        let grads = tape::backward_batch(Kernel::detect(), &self.shapes, &weights, tape, rows, &dh);
+        let grads = tape::backward_batch(Kernel::detect(), &self.shapes, &weights, tape, rows, dh);
         let mut out = NamedGrads::new();
         for (layer, grad) in self.layers.iter().zip(grads) {
             let n_bias = grad.bias.len();

@@ -2,6 +2,7 @@
 //! LNC"; docs/design.md §3). Distances are computed exactly (‖a − b‖, as `torch.norm` of the difference,
 //! not via the ‖a‖² + ‖b‖² − 2ab expansion) in f64 on the host.
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
@@ -63,10 +64,14 @@ pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) 
         d.sort_by(f64::total_cmp);
         d[idx]
     };
+    // Each row's distances on its own thread (the rows are independent); the mean is then
+    // summed in row order, so the result does not depend on the threads.
     // Eq. 3: topk(k + 1) includes self at distance 0; its last entry is the k-th neighbour.
-    let d_internal = real_rows.iter().map(|r| kth(r, cfg.k)).sum::<f64>() / n_real as f64;
+    let d_real: Vec<f64> = real_rows.par_iter().map(|r| kth(r, cfg.k)).collect();
+    let d_internal = d_real.iter().sum::<f64>() / n_real as f64;
     // Eq. 4: topk(k) to the real rows; its last entry.
     let d_synthetic: Vec<f64> = (0..synthetic.len() / dim)
+        .into_par_iter()
         .map(|j| kth(&row(synthetic, j), cfg.k - 1))
         .collect();
     let clip_low = d_internal * (cfg.c - cfg.r / 2.0);

@@ -16,12 +16,12 @@
 
 use std::collections::BTreeMap;
 
-use candle_core::{Device, Layout, Storage, StorageRef, Tensor};
+use candle_core::{Device, Layout, StorageRef, Tensor};
 
 use super::actor::NetworkDims;
 use super::batch::Batch;
 use super::mlp::LAYER_NORM_EPS;
-use crate::nn::kernels::cpu_storage::contiguous_f32;
+use crate::nn::kernels::cpu_storage::host_f32;
 use crate::nn::kernels::row_split::{row_split_parts, row_split_product};
 use crate::nn::Params;
 use crate::{Error, Result};
@@ -163,7 +163,7 @@ impl<'p> Borrowed<'p> {
             .guards
             .get(name)
             .ok_or_else(|| Error::Shape(format!("sac backward: no parameter {name}")))?;
-        host_slice(storage, layout, name, len)
+        host_f32("sac backward", storage, layout, name, len)
     }
 }
 
@@ -583,9 +583,15 @@ pub(crate) fn critic_step(nets: &SacNets, batch: &Batch, next_eps: &[f32], alpha
     let (f, a) = (dims.feature_dim, dims.action_dim);
     let b = batch.obs.dim(0)?;
     let (obs_storage, obs_layout) = batch.obs.storage_and_layout();
-    let obs = host_slice(&obs_storage, obs_layout, "obs", b * dims.repr_dim)?; // (b, repr)
+    let obs = host_f32("sac backward", &obs_storage, obs_layout, "obs", b * dims.repr_dim)?; // (b, repr)
     let (next_storage, next_layout) = batch.next_obs.storage_and_layout();
-    let next_obs = host_slice(&next_storage, next_layout, "next_obs", b * dims.repr_dim)?; // (b, repr)
+    let next_obs = host_f32(
+        "sac backward",
+        &next_storage,
+        next_layout,
+        "next_obs",
+        b * dims.repr_dim,
+    )?; // (b, repr)
     let action = host_vec(&batch.action)?; // (b, A)
     let (reward, discount) = (host_vec(&batch.reward)?, host_vec(&batch.discount)?); // (b) each
     let (actor_params, critic_params, target_params) = (
@@ -654,7 +660,7 @@ pub(crate) fn actor_step(nets: &SacNets, obs: &Tensor, eps: &[f32], alpha: f64) 
     let (f, a) = (dims.feature_dim, dims.action_dim);
     let b = obs.dim(0)?;
     let (obs_storage, obs_layout) = obs.storage_and_layout();
-    let obs = host_slice(&obs_storage, obs_layout, "obs", b * dims.repr_dim)?; // (b, repr)
+    let obs = host_f32("sac backward", &obs_storage, obs_layout, "obs", b * dims.repr_dim)?; // (b, repr)
     let (actor_params, critic_params) = (Borrowed::new(nets.actor), Borrowed::new(nets.critic));
     let actor = ActorView::of(&actor_params, dims)?;
     let critic = CriticView::of(&critic_params, dims)?;
@@ -709,22 +715,6 @@ pub(crate) fn actor_step(nets: &SacNets, obs: &Tensor, eps: &[f32], alpha: f64) 
         actor_loss,
         log_prob: sample.log_prob,
     })
-}
-
-/// The f32 data behind a contiguous CPU tensor's storage, without a copy (a parameter, or the
-/// batch's (b, repr) features), checked to hold `len` values; errors name it `what`.
-fn host_slice<'t>(storage: &'t StorageRef<'_>, layout: &Layout, what: &str, len: usize) -> Result<&'t [f32]> {
-    let Storage::Cpu(cpu) = &**storage else {
-        return Err(Error::Shape(format!("sac backward: {what} is not on the CPU")));
-    };
-    let data = contiguous_f32(cpu, layout, "sac backward")?;
-    if data.len() != len {
-        return Err(Error::Shape(format!(
-            "sac backward: {what} holds {} values, expected {len}",
-            data.len()
-        )));
-    }
-    Ok(data)
 }
 
 #[cfg(test)]
