@@ -289,66 +289,38 @@ fn stock_encoder(params: &Params, cfg: &EncoderConfig, obs: &Tensor) -> Tensor {
     h.reshape((b, ())).unwrap()
 }
 
-#[test]
-fn feature_net_backward_with_several_samples_per_group_matches_candle_autograd() {
-    // 37 rows: the backward's 16 groups take 3 samples each, one after another on the same
-    // scratch buffers, which keep what the sample before left (the test above has one per
-    // group). Reference: candle's autograd, as above.
-    use lfs::nn::EncoderProjector;
+/// What [`check_feature_net_backward`] built, for a test's further checks.
+struct BackwardCase {
+    cfg: EncoderConfig,
+    net: lfs::nn::EncoderProjector,
+    obs: Vec<u8>,
+    r: Tensor,
+    features: lfs::nn::encoder_projector::Features,
+    rng: ChaCha8Rng,
+}
+
+/// `EncoderProjector::backward` for the loss Σ z[rows] ⊙ r over `b` random 21×21 observations
+/// (`rows` may repeat a sample: its gradient then counts as often), against candle's autograd
+/// through its stock conv2d and `Projector::forward` on the selected samples.
+fn check_feature_net_backward(seed: u64, b: usize, rows: &[usize]) -> BackwardCase {
     use rand::Rng;
-    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (cfg, params, _, projector) = small_encoder_projector(&mut rng);
-    let (latent, b) = (5, 7);
+    let latent = 5;
     let obs: Vec<u8> = (0..b * 9 * 21 * 21).map(|_| rng.random()).collect();
-    let rows: Vec<usize> = (0..37).map(|i| (i * 3 + i / 7) % b).collect();
     let r: Vec<f32> = (0..rows.len() * latent).map(|_| rng.random_range(-1.0..1.0)).collect();
     let r = Tensor::from_vec(r, (rows.len(), latent), &Device::Cpu).unwrap();
-    let net = EncoderProjector::from_params(&cfg, latent, &params).unwrap();
+
+    let net = lfs::nn::EncoderProjector::from_params(&cfg, latent, &params).unwrap();
     let features = net.forward_pixels(&obs, b, true).unwrap();
-    let grads = net.backward(&features, &rows, &r).unwrap();
+    let grads = net.backward(&features, rows, &r).unwrap();
+
     let all = Tensor::from_slice(&obs, (b, 9, 21, 21), &Device::Cpu)
         .unwrap()
         .to_dtype(candle_core::DType::F32)
         .unwrap();
     let idx: Vec<u32> = rows.iter().map(|&i| i as u32).collect();
     let idx = Tensor::new(idx.as_slice(), &Device::Cpu).unwrap();
-    let z_ref = projector
-        .forward(&stock_encoder(&params, &cfg, &all.index_select(&idx, 0).unwrap()))
-        .unwrap();
-    let ref_grads = (z_ref * &r).unwrap().sum_all().unwrap().backward().unwrap();
-    assert_eq!(grads.len(), params.len());
-    for (name, grad) in &grads {
-        let expected = ref_grads.get(params.get(name).unwrap().as_tensor()).unwrap();
-        let err = rel_err(grad, expected);
-        assert!(err < 1e-5, "{name}: relative error {err}");
-    }
-}
-
-#[test]
-fn feature_net_backward_matches_candle_autograd() {
-    // Reference: candle's autograd through its stock conv2d and Projector::forward on the
-    // selected samples, loss Σ z ⊙ r.
-    use lfs::nn::EncoderProjector;
-    use rand::Rng;
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let (cfg, params, _, projector) = small_encoder_projector(&mut rng);
-    let latent = 5;
-    let b = 5;
-    let obs: Vec<u8> = (0..b * 9 * 21 * 21).map(|_| rng.random()).collect();
-    // Samples 3, 0, 4 (0 twice: its gradient counts twice), in that order.
-    let rows = [3usize, 0, 4, 0];
-    let r: Vec<f32> = (0..rows.len() * latent).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let r = Tensor::from_vec(r, (rows.len(), latent), &Device::Cpu).unwrap();
-
-    let net = EncoderProjector::from_params(&cfg, latent, &params).unwrap();
-    let features = net.forward_pixels(&obs, b, true).unwrap();
-    let grads = net.backward(&features, &rows, &r).unwrap();
-
-    let all = Tensor::from_slice(&obs, (b, 9, 21, 21), &Device::Cpu)
-        .unwrap()
-        .to_dtype(candle_core::DType::F32)
-        .unwrap();
-    let idx = Tensor::new(&[3u32, 0, 4, 0], &Device::Cpu).unwrap();
     let h_ref = stock_encoder(&params, &cfg, &all.index_select(&idx, 0).unwrap());
     let z_ref = projector.forward(&h_ref).unwrap();
     let z_ours = features.z.index_select(&idx, 0).unwrap();
@@ -361,6 +333,39 @@ fn feature_net_backward_matches_candle_autograd() {
         let err = rel_err(grad, expected);
         assert!(err < 1e-5, "{name}: relative error {err}");
     }
+    BackwardCase {
+        cfg,
+        net,
+        obs,
+        r,
+        features,
+        rng,
+    }
+}
+
+#[test]
+fn feature_net_backward_with_several_samples_per_group_matches_candle_autograd() {
+    // 37 rows: the backward's 16 groups take 3 samples each, one after another on the same
+    // scratch buffers, which keep what the sample before left (the test below has one per
+    // group).
+    let b = 7;
+    let rows: Vec<usize> = (0..37).map(|i| (i * 3 + i / 7) % b).collect();
+    check_feature_net_backward(12, b, &rows);
+}
+
+#[test]
+fn feature_net_backward_matches_candle_autograd() {
+    // Samples 3, 0, 4 (0 twice: its gradient counts twice), in that order.
+    let (b, rows) = (5, [3usize, 0, 4, 0]);
+    let BackwardCase {
+        cfg,
+        net,
+        obs,
+        r,
+        features,
+        mut rng,
+    } = check_feature_net_backward(11, b, &rows);
+    let latent = 5;
     // The clamped ReLUs matter: some activations of the last layer are exactly zero.
     let h = features.encoded.h.flatten_all().unwrap().to_vec1::<f32>().unwrap();
     assert!(h.contains(&0.0) && h.iter().any(|v| *v > 0.0));
@@ -375,7 +380,7 @@ fn feature_net_backward_matches_candle_autograd() {
         ..cfg.clone()
     };
     let mut narrow_params = Params::new(&Device::Cpu);
-    let narrow_net = EncoderProjector::new(&narrow, latent, &mut narrow_params, &mut rng).unwrap();
+    let narrow_net = lfs::nn::EncoderProjector::new(&narrow, latent, &mut narrow_params, &mut rng).unwrap();
     let err = narrow_net.forward_pixels(&obs, b, true).err().unwrap().to_string();
     assert!(
         err.contains("num_filters = 6") && err.contains("multiple of 16"),
