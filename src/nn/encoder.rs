@@ -397,7 +397,7 @@ impl Encoder {
             Kept::Graph(h) => return self.backward_graph(h, rows, dh),
         };
         // Read in place, not copied out (a copy was 20 MB of serial memcpy and page faults per
-        // LFS update at B = 128: BENCHMARKS.md, "Serial work between the passes").
+        // LFS update at B = 128: BENCHMARKS.md, "The LFS update's parts", its serial work).
         let dh = dh.contiguous()?;
         let (dh_storage, dh_layout) = dh.storage_and_layout();
         let dh = host_f32("encoder backward", &dh_storage, dh_layout, "dh", rows.len() * repr)?; // rows.len() × repr, (C, H, W) order

@@ -120,8 +120,7 @@ struct WideIo {
 /// out[i][j] = relu?(init[i][j] + Σ_segments Σ_k A[i, k] · B[k, j]) for 32 columns,
 /// accumulators in 12 zmm registers (P ≤ 6 rows × 2 × 16 floats). The forward starts them
 /// from the bias and stores through the ReLU straight into the layer's output, so no
-/// accumulator array goes through memory (BENCHMARKS.md, "The forward's bias and ReLU in
-/// registers").
+/// accumulator array goes through memory (BENCHMARKS.md, "The LFS update's parts": 5).
 ///
 /// # Safety
 /// As [`tile_plain`] with 32 columns of B; `io`'s P rows must be in bounds, and the CPU must
