@@ -265,7 +265,7 @@ fn mismatches(md: &mut String, report: &Report) {
 /// Column headers for our methods at a budget: the method, its budget and seeds.
 fn our_header(scores: &BudgetScores, method: usize) -> String {
     let m = &scores.methods[method];
-    let seeds: BTreeSet<usize> = m.by_task.values().map(Vec::len).collect();
+    let seeds: BTreeSet<usize> = m.runs_by_task.values().map(Vec::len).collect();
     let seeds = match (seeds.first(), seeds.last()) {
         (Some(a), Some(b)) if a == b => a.to_string(),
         (Some(a), Some(b)) => format!("{a}–{b}"),
@@ -288,7 +288,7 @@ fn tasks_in(scores: &BudgetScores, among: &[Task]) -> Vec<Task> {
     among
         .iter()
         .copied()
-        .filter(|t| scores.methods.iter().any(|m| m.by_task.contains_key(t)))
+        .filter(|t| scores.methods.iter().any(|m| m.runs_by_task.contains_key(t)))
         .collect()
 }
 

@@ -94,19 +94,10 @@ pub fn declared(suite_dir: &Path) -> Result<Option<(PrimaryComparison, u64)>> {
 /// Applies the declared rule to the scores at its budget.
 pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &BootstrapConfig) -> PrimaryVerdict {
     let find = |name: &str| scores.methods.iter().find(|m| m.method == name);
-    let empty = MethodScores {
-        method: String::new(),
-        by_task: Default::default(),
-        seeds_by_task: Default::default(),
-    };
+    let empty = MethodScores::empty("");
     let (a, b) = (find(&declared.a).unwrap_or(&empty), find(&declared.b).unwrap_or(&empty));
-    let normalised_tasks = |m: &MethodScores| -> BTreeSet<Task> {
-        m.by_task
-            .keys()
-            .filter(|t| m.normalised(**t).is_some())
-            .copied()
-            .collect()
-    };
+    let normalised_tasks =
+        |m: &MethodScores| -> BTreeSet<Task> { m.tasks().filter(|t| m.normalised(*t).is_some()).collect() };
     let tasks: Vec<Task> = normalised_tasks(a)
         .intersection(&normalised_tasks(b))
         .copied()

@@ -122,18 +122,41 @@ pub struct BudgetScores {
     pub methods: Vec<MethodScores>,
 }
 
-/// One method's raw scores at a budget, by task, one per run (runs in cell order).
+/// One run's score at a budget, and the seed it ran with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunScore {
+    pub seed: u64,
+    pub score: f64,
+}
+
+/// One method's scores at a budget, by task, one per run (runs in cell order).
 #[derive(Debug, Clone)]
 pub struct MethodScores {
     pub method: String,
-    pub by_task: BTreeMap<Task, Vec<f64>>,
-    /// The seed of each run of `by_task`, in the same order.
-    pub seeds_by_task: BTreeMap<Task, Vec<u64>>,
+    pub runs_by_task: BTreeMap<Task, Vec<RunScore>>,
 }
 
 impl MethodScores {
+    /// A method without any run.
+    pub fn empty(method: &str) -> Self {
+        Self {
+            method: method.to_string(),
+            runs_by_task: BTreeMap::new(),
+        }
+    }
+
+    /// The tasks the method has runs on, in order.
+    pub fn tasks(&self) -> impl Iterator<Item = Task> + '_ {
+        self.runs_by_task.keys().copied()
+    }
+
+    /// The raw scores of `task`'s runs.
+    pub fn raw(&self, task: Task) -> Option<Vec<f64>> {
+        Some(self.runs_by_task.get(&task)?.iter().map(|r| r.score).collect())
+    }
+
     pub fn stats(&self, task: Task) -> Option<SeedStats> {
-        SeedStats::of(self.by_task.get(&task)?)
+        SeedStats::of(&self.raw(task)?)
     }
 
     pub fn normalised_stats(&self, task: Task) -> Option<SeedStats> {
@@ -142,18 +165,29 @@ impl MethodScores {
 
     /// Scores divided by the task's expert score (docs/design.md §8); none for a Jaco task.
     pub fn normalised(&self, task: Task) -> Option<Vec<f64>> {
+        Some(self.normalised_runs(task)?.iter().map(|r| r.score).collect())
+    }
+
+    /// [`MethodScores::normalised`] with each run's seed.
+    pub fn normalised_runs(&self, task: Task) -> Option<Vec<RunScore>> {
         let expert = expert_score(task)?;
-        let raw = self.by_task.get(&task)?;
-        Some(raw.iter().map(|s| s / expert).collect())
+        let runs = self.runs_by_task.get(&task)?;
+        Some(
+            runs.iter()
+                .map(|r| RunScore {
+                    seed: r.seed,
+                    score: r.score / expert,
+                })
+                .collect(),
+        )
     }
 
     /// The normalised scores of the tasks in `set`, as rliable's table.
     pub fn table(&self, set: TaskSet) -> ScoreTable {
         let tasks = self
-            .by_task
-            .keys()
-            .filter(|t| set.contains(**t))
-            .filter_map(|t| self.normalised(*t))
+            .tasks()
+            .filter(|t| set.contains(*t))
+            .filter_map(|t| self.normalised(t))
             .collect();
         ScoreTable { tasks }
     }
@@ -161,7 +195,7 @@ impl MethodScores {
     /// The mean over the tasks of `set` of the per-task mean raw scores, and how many tasks.
     pub fn mean_raw(&self, set: TaskSet) -> Option<(f64, usize)> {
         let means: Vec<f64> = self
-            .by_task
+            .runs_by_task
             .iter()
             .filter(|(t, runs)| set.contains(**t) && !runs.is_empty())
             .filter_map(|(t, _)| self.stats(*t).map(|s| s.mean))
@@ -175,19 +209,19 @@ pub fn scores_at(cells: &[Cell], methods: &[MethodCells], budget: u64) -> Budget
     let methods = methods
         .iter()
         .map(|m| {
-            let mut scores = MethodScores {
-                method: m.method.clone(),
-                by_task: BTreeMap::new(),
-                seeds_by_task: BTreeMap::new(),
-            };
+            let mut scores = MethodScores::empty(&m.method);
             for (task, idx) in &m.by_task {
-                let runs: Vec<(u64, f64)> = idx
+                let runs: Vec<RunScore> = idx
                     .iter()
-                    .filter_map(|&i| eval_at(&cells[i], budget).map(|r| (cells[i].meta.seed, r.episode_reward)))
+                    .filter_map(|&i| {
+                        eval_at(&cells[i], budget).map(|r| RunScore {
+                            seed: cells[i].meta.seed,
+                            score: r.episode_reward,
+                        })
+                    })
                     .collect();
                 if !runs.is_empty() {
-                    scores.by_task.insert(*task, runs.iter().map(|r| r.1).collect());
-                    scores.seeds_by_task.insert(*task, runs.iter().map(|r| r.0).collect());
+                    scores.runs_by_task.insert(*task, runs);
                 }
             }
             scores
@@ -261,15 +295,13 @@ fn improvements_over(scores: &BudgetScores, floor: &str, bootstrap: &BootstrapCo
     let Some(base) = scores.methods.iter().find(|m| m.method == floor) else {
         return Vec::new();
     };
+    let has_runs = |ms: &MethodScores, t: &Task| ms.runs_by_task.get(t).is_some_and(|runs| !runs.is_empty());
     let mut rows = Vec::new();
     for m in scores.methods.iter().filter(|m| m.method != floor) {
         for set in TaskSet::ALL {
             let shared: Vec<Task> = m
-                .by_task
-                .iter()
-                .filter(|(t, runs)| set.contains(**t) && !runs.is_empty())
-                .map(|(t, _)| *t)
-                .filter(|t| base.by_task.get(t).is_some_and(|runs| !runs.is_empty()))
+                .tasks()
+                .filter(|t| set.contains(*t) && has_runs(m, t) && has_runs(base, t))
                 .collect();
             if shared.is_empty() {
                 continue;

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::aggregate::{percentile_interval, Aggregate, BootstrapConfig, Estimate, ScoreTable};
-use super::scores::MethodScores;
+use super::scores::{MethodScores, RunScore};
 use crate::env::Task;
 
 /// Splits enumerated exactly; more are sampled (C(20, 10) = 184,756 are enumerated).
@@ -44,15 +44,12 @@ pub struct MethodUnits {
 
 /// The seeds of `m` with exactly one normalised score on each of `tasks`.
 pub fn units_of(m: &MethodScores, tasks: &[Task]) -> MethodUnits {
-    // Per task, its runs as (seed, normalised score); empty for a task without any.
-    let runs: Vec<Vec<(u64, f64)>> = tasks
+    // Per task, its runs with normalised scores; empty for a task without any.
+    let runs: Vec<Vec<RunScore>> = tasks
         .iter()
-        .map(|task| match (m.seeds_by_task.get(task), m.normalised(*task)) {
-            (Some(seeds), Some(scores)) => seeds.iter().copied().zip(scores).collect(),
-            _ => Vec::new(),
-        })
+        .map(|task| m.normalised_runs(*task).unwrap_or_default())
         .collect();
-    let mut seeds: Vec<u64> = runs.iter().flatten().map(|r| r.0).collect();
+    let mut seeds: Vec<u64> = runs.iter().flatten().map(|r| r.seed).collect();
     seeds.sort_unstable();
     seeds.dedup();
     let (mut units, mut incomplete) = (Vec::new(), Vec::new());
@@ -60,9 +57,9 @@ pub fn units_of(m: &MethodScores, tasks: &[Task]) -> MethodUnits {
         let scores: Option<Vec<f64>> = runs
             .iter()
             .map(|task_runs| {
-                let mut of_seed = task_runs.iter().filter(|r| r.0 == seed);
+                let mut of_seed = task_runs.iter().filter(|r| r.seed == seed);
                 match (of_seed.next(), of_seed.next()) {
-                    (Some(&(_, score)), None) => Some(score),
+                    (Some(run), None) => Some(run.score),
                     _ => None,
                 }
             })
