@@ -1676,3 +1676,74 @@ fn probe_runs_script_agrees_with_the_permutation_test() {
     row("atc", atc.p_value, 21, holm_atc, "no difference detected");
     assert!(md.contains("| random | 5 (1, 2, 3, 4, 5) |"), "{md}");
 }
+
+/// Study 2's descriptive table (eval/study/probe_vs_sac.py): on made-up probes and returns, with
+/// ties on both sides, its Spearman's ρ per task equal the report's `spearman` on the same runs,
+/// with the probe score (the nine-task mean) and with the task's own R²; a seed with SAC cells
+/// but no probe is refused by name.
+#[test]
+fn probe_vs_sac_script_agrees_with_the_reports_spearman() {
+    use lfs::report::probes::spearman;
+    let dir = tempfile::tempdir().unwrap();
+    let probes = dir.path().join("probe");
+    std::fs::create_dir(&probes).unwrap();
+    let tasks = ["ball_in_cup_catch", "cartpole_swingup", "walker_walk"];
+    // Per seed: the state R² of each probe task, and the return on the two SAC tasks. The R²
+    // are binary fractions, so that the scores' ties are ties in both languages' arithmetic.
+    let runs: [([f64; 3], [f64; 2]); 5] = [
+        ([0.75, 0.5, 0.25], [0.0, 250.0]),
+        ([0.5, 0.625, 0.375], [200.0, 90.0]),
+        ([0.625, 0.375, 0.25], [0.0, 150.0]),
+        ([0.5, 0.5, 0.5], [197.4, 150.0]),
+        ([0.875, 0.25, 0.125], [0.0, 170.0]),
+    ];
+    let mut csv = String::from("agent,encoder,task,seed,frame,episode_reward,hour\n");
+    for (i, (r2, ret)) in runs.iter().enumerate() {
+        let seed = i + 1;
+        let report = serde_json::json!({
+            "tasks": tasks.iter().zip(r2).map(|(t, x)| serde_json::json!({
+                "task": t, "state": {"held_out": {"mean": {"point": x}}}
+            })).collect::<Vec<_>>()
+        });
+        std::fs::write(probes.join(format!("lfs-s{seed}.json")), report.to_string()).unwrap();
+        for (t, r) in tasks[..2].iter().zip(ret) {
+            // An earlier evaluation, which the script must not read, and the last one.
+            csv += &format!(
+                "sac,lfs,{t},{seed},0,{},0.0\nsac,lfs,{t},{seed},20000,{r},0.5\n",
+                r + 1000.0
+            );
+            csv += &format!("sac,random,{t},{seed},20000,{},0.5\n", 999.0 - r);
+        }
+    }
+    let results = dir.path().join("results.csv");
+    std::fs::write(&results, &csv).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("eval/study/probe_vs_sac.py");
+    let run = || {
+        Command::new("python3")
+            .arg(&script)
+            .arg(&probes)
+            .arg(&results)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let md = text(&out.stdout);
+    assert!(out.status.success(), "{md}{}", text(&out.stderr));
+    let score: Vec<f64> = runs.iter().map(|(r2, _)| r2.iter().sum::<f64>() / 3.0).collect();
+    for (k, task) in tasks[..2].iter().enumerate() {
+        let ret: Vec<f64> = runs.iter().map(|(_, ret)| ret[k]).collect();
+        let own: Vec<f64> = runs.iter().map(|(r2, _)| r2[k]).collect();
+        let row = format!(
+            "| {task} | {:+.2} | {:+.2} |",
+            spearman(&score, &ret),
+            spearman(&own, &ret)
+        );
+        assert!(md.contains(&row), "{row}\n{md}");
+    }
+    assert!(md.contains("| lfs-s5 | 0.417 | 0.875, 0.0 | 0.250, 170.0 |"), "{md}");
+
+    std::fs::remove_file(probes.join("lfs-s3.json")).unwrap();
+    let out = run();
+    let err = text(&out.stderr);
+    assert!(!out.status.success() && err.contains("seeds [3]"), "{err}");
+}
