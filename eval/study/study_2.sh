@@ -147,5 +147,7 @@ for method in atc curl; do
     done
 done
 python3 eval/study/probe_runs.py "$RESULTS/probe" > "$RESULTS/probe/secondary.md"
+# descriptive (docs/study-2.md): each LFS run's probe beside its two SAC returns
+python3 eval/study/probe_vs_sac.py "$RESULTS/probe" "$RESULTS/report/results.csv" > "$RESULTS/probe/probe-vs-sac.md"
 commit "the secondary comparisons (probe)"
 echo "study-2: stages 0-4 done; docs/study-2.md decides whether lfs-no-fm (S4) fits the budget: sum $DIR/stages.tsv"
