@@ -69,10 +69,13 @@ def main():
         probe[seed] = statistics.mean(task_r2[seed].values())
     returns, frames = final_returns(results)
     tasks = sorted({t for t, _ in returns})
-    seeds = sorted(s for s in probe if all((t, s) in returns for t in tasks))
+    seeds = sorted(probe)
     missing = sorted(set(probe) ^ {s for _, s in returns})
     if missing:
         sys.exit(f"{probe_dir} and {results}: seeds {missing} have a probe or SAC cells but not both")
+    partial = sorted(f"{t} seed {s}" for s in seeds for t in tasks if (t, s) not in returns)
+    if partial:
+        sys.exit(f"{results}: no {METHOD} return for {', '.join(partial)}")
     unprobed = sorted(t for t in tasks if any(t not in task_r2[s] for s in seeds))
     if unprobed:
         sys.exit(f"{probe_dir}: the probes leave out the SAC tasks {unprobed}")
