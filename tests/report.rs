@@ -1680,7 +1680,7 @@ fn probe_runs_script_agrees_with_the_permutation_test() {
 /// Study 2's descriptive table (eval/study/probe_vs_sac.py): on made-up probes and returns, with
 /// ties on both sides, its Spearman's ρ per task equal the report's `spearman` on the same runs,
 /// with the probe score (the nine-task mean) and with the task's own R²; a seed with SAC cells
-/// but no probe is refused by name.
+/// but no probe, or with a probe but not every task's return, is refused by name.
 #[test]
 fn probe_vs_sac_script_agrees_with_the_reports_spearman() {
     use lfs::report::probes::spearman;
@@ -1742,6 +1742,21 @@ fn probe_vs_sac_script_agrees_with_the_reports_spearman() {
     }
     assert!(md.contains("| lfs-s5 | 0.417 | 0.875, 0.0 | 0.250, 170.0 |"), "{md}");
 
+    // A seed with a probe but one SAC task's return missing is refused, naming both.
+    let partial: String = csv
+        .lines()
+        .filter(|l| !l.starts_with("sac,lfs,cartpole_swingup,2,"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&results, partial).unwrap();
+    let out = run();
+    let err = text(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no lfs return for cartpole_swingup seed 2"),
+        "{err}"
+    );
+
+    std::fs::write(&results, &csv).unwrap();
     std::fs::remove_file(probes.join("lfs-s3.json")).unwrap();
     let out = run();
     let err = text(&out.stderr);
