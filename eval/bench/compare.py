@@ -33,8 +33,9 @@ Suites:
 
 Each (repeat, batch) runs candle then torch as fresh processes; both use every core
 (torch.set_num_threads = os.cpu_count(); candle's rayon default), or --threads each (candle:
-RAYON_NUM_THREADS). Prints a Markdown table for BENCHMARKS.md and writes every time to --out. Plain Python 3 (no packages), so it runs without
-the torch venv; without torch it reports candle alone.
+RAYON_NUM_THREADS). Prints the CPU (ratios differ between CPUs) and a Markdown table for
+BENCHMARKS.md, and writes every time and the CPU (`cpu`) to --out. Plain Python 3 (no
+packages), so it runs without the torch venv; without torch it reports candle alone.
 """
 import argparse
 import json
@@ -83,6 +84,25 @@ def records(r):
     return [(r["impl"], r.get("workload", "update"), r.get("seconds", r.get("update_seconds")))]
 
 
+def cpu_description():
+    """The CPU the ratios were measured on, from /proc/cpuinfo (Linux; elsewhere the platform's
+    word): vendor, family, model and name, logical CPUs, and the vector extensions that decide
+    which kernels run on either side. Ratios differ between CPUs (BENCHMARKS.md, "On a Zen 3
+    without AVX-512")."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return {"name": platform.processor() or platform.machine()}
+    flags = set(fields.get("flags", "").split())
+    vector = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return {"vendor": fields.get("vendor_id"), "family": fields.get("cpu family"), "model": fields.get("model"),
+            "name": fields.get("model name"), "logical_cpus": os.cpu_count(), "vector": vector}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--suite", choices=["pretrain", "encoder", "sac", "sac-features", "e2e", "drqv2", "taco"],
@@ -115,6 +135,7 @@ def main():
                         gflop[(workload, batch)] = r["gflops"] * secs
             print(f"repeat {rep + 1}/{a.repeats} batch {batch}: {time.time() - t0:.0f} s", file=sys.stderr)
     result = {"suite": a.suite, "threads": threads, "machine": platform.processor() or platform.machine(),
+              "cpu": cpu_description(),
               "plan": a.plan, "repeats": a.repeats,
               "seconds": {f"{k[0]}/{k[1]}@{k[2]}": v for k, v in times.items()}}
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
@@ -126,6 +147,9 @@ def main():
     workloads = sorted({k[1] for k in times}, key=lambda w: (E2E_WORKLOADS.index(w) if w in E2E_WORKLOADS else -1, w))
     rate = lambda imp, w, b: f" ({gflop[(w, b)] / med[(imp, w, b)]:.0f} GFLOP/s)" if (w, b) in gflop else ""
     head = "| workload | batch | torch s (n) | " + " | ".join(f"{i} s (n) | {i}/torch" for i in candle_impls) + " |"
+    cpu = result["cpu"]
+    print(f"cpu: {cpu.get('name')} (family {cpu.get('family')}, model {cpu.get('model')}), "
+          f"{cpu.get('logical_cpus')} logical CPUs, {' '.join(cpu.get('vector', [])) or 'no AVX2'}; {threads} threads each side")
     print(head)
     print("|" + "---|" * (3 + 2 * len(candle_impls)))
     for workload in workloads:
