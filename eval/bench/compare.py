@@ -103,6 +103,15 @@ def cpu_description():
             "name": fields.get("model name"), "logical_cpus": os.cpu_count(), "vector": vector}
 
 
+def cpu_line(cpu):
+    """One line of `cpu_description`'s record, for the log above the table."""
+    if "family" not in cpu:
+        return cpu["name"]
+    vector = " ".join(cpu["vector"]) or "none of AVX2, FMA, AVX-512"
+    return (f"{cpu['name']} (family {cpu['family']}, model {cpu['model']}), "
+            f"{cpu['logical_cpus']} logical CPUs, vector extensions: {vector}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--suite", choices=["pretrain", "encoder", "sac", "sac-features", "e2e", "drqv2", "taco"],
@@ -147,9 +156,7 @@ def main():
     workloads = sorted({k[1] for k in times}, key=lambda w: (E2E_WORKLOADS.index(w) if w in E2E_WORKLOADS else -1, w))
     rate = lambda imp, w, b: f" ({gflop[(w, b)] / med[(imp, w, b)]:.0f} GFLOP/s)" if (w, b) in gflop else ""
     head = "| workload | batch | torch s (n) | " + " | ".join(f"{i} s (n) | {i}/torch" for i in candle_impls) + " |"
-    cpu = result["cpu"]
-    print(f"cpu: {cpu.get('name')} (family {cpu.get('family')}, model {cpu.get('model')}), "
-          f"{cpu.get('logical_cpus')} logical CPUs, {' '.join(cpu.get('vector', [])) or 'no AVX2'}; {threads} threads each side")
+    print(f"cpu: {cpu_line(result['cpu'])}; {threads} threads each side")
     print(head)
     print("|" + "---|" * (3 + 2 * len(candle_impls)))
     for workload in workloads:
