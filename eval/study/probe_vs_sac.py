@@ -47,7 +47,8 @@ def spearman(xs, ys):
 
 
 def final_returns(path):
-    """{(task, seed): return at the cell's last evaluation} of METHOD's cells."""
+    """METHOD's cells: {(task, seed): return at the cell's last evaluation}, and the set of
+    those last evaluations' frames."""
     last = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
