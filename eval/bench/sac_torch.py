@@ -84,7 +84,9 @@ def encode_shifted(convnet, obs, gen):
 
 def sac_update(agent, h, next_h, action, reward, update_actor=True, update_target=True):
     """Proto-RL's update on encoder features h, next_h (b, 39200), action (b, A), reward (b, 1):
-    the critic; the actor and alpha when `update_actor`; the target's EMA when `update_target`."""
+    the critic; the actor and alpha when `update_actor`; the target's EMA when `update_target`.
+    Returns the losses (critic, actor, alpha) as tensors, the last two None without the actor
+    (read by strong_check.py)."""
     actor, critic, log_alpha = agent.actor, agent.critic, agent.log_alpha
     alpha = log_alpha.exp().detach()
     with torch.no_grad():
@@ -96,6 +98,7 @@ def sac_update(agent, h, next_h, action, reward, update_actor=True, update_targe
     agent.critic_opt.zero_grad(set_to_none=True)
     critic_loss.backward()
     agent.critic_opt.step()
+    actor_loss = alpha_loss = None
     if update_actor:
         new_action, log_prob = actor(h)
         aq1, aq2 = critic(h, new_action)
@@ -111,6 +114,7 @@ def sac_update(agent, h, next_h, action, reward, update_actor=True, update_targe
         with torch.no_grad():
             for p_t, p in zip(agent.critic_target.parameters(), critic.parameters()):
                 p_t.lerp_(p, 0.01)
+    return critic_loss, actor_loss, alpha_loss
 
 
 def main():
