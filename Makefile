@@ -12,7 +12,7 @@
 .DEFAULT_GOAL := all
 .PHONY: help all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
-.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 probe-set probe bench-drqv2 bench-dynamics-drqv2
+.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
 .PHONY: gpu-pack gpu-check gpu-e2e
 
@@ -328,6 +328,17 @@ study-mini: setup build ## the reduced-scale study (about 6.5 hours)
 # 10.6 hours on 2 cores over several sessions; rerun to resume.
 study-2: setup build ## study 2 (about 10.6 hours; resumable, commits results/study-2/ as it goes)
 	eval/study/study_2.sh $(LFS)
+
+# ---- Study 3 (issue 57, docs/study-3.md) -------------------------------------------------------
+# Does the frame mask (and LNC's choice) make LFS's features better? The probe of lfs against
+# lfs-no-fm (P1) and lfs-no-lnc (P2), ten pre-training runs per arm (lfs reuses study 2's six when
+# its reuse check passes), on study 2's videos and probe set; then, if the plan's budget rule
+# allows, SAC on cartpole_swingup, lfs vs random, seeds 7-12 (eval/suites/study-3-sac.toml).
+# Commits results/study-3/ as each piece finishes. About 12-14 hours on 2 cores over several
+# sessions; rerun to resume. The study keeps one binary: STUDY3_LFS=/path/to/lfs.
+STUDY3_LFS ?= $(LFS)
+study-3: setup ## study 3 (about 12-14 hours; resumable, commits results/study-3/ as it goes)
+	eval/study/study_3.sh $(STUDY3_LFS)
 
 # The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a
 # report in runs/suite-tiny/report/: a few minutes; CI runs it.
