@@ -190,6 +190,17 @@ def main():
             mean_of = lambda arm: statistics.mean(r2[n][t] for n in arm_runs[arm] if n in r2)
             print(f"| {t} | " + " | ".join(f"{mean_of('lfs') - mean_of(r[1]):+.3f}" for r in tested) + " |")
 
+    described = sorted(p.stem for p in probes.glob("*.json") if p.stem not in r2)
+    study2 = results.parent / "study-2/probe"
+    print("\n## Described, not tested: other probes, each the nine-task mean\n")
+    print("| encoder | score | from |")
+    print("|---|---|---|")
+    for name in described:
+        print(f"| {name} | {statistics.mean(state_r2(probes / f'{name}.json').values()):.4f} | this study (not in an arm) |")
+    for path in sorted(study2.glob("*-s*.json")) if study2.is_dir() else []:
+        if not path.stem.startswith("lfs-"):
+            print(f"| {path.stem} | {statistics.mean(state_r2(path).values()):.4f} | study 2's report (binary b72d30e) |")
+
     report = results / "report/report.md"
     print("\n## The SAC replication (cartpole_swingup, lfs vs random, seeds 7-12; decided by `lfs report`)\n")
     if "R" in left_out:
