@@ -39,6 +39,9 @@ mod drqv2;
 // TACO: its loss, latent actions and gradients vs a float64 transcription of FrankZheng2022/TACO,
 // action sequences from the replay, `lfs train` with it resuming exactly, refusals by name.
 mod taco;
+// DrQ-v2's and TACO's task groups (easy/medium) as their repositories file the nine tasks, against
+// our pipelines, docs/design.md §13 and every suite cell that runs them (URLB's setting on Jaco).
+mod task_groups;
 // `lfs eval` on DMControl: bad input refused with nothing written, a killed run resumes exactly.
 mod eval;
 // `lfs train` (end-to-end LFS + SAC): the objective moves the encoder and SAC does not, synthetic
