@@ -84,11 +84,12 @@ pretrain() {  # pretrain NAME METHOD SEED [SET...]: pre-train, export, record th
         stage "pretrain-$name" env RAYON_NUM_THREADS=2 "$LFS" pretrain --config pipelines/mini.toml \
             --set "data.datasets=[\"$DATA/dataset\"]" --set "objective.method=$method" \
             --set "run.seed=$seed" --set objective.lnc.r=0.2 "$@" --out-dir "$run"
-        "$LFS" export "$run/checkpoint.safetensors" --out "$run/encoder.safetensors.tmp"
-        mv "$run/encoder.safetensors.tmp" "$run/encoder.safetensors"
+        "$LFS" export "$run/checkpoint.safetensors" --out "$run/encoder.safetensors"
     fi
-    [ -f "$RESULTS/encoders/$name.safetensors" ] || \
+    if [ ! -f "$RESULTS/encoders/$name.safetensors" ]; then
         "$LFS" export "$run/checkpoint.safetensors" --encoder-only --out "$RESULTS/encoders/$name.safetensors"
+        rm -f "$RESULTS/encoders/$name.example.safetensors"  # its check batch (880 KB): not committed
+    fi
     local sha; sha=$(sha256sum "$run/encoder.safetensors" | cut -d' ' -f1)
     touch "$RESULTS/encoders.tsv"
     local known; known=$(awk -v n="$name" '$1 == n { print $2 }' "$RESULTS/encoders.tsv")
