@@ -10,7 +10,7 @@
 # Targets that run lfs take SET='--set key=value ...' to override their config (pretrain, eval,
 # train); tests/readme.rs runs every target `make help` lists, as written, at tiny budgets.
 .DEFAULT_GOAL := all
-.PHONY: help all deps build setup sample test lint bench bench-ingest pretrain export bench-pretrain
+.PHONY: help all deps build setup setup-torch sample test lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
@@ -81,6 +81,14 @@ setup: $(VENV)/.stamp ## the Python venv .venv (pinned mujoco, dm-control, Parqu
 $(VENV)/.stamp: eval/requirements.txt eval/requirements-data.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements.txt -r eval/requirements-data.txt
+	touch $@
+
+# torch in .venv, for the one test that loads an export in PyTorch (tests/export.rs). PyPI's Linux
+# torch brings NVIDIA's CUDA libraries with it: about 5.3 GB, 1-4 min here (2026-11-26). CI runs
+# it (.ci/run); without it that test is skipped, loudly, and under CI=true it fails.
+setup-torch: $(VENV)/.stamp-torch ## torch in .venv for the PyTorch loader test (~5.3 GB; CI runs it)
+$(VENV)/.stamp-torch: $(VENV)/.stamp eval/requirements-torch.txt
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements-torch.txt
 	touch $@
 
 # Ingest only: the embedded sample (datasets/tiny, made by `lfs collect`) and what went in.

@@ -62,6 +62,28 @@ pub fn wait_for(child: &mut Child, secs: u64, what: &str, mut cond: impl FnMut()
     }
 }
 
+/// The running test lacks `what`, which `install` provides. Under `CI=true` that fails, naming
+/// both: CI installs every such dependency (.ci/run), so a missing one is a broken CI, not a pass.
+/// Elsewhere the test is skipped loudly; the caller returns.
+#[track_caller]
+pub fn missing(what: &str, install: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(
+        !ci,
+        "needs {what}: {install} (CI=true: a missing dependency fails the test)"
+    );
+    skipped(&format!("needs {what}: {install}; under CI=true this fails"));
+}
+
+/// Says on the terminal that the running test skipped its checks and why. libtest hides what a
+/// passing test prints with `eprintln!`, so this writes to stderr directly, beside its
+/// `test … ok` line; the caller returns.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("a test").to_string();
+    let _ = writeln!(std::io::stderr(), "\nSKIPPED {name}: {why}");
+}
+
 /// Every element of a tensor as f64, flattened (for comparisons with reference values).
 pub fn values(t: &candle_core::Tensor) -> Vec<f64> {
     t.flatten_all()

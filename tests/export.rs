@@ -120,24 +120,31 @@ fn export_rejects_a_file_that_is_not_a_checkpoint() {
     assert!(err.contains("nope.safetensors"), "{err}");
 }
 
-/// The python with torch: $LFS_TORCH_PYTHON, else .venv-bench/bin/python.
+/// The python with torch: $LFS_TORCH_PYTHON, else .venv-bench/bin/python (the benchmarks'), else
+/// the project venv's (`make setup-torch` puts torch there; CI does).
 fn torch_python() -> Option<PathBuf> {
-    let candidate = std::env::var_os("LFS_TORCH_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv-bench/bin/python"));
-    let ok = std::process::Command::new(&candidate)
-        .args(["-c", "import torch"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    ok.then_some(candidate)
+    let candidates = match std::env::var_os("LFS_TORCH_PYTHON") {
+        Some(python) => vec![PathBuf::from(python)],
+        None => vec![
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv-bench/bin/python"),
+            lfs::env::default_python(),
+        ],
+    };
+    candidates.into_iter().find(|python| {
+        std::process::Command::new(python)
+            .args(["-c", "import torch"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }
 
 #[test]
 fn pytorch_loader_reproduces_the_rust_features() {
     let Some(python) = torch_python() else {
-        eprintln!("SKIPPED: no Python with torch (set LFS_TORCH_PYTHON or create .venv-bench)");
-        return;
+        return crate::common::missing(
+            "a Python with torch",
+            "`make setup-torch` installs it into .venv (or set LFS_TORCH_PYTHON)",
+        );
     };
     let (_dir, out) = exported();
     let (ok, said) = run_loader(&python, "eval/load_encoder_torch.py", &out);

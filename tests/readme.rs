@@ -67,6 +67,7 @@ const STEPS: &[Step] = &[
     skip("make deps", ".ci/run runs it first on a bare machine (apt-get, as root)"),
     run("make", "SET='--set run.num_updates=100'"),
     skip("make test", "this test is part of it"),
+    skip("make setup-torch", "5.3 GB of torch for one test; .ci/run runs it before make test"),
     skip(
         "make build",
         "cargo test built the binary these steps run; cargo in a second folder would rebuild it",

@@ -491,8 +491,10 @@ fn pandas_reads(path: &Path, rows: &[results_csv::ResultRow]) {
             .output()
             .is_ok_and(|o| o.status.success());
     if !has_pandas {
-        eprintln!("skipping the pandas check: no pandas in {}", python.display());
-        return;
+        return crate::common::missing(
+            &format!("pandas in {}", python.display()),
+            "`make setup` installs it (eval/requirements-data.txt)",
+        );
     }
     let script = "import sys, pandas as pd\n\
                   df = pd.read_csv(sys.argv[1])\n\
