@@ -51,6 +51,9 @@ mod e2e;
 // uninterrupted pool, and a real one-node SLURM cluster runs the tiny suite as a job array to
 // the same results (needs root and slurm-wlm + munge, or LFS_SKIP_SLURM=1).
 mod suite;
+// Every config and suite file under pipelines/ and eval/suites/ loads and validates, through the
+// command that reads it (`lfs suite sbatch`) or, for pre-training, its loader.
+mod configs;
 // `lfs report`: rliable's aggregates vs rliable, a synthetic suite's report and pictures,
 // mismatched cells refused with nothing written, results.csv read back (and by pandas).
 mod report;
