@@ -1,9 +1,10 @@
-//! The README's commands and `make help`'s targets, run as a new user runs them (issue 27): each
-//! command exactly as written, with only budget flags appended (`--set`, a later `--episodes`
-//! replacing an earlier one, or a Makefile variable the Makefile documents), in a fresh folder
-//! that sees the checkout's files but has no `runs/` and no `videos/` of its own. A command the
-//! README gains, or a target `make help` gains, fails the first test until this file says how it
-//! is walked or why it is not.
+//! The commands of the README and of the guide (docs/guide/*.md), and `make help`'s targets, run
+//! as a new user runs them (issues 27, 56): each command exactly as written, with only budget
+//! flags appended (`--set`, a later `--episodes` replacing an earlier one, or a Makefile variable
+//! the Makefile documents), in a fresh folder that sees the checkout's files but has no `runs/`
+//! and no `videos/` of its own. A command a page gains, or a target `make help` gains, fails the
+//! first test until this file says how it is walked or why it is not; a step no page shows any
+//! more fails it too.
 //!
 //! `make` targets run as `make -o build -o setup TARGET`: the binary and venv are the ones this
 //! test run was built with (`make test`), and cargo in a second folder would rebuild them.
@@ -23,11 +24,14 @@ enum Walk {
     UntilFirstCell,
     /// Started as written, stopped once it serves the walk's runs (TensorBoard, a server).
     UntilServing,
+    /// Run to completion as written when `.venv` has torch (`make setup-torch`, which CI runs);
+    /// otherwise skipped loudly, and under `CI=true` a failure.
+    WithTorch,
     /// Not run here, and why.
     Skip(&'static str),
 }
 
-/// One command as written (README) or `make TARGET` (`make help`), and how it is walked.
+/// One command as written (README, guide) or `make TARGET` (`make help`), and how it is walked.
 struct Step {
     written: &'static str,
     walk: Walk,
@@ -62,12 +66,19 @@ const DRQV2_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_fr
      --set agent.feature_dim=8";
 
 /// The walk, in the order a user meets it: the default job, the Makefile's stages, then the
-/// README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the report.
+/// README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the report,
+/// then the guide's pages in the order of its index (their running example is `runs/mine`, the
+/// embedded sample ingested as a user's own videos), and TensorBoard over all of it.
 const STEPS: &[Step] = &[
+    run("make help", ""),
     skip("make deps", ".ci/run runs it first on a bare machine (apt-get, as root)"),
     run("make", "SET='--set run.num_updates=100'"),
     skip("make test", "this test is part of it"),
     skip("make setup-torch", "5.3 GB of torch for one test; .ci/run runs it before make test"),
+    skip("make test-fast", "make test, which runs this test, is the whole of it and more"),
+    skip("make test-fast", "make test's tests less the slow ones; this test is among those"),
+    skip("make setup-torch", "5.3 GB of torch for one test; .ci/run runs it before make test"),
+    skip("make test-fast", "make test, which runs this test, is the whole of it and more"),
     skip(
         "make build",
         "cargo test built the binary these steps run; cargo in a second folder would rebuild it",
@@ -155,6 +166,105 @@ const STEPS: &[Step] = &[
         "target/release/lfs report results/study-mini --out runs/report-study-mini",
         "",
     ),
+    // docs/guide/collect-and-ingest.md: the embedded sample stands in for the user's folder.
+    run("target/release/lfs ingest datasets/tiny/videos --out runs/mine/dataset", ""),
+    run(
+        "target/release/lfs inspect runs/mine/dataset --verify --contact-sheet runs/mine/contact-sheet.png",
+        "",
+    ),
+    // docs/guide/pretrain.md
+    run(
+        "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --out-dir runs/mine",
+        "--set run.num_updates=20",
+    ),
+    run(
+        "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set objective.method=atc --out-dir runs/mine-atc",
+        "--set run.num_updates=5",
+    ),
+    // docs/guide/export.md
+    run(
+        "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder.safetensors",
+        "",
+    ),
+    run(
+        "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder-only.safetensors --encoder-only",
+        "",
+    ),
+    run(".venv/bin/python eval/load_encoder_numpy.py runs/mine/encoder.safetensors", ""),
+    Step {
+        written: ".venv/bin/python eval/load_encoder_torch.py runs/mine/encoder.safetensors",
+        walk: Walk::WithTorch,
+    },
+    // docs/guide/eval.md
+    run(
+        "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/mine/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/mine/cartpole_swingup/1",
+        SAC_BUDGET,
+    ),
+    // docs/guide/train.md (its LFS and DrQ-v2 commands are the README's, walked above)
+    run(
+        "target/release/lfs train --config pipelines/e2e/tiny.toml --init-encoder runs/mine/encoder.safetensors --task walker_stand --seed 1 --out-dir runs/train/mine-init/walker_stand/1",
+        TRAIN_BUDGET,
+    ),
+    // docs/guide/probe.md: a probe set at the sample's render quality, as make probe-set's above.
+    run(
+        "make probe-set PROBE_RENDER_QUALITY=default",
+        "PROBE_SEEDS=cartpole_swingup:1000000 PROBE_EPISODES=14 PROBE_FRAMES=12",
+    ),
+    run(
+        "target/release/lfs probe --encoder runs/mine/encoder.safetensors --dataset runs/probe-set-default/dataset",
+        "",
+    ),
+    run(
+        "target/release/lfs probe --encoder random --dataset runs/probe-set-default/dataset --out runs/probe/random-default.json",
+        "",
+    ),
+    run(
+        "python3 eval/probe_compare.py runs/probe/random-default.json runs/mine/probe.json",
+        "",
+    ),
+    run(
+        "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set probe.every_updates=100 --set 'probe.dataset=\"runs/probe-set-default/dataset\"' --out-dir runs/mine-probed",
+        "--set run.num_updates=3",
+    ),
+    // docs/guide/suites.md: the tiny suite is its own budget (8 cells of 1000 frames).
+    run("target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny", ""),
+    run("target/release/lfs suite status runs/suite-tiny", ""),
+    run(
+        "target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny --job-index 3",
+        "",
+    ),
+    run(
+        "target/release/lfs suite sbatch eval/suites/tiny.toml --out runs/suite-tiny --cpus-per-task 1 --time 00:30:00",
+        "",
+    ),
+    skip(
+        "sbatch runs/suite-paper/slurm/paper.sbatch",
+        "needs a SLURM cluster and days per cell; tests/suite.rs submits the tiny suite's array \
+         to a one-node cluster it starts (eval/slurm/run_suite.sh)",
+    ),
+    // docs/guide/report.md
+    run(
+        "target/release/lfs report runs/suite-tiny --out runs/suite-tiny/report",
+        "",
+    ),
+    run(
+        "target/release/lfs report runs/suite-tiny --out runs/suite-tiny/report-500 --budget 500 --probe runs/probe/random.json",
+        "",
+    ),
+    // docs/guide/logs.md
+    run("tail -n 1 runs/mine/metrics.jsonl", ""),
+    run("cat runs/eval/mine/cartpole_swingup/1/eval.csv", ""),
+    run("cat runs/mine/summary.json", ""),
+    // docs/guide/gpu.md (make build-cuda, gpu-check and gpu-e2e are make help's, above)
+    skip(
+        "LD_LIBRARY_PATH=target-cuda/release/cuda-libs target-cuda/release/lfs pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/paper/dataset\"]' --out-dir runs/paper-gpu --device cuda",
+        "needs an NVIDIA GPU and make build-cuda's binary; the CUDA path's checks run on the CPU \
+         here (tests/device.rs)",
+    ),
+    skip(
+        "LD_LIBRARY_PATH=target-cuda/release/cuda-libs target-cuda/release/lfs eval --config pipelines/sac/paper.toml --encoder runs/paper-gpu/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval-gpu/walker_walk/1 --device cuda",
+        "needs an NVIDIA GPU and make build-cuda's binary, and hours at the paper's budget",
+    ),
     Step {
         written: ".venv/bin/tensorboard --logdir runs/",
         walk: Walk::UntilServing,
@@ -174,15 +284,40 @@ const TRAIN_MAKE_SET: &str = concat!(
     "--set aux.model.predictor_hidden_dim=64'"
 );
 
-/// The commands of the README's ```sh blocks: continuation lines joined, comments dropped,
+/// The pages whose shell blocks are walked: the README, then the guide's pages by name.
+fn shown_pages() -> Vec<PathBuf> {
+    let mut guide: Vec<PathBuf> = std::fs::read_dir(repo().join("docs/guide"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    guide.sort();
+    std::iter::once(repo().join("README.md")).chain(guide).collect()
+}
+
+/// The commands of every page's shell blocks (```sh, ```bash, ```shell), with the page
+/// (relative to the checkout) that shows each: continuation lines joined, comments dropped,
 /// `a && b` split, white space folded.
-fn readme_commands() -> Vec<String> {
-    let text = std::fs::read_to_string(repo().join("README.md")).unwrap();
+fn shown_commands() -> Vec<(String, String)> {
+    let mut shown = Vec::new();
+    for page in shown_pages() {
+        let name = page.strip_prefix(repo()).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&page).unwrap();
+        for command in shell_commands(&text) {
+            shown.push((name.clone(), command));
+        }
+    }
+    shown
+}
+
+/// The commands of one page's shell blocks.
+fn shell_commands(text: &str) -> Vec<String> {
     let mut commands = Vec::new();
     let (mut in_block, mut current) = (false, String::new());
     for line in text.lines() {
-        if line.starts_with("```") {
-            in_block = line.starts_with("```sh");
+        if let Some(fence) = line.strip_prefix("```") {
+            let lang = fence.split_whitespace().next().unwrap_or("");
+            in_block = !in_block && ["sh", "bash", "shell"].contains(&lang);
             continue;
         }
         if !in_block || line.trim_start().starts_with('#') {
@@ -249,15 +384,36 @@ fn user_folder() -> PathBuf {
 #[test]
 fn every_readme_command_and_make_target_is_walked_or_says_why_not() {
     let dir = user_folder();
+    let targets = make_help_targets(&dir);
+    let shown = shown_commands();
+    let pages = shown_pages();
+    assert!(pages.len() > 1, "the guide's pages: {pages:?}");
     let mut missing = Vec::new();
-    for command in readme_commands().into_iter().chain(make_help_targets(&dir)) {
-        if !STEPS.iter().any(|s| s.written == command) {
-            missing.push(command);
+    for (page, command) in shown
+        .iter()
+        .map(|(p, c)| (p.as_str(), c))
+        .chain(targets.iter().map(|t| ("make help", t)))
+    {
+        if !STEPS.iter().any(|s| &s.written == command) {
+            missing.push(format!("{page}: {command}"));
         }
     }
     assert!(
         missing.is_empty(),
         "commands shown to users that tests/readme.rs neither runs nor explains: {missing:#?}"
+    );
+    // The reverse: a step whose command no page shows any more (reworded, moved, dropped) is
+    // stale, and would go on being walked for nobody. A bare `make TARGET` is make help's and
+    // may run ahead of the Makefile it names; the check above covers the targets it lists.
+    let bare_target = |w: &str| w == "make" || (w.starts_with("make ") && !w[5..].contains(' '));
+    let stale: Vec<&str> = STEPS
+        .iter()
+        .map(|s| s.written)
+        .filter(|w| !bare_target(w) && !shown.iter().any(|(_, c)| c == w))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "steps of tests/readme.rs that neither the README, the guide nor make help shows: {stale:#?}"
     );
     for step in STEPS {
         if let Walk::Skip(why) = step.walk {
@@ -302,15 +458,15 @@ fn the_readme_walk_through_runs_as_written() {
         let started = Instant::now();
         match step.walk {
             Walk::Skip(_) => continue,
-            Walk::Run { append } => {
-                let out = bash(&dir, &shell_line(step.written, append)).output().unwrap();
-                assert!(
-                    out.status.success(),
-                    "`{} {append}` failed in {}:\n{}",
-                    step.written,
-                    dir.display(),
-                    output_text(&out)
-                );
+            Walk::Run { append } => run_as_written(&dir, step.written, append),
+            Walk::WithTorch => {
+                let torch = bash(&dir, "exec .venv/bin/python -c 'import torch'").output().unwrap();
+                if torch.status.success() {
+                    run_as_written(&dir, step.written, "");
+                } else {
+                    crate::common::missing("torch in .venv", "make setup-torch");
+                    continue;
+                }
             }
             Walk::UntilFirstCell => {
                 let mut child = bash(&dir, &shell_line(step.written, ""))
@@ -331,6 +487,17 @@ fn the_readme_walk_through_runs_as_written() {
         eprintln!("{}: {:.0} s", step.written, started.elapsed().as_secs_f64());
         check_after(&dir, step.written);
     }
+}
+
+/// Runs `written` with `append` after it and asserts it succeeded.
+fn run_as_written(dir: &Path, written: &str, append: &str) {
+    let out = bash(dir, &shell_line(written, append)).output().unwrap();
+    assert!(
+        out.status.success(),
+        "`{written} {append}` failed in {}:\n{}",
+        dir.display(),
+        output_text(&out)
+    );
 }
 
 /// Starts TensorBoard as written and waits until it lists the walk's pre-training, eval and
@@ -447,8 +614,79 @@ fn check_after(dir: &Path, written: &str) {
         "target/release/lfs report results/study-mini --out runs/report-study-mini" => {
             assert!(runs.join("report-study-mini/report.md").is_file());
         }
+        // The guide's pages: what each says its command leaves behind.
+        "target/release/lfs inspect runs/mine/dataset --verify --contact-sheet runs/mine/contact-sheet.png" => {
+            assert!(runs.join("mine/contact-sheet.png").is_file());
+        }
+        "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder-only.safetensors --encoder-only" => {
+            let bytes = std::fs::metadata(runs.join("mine/encoder-only.safetensors")).unwrap().len();
+            assert!(bytes < 1_000_000, "the conv encoder alone (~120 KB), found {bytes} bytes");
+            assert!(runs.join("mine/encoder-only.example.safetensors").is_file());
+        }
+        "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/mine/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/mine/cartpole_swingup/1" => {
+            let run = runs.join("eval/mine/cartpole_swingup/1");
+            for file in ["train.jsonl", "run.json", "config.resolved.toml", "checkpoint.safetensors", "events.out.tfevents.lfs"] {
+                assert!(run.join(file).is_file(), "{file}");
+            }
+            assert_eq!(std::fs::read_to_string(run.join("eval.csv")).unwrap().lines().count(), 3);
+        }
+        "target/release/lfs train --config pipelines/e2e/tiny.toml --init-encoder runs/mine/encoder.safetensors --task walker_stand --seed 1 --out-dir runs/train/mine-init/walker_stand/1" => {
+            // The online encoder starts from the export, and run.json says so.
+            let info = json(&runs.join("train/mine-init/walker_stand/1/run.json"));
+            let id = info["encoder_sha256"].as_str().unwrap_or_default();
+            assert!(id.starts_with("online:lfs:init="), "{info}");
+        }
+        "target/release/lfs probe --encoder runs/mine/encoder.safetensors --dataset runs/probe-set-default/dataset" => {
+            // The report goes beside the encoder by default.
+            let report = json(&runs.join("mine/probe.json"));
+            assert_eq!(report["tasks"][0]["task"], "cartpole_swingup", "{report}");
+        }
+        "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set probe.every_updates=100 --set 'probe.dataset=\"runs/probe-set-default/dataset\"' --out-dir runs/mine-probed" => {
+            let log = std::fs::read_to_string(runs.join("mine-probed/metrics.jsonl")).unwrap();
+            assert!(log.contains("probe/state_r2"), "the online probe logged: {log}");
+        }
+        "target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny" => {
+            let cells: Vec<_> = std::fs::read_dir(runs.join("suite-tiny/cells")).unwrap().map(|e| e.unwrap().path()).collect();
+            assert_eq!(cells.len(), 8, "{cells:?}");
+            for cell in cells {
+                let record = json(&cell.join("cell.json"));
+                assert_eq!(record["state"], "done", "{}: {record}", cell.display());
+            }
+        }
+        "target/release/lfs suite sbatch eval/suites/tiny.toml --out runs/suite-tiny --cpus-per-task 1 --time 00:30:00" => {
+            assert!(runs.join("suite-tiny/slurm/tiny.sbatch").is_file());
+            the_guides_suite_file_is_accepted(dir);
+        }
+        "target/release/lfs report runs/suite-tiny --out runs/suite-tiny/report" => {
+            assert!(runs.join("suite-tiny/report/report.md").is_file());
+            assert!(runs.join("suite-tiny/report/results.csv").is_file());
+        }
         _ => {}
     }
+}
+
+/// The suite file that docs/guide/suites.md shows (its one ```toml block) is one `lfs suite`
+/// accepts: written out as a user would copy it, its job-array script is made without error.
+fn the_guides_suite_file_is_accepted(dir: &Path) {
+    let page = std::fs::read_to_string(repo().join("docs/guide/suites.md")).unwrap();
+    let block: Vec<&str> = page
+        .lines()
+        .skip_while(|l| *l != "```toml")
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .collect();
+    assert!(
+        block.len() > 5,
+        "docs/guide/suites.md has a ```toml suite file: {block:?}"
+    );
+    std::fs::write(dir.join("runs/guide-suite.toml"), block.join("\n") + "\n").unwrap();
+    let line = "exec target/release/lfs suite sbatch runs/guide-suite.toml --out runs/suite-guide";
+    let out = bash(dir, line).output().unwrap();
+    assert!(
+        out.status.success(),
+        "docs/guide/suites.md's suite file: {}",
+        output_text(&out)
+    );
 }
 
 /// A config that pins a render quality the encoder was not trained at is refused by name, with
