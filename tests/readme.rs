@@ -394,7 +394,7 @@ fn every_readme_command_and_make_target_is_walked_or_says_why_not() {
         .map(|(p, c)| (p.as_str(), c))
         .chain(targets.iter().map(|t| ("make help", t)))
     {
-        if !STEPS.iter().any(|s| &s.written == command) {
+        if !STEPS.iter().any(|s| s.written == command.as_str()) {
             missing.push(format!("{page}: {command}"));
         }
     }
