@@ -31,7 +31,7 @@ use lfs::observation::{FRAME_BYTES, FRAME_SIZE, FRAME_STACK};
 use lfs::rl::{
     Batch, DrQv2Agent, DrQv2Metrics, FeatureDtype, ReplayBuffer, SequenceViews, TacoAgent, TacoMetrics, Transitions,
 };
-use lfs::train::{OnlineEncoder, TrainConfig};
+use lfs::rl_loop::train::{OnlineEncoder, TrainConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -66,10 +66,12 @@ impl Learner {
     fn new(cfg: &TrainConfig, action_dim: usize, rng: &mut ChaCha8Rng) -> anyhow::Result<Self> {
         let encoder = OnlineEncoder::new(cfg, &Default::default())?;
         let (repr, cpu) = (encoder.repr_dim(), Device::Cpu);
-        let agent = match cfg.agent.taco() {
-            Ok((agent, taco)) => Agent::Taco(Box::new(TacoAgent::new(agent, taco, repr, action_dim, &cpu, rng)?)),
+        let agent = match cfg.agent.get::<TacoAgent>() {
+            Ok(c) => Agent::Taco(Box::new(TacoAgent::new(
+                &c.agent, &c.taco, repr, action_dim, &cpu, rng,
+            )?)),
             Err(_) => Agent::DrQv2(Box::new(DrQv2Agent::new(
-                cfg.agent.drqv2()?,
+                cfg.agent.get::<DrQv2Agent>()?,
                 repr,
                 action_dim,
                 &cpu,

@@ -21,7 +21,7 @@ use lfs::data::moving_squares::moving_square_episodes;
 use lfs::data::RandomShift;
 use lfs::observation::{FRAME_BYTES, FRAME_SIZE, FRAME_STACK};
 use lfs::rl::{Batch, FeatureDtype, ReplayBuffer, SacAgent};
-use lfs::train::{OnlineEncoder, TrainConfig};
+use lfs::rl_loop::train::{OnlineEncoder, TrainConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -46,7 +46,13 @@ fn main() -> anyhow::Result<()> {
     cfg.validate()?;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
     let mut online = OnlineEncoder::new(&cfg, &Default::default())?;
-    let mut agent = SacAgent::new(cfg.agent.sac()?, online.repr_dim(), action_dim, &Device::Cpu, &mut rng)?;
+    let mut agent = SacAgent::new(
+        cfg.agent.get::<SacAgent>()?,
+        online.repr_dim(),
+        action_dim,
+        &Device::Cpu,
+        &mut rng,
+    )?;
     let shift = RandomShift {
         pad: cfg.replay.random_shift_pad,
     };
@@ -81,7 +87,7 @@ fn main() -> anyhow::Result<()> {
         agent.update(&sac_batch, step, &mut rng)?;
         let end = Instant::now();
         if i >= warmup {
-            let actor_update = step.is_multiple_of(cfg.agent.sac()?.actor_update_every_steps);
+            let actor_update = step.is_multiple_of(cfg.agent.get::<SacAgent>()?.actor_update_every_steps);
             println!(
                 "{{\"impl\":\"candle\",\"batch\":{batch},\"step\":{step},\"actor_update\":{actor_update},\
                  \"update_seconds\":{:.6},\"sample_seconds\":{:.6},\"aux_seconds\":{:.6},\"sac_seconds\":{:.6},\

@@ -5,8 +5,10 @@
 //! [`video`] decode -> [`shards`] (Parquet, LeRobot v3 layout, written by [`ingest`]) ->
 //! stacked frames ([`observation`]) -> real and frame-mask pairs ([`data`]) -> encoder and
 //! heads ([`nn`]) trained by an objective ([`objectives`]) in [`pretrain`] -> checkpoint ->
-//! [`export`] (PyTorch `state_dict` names) -> SAC on a frozen encoder ([`rl`], the RL loop
-//! [`rl_loop`], [`mod@eval`]) or trained end to end ([`train`]) -> a benchmark suite's [`report`].
+//! `lfs export` ([`pretrain::export`], PyTorch `state_dict` names; read back by
+//! [`nn::encoder_file`]) -> an agent ([`rl`]: SAC, DrQ-v2, TACO, each in its folder) in the RL
+//! loop ([`rl_loop`]: on a frozen encoder, [`rl_loop::eval`], or end to end,
+//! [`rl_loop::train`]) -> a benchmark suite's [`report`].
 
 pub mod alloc;
 pub mod collect;
@@ -15,8 +17,6 @@ pub mod data;
 pub mod device;
 pub mod env;
 pub mod error;
-pub mod eval;
-pub mod export;
 pub mod fsutil;
 pub mod ingest;
 pub mod inspect;
@@ -33,7 +33,6 @@ pub mod run_dir;
 pub mod shards;
 pub mod suite;
 pub mod tensorboard;
-pub mod train;
 pub mod video;
 
 pub use error::{Error, Result};

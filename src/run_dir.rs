@@ -3,7 +3,6 @@
 //! carries (`lfs.kind` says which kind of file it is). Readers (`lfs report`, `lfs suite`,
 //! `lfs export`, resume) name files and keys through these constants only.
 
-use crate::nn::checkpoint::SafetensorsFile;
 use crate::{Error, Result};
 
 /// The latest checkpoint of a run (every command).
@@ -48,11 +47,6 @@ pub mod meta {
     pub const CONFIG: &str = "lfs.config";
     /// The datasets a pre-training run read, as JSON (checkpoints, exports).
     pub const DATASETS: &str = "lfs.datasets";
-}
-
-/// The file's kind; an error names the file when it has none.
-pub fn kind_of(file: &SafetensorsFile) -> Result<&str> {
-    file.meta(kind::KEY)
 }
 
 /// Refuses a file of another kind than `expected`, naming the file, its kind and `wanted` (what

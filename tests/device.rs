@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use lfs::pretrain::PretrainConfig;
-use lfs::rl_loop::EvalConfig;
+use lfs::rl_loop::LoopConfig;
 
 use crate::common::{lfs_in_repo, output_text, repo, temp_dir};
 
@@ -72,8 +72,8 @@ fn run_device_is_written_only_off_the_cpu_and_never_joins_the_resume_key() {
     assert!(cuda.to_toml().unwrap().contains("device = \"cuda:0\""));
     assert_eq!(cpu.resume_key().unwrap(), cuda.resume_key().unwrap());
     let sac = repo().join("pipelines/sac/tiny.toml");
-    let cpu = EvalConfig::load(&sac, &[]).unwrap();
-    let cuda = EvalConfig::load(&sac, &["run.device=\"cuda:2\"".to_string()]).unwrap();
+    let cpu = LoopConfig::load(&sac, &[]).unwrap();
+    let cuda = LoopConfig::load(&sac, &["run.device=\"cuda:2\"".to_string()]).unwrap();
     assert_eq!(cpu.resume_key().unwrap(), cuda.resume_key().unwrap());
     let err = PretrainConfig::load(&tiny, &["run.device=\"gpu\"".to_string()]).unwrap_err();
     assert!(err.to_string().contains("expected cpu, cuda or cuda:N"), "{err}");

@@ -477,8 +477,8 @@ fn drqv2_runs_on_a_frozen_encoder_and_bad_input_is_refused_by_name() {
 
 #[test]
 fn every_drqv2_pipeline_loads_with_drqv2s_settings() {
-    use lfs::rl_loop::AgentKind;
-    use lfs::train::TrainConfig;
+    use lfs::rl::AgentKind;
+    use lfs::rl_loop::train::TrainConfig;
     for (name, nstep, batch, duration) in [
         ("tiny", 3, 16, 100_000),
         ("mini", 3, 256, 100_000),
@@ -490,7 +490,7 @@ fn every_drqv2_pipeline_loads_with_drqv2s_settings() {
         let path = crate::common::repo().join(format!("pipelines/drqv2/{name}.toml"));
         let cfg = TrainConfig::load(&path, &[]).unwrap();
         assert_eq!(cfg.agent.kind(), AgentKind::DrQv2, "{name}");
-        let agent = cfg.agent.drqv2().unwrap();
+        let agent = cfg.agent.get::<DrQv2Agent>().unwrap();
         assert_eq!((agent.nstep, agent.batch_size), (nstep, batch), "{name}");
         assert_eq!(
             agent.stddev_schedule,
@@ -525,7 +525,7 @@ fn a_suite_sets_drqv2s_walker_settings_per_task() {
     // (cargo runs the tests in the checkout, where the suite's config paths lead)
     let settings = |task: Task| {
         let cfg = suite.train_config(row, task).unwrap();
-        let agent = cfg.agent.drqv2().unwrap().clone();
+        let agent = cfg.agent.get::<DrQv2Agent>().unwrap().clone();
         (agent.nstep, agent.batch_size, cfg.run.num_train_frames.0)
     };
     assert_eq!(settings(Task::CartpoleSwingup), (3, 256, 20_000));

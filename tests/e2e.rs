@@ -12,8 +12,8 @@ use candle_core::Device;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::observation::{stack_frames, stack_indices, FRAME_BYTES};
 use lfs::rl::{Batch, FeatureDtype, ReplayBuffer, SacAgent};
-use lfs::train::online_encoder::synthetic_pairs;
-use lfs::train::{OnlineEncoder, TrainConfig};
+use lfs::rl_loop::train::online_encoder::synthetic_pairs;
+use lfs::rl_loop::train::{OnlineEncoder, TrainConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -56,7 +56,14 @@ fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
     assert!(before.len() >= 8, "{:?}", before.keys()); // 4 convs: weight and bias
 
     // A full SAC update (critic, actor, α, target) on the encoder's features.
-    let mut agent = SacAgent::new(cfg.agent.sac().unwrap(), encoder.repr_dim(), 2, &Device::Cpu, &mut rng).unwrap();
+    let mut agent = SacAgent::new(
+        cfg.agent.get::<SacAgent>().unwrap(),
+        encoder.repr_dim(),
+        2,
+        &Device::Cpu,
+        &mut rng,
+    )
+    .unwrap();
     let (obs, next_obs) = (
         encoder.encode(&t.obs, n).unwrap(),
         encoder.encode(&t.next_obs, n).unwrap(),
@@ -91,7 +98,14 @@ fn with_the_critic_gradient_the_critic_update_moves_the_encoder() {
     let t = replay.sample(n, cfg.agent.returns(), &mut rng).unwrap();
     assert!(encoder.update(&t, &replay).unwrap().is_none()); // no objective to update
     let before = encoder_weights(&encoder);
-    let mut agent = SacAgent::new(cfg.agent.sac().unwrap(), encoder.repr_dim(), 2, &Device::Cpu, &mut rng).unwrap();
+    let mut agent = SacAgent::new(
+        cfg.agent.get::<SacAgent>().unwrap(),
+        encoder.repr_dim(),
+        2,
+        &Device::Cpu,
+        &mut rng,
+    )
+    .unwrap();
     let features = encoder.encode_for_critic(&t.obs, n).unwrap();
     let obs = candle_core::Var::from_tensor(&features.encoded.h).unwrap();
     let batch = Batch::of(&t, obs.as_tensor().clone(), encoder.encode(&t.next_obs, n).unwrap()).unwrap();

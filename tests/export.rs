@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use candle_core::DType;
-use lfs::export::{example_path, export, ExportContents};
 use lfs::nn::checkpoint::load;
+use lfs::pretrain::export::{example_path, export, ExportContents};
 use lfs::pretrain::run::CHECKPOINT_FILE;
 
 use crate::pretrain::{one_update_run, two_task_data};
@@ -186,7 +186,7 @@ fn an_exported_encoder_loads_as_constants_in_one_call() {
     // wrote beside it (the example file, computed by the exporting run's own encoder), and
     // none of its tensors may be a trainable variable.
     let (dir, out) = exported();
-    let frozen = lfs::export::load_frozen_encoder(&out).unwrap();
+    let frozen = lfs::nn::encoder_file::load_frozen_encoder(&out).unwrap();
     assert_eq!(frozen.config.num_layers, 4);
     assert_eq!(frozen.encoder.repr_dim(), 39200);
     assert_eq!(frozen.metadata["lfs.method"], "lfs");
@@ -196,7 +196,7 @@ fn an_exported_encoder_loads_as_constants_in_one_call() {
     let h = frozen.encoder.forward(&obs).unwrap();
     assert_eq!(max_abs_diff(&h, &example.tensors["features"]), 0.0);
     // A training checkpoint is not an export; a tensor of another shape is named.
-    let err = lfs::export::load_frozen_encoder(&dir.path().join(CHECKPOINT_FILE))
+    let err = lfs::nn::encoder_file::load_frozen_encoder(&dir.path().join(CHECKPOINT_FILE))
         .unwrap_err()
         .to_string();
     assert!(err.contains("not an encoder written by `lfs export`"), "{err}");
@@ -207,7 +207,9 @@ fn an_exported_encoder_loads_as_constants_in_one_call() {
     );
     let bad = dir.path().join("bad.safetensors");
     lfs::nn::checkpoint::save_atomic(&bad, &tensors, &load(&out).unwrap().metadata).unwrap();
-    let err = lfs::export::load_frozen_encoder(&bad).unwrap_err().to_string();
+    let err = lfs::nn::encoder_file::load_frozen_encoder(&bad)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("encoder.convnet.2.weight") && err.contains("[32, 32, 3, 3]"),
         "{err}"
@@ -245,12 +247,12 @@ fn an_encoder_only_export_holds_the_same_encoder_without_the_projector() {
     let example = load(&example_path(&small)).unwrap();
     assert!(!example.tensors.contains_key("projection"));
     let obs = example.tensors["obs"].to_dtype(DType::F32).unwrap();
-    let h = lfs::export::load_frozen_encoder(&small)
+    let h = lfs::nn::encoder_file::load_frozen_encoder(&small)
         .unwrap()
         .encoder
         .forward(&obs)
         .unwrap();
-    let h_full = lfs::export::load_frozen_encoder(&full)
+    let h_full = lfs::nn::encoder_file::load_frozen_encoder(&full)
         .unwrap()
         .encoder
         .forward(&obs)

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use candle_core::{Device, Tensor, Var};
-use lfs::rl::sac::{actor_loss, alpha_loss, critic_loss, critic_target};
+use lfs::rl::critic::critic_loss;
+use lfs::rl::sac::{actor_loss, alpha_loss, critic_target};
 use lfs::rl::SquashedGaussian;
 use serde_json::Value;
 
@@ -258,7 +259,7 @@ fn updates_on_constant_features_match_updates_through_candles_own_linear() {
     let batch = random_batch(40, 16, &mut rand_chacha::ChaCha8Rng::seed_from_u64(6));
     // The shortcut's point: no gradient is computed for the constant features.
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-    let dims = lfs::rl::actor::NetworkDims {
+    let dims = lfs::rl::NetworkDims {
         repr_dim: 40,
         feature_dim: 8,
         hidden_dim: 32,

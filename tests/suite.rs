@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use lfs::export::{export, ExportContents};
+use lfs::pretrain::export::{export, ExportContents};
 use lfs::pretrain::run::CHECKPOINT_FILE;
 
 use crate::common::{lfs_in_repo, output_text as text, repo, run_results, wait_for};

@@ -324,8 +324,8 @@ fn taco_is_refused_where_it_cannot_run_by_name() {
 
 #[test]
 fn every_taco_pipeline_loads_with_tacos_settings() {
-    use lfs::rl_loop::AgentKind;
-    use lfs::train::TrainConfig;
+    use lfs::rl::AgentKind;
+    use lfs::rl_loop::train::TrainConfig;
     for (name, nstep, batch, duration) in [
         ("tiny", 3, 16, 100_000),
         ("mini", 3, 256, 100_000),
@@ -337,7 +337,7 @@ fn every_taco_pipeline_loads_with_tacos_settings() {
         let path = crate::common::repo().join(format!("pipelines/taco/{name}.toml"));
         let cfg = TrainConfig::load(&path, &[]).unwrap();
         assert_eq!(cfg.agent.kind(), AgentKind::Taco, "{name}");
-        let (agent, taco) = cfg.agent.taco().unwrap();
+        let lfs::rl::TacoConfig { agent, taco } = cfg.agent.get::<lfs::rl::TacoAgent>().unwrap();
         assert_eq!((agent.nstep, agent.batch_size), (nstep, batch), "{name}");
         assert!(
             matches!(agent.stddev_schedule, lfs::rl::drqv2::StddevSchedule::Linear { duration_steps, .. } if duration_steps == duration),

@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use super::progress::run_with_progress;
 use super::run_args::RunArgs;
-use lfs::eval::{self, EvalConfig};
 use lfs::rl_loop::EncoderChoice;
+use lfs::rl_loop::{eval, LoopConfig};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cfg = EvalConfig::load(&args.config, &args.run.overrides()).context("loading the SAC config")?;
+    let cfg = LoopConfig::load(&args.config, &args.run.overrides()).context("loading the SAC config")?;
     let encoder = match args.encoder.as_str() {
         "random" => EncoderChoice::Random,
         path => EncoderChoice::Exported(PathBuf::from(path)),

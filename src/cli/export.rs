@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use lfs::export::ExportContents;
+use lfs::pretrain::export::ExportContents;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -27,7 +27,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExportContents::EncoderAndProjector
     };
-    let summary = lfs::export::export(&args.checkpoint, &args.out, contents)
+    let summary = lfs::pretrain::export::export(&args.checkpoint, &args.out, contents)
         .with_context(|| format!("exporting {} to {}", args.checkpoint.display(), args.out.display()))?;
     let what = match summary.contents {
         ExportContents::EncoderAndProjector => "encoder and projector",

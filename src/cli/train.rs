@@ -9,8 +9,8 @@ use anyhow::Context;
 
 use super::progress::run_with_progress;
 use super::run_args::RunArgs;
+use lfs::rl_loop::train::{self, TrainConfig};
 use lfs::rl_loop::EncoderChoice;
-use lfs::train::{self, TrainConfig};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub mod clip_grad;
 pub mod ema;
 pub mod encoder;
+pub mod encoder_file;
 pub mod encoder_projector;
 pub mod init;
 pub mod kernels;

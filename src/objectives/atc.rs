@@ -15,6 +15,8 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::infonce::bilinear_info_nce;
+use super::objective::{real_pairs, Draw, Drawn, Objective};
+use super::update_metrics::UpdateMetrics;
 use crate::nn::init::orthogonal;
 use crate::nn::{Params, Predictor};
 use crate::Result;
@@ -71,5 +73,36 @@ impl AtcHead {
     pub fn loss(&self, anchor: &Tensor, positive: &Tensor) -> Result<Tensor> {
         let c = (anchor + self.predictor.forward(anchor)?)?; // (b, latent)
         bilinear_info_nce(&c, &self.w, positive)
+    }
+}
+
+/// ATC as a pre-training objective: real pairs (O_t, O_{t+1}) shifted, the head's loss, and
+/// rlpyt's optional gradient clipping.
+#[derive(Debug, Clone)]
+pub struct Atc {
+    head: AtcHead,
+    clip_grad_norm: f64,
+}
+
+impl Atc {
+    pub fn new<R: Rng + ?Sized>(latent_dim: usize, cfg: &AtcConfig, params: &mut Params, rng: &mut R) -> Result<Self> {
+        Ok(Self {
+            head: AtcHead::new(latent_dim, cfg, params, rng)?,
+            clip_grad_norm: cfg.clip_grad_norm,
+        })
+    }
+}
+
+impl Objective for Atc {
+    fn draw(&self, d: Draw, _metrics: &mut UpdateMetrics) -> Result<Drawn> {
+        real_pairs(d)
+    }
+
+    fn loss(&self, z: &Tensor, t: &Tensor, _metrics: &mut UpdateMetrics) -> Result<Tensor> {
+        self.head.loss(z, t)
+    }
+
+    fn clip_grad_norm(&self) -> f64 {
+        self.clip_grad_norm
     }
 }

@@ -2,13 +2,22 @@
 //! the objective (`[objective]`), as `lfs pretrain`'s config holds them and `lfs train`'s
 //! `[aux]` does again.
 
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::nn::EncoderConfig;
+use crate::nn::Params;
+use crate::objectives::atc::Atc;
 use crate::objectives::atc::AtcConfig;
+use crate::objectives::curl::Curl;
 use crate::objectives::curl::CurlConfig;
 use crate::objectives::lfs::ClusteringConfig;
+use crate::objectives::lfs::{Lfs, LfsPairs};
+use crate::objectives::lfs_cl::LfsCl;
+pub use crate::objectives::lnc::LncLatent;
+use crate::objectives::objective::Objective;
 use crate::objectives::LncConfig;
+use crate::Result;
 
 /// Networks beyond the conv encoder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,16 +122,6 @@ impl Method {
     }
 }
 
-/// Which latent LNC measures distances in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LncLatent {
-    /// Online encoder + projector output (128-d): Proto-RL's `Encoder.forward`.
-    Projector,
-    /// The 39200-d conv output.
-    Conv,
-}
-
 /// The objective and its hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -160,6 +159,44 @@ impl Default for ObjectiveConfig {
 }
 
 impl ObjectiveConfig {
+    /// The objective [`ObjectiveConfig::method`] names (the one place that maps a method to
+    /// its implementation), its head's parameters created in `params` from `rng` (the order of
+    /// creation is the checkpoints' and the initialisation's).
+    pub fn build(&self, model: &ModelConfig, params: &mut Params, rng: &mut ChaCha8Rng) -> Result<Box<dyn Objective>> {
+        let (latent, hidden) = (model.latent_dim, model.predictor_hidden_dim);
+        let lfs = |pairs: LfsPairs, params: &mut Params, rng: &mut ChaCha8Rng| -> Result<Box<dyn Objective>> {
+            Ok(Box::new(Lfs::new(
+                pairs,
+                &self.clustering,
+                latent,
+                hidden,
+                model.num_prototypes,
+                params,
+                rng,
+            )?))
+        };
+        let lnc = LfsPairs::Lnc {
+            lnc: self.lnc.clone(),
+            latent: self.lnc_latent,
+        };
+        Ok(match self.method {
+            Method::Lfs => lfs(lnc, params, rng)?,
+            Method::LfsNoLnc => lfs(LfsPairs::FixedShare(self.no_lnc_synthetic_fraction), params, rng)?,
+            Method::LfsNoFm => lfs(LfsPairs::RealOnly, params, rng)?,
+            Method::LfsCl => Box::new(LfsCl::new(
+                &self.lnc,
+                self.lnc_latent,
+                self.cl_temperature,
+                latent,
+                hidden,
+                params,
+                rng,
+            )?),
+            Method::Atc => Box::new(Atc::new(latent, &self.atc, params, rng)?),
+            Method::Curl => Box::new(Curl::new(latent, &self.curl, params, rng)?),
+        })
+    }
+
     /// The EMA coefficient the chosen method uses.
     pub fn target_tau(&self) -> f64 {
         match self.method {

@@ -11,6 +11,8 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::infonce::bilinear_info_nce;
+use super::objective::{two_shifts, Draw, Drawn, Objective};
+use super::update_metrics::UpdateMetrics;
 use crate::nn::init::orthogonal;
 use crate::nn::Params;
 use crate::Result;
@@ -128,5 +130,33 @@ impl CurlHead {
                 bilinear_info_nce(&q, &self.w, &k)
             }
         }
+    }
+}
+
+/// CURL as a pre-training objective: two shifts of O_t as query and key, the head's loss.
+#[derive(Debug, Clone)]
+pub struct Curl {
+    head: CurlHead,
+}
+
+impl Curl {
+    pub fn new<R: Rng + ?Sized>(latent_dim: usize, cfg: &CurlConfig, params: &mut Params, rng: &mut R) -> Result<Self> {
+        Ok(Self {
+            head: CurlHead::new(latent_dim, cfg, params, rng)?,
+        })
+    }
+}
+
+impl Objective for Curl {
+    fn draw(&self, d: Draw, _metrics: &mut UpdateMetrics) -> Result<Drawn> {
+        two_shifts(d)
+    }
+
+    fn loss(&self, z: &Tensor, t: &Tensor, _metrics: &mut UpdateMetrics) -> Result<Tensor> {
+        self.head.loss(z, t)
+    }
+
+    fn attach_target(&mut self, target: &mut Params) -> Result<()> {
+        self.head.attach_target(target)
     }
 }

@@ -3,10 +3,15 @@
 //! target `t = normalize(g'(f'(O_cur)))`, `q = sinkhorn(t·Cᵀ)`; `J = −(1/M) Σ_x Σ_k q_xk log p_xk`.
 
 use candle_core::Tensor;
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::lnc::{lnc_pairs, LncConfig, LncLatent};
+use super::objective::{fixed_share_pairs, real_pairs, Draw, Drawn, Objective};
 use super::sinkhorn::{assignment_entropy, sinkhorn};
+use super::update_metrics::UpdateMetrics;
 use crate::nn::prototypes::{l2_normalize, Prototypes};
+use crate::nn::{Params, Predictor};
 use crate::Result;
 
 /// Hyper-parameters of the clustering objective.
@@ -57,4 +62,62 @@ pub fn clustering_loss(
         loss,
         sinkhorn_entropy: assignment_entropy(&q)?,
     })
+}
+
+/// Where LFS's training pairs come from: the paper's (LNC over frame-mask candidates) or an
+/// ablation's (docs/design.md §5).
+#[derive(Debug, Clone)]
+pub enum LfsPairs {
+    /// `lfs`: M real pairs and M synthetic candidates; LNC keeps N of the candidates.
+    Lnc { lnc: LncConfig, latent: LncLatent },
+    /// `lfs-no-lnc`: ⌈share·M⌉ synthetic pairs, unscreened.
+    FixedShare(f64),
+    /// `lfs-no-fm`: real pairs only (no frame mask).
+    RealOnly,
+}
+
+/// LFS and its ablations: predictor v and prototypes C on the online projection, the
+/// clustering loss against Sinkhorn targets of the EMA target's.
+#[derive(Debug, Clone)]
+pub struct Lfs {
+    pairs: LfsPairs,
+    predictor: Predictor,
+    prototypes: Prototypes,
+    clustering: ClusteringConfig,
+}
+
+impl Lfs {
+    /// Predictor v (latent → hidden → latent) and K prototypes, created in that order.
+    pub fn new(
+        pairs: LfsPairs,
+        clustering: &ClusteringConfig,
+        latent_dim: usize,
+        predictor_hidden_dim: usize,
+        num_prototypes: usize,
+        params: &mut Params,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Self> {
+        Ok(Self {
+            pairs,
+            predictor: Predictor::new(latent_dim, predictor_hidden_dim, "predictor", params, rng)?,
+            prototypes: Prototypes::new(num_prototypes, latent_dim, "protos", params, rng)?,
+            clustering: clustering.clone(),
+        })
+    }
+}
+
+impl Objective for Lfs {
+    fn draw(&self, d: Draw, metrics: &mut UpdateMetrics) -> Result<Drawn> {
+        match &self.pairs {
+            LfsPairs::Lnc { lnc, latent } => lnc_pairs(d, lnc, *latent, metrics),
+            LfsPairs::FixedShare(share) => fixed_share_pairs(d, *share, metrics),
+            LfsPairs::RealOnly => real_pairs(d),
+        }
+    }
+
+    fn loss(&self, z: &Tensor, t: &Tensor, metrics: &mut UpdateMetrics) -> Result<Tensor> {
+        let out = clustering_loss(&self.predictor.forward(z)?, t, &self.prototypes, &self.clustering)?;
+        metrics.sinkhorn_entropy = Some(out.sinkhorn_entropy);
+        Ok(out.loss)
+    }
 }

@@ -5,7 +5,20 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::objective::{Draw, Drawn, OnlinePass};
+use super::update_metrics::UpdateMetrics;
+use crate::data::PairKind;
 use crate::{Error, Result};
+
+/// Which latent LNC measures distances in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LncLatent {
+    /// Online encoder + projector output (128-d): Proto-RL's `Encoder.forward`.
+    Projector,
+    /// The 39200-d conv output.
+    Conv,
+}
 
 /// LNC hyper-parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,5 +101,48 @@ pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) 
         clip_low,
         clip_high,
         d_synthetic,
+    })
+}
+
+/// LFS data (docs/design.md §3): M real pairs and M synthetic candidates, both shifted; LNC
+/// keeps N candidates; the batch is those N plus M − N real pairs drawn without replacement.
+/// The online forward over all 2M previous observations gives LNC its latents (`latent` says
+/// which) and is kept for the loss: its rows for the batch are returned with it.
+pub fn lnc_pairs(d: Draw, cfg: &LncConfig, latent: LncLatent, metrics: &mut UpdateMetrics) -> Result<Drawn> {
+    let m = d.m;
+    let mut real = d.source.sample_pairs(PairKind::Real, d.task, m, &mut *d.rng)?;
+    let mut syn = d.source.sample_pairs(PairKind::Synthetic, d.task, m, &mut *d.rng)?;
+    real.augment(d.shift, &mut *d.rng);
+    syn.augment(d.shift, &mut *d.rng);
+    let mut obs = real.prev.clone(); // (2M, 9, 84, 84): real rows 0..M, candidates M..2M
+    obs.extend_from_slice(&syn.prev);
+    let features = d.online_net.forward_pixels(&obs, 2 * m, true)?;
+    let latent = match latent {
+        LncLatent::Projector => &features.z,
+        LncLatent::Conv => &features.encoded.h,
+    }; // (2M, dim)
+    let dim = latent.dim(1)?;
+    let real_latent = latent.narrow(0, 0, m)?.flatten_all()?.to_vec1::<f32>()?;
+    let syn_latent = latent.narrow(0, m, m)?.flatten_all()?.to_vec1::<f32>()?;
+    let sel = lnc_select(&real_latent, &syn_latent, dim, cfg)?;
+    let n = sel.selected.len();
+    let mut real_idx = rand::seq::index::sample(&mut *d.rng, m, m - n).into_vec();
+    real_idx.sort_unstable();
+    metrics.num_synthetic = n;
+    metrics.lnc_d = Some(sel.d_internal);
+    metrics.clip_low = Some(sel.clip_low);
+    metrics.clip_high = Some(sel.clip_high);
+    let rows = sel
+        .selected
+        .iter()
+        .map(|&j| m + j)
+        .chain(real_idx.iter().copied())
+        .collect();
+    let selected = syn.select(&sel.selected);
+    let batch = selected.clone().concat(&real.select(&real_idx))?;
+    Ok(Drawn {
+        batch,
+        online: Some(OnlinePass { features, rows }),
+        selected: Some(selected),
     })
 }

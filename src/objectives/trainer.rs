@@ -19,45 +19,17 @@ use candle_core::{Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::config::{LncLatent, Method, ModelConfig, ObjectiveConfig};
+use super::config::{ModelConfig, ObjectiveConfig};
+use super::objective::{Draw, Drawn, Objective, OnlinePass};
 use super::update_metrics::UpdateMetrics;
-use crate::data::{PairBatch, PairKind, PairSource, RandomShift};
+use crate::data::{PairBatch, PairSource, RandomShift};
 use crate::device::Backend;
 use crate::nn::checkpoint::{rng_from_string, rng_to_string, strip_prefix};
 use crate::nn::clip_grad::clip_grad_norm;
 use crate::nn::ema::ema_update;
-use crate::nn::encoder_projector::Features;
 use crate::nn::kernels::conv_nhwc::OB;
-use crate::nn::{Adam, AdamConfig, EncoderProjector, Params, Predictor, Prototypes};
-use crate::objectives::atc::AtcHead;
-use crate::objectives::curl::CurlHead;
-use crate::objectives::infonce::cosine_info_nce;
-use crate::objectives::lfs::clustering_loss;
-use crate::objectives::lnc_select;
+use crate::nn::{Adam, AdamConfig, EncoderProjector, Params};
 use crate::{Error, Result};
-
-/// The method-specific part of the online network.
-#[derive(Debug, Clone)]
-enum Head {
-    /// lfs, lfs-no-lnc, lfs-no-fm: predictor v and prototypes C.
-    Clustering {
-        predictor: Predictor,
-        prototypes: Prototypes,
-    },
-    /// lfs-cl: predictor v, cosine InfoNCE.
-    Contrastive {
-        predictor: Predictor,
-    },
-    Atc(AtcHead),
-    Curl(CurlHead),
-}
-
-/// The online forward the loss differentiates, and which of its samples form the batch, in
-/// batch order.
-struct OnlinePass {
-    features: Features,
-    rows: Vec<usize>,
-}
 
 /// What the objective engine is built from: the model, optimizer and objective sections of a
 /// config, with the run's seed, the batch size M and the shift padding. `lfs pretrain` makes it
@@ -153,7 +125,8 @@ pub struct Trainer {
     /// f and g over `online_params` / `target_params`.
     online_net: EncoderProjector,
     target_net: EncoderProjector,
-    head: Head,
+    /// The method: its head on the online network, its pairs and its loss.
+    objective: Box<dyn Objective>,
     adam: Adam,
     rng: ChaCha8Rng,
     step: u64,
@@ -170,32 +143,12 @@ impl Trainer {
         let mut online_params = Params::new(backend);
         let (encoder_cfg, latent) = (&cfg.model.encoder, cfg.model.latent_dim);
         let online_net = EncoderProjector::new(encoder_cfg, latent, &mut online_params, &mut rng)?;
-        let new_predictor = |params: &mut Params, rng: &mut _| {
-            Predictor::new(latent, cfg.model.predictor_hidden_dim, "predictor", params, rng)
-        };
-        let mut head = match cfg.objective.method {
-            Method::Lfs | Method::LfsNoLnc | Method::LfsNoFm => Head::Clustering {
-                predictor: new_predictor(&mut online_params, &mut rng)?,
-                prototypes: Prototypes::new(cfg.model.num_prototypes, latent, "protos", &mut online_params, &mut rng)?,
-            },
-            Method::LfsCl => Head::Contrastive {
-                predictor: new_predictor(&mut online_params, &mut rng)?,
-            },
-            Method::Atc => Head::Atc(AtcHead::new(latent, &cfg.objective.atc, &mut online_params, &mut rng)?),
-            Method::Curl => Head::Curl(CurlHead::new(
-                latent,
-                &cfg.objective.curl,
-                &mut online_params,
-                &mut rng,
-            )?),
-        };
+        let mut objective = cfg.objective.build(&cfg.model, &mut online_params, &mut rng)?;
         // The target starts as an exact copy of the online encoder and projector.
         let (target_net, mut target_params) =
             EncoderProjector::from_tensors(encoder_cfg, latent, &online_params.snapshot()?, online_params.backend())?;
-        // CURL's key-side LayerNorm (objective.curl.layer_norm) is an EMA copy as well.
-        if let Head::Curl(curl) = &mut head {
-            curl.attach_target(&mut target_params)?;
-        }
+        // A head's target side (CURL's key LayerNorm) is an EMA copy as well.
+        objective.attach_target(&mut target_params)?;
         let adam = Adam::new(cfg.optimizer.clone(), &online_params);
         Ok(Self {
             cfg: cfg.clone(),
@@ -206,7 +159,7 @@ impl Trainer {
             target_params,
             online_net,
             target_net,
-            head,
+            objective,
             adam,
             rng,
             step: 0,
@@ -261,7 +214,22 @@ impl Trainer {
         let mut metrics = UpdateMetrics::new(self.step + 1, task_name);
 
         // ---- data: the training pairs (prev -> online, cur -> target)
-        let (batch, online) = self.draw_batch(source, task, &mut metrics)?;
+        let draw = Draw {
+            source,
+            task,
+            m: self.cfg.batch_size,
+            shift: &self.shift,
+            rng: &mut self.rng,
+            online_net: &self.online_net,
+        };
+        let Drawn {
+            batch,
+            online,
+            selected,
+        } = self.objective.draw(draw, &mut metrics)?;
+        if selected.is_some() {
+            self.last_selected = selected;
+        }
         metrics.num_real = batch.len - metrics.num_synthetic;
 
         // ---- loss: online z (a leaf; its gradient goes through EncoderProjector::backward)
@@ -284,10 +252,7 @@ impl Trainer {
         // ---- optimise: Adam on the online network, then EMA into the target
         let forward_done = Instant::now();
         let mut grads = self.backward(&loss, &z_leaf, &online)?;
-        let clip = match self.cfg.objective.method {
-            Method::Atc => self.cfg.objective.atc.clip_grad_norm,
-            _ => 0.0,
-        };
+        let clip = self.objective.clip_grad_norm();
         if clip > 0.0 {
             metrics.grad_norm = Some(clip_grad_norm(&self.online_params, &mut grads, clip)?);
         }
@@ -309,64 +274,10 @@ impl Trainer {
         Ok(metrics)
     }
 
-    /// The method's training pairs, shifted. LFS's LNC already runs the online forward over
-    /// every candidate; it is returned so the loss reuses it.
-    fn draw_batch(
-        &mut self,
-        source: &mut dyn PairSource,
-        task: Option<usize>,
-        metrics: &mut UpdateMetrics,
-    ) -> Result<(PairBatch, Option<OnlinePass>)> {
-        let m = self.cfg.batch_size;
-        Ok(match self.cfg.objective.method {
-            Method::Lfs | Method::LfsCl => {
-                let (batch, online) = self.lnc_batch(source, task, m, metrics)?;
-                (batch, Some(online))
-            }
-            Method::LfsNoLnc => {
-                let n = ((self.cfg.objective.no_lnc_synthetic_fraction * m as f64).ceil() as usize).min(m);
-                let mut syn = source.sample_pairs(PairKind::Synthetic, task, n, &mut self.rng)?;
-                let mut real = source.sample_pairs(PairKind::Real, task, m - n, &mut self.rng)?;
-                syn.augment(&self.shift, &mut self.rng);
-                real.augment(&self.shift, &mut self.rng);
-                metrics.num_synthetic = n;
-                (syn.concat(&real)?, None)
-            }
-            Method::LfsNoFm | Method::Atc => {
-                let mut real = source.sample_pairs(PairKind::Real, task, m, &mut self.rng)?;
-                real.augment(&self.shift, &mut self.rng);
-                (real, None)
-            }
-            Method::Curl => {
-                // Two independent shifts of the same observation O_t: query and key.
-                let real = source.sample_pairs(PairKind::Real, task, m, &mut self.rng)?;
-                let mut pair = PairBatch {
-                    prev: real.cur.clone(),
-                    cur: real.cur,
-                    len: real.len,
-                    obs_shape: real.obs_shape,
-                };
-                pair.augment(&self.shift, &mut self.rng);
-                (pair, None)
-            }
-        })
-    }
-
     /// The method's loss on the online projections `z` (M, latent) and the target ones `t`;
     /// errors if it is not finite.
     fn loss(&self, z: &Tensor, t: &Tensor, metrics: &mut UpdateMetrics) -> Result<Tensor> {
-        let loss = match &self.head {
-            Head::Clustering { predictor, prototypes } => {
-                let out = clustering_loss(&predictor.forward(z)?, t, prototypes, &self.cfg.objective.clustering)?;
-                metrics.sinkhorn_entropy = Some(out.sinkhorn_entropy);
-                out.loss
-            }
-            Head::Contrastive { predictor } => {
-                cosine_info_nce(&predictor.forward(z)?, t, self.cfg.objective.cl_temperature)?
-            }
-            Head::Atc(head) => head.loss(z, t)?,
-            Head::Curl(head) => head.loss(z, t)?,
-        };
+        let loss = self.objective.loss(z, t, metrics)?;
         metrics.loss = loss.to_scalar::<f32>()? as f64;
         if !metrics.loss.is_finite() {
             return Err(Error::Training(format!(
@@ -394,51 +305,6 @@ impl Trainer {
             grads.insert(var.as_tensor(), grad);
         }
         Ok(grads)
-    }
-
-    /// LFS data (docs/design.md §3): M real pairs and M synthetic candidates, both shifted; LNC
-    /// keeps N candidates; the batch is those N plus M − N real pairs drawn without
-    /// replacement. The online forward over all 2M previous observations gives LNC its latents
-    /// and is kept for the loss: its rows for the batch are returned with it.
-    fn lnc_batch(
-        &mut self,
-        source: &mut dyn PairSource,
-        task: Option<usize>,
-        m: usize,
-        metrics: &mut UpdateMetrics,
-    ) -> Result<(PairBatch, OnlinePass)> {
-        let mut real = source.sample_pairs(PairKind::Real, task, m, &mut self.rng)?;
-        let mut syn = source.sample_pairs(PairKind::Synthetic, task, m, &mut self.rng)?;
-        real.augment(&self.shift, &mut self.rng);
-        syn.augment(&self.shift, &mut self.rng);
-        let mut obs = real.prev.clone(); // (2M, 9, 84, 84): real rows 0..M, candidates M..2M
-        obs.extend_from_slice(&syn.prev);
-        let features = self.online_net.forward_pixels(&obs, 2 * m, true)?;
-        let latent = match self.cfg.objective.lnc_latent {
-            LncLatent::Projector => &features.z,
-            LncLatent::Conv => &features.encoded.h,
-        }; // (2M, dim)
-        let dim = latent.dim(1)?;
-        let real_latent = latent.narrow(0, 0, m)?.flatten_all()?.to_vec1::<f32>()?;
-        let syn_latent = latent.narrow(0, m, m)?.flatten_all()?.to_vec1::<f32>()?;
-        let sel = lnc_select(&real_latent, &syn_latent, dim, &self.cfg.objective.lnc)?;
-        let n = sel.selected.len();
-        let mut real_idx = rand::seq::index::sample(&mut self.rng, m, m - n).into_vec();
-        real_idx.sort_unstable();
-        metrics.num_synthetic = n;
-        metrics.lnc_d = Some(sel.d_internal);
-        metrics.clip_low = Some(sel.clip_low);
-        metrics.clip_high = Some(sel.clip_high);
-        let rows = sel
-            .selected
-            .iter()
-            .map(|&j| m + j)
-            .chain(real_idx.iter().copied())
-            .collect();
-        let selected = syn.select(&sel.selected);
-        let batch = selected.clone().concat(&real.select(&real_idx))?;
-        self.last_selected = Some(selected);
-        Ok((batch, OnlinePass { features, rows }))
     }
 
     // ---- checkpoints

@@ -4,6 +4,7 @@
 
 pub mod collapse;
 pub mod config;
+pub mod export;
 pub mod run;
 
 /// The objective engine `lfs pretrain` drives lives beside the objectives.

@@ -10,7 +10,7 @@ use super::split::{load_episodes, split_episodes, FIRST_FRAME};
 use super::{probe_split, ProbeConfig, ProbeSplit, TaskProbe};
 use crate::device::Backend;
 use crate::env::RenderQuality;
-use crate::export::ExportFile;
+use crate::nn::encoder_file::ExportFile;
 use crate::rl_loop::{EncoderChoice, FrozenFeatures, Representation};
 use crate::shards::{Dataset, EpisodeRecord};
 use crate::{Error, Result};

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::rl_loop::{AgentKind, EvalRow};
+use crate::rl::AgentKind;
+use crate::rl_loop::EvalRow;
 use crate::run_dir::{AUX_LOG, CONFIG_FILE, EVAL_CSV, RUN_FILE};
 use crate::{Error, Result};
 
@@ -213,7 +214,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
 }
 
 /// The settings of `config.resolved.toml`, read field by field rather than through
-/// `EvalConfig` so that configs of other agents (end-to-end runs) are read the same way.
+/// `LoopConfig` so that configs of other agents (end-to-end runs) are read the same way.
 pub fn read_settings(path: &Path) -> Result<CellSettings> {
     let value: toml::Table = read_text(path)?
         .parse()

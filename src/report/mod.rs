@@ -35,7 +35,7 @@ use mismatch::Mismatch;
 use scores::{BudgetAggregates, BudgetScores, MethodCells};
 
 use crate::fsutil::write_bytes_atomic;
-use crate::rl_loop::AgentKind;
+use crate::rl::AgentKind;
 use crate::suite::runner::SUITE_FILE;
 use crate::suite::status::{self, StateCounts};
 use crate::{Error, Result};

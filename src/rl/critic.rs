@@ -5,7 +5,6 @@
 use candle_core::{Tensor, D};
 use rand::Rng;
 
-use super::actor::NetworkDims;
 use super::mlp::{join, Mlp, Trunk, TrunkOutput};
 use crate::nn::Params;
 use crate::Result;
@@ -15,6 +14,25 @@ pub struct Critic {
     trunk: Trunk,
     q1: Mlp,
     q2: Mlp,
+}
+
+/// Sizes of the actor and the critic (Proto-RL's `feature_dim`, `hidden_dim`).
+#[derive(Debug, Clone, Copy)]
+pub struct NetworkDims {
+    /// Encoder features in (39200).
+    pub repr_dim: usize,
+    /// Trunk output (50).
+    pub feature_dim: usize,
+    /// Hidden units of the MLPs (1024).
+    pub hidden_dim: usize,
+    /// Action dimensions A.
+    pub action_dim: usize,
+}
+
+/// MSE(Q1, target) + MSE(Q2, target), each a mean over the batch.
+pub fn critic_loss(q1: &Tensor, q2: &Tensor, target_q: &Tensor) -> Result<Tensor> {
+    let mse = |q: &Tensor| -> Result<Tensor> { Ok(q.sub(target_q)?.sqr()?.mean_all()?) };
+    Ok((mse(q1)? + mse(q2)?)?)
 }
 
 /// The two Q estimates, (b, 1) each.

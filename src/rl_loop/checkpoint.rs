@@ -8,12 +8,12 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 
-use super::agent::{Agent, AgentState};
 use super::representation::RepresentationState;
+use super::stage::{LoopSpec, Stage};
 use super::workspace::Workspace;
-use super::{LoopSpec, Stage};
 use crate::nn::checkpoint::{self, rng_from_string, rng_to_string, SafetensorsFile};
 use crate::rl::StoredEpisode;
+use crate::rl::{Agent, AgentState};
 use crate::run_dir::{self, kind};
 use crate::{Error, Result};
 
@@ -90,7 +90,7 @@ pub(super) fn check_resumable(file: &SafetensorsFile, stage: &Stage, spec: &Loop
             format!("{reason}; use a new --out-dir or delete the checkpoint"),
         )
     };
-    let found = run_dir::kind_of(file)?;
+    let found = file.meta(run_dir::kind::KEY)?;
     if found != stage.checkpoint_kind {
         return Err(err(format!(
             "is an `lfs {found}` file, not an `lfs {}` checkpoint",

@@ -1,4 +1,4 @@
-//! `EvalConfig`: the RL loop's config — all of what a `pipelines/sac/<name>.toml` holds for `lfs
+//! `LoopConfig`: the RL loop's config — all of what a `pipelines/sac/<name>.toml` holds for `lfs
 //! eval` (frozen-encoder SAC, docs/design.md §6, §8), and the SAC sections of `lfs train`'s.
 //! Every field is documented and used; unknown fields are errors; omitted sections take the
 //! paper's protocol (`impl Default`). Budgets are in frames (env steps); [`Frames::to_steps`] is
@@ -6,10 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::agent::AgentConfig;
 use crate::config::{self, StageConfig};
 use crate::device::DeviceChoice;
 use crate::env::RenderQuality;
+use crate::rl::AgentConfig;
 use crate::rl::FeatureDtype;
 use crate::{Error, Result};
 
@@ -33,9 +33,9 @@ impl Frames {
 /// The whole `lfs eval` config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
-pub struct EvalConfig {
-    pub run: EvalRunConfig,
-    pub env: EvalEnvConfig,
+pub struct LoopConfig {
+    pub run: LoopRunConfig,
+    pub env: LoopEnvConfig,
     /// The agent: `kind` ("sac", the default, or "drqv2") and its settings.
     pub agent: AgentConfig,
     pub replay: ReplayConfig,
@@ -44,7 +44,7 @@ pub struct EvalConfig {
 /// Budget, evaluation and checkpoint cadence, seeding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct EvalRunConfig {
+pub struct LoopRunConfig {
     /// Seed of the run's RNG (random encoder, init, exploration, sampling, shifts) and of its
     /// environment seeds; `--seed` overrides it.
     pub seed: u64,
@@ -70,7 +70,7 @@ pub struct EvalRunConfig {
     pub device: DeviceChoice,
 }
 
-impl Default for EvalRunConfig {
+impl Default for LoopRunConfig {
     fn default() -> Self {
         Self {
             seed: 1,
@@ -88,7 +88,7 @@ impl Default for EvalRunConfig {
 /// The environment (the task comes from `--task`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct EvalEnvConfig {
+pub struct LoopEnvConfig {
     /// Env steps per agent step, rewards summed (2).
     pub action_repeat: u32,
     /// `encoder`: render at the quality of the videos the encoder was pre-trained on, as its
@@ -100,7 +100,7 @@ pub struct EvalEnvConfig {
     pub render_quality: RenderQualitySetting,
 }
 
-impl Default for EvalEnvConfig {
+impl Default for LoopEnvConfig {
     fn default() -> Self {
         Self {
             action_repeat: 2,
@@ -229,7 +229,7 @@ impl Default for ReplayConfig {
     }
 }
 
-impl StageConfig for EvalConfig {
+impl StageConfig for LoopConfig {
     fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
         let run = &self.run;
@@ -264,7 +264,7 @@ impl StageConfig for EvalConfig {
     }
 }
 
-impl EvalConfig {
+impl LoopConfig {
     /// Reads `path` with `key.path=value` overrides (see [`crate::config`]).
     pub fn load(path: &std::path::Path, overrides: &[String]) -> Result<Self> {
         config::load(path, overrides)
@@ -331,12 +331,12 @@ mod tests {
             ("default", RenderQualitySetting::Pinned(RenderQuality::Default)),
             ("fast", RenderQualitySetting::Pinned(RenderQuality::Fast)),
         ] {
-            let cfg = EvalConfig::from_toml_str(&format!("[env]\nrender_quality = \"{text}\"\n"), &[]).unwrap();
+            let cfg = LoopConfig::from_toml_str(&format!("[env]\nrender_quality = \"{text}\"\n"), &[]).unwrap();
             assert_eq!(cfg.env.render_quality, setting);
-            let again = EvalConfig::from_toml_str(&cfg.to_toml().unwrap(), &[]).unwrap();
+            let again = LoopConfig::from_toml_str(&cfg.to_toml().unwrap(), &[]).unwrap();
             assert_eq!(again.env.render_quality, setting);
         }
-        let err = EvalConfig::from_toml_str("[env]\nrender_quality = \"best\"\n", &[])
+        let err = LoopConfig::from_toml_str("[env]\nrender_quality = \"best\"\n", &[])
             .unwrap_err()
             .to_string();
         assert!(err.contains("\"encoder\""), "{err}");

@@ -1,6 +1,5 @@
-//! The RL loop `lfs eval` and `lfs train` share (docs/design.md §6–§8, §13): an [`Agent`]
-//! (SAC or DrQ-v2) on
-//! one DMControl task on top of a [`Representation`]. Evaluations (deterministic tanh μ, their own environment
+//! The RL loop `lfs eval` ([`eval`]) and `lfs train` ([`train`]) share (docs/design.md §6–§8,
+//! §13): an agent ([`crate::rl::Agent`]) on one DMControl task on top of a [`Representation`]. Evaluations (deterministic tanh μ, their own environment
 //! and seeds) run at frame 0, every `eval_every_frames` and at the end, one row each in
 //! `eval.csv`; every training episode adds a line to `train.jsonl`, every auxiliary update one
 //! to `aux.jsonl`. Checkpoints (agent, optimisers, replay, representation, RNG, counters) are
@@ -10,140 +9,44 @@
 //!
 //! What differs between runs comes in through three seams: the [`Stage`] (the command's name,
 //! its whole config for provenance and resume, the value comparison), the [`Representation`]
-//! (constants for `lfs eval`, an encoder trained online for `lfs train`) and the [`Agent`] the
-//! command chooses. A new agent or way to make features is a new implementation, not new arms
+//! (constants for `lfs eval`, an encoder trained online for `lfs train`) and the agent its
+//! config names ([`crate::rl::AgentConfig::visit`]). A new agent or way to make features is a new implementation, not new arms
 //! here.
 
-pub mod agent;
 mod checkpoint;
 pub mod config;
+pub mod eval;
 mod logs;
 mod representation;
+mod stage;
 mod step_times;
+pub mod train;
 pub mod value_comparison;
 mod workspace;
 
 use std::path::Path;
 use std::time::Instant;
 
-pub use agent::{Agent, AgentConfig, AgentKind, AgentState, AgentUpdate, DrQv2Sums, EpisodeSums, SacSums, TacoSums};
-pub use config::{EvalConfig, Frames, RenderQualitySetting, RenderQualitySource};
+pub use config::{Frames, LoopConfig, RenderQualitySetting, RenderQualitySource};
 pub use logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow, TrainLine, EVAL_HEADER, EVAL_TAG, FRAME_FIELD};
 pub use representation::{
     CriticFeatures, EncoderChoice, EncoderProvenance, FrozenFeatures, Representation, RepresentationState,
 };
+pub use stage::{resolve_render_quality, LoopEvent, LoopSpec, LoopStart, LoopSummary, Stage};
 pub use step_times::StepTimes;
 pub use value_comparison::ValueComparison;
 
-use crate::device::Backend;
-use crate::env::{RenderQuality, Task};
+use crate::env::RenderQuality;
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::{CsvLog, MetricsLog, Mirror};
 use crate::nn::checkpoint as safetensors_file;
-use crate::rl::{DrQv2Agent, SacAgent, TacoAgent};
+use crate::rl::{Agent, AgentVisitor, Registered};
 use crate::run_dir::{
     AUX_LOG, CHECKPOINT_FILE, CONFIG_FILE, EVAL_CSV, RUN_FILE, TRAIN_LOG, VALUE_COMPARISON_FILE, VIDEO_DIR,
 };
 use crate::tensorboard::{EventFile, SharedEventFile};
 use crate::{Error, Result};
 use workspace::{EpisodeState, StepOutcome, Workspace};
-
-/// What a run is, beyond its config.
-#[derive(Debug, Clone)]
-pub struct LoopSpec {
-    pub task: Task,
-    pub encoder: EncoderChoice,
-    /// Evaluate on a render quality other than the encoder's training videos'.
-    pub allow_render_quality_mismatch: bool,
-    /// Write the first episode of every evaluation as `eval_video/<frame>.mp4`.
-    pub save_video: bool,
-}
-
-/// Where a run starts: at frame 0, or resumed.
-#[derive(Debug)]
-pub struct LoopStart<'a> {
-    pub start_frame: u64,
-    pub num_train_frames: u64,
-    pub resumed: bool,
-    /// The representation's identity.
-    pub encoder: &'a str,
-}
-
-impl LoopStart<'_> {
-    /// "starting, N frames" or "resuming at frame F of N", for messages.
-    pub fn how(&self) -> String {
-        match self.resumed {
-            true => format!("resuming at frame {} of {}", self.start_frame, self.num_train_frames),
-            false => format!("starting, {} frames", self.num_train_frames),
-        }
-    }
-}
-
-/// What the loop reports to its caller.
-#[derive(Debug)]
-pub enum LoopEvent<'a> {
-    Started(LoopStart<'a>),
-    /// After every agent step: frames done.
-    Progress {
-        frame: u64,
-    },
-    Episode(&'a EpisodeLog),
-    Evaluation(&'a EvalRow),
-    Checkpoint {
-        frame: u64,
-    },
-    /// An episode was lost (a worker died or dm_control raised); the run goes on.
-    EpisodeLost {
-        error: String,
-    },
-}
-
-/// Where the run ended.
-#[derive(Debug, Clone)]
-pub struct LoopSummary {
-    pub frames_done: u64,
-    pub resumed_from_frame: Option<u64>,
-    pub last_eval: Option<EvalRow>,
-}
-
-/// What the loop needs to know of the command it runs for, beyond the RL loop's sections.
-pub struct Stage {
-    /// `eval` or `train`: the command, in messages, `run.json` and the folder's claim.
-    pub command: &'static str,
-    /// The `lfs.kind` of its checkpoints.
-    pub checkpoint_kind: &'static str,
-    /// The RL loop's sections of the config (all of `lfs eval`'s: run, env, agent, replay), its
-    /// render quality resolved.
-    pub rl: EvalConfig,
-    /// The whole config as TOML (`config.resolved.toml`, the checkpoint's `lfs.config`).
-    pub toml: String,
-    /// What a resumed run must share with its checkpoint.
-    pub resume_key: String,
-    /// The resume key of a config a checkpoint recorded (its TOML).
-    pub saved_resume_key: fn(&str) -> Result<String>,
-    /// The paper's value comparison window, when asked for (`lfs train`); the loop takes it
-    /// over at the start.
-    pub value_comparison: Option<ValueComparison>,
-    /// `rl.run.device`, opened once (a CUDA device opened twice is two devices to candle): the
-    /// agent, the representation and every batch live there.
-    pub backend: Backend,
-}
-
-/// Pins `env.render_quality` (`"encoder"` resolved against `representation`) and says where the
-/// quality came from; a pinned quality the encoder was not trained at is refused unless `spec`
-/// allows it.
-pub fn resolve_render_quality(
-    env: &mut config::EvalEnvConfig,
-    representation: &dyn Representation,
-    spec: &LoopSpec,
-) -> Result<RenderQualitySource> {
-    let (quality, source) = env.render_quality.resolve(
-        representation.training_render_quality(),
-        spec.allow_render_quality_mismatch,
-    )?;
-    env.render_quality = RenderQualitySetting::Pinned(quality);
-    Ok(source)
-}
 
 /// Trains the agent `stage.rl.agent` names into `out_dir` (see [`run_agent`]).
 pub fn run(
@@ -154,16 +57,46 @@ pub fn run(
     out_dir: &Path,
     on_event: &mut dyn FnMut(LoopEvent),
 ) -> Result<LoopSummary> {
-    match stage.rl.agent.kind() {
-        AgentKind::Sac => run_agent::<SacAgent>(stage, spec, representation, render_source, out_dir, on_event),
-        AgentKind::DrQv2 => run_agent::<DrQv2Agent>(stage, spec, representation, render_source, out_dir, on_event),
-        AgentKind::Taco => run_agent::<TacoAgent>(stage, spec, representation, render_source, out_dir, on_event),
+    let agent = stage.rl.agent.clone();
+    agent.visit(RunAgent {
+        stage,
+        spec,
+        representation,
+        render_source,
+        out_dir,
+        on_event,
+    })
+}
+
+/// [`run_agent`] with the agent a config names.
+struct RunAgent<'a> {
+    stage: Stage,
+    spec: &'a LoopSpec,
+    representation: Box<dyn Representation>,
+    render_source: RenderQualitySource,
+    out_dir: &'a Path,
+    on_event: &'a mut dyn FnMut(LoopEvent),
+}
+
+impl AgentVisitor for RunAgent<'_> {
+    type Output = Result<LoopSummary>;
+
+    fn visit<A: Registered>(self) -> Self::Output {
+        let RunAgent {
+            stage,
+            spec,
+            representation,
+            render_source,
+            out_dir,
+            on_event,
+        } = self;
+        run_agent::<A>(stage, spec, representation, render_source, out_dir, on_event)
     }
 }
 
 /// Trains agent `A` into `out_dir`, resuming a checkpoint there; `stage.rl` has been
 /// validated and its render quality resolved (see [`resolve_render_quality`]).
-pub fn run_agent<A: Agent>(
+pub fn run_agent<A: Registered>(
     stage: Stage,
     spec: &LoopSpec,
     representation: Box<dyn Representation>,
@@ -247,7 +180,7 @@ pub fn run_agent<A: Agent>(
 
 /// The loop's state: fresh, or restored from the checkpoint at `checkpoint` (with the frame it
 /// resumes at) after checking it is this run's. Bad input fails here, before anything is written.
-fn workspace<A: Agent>(
+fn workspace<A: Registered>(
     stage: Stage,
     spec: &LoopSpec,
     representation: Box<dyn Representation>,

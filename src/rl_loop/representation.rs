@@ -1,6 +1,6 @@
 //! Where the agent's features come from: the loop's seam for encoders. `lfs eval` gives it a
 //! [`FrozenFeatures`] (an export or the random encoder, as constants); `lfs train` an encoder
-//! that an auxiliary objective, or the critic, trains online (`crate::train::OnlineRepresentation`).
+//! that an auxiliary objective, or the critic, trains online (`crate::rl_loop::train::OnlineRepresentation`).
 //! A new way to make features is a new implementation of [`Representation`], not new arms in
 //! the loop.
 
@@ -14,8 +14,8 @@ use rand_chacha::ChaCha8Rng;
 use crate::data::PairBatch;
 use crate::device::Backend;
 use crate::env::RenderQuality;
-use crate::export::ExportFile;
 use crate::nn::encoder::Encoded;
+use crate::nn::encoder_file::ExportFile;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Encoder, EncoderConfig, Params};
 use crate::objectives::UpdateMetrics;

@@ -12,18 +12,18 @@ use candle_core::{Device, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::agent::{Agent, AgentUpdate, EpisodeSums};
 use super::config::Frames;
 use super::logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow};
 use super::representation::{CriticFeatures, Representation};
+use super::stage::{LoopSpec, Stage};
 use super::step_times::StepTimes;
 use super::value_comparison::ValueComparison;
-use super::{LoopSpec, Stage};
 use crate::data::RandomShift;
 use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, TimeStep, FRAME_BYTES};
 use crate::metrics::MetricsLog;
 use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
+use crate::rl::{Agent, AgentUpdate, EpisodeSums, Registered};
 use crate::rl::{Batch, ReplayBuffer, SequenceViews, Transitions};
 use crate::{Error, Result};
 
@@ -108,7 +108,7 @@ pub(super) enum StepOutcome<A: Agent> {
     Lost(String),
 }
 
-impl<A: Agent> Workspace<A> {
+impl<A: Registered> Workspace<A> {
     pub(super) fn new(mut stage: Stage, spec: &LoopSpec, representation: Box<dyn Representation>) -> Result<Self> {
         let value_comparison = stage.value_comparison.take();
         let cfg = &stage.rl;
@@ -130,7 +130,7 @@ impl<A: Agent> Workspace<A> {
         // batch it trains on live there. The replay and the environments' frames stay in host
         // memory.
         let device = stage.backend.device.clone();
-        let agent = A::new(&cfg.agent, repr, action_dim, &device, &mut rng)?;
+        let agent = A::new(cfg.agent.get::<A>()?, repr, action_dim, &device, &mut rng)?;
         let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
         Ok(Self {
             replay: ReplayBuffer::new(
@@ -159,7 +159,9 @@ impl<A: Agent> Workspace<A> {
             action_dim,
         })
     }
+}
 
+impl<A: Agent> Workspace<A> {
     pub(super) fn frame(&self) -> u64 {
         Frames::from_steps(self.step, self.stage.rl.env.action_repeat).0
     }

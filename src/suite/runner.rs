@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::eval::{self, EvalConfig};
 use crate::fsutil;
+use crate::rl_loop::train;
+use crate::rl_loop::{eval, LoopConfig};
 use crate::rl_loop::{EncoderChoice, LoopEvent, LoopSpec, LoopSummary};
 use crate::suite::cell::{Cell, CellLock, CellRecord, CellState, LOG_FILE};
 use crate::suite::suite_file::{RowCommand, SuiteFile};
-use crate::train;
 use crate::{Error, Result};
 
 /// The suite as last run into a directory; later runs must match it but for the budget.
@@ -46,7 +46,7 @@ pub fn index_from_env() -> Result<Option<usize>> {
 /// Writes the suite and its resolved SAC config into `out`, and returns that config; refuses a
 /// suite that differs from the one whose cells are there in anything but the frame budget
 /// (raising the budget extends the cells, which resume from their checkpoints).
-pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<EvalConfig> {
+pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<LoopConfig> {
     // Every encoder row must point at something, and every train row's config load, before
     // anything is written.
     for row in &suite.encoders {
@@ -78,7 +78,7 @@ pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<EvalConfig> {
         }
     }
     if let Some(text) = read_if_exists(&sac_path)? {
-        let before = EvalConfig::from_toml_str(&text, &[])
+        let before = LoopConfig::from_toml_str(&text, &[])
             .map_err(|e| Error::checkpoint(&sac_path, format!("malformed: {e}")))?;
         if before.resume_key()? != sac.resume_key()? {
             return Err(another(SAC_FILE));

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::env::{RenderQuality, Task};
-use crate::rl_loop::{EncoderChoice, EvalConfig, Frames, RenderQualitySetting};
-use crate::train::TrainConfig;
+use crate::rl_loop::train::TrainConfig;
+use crate::rl_loop::{EncoderChoice, Frames, LoopConfig, RenderQualitySetting};
 use crate::{Error, Result};
 
 /// The export file `lfs suite` looks for inside a pre-training run directory (what
@@ -300,8 +300,8 @@ impl SuiteFile {
     /// (and with `task`, that task's overrides). Under `env.render_quality = "encoder"` every
     /// row renders at the quality its pre-trained encoders agree on
     /// ([`SuiteFile::encoders_render_quality`]).
-    pub fn sac_config(&self, task: Option<Task>) -> Result<EvalConfig> {
-        let mut cfg = EvalConfig::load(&self.sac_config, &self.overrides(task))?;
+    pub fn sac_config(&self, task: Option<Task>) -> Result<LoopConfig> {
+        let mut cfg = LoopConfig::load(&self.sac_config, &self.overrides(task))?;
         self.pin_render_quality(&mut cfg.env.render_quality)?;
         Ok(cfg)
     }
@@ -339,7 +339,7 @@ impl SuiteFile {
             .flat_map(|r| self.seeds.iter().map(|&s| r.for_seed(s)));
         for row in rows {
             if let EncoderChoice::Exported(path) = row.choice()? {
-                match (found, crate::export::recorded_render_quality(&path)?) {
+                match (found, crate::nn::encoder_file::recorded_render_quality(&path)?) {
                     (_, None) => {}
                     (None, Some(q)) => found = Some(q),
                     (Some(f), Some(q)) if f != q => return Ok(None),

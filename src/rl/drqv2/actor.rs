@@ -8,7 +8,7 @@ use rand::Rng;
 
 use super::truncated_normal::TruncatedNormal;
 use crate::nn::Params;
-use crate::rl::actor::NetworkDims;
+use crate::rl::critic::NetworkDims;
 use crate::rl::mlp::{join, Mlp, Trunk, TrunkOutput};
 use crate::Result;
 

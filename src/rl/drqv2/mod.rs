@@ -9,6 +9,7 @@
 //! Updates return metrics; nothing here prints, samples environments or encodes pixels.
 
 pub mod actor;
+mod agent;
 pub mod schedule;
 pub mod truncated_normal;
 
@@ -19,17 +20,16 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::action_encoding::ActionEncoding;
-use super::actor::NetworkDims;
 use super::agent_state::{self, check_finite, scalar, Optimised};
 use super::batch::Batch;
-use super::critic::{Critic, TwinQ};
+use super::critic::{critic_loss, Critic, NetworkDims, TwinQ};
 use super::mlp::TrunkOutput;
-use super::sac::critic_loss;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
 use crate::{Error, Result};
 pub use actor::Actor;
+pub use agent::DrQv2Sums;
 pub use schedule::StddevSchedule;
 pub use truncated_normal::TruncatedNormal;
 

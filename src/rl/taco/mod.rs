@@ -10,6 +10,9 @@
 //! caller's) encoder; the TACO loss steps the heads, the action encoder and the encoder again,
 //! each through Adams of their own.
 
+mod agent;
+mod config;
+
 use std::collections::{BTreeMap, HashMap};
 
 use candle_core::{Device, Tensor, D};
@@ -25,6 +28,8 @@ use crate::nn::projector::init_linear;
 use crate::nn::{Adam, Params};
 use crate::objectives::infonce::bilinear_info_nce;
 use crate::{Error, Result};
+pub use agent::TacoSums;
+pub use config::{TacoConfig, TACO_TABLE};
 
 /// TACO's own settings (its `cfgs/agent/taco.yaml`), beside DrQ-v2's in `[agent.taco]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

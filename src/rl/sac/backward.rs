@@ -18,12 +18,12 @@ use std::collections::BTreeMap;
 
 use candle_core::{Device, Layout, StorageRef, Tensor};
 
-use super::actor::NetworkDims;
-use super::batch::Batch;
-use super::mlp::LAYER_NORM_EPS;
 use crate::nn::kernels::cpu_storage::host_f32;
 use crate::nn::kernels::row_split::{row_split_parts, row_split_product};
 use crate::nn::Params;
+use crate::rl::batch::Batch;
+use crate::rl::critic::NetworkDims;
+use crate::rl::mlp::LAYER_NORM_EPS;
 use crate::{Error, Result};
 
 /// Products below this many FLOPs run on one thread (splitting them costs more than it saves).

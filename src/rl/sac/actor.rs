@@ -5,23 +5,11 @@
 use candle_core::Tensor;
 use rand::Rng;
 
-use super::mlp::{join, Mlp, Trunk, TrunkOutput};
 use super::squashed_gaussian::SquashedGaussian;
 use crate::nn::Params;
+use crate::rl::critic::NetworkDims;
+use crate::rl::mlp::{join, Mlp, Trunk, TrunkOutput};
 use crate::Result;
-
-/// Sizes of the actor and the critic (Proto-RL's `feature_dim`, `hidden_dim`).
-#[derive(Debug, Clone, Copy)]
-pub struct NetworkDims {
-    /// Encoder features in (39200).
-    pub repr_dim: usize,
-    /// Trunk output (50).
-    pub feature_dim: usize,
-    /// Hidden units of the MLPs (1024).
-    pub hidden_dim: usize,
-    /// Action dimensions A.
-    pub action_dim: usize,
-}
 
 #[derive(Debug, Clone)]
 pub struct Actor {

@@ -8,17 +8,17 @@ use serde::{Deserialize, Serialize};
 use crate::config::{self, StageConfig};
 use crate::nn::AdamConfig;
 use crate::objectives::{Method, ModelConfig, ObjectiveConfig, TrainerConfig};
-use crate::rl_loop::config::{EvalConfig, EvalEnvConfig, EvalRunConfig, Frames, ReplayConfig};
+use crate::rl::AgentConfig;
+use crate::rl_loop::config::{Frames, LoopConfig, LoopEnvConfig, LoopRunConfig, ReplayConfig};
 use crate::rl_loop::value_comparison::ValueComparisonConfig;
-use crate::rl_loop::{AgentConfig, AgentKind};
 use crate::{Error, Result};
 
 /// The whole `lfs train` config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainConfig {
-    pub run: EvalRunConfig,
-    pub env: EvalEnvConfig,
+    pub run: LoopRunConfig,
+    pub env: LoopEnvConfig,
     /// The agent: `kind` ("sac", the default, or "drqv2") and its settings.
     pub agent: AgentConfig,
     pub replay: ReplayConfig,
@@ -114,14 +114,13 @@ impl StageConfig for TrainConfig {
                 }
             ));
         }
-        if self.agent.kind() == AgentKind::Taco && (self.aux.method.objective().is_some() || !self.aux.critic_gradient)
-        {
-            return bad(format!(
-                "[agent] kind = \"taco\" trains the encoder with the critic's loss and its own: set aux.method = \"none\" \
-                 and aux.critic_gradient = true (as pipelines/taco/*.toml do), not aux.method = {} with critic_gradient = {}",
-                self.aux.method.name(),
-                self.aux.critic_gradient
-            ));
+        let refusal = self.agent.settings().end_to_end_refusal(
+            self.aux.method.name(),
+            self.aux.method.objective().is_some(),
+            self.aux.critic_gradient,
+        );
+        if let Some(why) = refusal {
+            return bad(why);
         }
         if self.aux.value_comparison.from_frame.0 > 0 && self.aux.method.objective().is_none() {
             return bad("aux.value_comparison needs an objective with LNC (lfs, lfs-cl), not none".into());
@@ -186,8 +185,8 @@ impl TrainConfig {
     }
 
     /// The RL loop's half: exactly what `lfs eval` would run.
-    pub fn rl(&self) -> EvalConfig {
-        EvalConfig {
+    pub fn rl(&self) -> LoopConfig {
+        LoopConfig {
             run: self.run.clone(),
             env: self.env.clone(),
             agent: self.agent.clone(),

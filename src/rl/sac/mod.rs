@@ -3,23 +3,29 @@
 //! Each network has its own [`Params`] store and its own Adam (explicit settings, no weight
 //! decay). Updates return metrics; nothing here prints, samples environments or encodes pixels.
 
+pub mod actor;
+mod agent;
+mod backward;
+pub mod squashed_gaussian;
+
 use std::collections::{BTreeMap, HashMap};
 
 use candle_core::{Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::actor::{Actor, NetworkDims};
-use super::agent_state::{self, check_finite, scalar, Optimised};
-use super::batch::Batch;
-use super::critic::{Critic, TwinQ};
-use super::mlp::TrunkOutput;
-use super::sac_backward::{actor_step, critic_step, SacNets};
-use super::squashed_gaussian::Sample;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
+use crate::rl::agent_state::{self, check_finite, scalar, Optimised};
+use crate::rl::batch::Batch;
+use crate::rl::critic::{critic_loss, Critic, NetworkDims, TwinQ};
+use crate::rl::mlp::TrunkOutput;
 use crate::{Error, Result};
+use actor::Actor;
+pub use agent::SacSums;
+use backward::{actor_step, critic_step, SacNets};
+use squashed_gaussian::Sample;
 
 /// The agent's hyper-parameters (Proto-RL's and the paper's table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,12 +145,6 @@ pub fn critic_target(
 ) -> Result<Tensor> {
     let target_v = (target_q1.minimum(target_q2)? - (next_log_prob * alpha)?)?; // (b, 1)
     Ok((reward + target_v.mul(discount)?)?.detach())
-}
-
-/// MSE(Q1, target) + MSE(Q2, target), each a mean over the batch.
-pub fn critic_loss(q1: &Tensor, q2: &Tensor, target_q: &Tensor) -> Result<Tensor> {
-    let mse = |q: &Tensor| -> Result<Tensor> { Ok(q.sub(target_q)?.sqr()?.mean_all()?) };
-    Ok((mse(q1)? + mse(q2)?)?)
 }
 
 /// `mean(α·log π − min(Q1, Q2))` with α a constant.

@@ -1,28 +1,53 @@
-//! The loop's seam for agents: what acts on features and learns from batches of transitions.
-//! SAC ([`SacAgent`], docs/design.md §6), DrQ-v2 ([`DrQv2Agent`], §13) and TACO
-//! ([`TacoAgent`], §14); `[agent] kind` chooses ([`AgentConfig`]), and each command runs the loop with the
-//! agent its config names. Another agent is a new implementation of [`Agent`] and a new kind,
-//! not new arms in the loop.
-
-mod config;
-mod drqv2;
-mod sac;
-mod taco;
+//! The seam between the RL loop and its agents: what acts on features and learns from batches
+//! of transitions ([`Agent`]), and what the loop reads of an agent's `[agent]` section
+//! ([`AgentSettings`]). Each agent lives in its own folder (`rl/<agent>/`) with its networks,
+//! update, config, metrics and its `impl Agent`; `rl/mod.rs` registers it under its `kind`
+//! ([`crate::agents!`]). The loop knows only this trait.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 
 use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::rl::{Batch, SequenceViews};
+use crate::nn::AdamConfig;
+use crate::rl::{Batch, NStep, SequenceViews};
 use crate::Result;
 
-pub use config::{AgentConfig, AgentKind};
-pub use drqv2::DrQv2Sums;
-pub use sac::SacSums;
-pub use taco::TacoSums;
+/// What the loop reads of an agent's `[agent]` section, whichever agent it is.
+pub trait AgentSettings {
+    /// Transitions per update.
+    fn batch_size(&self) -> usize;
+
+    /// The agent's Adam settings: what an encoder the critic trains steps with, as SAC from
+    /// pixels, CURL and DrQ-v2 give it the agent's learning rate.
+    fn optimizer(&self) -> &AdamConfig;
+
+    /// The returns its batches carry.
+    fn returns(&self) -> NStep;
+
+    /// K of the action sequences its batches carry (for an objective of its own on sequence
+    /// views, [`Agent::update_objective`]), 0 for none.
+    fn action_sequence(&self) -> usize {
+        0
+    }
+
+    /// Checks ranges; errors name the field under `section`.
+    fn validate(&self, section: &str) -> Result<()>;
+
+    /// Why the agent cannot run on a frozen encoder (`lfs eval`), when it cannot.
+    fn frozen_encoder_refusal(&self) -> Option<String> {
+        None
+    }
+
+    /// Why the agent refuses `lfs train`'s `aux` settings (`aux.method`, whether it has an
+    /// objective, `aux.critic_gradient`), when it does.
+    fn end_to_end_refusal(&self, _aux_method: &str, _aux_objective: bool, _critic_gradient: bool) -> Option<String> {
+        None
+    }
+}
 
 /// What one update did: its metrics, and the critic loss's gradient with respect to the
 /// batch's observation features when they track one (an encoder the critic trains).
@@ -47,15 +72,24 @@ pub trait EpisodeSums<M>: Default {
 
 /// An actor-critic the loop trains on features of its representation.
 pub trait Agent: Sized {
+    /// Its `kind` in configs, `cell.json` and the report.
+    const KIND: &'static str;
+    /// Its name in messages ("TACO").
+    const TITLE: &'static str;
+    /// Tables of `[agent]` that are its own (`[agent.taco]`): another kind's config naming one
+    /// is refused with the owner's name.
+    const OWN_TABLES: &'static [&'static str] = &[];
+
+    /// Its `[agent]` section, `kind` aside.
+    type Config: AgentSettings + Debug + Clone + PartialEq + Serialize + DeserializeOwned;
     /// What one update reports.
     type Metrics: Serialize + Debug;
     type Sums: EpisodeSums<Self::Metrics>;
 
-    /// Fresh networks from the config's agent section (an error names the section when it is
-    /// another agent's), for features of `repr_dim` and actions of `action_dim` in [-1, 1], on
-    /// `device`.
+    /// Fresh networks from its `[agent]` section, for features of `repr_dim` and actions of
+    /// `action_dim` in [-1, 1], on `device`.
     fn new(
-        cfg: &AgentConfig,
+        cfg: &Self::Config,
         repr_dim: usize,
         action_dim: usize,
         device: &Device,

@@ -6,22 +6,26 @@ use std::collections::{BTreeMap, HashMap};
 use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Agent, AgentConfig, AgentState, AgentUpdate, EpisodeSums};
-use crate::rl::{Batch, DrQv2Agent, DrQv2Metrics};
+use super::{DrQv2Agent, DrQv2Config, DrQv2Metrics};
+use crate::nn::AdamConfig;
+use crate::rl::{Agent, AgentSettings, AgentState, AgentUpdate, Batch, EpisodeSums, NStep};
 use crate::Result;
 
 impl Agent for DrQv2Agent {
+    const KIND: &'static str = "drqv2";
+    const TITLE: &'static str = "DrQ-v2";
+    type Config = DrQv2Config;
     type Metrics = DrQv2Metrics;
     type Sums = DrQv2Sums;
 
     fn new(
-        cfg: &AgentConfig,
+        cfg: &DrQv2Config,
         repr_dim: usize,
         action_dim: usize,
         device: &Device,
         rng: &mut ChaCha8Rng,
     ) -> Result<Self> {
-        DrQv2Agent::new(cfg.drqv2()?, repr_dim, action_dim, device, rng)
+        DrQv2Agent::new(cfg, repr_dim, action_dim, device, rng)
     }
 
     fn batch_size(&self) -> usize {
@@ -95,5 +99,26 @@ impl EpisodeSums<DrQv2Metrics> for DrQv2Sums {
             actor_stddev: s.actor_stddev,
             batch_reward: s.batch_reward / n,
         }
+    }
+}
+
+impl AgentSettings for DrQv2Config {
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn optimizer(&self) -> &AdamConfig {
+        &self.optimizer
+    }
+
+    fn returns(&self) -> NStep {
+        NStep {
+            n: self.nstep,
+            discount: self.discount,
+        }
+    }
+
+    fn validate(&self, section: &str) -> Result<()> {
+        DrQv2Config::validate(self, section)
     }
 }

@@ -6,22 +6,20 @@ use std::collections::{BTreeMap, HashMap};
 use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Agent, AgentConfig, AgentState, AgentUpdate, EpisodeSums};
-use crate::rl::{Batch, SacAgent, SacMetrics};
+use super::{SacAgent, SacConfig, SacMetrics};
+use crate::nn::AdamConfig;
+use crate::rl::{Agent, AgentSettings, AgentState, AgentUpdate, Batch, EpisodeSums, NStep};
 use crate::Result;
 
 impl Agent for SacAgent {
+    const KIND: &'static str = "sac";
+    const TITLE: &'static str = "SAC";
+    type Config = SacConfig;
     type Metrics = SacMetrics;
     type Sums = SacSums;
 
-    fn new(
-        cfg: &AgentConfig,
-        repr_dim: usize,
-        action_dim: usize,
-        device: &Device,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Self> {
-        SacAgent::new(cfg.sac()?, repr_dim, action_dim, device, rng)
+    fn new(cfg: &SacConfig, repr_dim: usize, action_dim: usize, device: &Device, rng: &mut ChaCha8Rng) -> Result<Self> {
+        SacAgent::new(cfg, repr_dim, action_dim, device, rng)
     }
 
     fn batch_size(&self) -> usize {
@@ -96,5 +94,27 @@ impl EpisodeSums<SacMetrics> for SacSums {
             alpha_loss: self.sum.alpha_loss.map(|v| v / na),
             alpha: self.sum.alpha,
         }
+    }
+}
+
+impl AgentSettings for SacConfig {
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn optimizer(&self) -> &AdamConfig {
+        &self.optimizer
+    }
+
+    /// One-step returns.
+    fn returns(&self) -> NStep {
+        NStep {
+            n: 1,
+            discount: self.discount,
+        }
+    }
+
+    fn validate(&self, section: &str) -> Result<()> {
+        SacConfig::validate(self, section)
     }
 }

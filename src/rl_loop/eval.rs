@@ -1,28 +1,26 @@
-//! `lfs eval`: SAC (or DrQ-v2, `[agent] kind`) on one DMControl task on top of a frozen encoder
-//! (docs/design.md §6, §8, §13): the RL loop ([`crate::rl_loop`]) with the encoder as constants.
+//! `lfs eval`: does an encoder make downstream RL better? The agent `[agent] kind` names (SAC,
+//! DrQ-v2) trained on one DMControl task on top of a frozen encoder (docs/design.md §6, §8,
+//! §13): the RL loop ([`crate::rl_loop`]) with the encoder as constants. Its config is the
+//! loop's own ([`LoopConfig`]).
 
 use std::path::Path;
 
 use crate::config::StageConfig;
 use crate::device::Backend;
-use crate::rl_loop::{self, AgentKind, EvalConfig, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary, Stage};
+use crate::rl_loop::{self, FrozenFeatures, LoopConfig, LoopEvent, LoopSpec, LoopSummary, Stage};
 use crate::run_dir::kind;
 use crate::{Error, Result};
 
 /// Validates everything, then trains into `out_dir` (resuming a checkpoint there).
 pub fn run(
-    cfg: &EvalConfig,
+    cfg: &LoopConfig,
     spec: &LoopSpec,
     out_dir: &Path,
     on_event: &mut dyn FnMut(LoopEvent),
 ) -> Result<LoopSummary> {
     cfg.validate()?;
-    if cfg.agent.kind() == AgentKind::Taco {
-        return Err(Error::Config(
-            "[agent] kind = \"taco\": TACO trains the encoder with its own loss on the run's actions, so it runs \
-             end to end (lfs train --config pipelines/taco/*.toml), not on a frozen encoder"
-                .into(),
-        ));
+    if let Some(why) = cfg.agent.settings().frozen_encoder_refusal() {
+        return Err(Error::Config(why));
     }
     let backend = Backend::new(&cfg.run.device.open()?);
     let representation = FrozenFeatures::new(&spec.encoder, cfg.run.seed, &backend)?;
@@ -33,7 +31,7 @@ pub fn run(
         checkpoint_kind: kind::EVAL_CHECKPOINT,
         toml: rl.to_toml()?,
         resume_key: rl.resume_key()?,
-        saved_resume_key: |toml| EvalConfig::from_toml_str(toml, &[])?.resume_key(),
+        saved_resume_key: |toml| LoopConfig::from_toml_str(toml, &[])?.resume_key(),
         value_comparison: None,
         backend,
         rl,

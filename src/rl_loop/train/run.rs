@@ -13,7 +13,7 @@ use super::online_encoder::OnlineEncoder;
 use crate::config::StageConfig;
 use crate::data::PairBatch;
 use crate::device::Backend;
-use crate::export::ExportFile;
+use crate::nn::encoder_file::ExportFile;
 use crate::objectives::{Trainer, UpdateMetrics};
 use crate::rl::{ReplayBuffer, Transitions};
 use crate::rl_loop::{

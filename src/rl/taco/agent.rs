@@ -6,24 +6,27 @@ use std::collections::{BTreeMap, HashMap};
 use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
-use super::drqv2::DrQv2Sums;
-use super::{Agent, AgentConfig, AgentState, AgentUpdate, EpisodeSums};
-use crate::rl::{Batch, SequenceViews, TacoAgent, TacoMetrics};
+use super::{TacoAgent, TacoConfig, TacoMetrics, TACO_TABLE};
+use crate::rl::drqv2::DrQv2Sums;
+use crate::rl::{Agent, AgentState, AgentUpdate, Batch, EpisodeSums, SequenceViews};
 use crate::Result;
 
 impl Agent for TacoAgent {
+    const KIND: &'static str = "taco";
+    const TITLE: &'static str = "TACO";
+    const OWN_TABLES: &'static [&'static str] = &[TACO_TABLE];
+    type Config = TacoConfig;
     type Metrics = TacoMetrics;
     type Sums = TacoSums;
 
     fn new(
-        cfg: &AgentConfig,
+        cfg: &TacoConfig,
         repr_dim: usize,
         action_dim: usize,
         device: &Device,
         rng: &mut ChaCha8Rng,
     ) -> Result<Self> {
-        let (agent, taco) = cfg.taco()?;
-        TacoAgent::new(agent, taco, repr_dim, action_dim, device, rng)
+        TacoAgent::new(&cfg.agent, &cfg.taco, repr_dim, action_dim, device, rng)
     }
 
     fn batch_size(&self) -> usize {
