@@ -3,7 +3,7 @@
 //! transitions from a replay of procedural episodes, one update of the auxiliary objective (LFS)
 //! on the encoder with the B real pairs and B frame-mask candidates from the replay's frames,
 //! then one SAC update on the shifted obs and next obs encoded by the updated encoder, exactly
-//! as `lfs train` does it (src/eval/run.rs, `Workspace::batch`). The environment step and the
+//! as `lfs train` does it (src/rl_loop/workspace.rs, `Workspace::batch`). The environment step and the
 //! acting are left out. One JSON line per timed step: the whole step, the objective's update
 //! (`aux_seconds`) and the SAC half (`sac_seconds`: shift, two encoder passes, the update).
 //! Step i is agent step i, so the actor, α and the target critic update on even steps only

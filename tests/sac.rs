@@ -207,7 +207,7 @@ fn changed(
 #[test]
 fn updates_on_constant_features_match_updates_through_candles_own_linear() {
     // On features that need no gradient (the frozen encoder's) the update is written out
-    // (src/rl/sac_backward.rs): W's gradient alone, no (b, repr) input gradient, and from 4096
+    // (src/rl/sac/backward.rs): W's gradient alone, no (b, repr) input gradient, and from 4096
     // features on, the trunks' products split by rows across threads. Fed the same features as
     // a Var, it goes through candle's autograd and its own Linear instead. Two agents from one
     // seed, one fed each way, must stay the same through four updates (critic alone, then

@@ -318,7 +318,7 @@ impl SacAgent {
         rng: &mut R,
     ) -> Result<(SacMetrics, Option<Tensor>)> {
         // Constant features on the CPU (a frozen encoder's): the update written out
-        // (sac_backward.rs); otherwise candle's autograd, which also gives obs its gradient.
+        // (backward.rs); otherwise candle's autograd, which also gives obs its gradient.
         let written_out = [&batch.obs, &batch.next_obs]
             .iter()
             .all(|t| t.device().is_cpu() && !t.track_op());
@@ -506,7 +506,7 @@ mod tests {
         x.iter().zip(&y).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
     }
 
-    /// The written-out update (sac_backward.rs) against candle's autograd on the same networks,
+    /// The written-out update (backward.rs) against candle's autograd on the same networks,
     /// batch and noise: every parameter's gradient, and the losses. (Adam is blind to a
     /// gradient's scale, so comparing parameters after a step would not catch a wrong factor.)
     #[test]
