@@ -6,8 +6,9 @@
 Equal means: the same files; JSON and JSONL equal value for value, CSV cell for cell, once every
 key or column that holds a time (seconds, per_s, hours, elapsed, wall, started/finished stamps)
 is dropped; safetensors files equal in their tensors' bytes and their metadata (times dropped);
-everything else byte for byte. Logs of the commands (*.log) and TensorBoard event files (wall
-times in every record) are skipped. Exits 1 and lists the differences when there are any.
+everything else byte for byte; the two trees' own paths (a file naming its run folder) read
+as one. Logs of the commands (*.log) and TensorBoard event files (wall times in every record)
+are skipped. Exits 1 and lists the differences when there are any.
 """
 import csv
 import io
@@ -29,12 +30,23 @@ def mask(value):
     return value
 
 
+ROOTS = []
+
+
+def text(path):
+    """The file's text with either tree's root written as <ROOT>."""
+    t = path.read_text()
+    for root in ROOTS:
+        t = t.replace(root, "<ROOT>")
+    return t
+
+
 def jsonl(path):
-    return [mask(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    return [mask(json.loads(line)) for line in text(path).splitlines() if line.strip()]
 
 
 def csv_rows(path):
-    rows = list(csv.reader(io.StringIO(path.read_text())))
+    rows = list(csv.reader(io.StringIO(text(path))))
     if not rows:
         return rows
     keep = [i for i, name in enumerate(rows[0]) if not TIMING.search(name)]
@@ -44,7 +56,10 @@ def csv_rows(path):
 def safetensors(path):
     data = path.read_bytes()
     (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + n])
+    raw = data[8 : 8 + n].decode()
+    for root in ROOTS:
+        raw = raw.replace(root.replace("/", "\\/"), "<ROOT>").replace(root, "<ROOT>")
+    header = json.loads(raw)
     meta = header.pop("__metadata__", {})
     meta = {k: v for k, v in meta.items() if not TIMING.search(k)}
     # The embedded config/JSON strings may carry times too.
@@ -61,16 +76,22 @@ def same(a: Path, b: Path) -> bool:
     if suffix == ".jsonl":
         return jsonl(a) == jsonl(b)
     if suffix == ".json":
-        return mask(json.loads(a.read_text())) == mask(json.loads(b.read_text()))
+        return mask(json.loads(text(a))) == mask(json.loads(text(b)))
     if suffix == ".csv":
         return csv_rows(a) == csv_rows(b)
     if suffix == ".safetensors":
         return safetensors(a) == safetensors(b)
-    return a.read_bytes() == b.read_bytes()
+    if a.read_bytes() == b.read_bytes():
+        return True
+    try:
+        return text(a) == text(b)
+    except UnicodeDecodeError:
+        return False
 
 
 def main():
     a_root, b_root = Path(sys.argv[1]), Path(sys.argv[2])
+    ROOTS.extend(sorted({str(a_root.resolve()), str(b_root.resolve()), str(a_root), str(b_root)}, key=len, reverse=True))
     files = lambda root: {p.relative_to(root) for p in root.rglob("*") if p.is_file() and not SKIP.search(p.name)}
     a, b = files(a_root), files(b_root)
     problems = [f"only in {a_root}: {p}" for p in sorted(a - b)] + [f"only in {b_root}: {p}" for p in sorted(b - a)]
