@@ -7,10 +7,12 @@ Equal means: the same files; JSON and JSONL equal value for value, CSV cell for 
 key or column that holds a time (seconds, per_s, hours, elapsed, wall, started/finished stamps)
 is dropped; safetensors files equal in their tensors' bytes and their metadata (times dropped);
 everything else byte for byte; the two trees' own paths (a file naming its run folder) read
-as one. Logs of the commands (*.log) and TensorBoard event files (wall times in every record)
+as one, and so do the sha256s of files at the same place in both (an encoder whose metadata
+names the run folder it was exported from has another hash, and the runs on it record that). Logs of the commands (*.log) and TensorBoard event files (wall times in every record)
 are skipped. Exits 1 and lists the differences when there are any.
 """
 import csv
+import hashlib
 import io
 import json
 import re
@@ -18,7 +20,7 @@ import struct
 import sys
 from pathlib import Path
 
-TIMING = re.compile(r"(second|per_s|hours|elapsed|wall|_time|time_|started|finished|duration|utc|date|host)", re.I)
+TIMING = re.compile(r"(second|per_s|fps|hours|elapsed|wall|_time|time_|^time/|started|finished|duration|utc|date|host)", re.I)
 SKIP = re.compile(r"(\.log$|events\.out\.tfevents|\.lock$|claim)")
 
 
@@ -31,13 +33,16 @@ def mask(value):
 
 
 ROOTS = []
+SHAS = {}
 
 
 def text(path):
-    """The file's text with either tree's root written as <ROOT>."""
+    """The file's text with either tree's root written as <ROOT>, a tree file's sha256 as its path."""
     t = path.read_text()
     for root in ROOTS:
         t = t.replace(root, "<ROOT>")
+    for sha, name in SHAS.items():
+        t = t.replace(sha, name)
     return t
 
 
@@ -59,6 +64,8 @@ def safetensors(path):
     raw = data[8 : 8 + n].decode()
     for root in ROOTS:
         raw = raw.replace(root.replace("/", "\\/"), "<ROOT>").replace(root, "<ROOT>")
+    for sha, name in SHAS.items():
+        raw = raw.replace(sha, name)
     header = json.loads(raw)
     meta = header.pop("__metadata__", {})
     meta = {k: v for k, v in meta.items() if not TIMING.search(k)}
@@ -94,6 +101,10 @@ def main():
     ROOTS.extend(sorted({str(a_root.resolve()), str(b_root.resolve()), str(a_root), str(b_root)}, key=len, reverse=True))
     files = lambda root: {p.relative_to(root) for p in root.rglob("*") if p.is_file() and not SKIP.search(p.name)}
     a, b = files(a_root), files(b_root)
+    for root in (a_root, b_root):
+        for rel in a & b:
+            if rel.suffix == ".safetensors":
+                SHAS[hashlib.sha256((root / rel).read_bytes()).hexdigest()] = f"<sha256 of {rel}>"
     problems = [f"only in {a_root}: {p}" for p in sorted(a - b)] + [f"only in {b_root}: {p}" for p in sorted(b - a)]
     compared = 0
     for rel in sorted(a & b):
