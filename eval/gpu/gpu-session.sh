@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# One lent-GPU session for issue 52, in one command of the device tool: lfs's CUDA build against
+# the strong PyTorch twins (eval/bench/strong_torch.py) on the same GPU, ABBA rounds, raw output
+# under $OUT, and a summary table printed last. eval/gpu/README.md says what each stage measures.
+#
+#   run (device tool, carry .gpu-carry):  eval/gpu/gpu-session.sh
+#   the DrQ-v2 anchor, a second command:  GPU_SESSION_STAGES="info drqv2" eval/gpu/gpu-session.sh
+#   dry run on the CPU:                   eval/gpu/gpu-session-dry.sh
+#
+# Stages (GPU_SESSION_STAGES, in this order; each skipped when its estimate no longer fits
+# GPU_SESSION_BUDGET seconds, measured from the start):
+#   info     nvidia-smi, torch, cuDNN, the carried builds                                  ~10 s
+#   parity   device_check --bench: lfs's CUDA ops against its CPU kernels (also warms the
+#            driver's JIT cache, ~25 s on a fresh machine)                                  ~90 s
+#   rounds   GPU_SESSION_ROUNDS (3) rounds in ABBA order: lfs (device_check --bench-only: LFS
+#            B=512, SAC on cached features B=128/512, medians of 10 after 3 warm-ups) and strong
+#            PyTorch (the same three updates, 10 timed after 5 warm-ups), each precision of
+#            GPU_SESSION_PRECISIONS (fp32)                                                  ~40 s a round
+#   parts    lfs's LFS update with a true split: under CUDA_LAUNCH_BLOCKING=1, and with
+#            GPU_SESSION_LFS_PARTS_ARGS if set (a profiling flag of a later device_check)    ~30 s
+#   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
+#            rendering) and sac/paper (B=512, no cache, dm_control's rendering),
+#            GPU_SESSION_E2E_FRAMES (3000) frames, 1000 of them seed frames               ~150 s
+#   anchors  strong PyTorch once more at fp32 and tf32: LFS with its parts (CUDA events), SAC
+#            on cached features (eager and as one CUDA graph), pixel SAC B=512, DrQ-v2 B=256 ~60 s
+#   compile  the same with torch.compile (not in the default list)                         ~150 s
+#   history  the old twins as written (pretrain_torch.py, sac_torch.py --features)           ~30 s
+#   drqv2    lfs train (pipelines/drqv2/easy.toml) and upstream drqv2's own train.py
+#            (eval/gpu/pack-drqv2.sh) on cartpole_swingup, GPU_SESSION_DRQV2_FRAMES (8000)
+#            frames each (upstream 10 more: it logs an episode when the next step starts, so
+#            that it logs its last one too); upstream once per GPU_SESSION_DRQV2_PRECISIONS
+#            ("default fp32": PyTorch's defaults as upstream ran, then TF32 off)           ~240 s
+#
+# Precision: lfs's CUDA build has no TF32 switch (candle's f32 GEMMs stay FP32 unless the
+# program calls set_gemm_reduced_precision_f32, which lfs does not; its convolutions are
+# im2col + those GEMMs), so lfs runs FP32 and the rounds compare FP32 with FP32. PyTorch's TF32
+# numbers (anchors) are for the record. If a later lfs gains a switch, name its arguments in
+# GPU_SESSION_LFS_TF32_ARGS and add tf32 to GPU_SESSION_PRECISIONS: the rounds then run both.
+#
+# Output under $OUT (at most 8 files come back): info.txt, log.txt (every command's raw output
+# between "== stage key=value" markers), smi.csv (utilisation, memory, clocks every 500 ms),
+# summary.txt and summary.json (eval/gpu/session_summary.py over log.txt).
+#
+# Other environment: GPU_SESSION_DEVICE (cuda; cpu for a dry run), GPU_SESSION_CARRY
+# (.gpu-carry), GPU_SESSION_DEVICE_CHECK / GPU_SESSION_LFS (binaries to use instead of the
+# carried ones), GPU_SESSION_PYTHON (python3), GPU_SESSION_UPDATES (10), GPU_SESSION_WARMUP (5),
+# GPU_SESSION_BATCH_LFS (512), GPU_SESSION_BATCH_SAC (128,512), GPU_SESSION_BATCH_PIXELS (512),
+# GPU_SESSION_BATCH_DRQV2 (256), GPU_SESSION_TIMEOUT_SCALE (1: multiplies every timeout and
+# estimate), GPU_SESSION_E2E_SET / GPU_SESSION_DRQV2_SET (extra --set
+# arguments for lfs), GPU_SESSION_DRQV2_UPSTREAM_ARGS (extra hydra overrides for upstream).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+T0=$SECONDS
+DEVICE=${GPU_SESSION_DEVICE:-cuda}
+STAGES=${GPU_SESSION_STAGES:-info parity rounds parts e2e anchors history}
+BUDGET=${GPU_SESSION_BUDGET:-540}
+ROUNDS=${GPU_SESSION_ROUNDS:-3}
+PRECISIONS=${GPU_SESSION_PRECISIONS:-fp32}
+CARRY=${GPU_SESSION_CARRY:-.gpu-carry}
+PY=${GPU_SESSION_PYTHON:-python3}
+UPDATES=${GPU_SESSION_UPDATES:-10}
+WARMUP=${GPU_SESSION_WARMUP:-5}
+B_LFS=${GPU_SESSION_BATCH_LFS:-512}
+B_SAC=${GPU_SESSION_BATCH_SAC:-128,512}
+B_PIX=${GPU_SESSION_BATCH_PIXELS:-512}
+B_DRQ=${GPU_SESSION_BATCH_DRQV2:-256}
+E2E_FRAMES=${GPU_SESSION_E2E_FRAMES:-3000}
+DRQ_FRAMES=${GPU_SESSION_DRQV2_FRAMES:-8000}
+DRQ_TASK=${GPU_SESSION_DRQV2_TASK:-cartpole_swingup}
+DRQ_PRECISIONS=${GPU_SESSION_DRQV2_PRECISIONS:-default fp32}
+SCALE=${GPU_SESSION_TIMEOUT_SCALE:-1}  # each command's timeout and each stage's estimate times this (a dry run's CPU)
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-gpu-check-out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+LOG=$OUT/log.txt
+WORK=$(mktemp -d /tmp/lfs-session.XXXXXX)
+SMI=
+trap '[ -n "$SMI" ] && kill "$SMI" 2>/dev/null; rm -rf "$WORK"' EXIT
+
+say() { echo "$*" | tee -a "$LOG"; }
+mark() { say "== $* t=$(date -u +%FT%T.%3N) at=$((SECONDS - T0))s"; }
+# run SECONDS CMD...: the command's output into the log, its exit status recorded
+run() {
+    local limit=$(($1 * SCALE)) left=$((BUDGET + 30 - (SECONDS - T0))); shift
+    # never past the budget (+30 s): the summary must be written inside the tool's 10 minutes
+    [ "$left" -lt "$limit" ] && limit=$left
+    if [ "$limit" -lt 5 ]; then
+        say "!! skipped, no time left: $*"
+        return 124
+    fi
+    timeout "$limit" "$@" >> "$LOG" 2>&1
+    local rc=$?
+    [ $rc = 0 ] || say "!! exit $rc: $*"
+    return $rc
+}
+# fits NAME ESTIMATE: whether a stage's estimate fits what is left of the budget
+fits() {
+    local left=$((BUDGET - (SECONDS - T0))) need=$(($2 * SCALE))
+    if [ "$need" -gt "$left" ]; then
+        mark "skip stage=$1 needs=${need}s left=${left}s"
+        return 1
+    fi
+    mark "stage stage=$1 estimate=${need}s left=${left}s"
+}
+has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
+
+: > "$LOG"
+mark "session device=$DEVICE stages=[$STAGES] rounds=$ROUNDS precisions=[$PRECISIONS] budget=${BUDGET}s commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)"
+
+# ---- the builds ---------------------------------------------------------------------------
+DC=${GPU_SESSION_DEVICE_CHECK:-}
+if [ -z "$DC" ] && [ -f "$CARRY/device_check.xz" ]; then
+    xz -dc "$CARRY/device_check.xz" > "$WORK/device_check" && chmod +x "$WORK/device_check" && DC=$WORK/device_check
+fi
+LFS=${GPU_SESSION_LFS:-}
+E2E=$WORK/e2e
+if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has drqv2; }; then
+    mkdir -p "$E2E" && xz -dc "$CARRY/e2e.tar.xz" | tar -C "$E2E" -x
+    [ -z "$LFS" ] && [ -x "$E2E/bin/lfs" ] && LFS=$E2E/bin/lfs
+fi
+if [ "$DEVICE" = cuda ]; then
+    . eval/gpu/cuda-libs.sh
+    cuda_dirs=$(cuda_lib_dirs)
+    export LD_LIBRARY_PATH="${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+if [ -d "$E2E/lib" ]; then
+    export LD_LIBRARY_PATH="$E2E/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export PYTHONPATH="$E2E/python${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export LFS_PYTHON=${LFS_PYTHON:-$(command -v "$PY")}
+export MUJOCO_GL=${MUJOCO_GL:-egl}
+if [ -f "$E2E/egl/10_nvidia.json" ] && ! ls /usr/share/glvnd/egl_vendor.d/*nvidia* /etc/glvnd/egl_vendor.d/*nvidia* >/dev/null 2>&1; then
+    export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$E2E/egl/10_nvidia.json}
+fi
+say "device_check: ${DC:-none}; lfs: ${LFS:-none}; python: $(command -v "$PY")"
+
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+        --format=csv -lms 500 > "$OUT/smi.csv" 2>&1 &
+    SMI=$!
+fi
+
+# ---- info ---------------------------------------------------------------------------------
+if has info; then
+    fits info 15 && {
+        {
+            date -u
+            uname -a
+            nproc
+            command -v nvidia-smi >/dev/null && nvidia-smi && nvidia-smi -q -d CLOCK,POWER,PERFORMANCE | head -80
+            "$PY" -c "import torch, sys; print('python', sys.version.split()[0]); print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version()); print('gpu', torch.cuda.get_device_name() if torch.cuda.is_available() else 'none')"
+            echo "carry:"; ls -la "$CARRY" 2>&1
+            [ -n "$DC" ] && { echo "device_check libraries:"; ldd "$DC" | grep -E 'not found|cublas|cudnn|curand|nvrtc'; }
+            [ -n "$LFS" ] && "$LFS" --version
+            [ -f "$CARRY/drqv2/SOURCE" ] && cat "$CARRY/drqv2/SOURCE"
+            echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+        } > "$OUT/info.txt" 2>&1
+        cat "$OUT/info.txt" >> "$LOG"
+    }
+fi
+
+# ---- parity -------------------------------------------------------------------------------
+if has parity && [ -n "$DC" ]; then
+    fits parity 90 && { mark "parity"; run 240 "$DC" --device "$DEVICE" --bench; }
+fi
+
+# ---- rounds -------------------------------------------------------------------------------
+lfs_arm() {  # round precision
+    local extra=
+    [ "$2" = tf32 ] && extra=${GPU_SESSION_LFS_TF32_ARGS:-}
+    mark "bench arm=lfs round=$1 precision=$2"
+    run 120 "$DC" --device "$DEVICE" --bench-only $extra
+}
+torch_arm() {
+    mark "bench arm=torch-strong round=$1 precision=$2"
+    run 150 "$PY" eval/bench/strong_torch.py --device "$DEVICE" --suite lfs,sac-features --precision "$2" \
+        --batch-lfs "$B_LFS" --batch-sac "$B_SAC" --updates "$UPDATES" --warmup "$WARMUP"
+}
+if has rounds && [ -n "$DC" ]; then
+    for prec in $PRECISIONS; do
+        if [ "$prec" = tf32 ] && [ -z "${GPU_SESSION_LFS_TF32_ARGS:-}" ]; then
+            mark "skip stage=rounds precision=tf32 reason=lfs-has-no-tf32-switch"
+            continue
+        fi
+        for r in $(seq 1 "$ROUNDS"); do
+            fits "rounds-$r-$prec" 45 || break
+            if [ $((r % 2)) = 1 ]; then lfs_arm "$r" "$prec"; torch_arm "$r" "$prec"
+            else torch_arm "$r" "$prec"; lfs_arm "$r" "$prec"; fi
+        done
+    done
+fi
+
+# ---- parts --------------------------------------------------------------------------------
+if has parts && [ -n "$DC" ]; then
+    fits parts 30 && {
+        mark "parts arm=lfs mode=CUDA_LAUNCH_BLOCKING"
+        CUDA_LAUNCH_BLOCKING=1 run 150 "$DC" --device "$DEVICE" --bench-only
+        if [ -n "${GPU_SESSION_LFS_PARTS_ARGS:-}" ]; then
+            mark "parts arm=lfs mode=args args=[${GPU_SESSION_LFS_PARTS_ARGS}]"
+            run 150 "$DC" --device "$DEVICE" --bench-only $GPU_SESSION_LFS_PARTS_ARGS
+        fi
+    }
+fi
+
+# ---- e2e ----------------------------------------------------------------------------------
+# lfs_run NAME LIMIT ARGS...: one lfs run, its train.jsonl into the log
+lfs_run() {
+    local name=$1 limit=$2; shift 2
+    local dir="$WORK/runs/$name"
+    mark "run name=$name"
+    run "$limit" "$LFS" "$@" --out-dir "$dir"
+    mark "train.jsonl name=$name"
+    cat "$dir/train.jsonl" >> "$LOG" 2>/dev/null
+    mark "eval.csv name=$name"
+    cat "$dir/eval.csv" >> "$LOG" 2>/dev/null
+}
+if has e2e && [ -n "$LFS" ]; then
+    common=(--task walker_walk --device "$DEVICE" --encoder random --set run.num_train_frames="$E2E_FRAMES"
+            --set run.num_seed_frames=1000 --set run.eval_every_frames="$E2E_FRAMES" --set run.num_eval_episodes=1
+            --set run.tensorboard=false)
+    extra=()
+    for s in ${GPU_SESSION_E2E_SET:-}; do extra+=(--set "$s"); done
+    fits e2e-sac-mini 60 && lfs_run sac-mini 150 eval --config pipelines/sac/mini.toml "${common[@]}" \
+        --set 'env.render_quality="fast"' "${extra[@]}"
+    fits e2e-sac-paper 90 && lfs_run sac-paper 200 eval --config pipelines/sac/paper.toml "${common[@]}" "${extra[@]}"
+fi
+
+# ---- anchors, compile -----------------------------------------------------------------------
+anchors() {  # stage extra-args...
+    local stage=$1; shift
+    mark "anchors arm=torch-strong stage=$stage"
+    run 300 "$PY" eval/bench/strong_torch.py --device "$DEVICE" --suite lfs,sac-features,sac-pixels,drqv2 \
+        --precision fp32,tf32 --parts --graph --batch-lfs "$B_LFS" --batch-sac "$B_SAC" --batch-pixels "$B_PIX" \
+        --batch-drqv2 "$B_DRQ" --updates "$UPDATES" --warmup "$WARMUP" "$@"
+}
+has anchors && fits anchors 60 && anchors anchors
+has compile && fits compile 150 && anchors compile --compile
+
+# ---- history ------------------------------------------------------------------------------
+if has history; then
+    fits history 30 && {
+        mark "history arm=torch-old suite=lfs precision=torch-defaults"
+        run 120 "$PY" eval/bench/pretrain_torch.py --device "$DEVICE" --batch "$B_LFS" --updates "$UPDATES" --warmup 3
+        for b in ${B_SAC//,/ }; do
+            mark "history arm=torch-old suite=sac-features batch=$b precision=torch-defaults"
+            run 60 "$PY" eval/bench/sac_torch.py --device "$DEVICE" --features --batch "$b" --updates "$UPDATES" --warmup 3
+        done
+    }
+fi
+
+# ---- drqv2 --------------------------------------------------------------------------------
+if has drqv2; then
+    if [ -z "$LFS" ] || [ ! -f "$CARRY/drqv2/train.py" ]; then
+        mark "skip stage=drqv2 reason=needs-lfs-and-$CARRY/drqv2 (eval/gpu/pack-e2e.sh, eval/gpu/pack-drqv2.sh)"
+    elif fits drqv2 200; then
+        extra=()
+        for s in ${GPU_SESSION_DRQV2_SET:-}; do extra+=(--set "$s"); done
+        lfs_run drqv2-lfs 200 train --config pipelines/drqv2/easy.toml --task "$DRQ_TASK" --seed 1 --device "$DEVICE" \
+            --set run.num_train_frames="$DRQ_FRAMES" --set run.eval_every_frames=100000 --set run.num_eval_episodes=1 \
+            --set run.tensorboard=false "${extra[@]}"
+        site=$WORK/site
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$CARRY"/drqv2-whl/*.whl >> "$LOG" 2>&1
+        for prec in $DRQ_PRECISIONS; do
+            fits "drqv2-upstream-$prec" 70 || break
+            dir=$WORK/up-$prec
+            mark "run name=drqv2-upstream-$prec"
+            ( cd "$CARRY/drqv2" && export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" &&
+              if [ "$prec" = default ]; then unset DRQV2_PRECISION; else export DRQV2_PRECISION=$prec; fi &&
+              run 200 "$PY" train.py task@_global_="$DRQ_TASK" num_train_frames=$((DRQ_FRAMES + 10)) eval_every_frames=100000 \
+                  num_eval_episodes=1 save_video=false use_tb=false device="$DEVICE" hydra.run.dir="$dir" \
+                  ${GPU_SESSION_DRQV2_UPSTREAM_ARGS:-} )
+            mark "train.csv name=drqv2-upstream-$prec"
+            cat "$dir/train.csv" >> "$LOG" 2>/dev/null
+            mark "eval.csv name=drqv2-upstream-$prec"
+            cat "$dir/eval.csv" >> "$LOG" 2>/dev/null
+        done
+    fi
+fi
+
+# ---- summary ------------------------------------------------------------------------------
+mark "done"
+[ -n "$SMI" ] && kill "$SMI" 2>/dev/null
+SMI=
+python3 eval/gpu/session_summary.py "$LOG" --json "$OUT/summary.json" > "$OUT/summary.txt" 2>&1 ||
+    echo "session_summary.py failed" >> "$OUT/summary.txt"
+echo
+cat "$OUT/summary.txt"
+echo "session: $((SECONDS - T0)) s; raw output in $OUT"

@@ -1,0 +1,297 @@
+"""Summary of one eval/gpu/gpu-session.sh log (issue 52): lfs against the strong PyTorch twins,
+round by round (ABBA), with each side's spread, the targets checked, then the anchors, the old
+twins (history), the parts, end-to-end agent steps/s and the DrQ-v2 anchor.
+
+    python3 eval/gpu/session_summary.py gpu-check-out/log.txt [--json summary.json]
+
+Medians: lfs's device_check prints one median per bench (of 10 updates after 3 warm-ups, the
+upper median); PyTorch's lines are per update, and the summary lines' `median_s` is the true
+median. Across rounds: the median of the rounds' medians, and their range (min-max). A ratio
+is lfs / PyTorch (below 1: lfs is faster).
+"""
+import argparse
+import csv
+import io
+import json
+import re
+import statistics
+import sys
+
+TARGETS = {  # issue 52: (what, bound, sense)
+    "lfs": ("LFS update, lfs/PyTorch", 1.0, "<="),
+    "lfs-goal": ("LFS update goal, lfs/PyTorch", 0.5, "<="),
+    "sac-features": ("SAC update on cached features, lfs/PyTorch", 0.5, "<="),
+    "sac-mini": ("sac/mini agent steps/s", 200.0, ">="),
+    "sac-paper": ("sac/paper agent steps/s", 70.0, ">="),
+    "drqv2": ("DrQ-v2 e2e, lfs/upstream frames/s", 2.0, ">="),
+}
+
+
+def parse(path):
+    """Sections: (kind, {key: value}, [json objects], [other lines]), in order."""
+    sections = [("start", {}, [], [])]
+    for line in open(path, errors="replace"):
+        line = line.rstrip("\n")
+        if line.startswith("== "):
+            words = line[3:].split()
+            kind = words[0] if words else ""
+            keys = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+            sections.append((kind, keys, [], []))
+        elif line.startswith("{"):
+            try:
+                sections[-1][2].append(json.loads(line))
+            except json.JSONDecodeError:
+                sections[-1][3].append(line)
+        else:
+            sections[-1][3].append(line)
+    return sections
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def fmt(x, unit="s"):
+    if x is None:
+        return "-"
+    if unit == "s":
+        return f"{x * 1e3:.2f} ms" if x < 1 else f"{x:.3f} s"
+    return f"{x:.2f}{unit}"
+
+
+def lfs_benches(objs):
+    """device_check's bench lines -> {(suite, batch): seconds}."""
+    out = {}
+    for o in objs:
+        if o.get("bench") == "lfs update":
+            out[("lfs", o["batch"])] = o["seconds"]
+        elif o.get("bench") == "sac update, cached features":
+            out[("sac-features", o["batch"])] = o["seconds"]
+    return out
+
+
+def torch_summaries(objs, impl="torch-strong"):
+    """strong_torch.py's summary lines -> {(suite, batch, precision): line}."""
+    return {(o["suite"], o["batch"], o["precision"]): o for o in objs if o.get("summary") and o.get("impl") == impl}
+
+
+def environment(sections):
+    for _, _, objs, _ in sections:
+        for o in objs:
+            if "environment" in o:
+                return o["environment"]
+    return {}
+
+
+def check(key, value):
+    what, bound, sense = TARGETS[key]
+    if value is None:
+        return f"{what} {sense} {bound:g}: not measured"
+    ok = value <= bound if sense == "<=" else value >= bound
+    return f"{what} {sense} {bound:g}: {value:.3g} -> {'MET' if ok else 'not met'}"
+
+
+def rounds_table(sections, lines, result):
+    rounds = {}  # precision -> round -> arm -> benches
+    for kind, keys, objs, _ in sections:
+        if kind == "bench":
+            p, r = keys.get("precision", "fp32"), int(keys.get("round", 0))
+            if keys.get("arm") == "lfs":
+                rounds.setdefault(p, {}).setdefault(r, {})["lfs"] = lfs_benches(objs)
+            else:
+                rounds.setdefault(p, {}).setdefault(r, {})["torch"] = {(s, b): o for (s, b, _), o in
+                                                                      torch_summaries(objs).items()}
+    checks = []
+    for p, by_round in rounds.items():
+        lines.append(f"\n## lfs vs strong PyTorch, {p} on both sides, {len(by_round)} rounds in ABBA order "
+                     "(lfs: device_check's median of its timed updates; PyTorch: the median of its timed "
+                     "updates [q1-q3])")
+        keys = sorted({k for r in by_round.values() for k in r.get("lfs", {})} |
+                      {k for r in by_round.values() for k in r.get("torch", {})})
+        for suite, batch in keys:
+            lines.append(f"{suite} B={batch}:")
+            lv, tv, ratios = [], [], []
+            tbatches = set()
+            for r in sorted(by_round):
+                l = by_round[r].get("lfs", {}).get((suite, batch))
+                t = by_round[r].get("torch", {}).get((suite, batch))
+                if t is None:  # a dry run's torch may run another batch: pair by suite
+                    cands = [o for (s, b), o in by_round[r].get("torch", {}).items() if s == suite]
+                    t = cands[0] if len(cands) == 1 and suite == "lfs" else None
+                tm = t["median_s"] if t else None
+                if t:
+                    tbatches.add(t["batch"])
+                ratio = l / tm if l is not None and tm else None
+                lv += [l] if l is not None else []
+                tv += [tm] if tm is not None else []
+                ratios += [ratio] if ratio is not None else []
+                order = "lfs first" if r % 2 == 1 else "PyTorch first"
+                spread = f" [{fmt(t['q1_s'])}-{fmt(t['q3_s'])}]" if t else ""
+                lines.append(f"  round {r} ({order}): lfs {fmt(l)}, PyTorch {fmt(tm)}{spread}, "
+                             f"ratio {fmt(ratio, '×')}")
+            ml, mt = med(lv), med(tv)
+            ratio = ml / mt if ml and mt else None
+            note = f" (PyTorch's batch {sorted(tbatches)}: not comparable)" if tbatches - {batch} else ""
+            lines.append(f"  over rounds: lfs {fmt(ml)} (range {fmt(min(lv) if lv else None)}-{fmt(max(lv) if lv else None)}), "
+                         f"PyTorch {fmt(mt)} (range {fmt(min(tv) if tv else None)}-{fmt(max(tv) if tv else None)}); "
+                         f"ratio of medians {fmt(ratio, '×')} (rounds {fmt(min(ratios) if ratios else None, '×')}-"
+                         f"{fmt(max(ratios) if ratios else None, '×')}){note}")
+            result.setdefault("rounds", {}).setdefault(p, {})[f"{suite}/{batch}"] = {
+                "lfs_s": lv, "torch_s": tv, "ratios": ratios, "lfs_median_s": ml, "torch_median_s": mt,
+                "ratio_of_medians": ratio, "comparable": not note}
+            if p == "fp32" and not note:
+                if suite == "lfs":
+                    checks += [check("lfs", ratio), check("lfs-goal", ratio)]
+                elif suite == "sac-features":
+                    checks.append(check("sac-features", ratio) + f" (B={batch})")
+    return checks
+
+
+def parts_table(sections, lines, result):
+    for kind, keys, objs, _ in sections:
+        if kind == "parts":
+            for o in objs:
+                if o.get("bench") == "lfs update":
+                    names = ("data", "forward", "backward", "optimizer")
+                    total = sum(o.get(n, 0) for n in names)
+                    lines.append(f"\n## lfs's LFS update, split ({keys.get('mode')} {keys.get('args', '')}): "
+                                 f"whole {fmt(o['seconds'])}; " + ", ".join(f"{n} {fmt(o.get(n))}" for n in names)
+                                 + f" (sum {fmt(total)}; blocking launches make every part's time its own, and "
+                                   "the whole slower than unblocked)")
+                    result.setdefault("parts", []).append({"mode": keys.get("mode"), **o})
+
+
+def anchors_table(sections, lines, result):
+    for kind, keys, objs, _ in sections:
+        if kind != "anchors":
+            continue
+        lines.append(f"\n## strong PyTorch anchors ({keys.get('stage')}): median [q1-q3] of the timed updates")
+        for impl in ("torch-strong", "torch-strong-graph"):
+            for (suite, batch, p), o in sorted(torch_summaries(objs, impl).items()):
+                lines.append(f"  {impl} {suite} B={batch} {p}{' compile=' + str(o['compile']) if o.get('compile') else ''}: "
+                             f"{fmt(o['median_s'])} [{fmt(o['q1_s'])}-{fmt(o['q3_s'])}]")
+                result.setdefault("anchors", []).append(o)
+        for o in objs:
+            if o.get("error"):
+                lines.append(f"  {o.get('impl')} {o.get('suite')} B={o.get('batch')} {o.get('precision')}: {o['error']}")
+        parts = {}
+        for o in objs:
+            if o.get("suite") == "lfs" and "parts" in o:
+                for n, s in o["parts"].items():
+                    parts.setdefault(o["precision"], {}).setdefault(n, []).append(s)
+        for p, by in parts.items():
+            lines.append(f"  torch-strong lfs parts ({p}, CUDA events, medians): "
+                         + ", ".join(f"{n} {fmt(med(v))}" for n, v in by.items()))
+
+
+def history_table(sections, lines, result):
+    rows = []
+    for kind, keys, objs, _ in sections:
+        if kind == "history":
+            t = [o["update_seconds"] for o in objs if "update_seconds" in o]
+            if t:
+                rows.append((keys.get("suite"), objs[0].get("batch"), med(t), min(t), max(t)))
+    if rows:
+        lines.append("\n## the old twins as written (history; PyTorch's default precision: cuDNN TF32 on, matmul FP32)")
+        for suite, b, m, lo, hi in rows:
+            lines.append(f"  {suite} B={b}: {fmt(m)} (range {fmt(lo)}-{fmt(hi)})")
+            result.setdefault("history", []).append({"suite": suite, "batch": b, "median_s": m, "min_s": lo, "max_s": hi})
+
+
+def lfs_episodes(objs):
+    """lfs's train.jsonl episodes: (frame, frames/s, updates, ms per agent step of the parts)."""
+    out = []
+    for o in objs:
+        if "train/fps" not in o:
+            continue
+        steps = o.get("train/episode_length") or 1
+        parts = {k[5:-2]: 1e3 * o[k] / steps for k in ("time/act_s", "time/sample_s", "time/encode_batch_s",
+                                                       "time/update_s", "time/aux_s", "time/env_wait_s") if o.get(k)}
+        out.append((o["train/frame"], o["train/fps"], o.get("train/num_updates", 0), parts))
+    return out
+
+
+def e2e_tables(sections, lines, result):
+    checks = []
+    runs = {}
+    for kind, keys, objs, other in sections:
+        if kind == "train.jsonl":
+            runs[keys["name"]] = lfs_episodes(objs)
+        elif kind == "train.csv":
+            rows = list(csv.DictReader(io.StringIO("\n".join(other)))) if other else []
+            runs[keys["name"]] = [(int(float(r["frame"])), float(r["fps"]), None, {}) for r in rows if r.get("fps")]
+    if not runs:
+        return checks
+    lines.append("\n## end to end (frames/s per training episode; agent steps/s = frames/s / 2, action repeat 2)")
+    steady = {}
+    for name, eps in runs.items():
+        train = [e for e in eps if e[2] is None or e[2] > 0]
+        lines.append(f"  {name}:")
+        for frame, fps, n, parts in eps:
+            p = ", ".join(f"{k} {v:.1f}" for k, v in parts.items())
+            lines.append(f"    to frame {frame}: {fps:.1f} frames/s = {fps / 2:.1f} agent steps/s"
+                         + (f", {n} updates" if n is not None else "") + (f" (ms per agent step: {p})" if p else ""))
+        # steady state: the training episodes after the first (cuDNN autotuning, JIT), else the last
+        rest = train[1:] if len(train) > 1 else train
+        steady[name] = med([e[1] for e in rest]) if rest else None
+        lines.append(f"    steady (median of the training episodes after the first, or the only one): "
+                     f"{fmt(steady[name], ' frames/s')}")
+    result["e2e"] = {"runs": {k: [list(e[:3]) + [e[3]] for e in v] for k, v in runs.items()}, "steady_fps": steady}
+    for name in ("sac-mini", "sac-paper"):
+        if name in steady:
+            checks.append(check(name, steady[name] / 2 if steady[name] else None))
+    if "drqv2-lfs" in steady:
+        for name in sorted(n for n in steady if n.startswith("drqv2-upstream")):
+            r = steady["drqv2-lfs"] / steady[name] if steady[name] and steady["drqv2-lfs"] else None
+            checks.append(check("drqv2", r) + f" (against {name})")
+    return checks
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("log")
+    p.add_argument("--json")
+    a = p.parse_args()
+    sections = parse(a.log)
+    lines, result = [], {}
+    env = environment(sections)
+    head = next((k for kind, k, _, _ in sections if kind == "session"), {})
+    done = next((k for kind, k, _, _ in sections if kind == "done"), {})
+    lines.append(f"# GPU session: {env.get('gpu', head.get('device', '?'))}; torch {env.get('torch', '?')} "
+                 f"(CUDA {env.get('cuda', '-')}, cuDNN {env.get('cudnn', '-')}); lfs at {head.get('commit', '?')}; "
+                 f"{done.get('at', '?')} in all")
+    lines.append("precision: lfs FP32 (its CUDA build has no TF32 switch); strong PyTorch as each line says "
+                 "(rounds: fp32 = TF32 off for matmuls and cuDNN)")
+    skipped = [f"{k.get('stage')} ({k.get('reason') or 'needed ' + k.get('needs', '?') + ', had ' + k.get('left', '?')})"
+               for kind, k, _, _ in sections if kind == "skip"]
+    if skipped:
+        lines.append("skipped: " + "; ".join(skipped))
+    failures = [l for _, _, _, other in sections for l in other if l.startswith("!! exit")]
+    checks = rounds_table(sections, lines, result)
+    parts_table(sections, lines, result)
+    anchors_table(sections, lines, result)
+    history_table(sections, lines, result)
+    checks += e2e_tables(sections, lines, result)
+    parity = [o for kind, _, objs, _ in sections if kind == "parity" for o in objs if "check" in o]
+    if parity:
+        worst = max(parity, key=lambda o: o["rel_err"])
+        ok = all(o["ok"] for o in parity)
+        lines.append(f"\nparity: {len(parity)} checks, {'all pass' if ok else 'FAILED'}; worst {worst['rel_err']:.2e} ({worst['check']})")
+        result["parity"] = {"checks": len(parity), "ok": ok, "worst": worst}
+    if failures:
+        lines.append("\ncommands that failed:\n  " + "\n  ".join(failures))
+    lines.append("\n## issue 52's targets")
+    if head.get("device", "cuda") != "cuda":
+        lines.append(f"  not evaluated: a dry run on {head.get('device')} at tiny sizes proves the script, not a speed")
+        checks = []
+    else:
+        lines += ["  " + c for c in checks] or ["  nothing measured"]
+    result.update(environment=env, session=head, checks=checks, failures=failures, skipped=skipped)
+    print("\n".join(lines))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
