@@ -75,10 +75,7 @@ const STEPS: &[Step] = &[
     run("make", "SET='--set run.num_updates=100'"),
     skip("make test", "this test is part of it"),
     skip("make setup-torch", "5.3 GB of torch for one test; .ci/run runs it before make test"),
-    skip("make test-fast", "make test, which runs this test, is the whole of it and more"),
     skip("make test-fast", "make test's tests less the slow ones; this test is among those"),
-    skip("make setup-torch", "5.3 GB of torch for one test; .ci/run runs it before make test"),
-    skip("make test-fast", "make test, which runs this test, is the whole of it and more"),
     skip(
         "make build",
         "cargo test built the binary these steps run; cargo in a second folder would rebuild it",
