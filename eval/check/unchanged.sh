@@ -11,6 +11,13 @@ export MUJOCO_GL=${MUJOCO_GL:-egl}
 mkdir -p "$OUT"
 DATA=$OUT/dataset
 [ -f "$DATA/meta/info.json" ] || "$BEFORE" ingest datasets/tiny/videos --out "$DATA" > "$OUT/ingest.log"
+# The probe reads recorded states: two short episodes of one task from `lfs collect`.
+PROBE_SET=$OUT/probe-set/dataset
+[ -f "$PROBE_SET/meta/info.json" ] || {
+    "$BEFORE" collect --tasks cartpole_swingup --episodes 4 --video-frames 100 --render-quality fast --seed 7 \
+        --out "$OUT/probe-set/videos" > "$OUT/probe-set.log" 2>&1
+    "$BEFORE" ingest "$OUT/probe-set/videos" --out "$PROBE_SET" >> "$OUT/probe-set.log" 2>&1
+}
 
 runs() {  # runs LFS DIR: every tiny run into DIR
     local lfs=$1 dir=$2
@@ -38,7 +45,7 @@ runs() {  # runs LFS DIR: every tiny run into DIR
         [ -f "$dir/train-$agent/eval.csv" ] || "$lfs" train --config "pipelines/$agent/tiny.toml" --task cartpole_swingup \
             --seed 1 "${short[@]}" --out-dir "$dir/train-$agent" > "$dir/train-$agent.log" 2>&1
     done
-    [ -f "$dir/probe.json" ] || "$lfs" probe --encoder "$dir/pretrain-lfs/encoder.safetensors" --dataset "$DATA" \
+    [ -f "$dir/probe.json" ] || "$lfs" probe --encoder "$dir/pretrain-lfs/encoder.safetensors" --dataset "$PROBE_SET" --allow-render-quality-mismatch \
         --out "$dir/probe.json" > "$dir/probe.md" 2>"$dir/probe.log"
     [ -d "$dir/report-study-mini" ] || "$lfs" report results/study-mini --out "$dir/report-study-mini" > "$dir/report.log" 2>&1
     [ -d "$dir/report-drqv2-mini" ] || "$lfs" report results/drqv2-mini --out "$dir/report-drqv2-mini" >> "$dir/report.log" 2>&1
