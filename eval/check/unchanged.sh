@@ -11,10 +11,11 @@ export MUJOCO_GL=${MUJOCO_GL:-egl}
 mkdir -p "$OUT"
 DATA=$OUT/dataset
 [ -f "$DATA/meta/info.json" ] || "$BEFORE" ingest datasets/tiny/videos --out "$DATA" > "$OUT/ingest.log"
-# The probe reads recorded states: two short episodes of one task from `lfs collect`.
+# The probe reads recorded states: 16 short episodes of one task from `lfs collect` (it fits on
+# 10 or more and holds out 4 or more).
 PROBE_SET=$OUT/probe-set/dataset
 [ -f "$PROBE_SET/meta/info.json" ] || {
-    "$BEFORE" collect --tasks cartpole_swingup --episodes 4 --video-frames 100 --render-quality fast --seed 7 \
+    "$BEFORE" collect --tasks cartpole_swingup --episodes 16 --video-frames 60 --render-quality fast --seed 7 \
         --out "$OUT/probe-set/videos" > "$OUT/probe-set.log" 2>&1
     "$BEFORE" ingest "$OUT/probe-set/videos" --out "$PROBE_SET" >> "$OUT/probe-set.log" 2>&1
 }
