@@ -86,7 +86,7 @@ fn the_stddev_schedule_is_drqv2s() {
 
 /// The n-step rows the replay samples from one episode: (t, reward, discount, next frame),
 /// read off `locations` and the frames (byte F_k = k).
-fn nstep_rows(replay: &ReplayBuffer, returns: NStep) -> BTreeMap<usize, (f64, f64, u8)> {
+fn nstep_rows(replay: &mut ReplayBuffer, returns: NStep) -> BTreeMap<usize, (f64, f64, u8)> {
     let t = replay
         .sample(400, returns, &mut ChaCha8Rng::seed_from_u64(returns.n as u64))
         .unwrap();
@@ -143,7 +143,7 @@ fn n_step_returns_are_drqv2s_and_an_off_by_one_discount_is_caught() {
     }
     for case in f["nstep"]["cases"].as_array().unwrap() {
         let n = case["n"].as_u64().unwrap() as usize;
-        let rows = nstep_rows(&replay, NStep { n, discount: gamma });
+        let rows = nstep_rows(&mut replay, NStep { n, discount: gamma });
         check_nstep(&rows, case).unwrap();
         if n > 1 {
             // The same check catches a discount off by one step (γⁿ⁻¹ instead of γⁿ).

@@ -48,7 +48,7 @@ fn encoder_weights(encoder: &OnlineEncoder) -> BTreeMap<String, Vec<f32>> {
 
 #[test]
 fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
-    let (cfg, mut encoder, replay) = small_setup(&[]);
+    let (cfg, mut encoder, mut replay) = small_setup(&[]);
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let n = cfg.agent.batch_size();
     let t = replay.sample(n, cfg.agent.returns(), &mut rng).unwrap();
@@ -91,7 +91,7 @@ fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
 #[test]
 fn with_the_critic_gradient_the_critic_update_moves_the_encoder() {
     // sac-pixel: no objective, the critic's gradient trains the encoder.
-    let (cfg, mut encoder, replay) = small_setup(&["aux.method=none", "aux.critic_gradient=true"]);
+    let (cfg, mut encoder, mut replay) = small_setup(&["aux.method=none", "aux.critic_gradient=true"]);
     assert!(encoder.trainer().is_none() && encoder.critic_trains_encoder());
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     let n = cfg.agent.batch_size();

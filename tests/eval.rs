@@ -191,6 +191,51 @@ fn a_killed_run_resumes_to_the_same_results() {
     assert_eq!(std::fs::read(killed.join("eval.csv")).unwrap(), eval_csv);
 }
 
+#[test]
+fn a_killed_run_sampling_as_drqv2s_loader_resumes_to_the_same_results() {
+    // `replay.sampling = "drqv2"`: the loader's counts are part of the checkpoint. With 250 seed
+    // steps and an update every step, the checkpoint (step 500 or 1000) falls at batch 250 or
+    // 750: mid-way through the shards' turns and between their refreshes (at batches 4j + w
+    // for j = 0, 62, 125, 187, 250, 312, the shard's sample 1000·j/62.5). Episode 1 (shard 1)
+    // ends at step 1000 and reaches its shard at batch 1001 (step 1251): a run resumed without
+    // the counts refreshes at other batches, its shard 1 holds episode 1 from step 1001, and
+    // its draws, losses and returns differ.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--encoder",
+        "random",
+        "--task",
+        "cartpole_swingup",
+        "--set",
+        "replay.sampling=\"drqv2\"",
+        "--set",
+        "run.num_seed_frames=500",
+    ];
+    let whole = dir.path().join("whole");
+    let result = eval_command(&whole, &args).output().unwrap();
+    assert!(result.status.success(), "{}", text(&result));
+    let config = std::fs::read_to_string(whole.join("config.resolved.toml")).unwrap();
+    assert!(config.contains("sampling = \"drqv2\""), "{config}");
+    let killed = dir.path().join("killed");
+    let mut child = spawn_quiet(&mut eval_command(&killed, &args));
+    wait_for(&mut child, 300, "the first checkpoint", || {
+        killed.join("checkpoint.safetensors").exists()
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = results(&killed);
+    let result = eval_command(&killed, &args).output().unwrap();
+    let said = text(&result);
+    assert!(result.status.success(), "{said}");
+    assert!(said.contains("resuming at frame"), "{said}");
+    assert_eq!(results(&killed), results(&whole), "killed after {before:?}");
+    // The same run sampled uniformly is another run: it does not resume this checkpoint.
+    let uniform = [&args[..4], &args[6..]].concat();
+    let result = eval_command(&killed, &uniform).output().unwrap();
+    assert_eq!(result.status.code(), Some(2), "{}", text(&result));
+    assert!(text(&result).contains("replay.sampling"), "{}", text(&result));
+}
+
 /// Starts `cmd` with its output discarded.
 fn spawn_quiet(cmd: &mut Command) -> std::process::Child {
     cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()

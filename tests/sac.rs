@@ -480,11 +480,11 @@ fn the_f16_feature_cache_rounds_to_the_nearest_half_and_refuses_what_it_cannot_h
             }
         }
     }
-    let draw = |b: &ReplayBuffer| {
+    let draw = |b: &mut ReplayBuffer| {
         b.sample(64, ONE_STEP, &mut rand_chacha::ChaCha8Rng::seed_from_u64(9))
             .unwrap()
     };
-    let (a, b) = (draw(&full), draw(&half));
+    let (a, b) = (draw(&mut full), draw(&mut half));
     assert_eq!(a.locations, b.locations);
     assert_eq!(a.reward, b.reward);
     for (x, y) in a

@@ -36,6 +36,9 @@ mod sac;
 // returns, truncated normal, losses and gradients, random shift), its update, and `lfs train` /
 // `lfs eval` with it: a killed run resumes exactly, bad input refused.
 mod drqv2;
+// `replay.sampling = "drqv2"`: which episodes each sample comes from against a Python
+// transcription of DrQ-v2's replay loader, its state resumed exactly, the setting in configs.
+mod replay;
 // TACO: its loss, latent actions and gradients vs a float64 transcription of FrankZheng2022/TACO,
 // action sequences from the replay, `lfs train` with it resuming exactly, refusals by name.
 mod taco;

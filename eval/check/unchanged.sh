@@ -4,7 +4,8 @@
 # `lfs pretrain` + `lfs export` for every objective, `lfs eval` (SAC, DrQ-v2), `lfs train` for every
 # agent kind and auxiliary method, `lfs probe`, `lfs report` on a committed results folder, and a
 # run killed under the old binary and resumed by the new one against the new one uninterrupted.
-#   eval/check/unchanged.sh BEFORE_LFS AFTER_LFS OUT_DIR      (~20 min on 2 cores)
+#   eval/check/unchanged.sh BEFORE_LFS AFTER_LFS OUT_DIR      (~20 min on 2 quiet cores)
+# Both binaries must read today's pipelines (a config field added since BEFORE is refused by it).
 set -euo pipefail
 BEFORE=$1 AFTER=$2 OUT=$3
 export MUJOCO_GL=${MUJOCO_GL:-egl}
@@ -55,13 +56,14 @@ runs() {  # runs LFS DIR: every tiny run into DIR
 echo "== before: $BEFORE"; runs "$BEFORE" "$OUT/before"
 echo "== after: $AFTER"; runs "$AFTER" "$OUT/after"
 
-# A checkpoint written before resumes after: the old binary stops at frame 800 (its final
-# checkpoint), the new one resumes it to 1200, and the result is the new one's uninterrupted run.
-args=(--config pipelines/taco/tiny.toml --task cartpole_swingup --seed 1 --set run.num_train_frames=1200
-    --set run.num_seed_frames=400 --set run.eval_every_frames=400 --set run.checkpoint_every_frames=400)
+# A checkpoint written before resumes after: the old binary stops at frame 1000, the end of its
+# first episode (a run that stops mid-episode resumes at a new episode, by design), the new one
+# resumes it to 1400, and the result is the new one's uninterrupted run.
+args=(--config pipelines/taco/tiny.toml --task cartpole_swingup --seed 1 --set run.num_train_frames=1400
+    --set run.num_seed_frames=400 --set run.eval_every_frames=200 --set run.checkpoint_every_frames=400)
 if [ ! -f "$OUT/resume/resumed/train-taco/eval.csv" ]; then
     rm -rf "$OUT/resume"; mkdir -p "$OUT/resume/resumed" "$OUT/resume/uninterrupted"
-    "$BEFORE" train "${args[@]}" --set run.num_train_frames=800 --out-dir "$OUT/resume/resumed/train-taco" > "$OUT/resume/before.log" 2>&1
+    "$BEFORE" train "${args[@]}" --set run.num_train_frames=1000 --out-dir "$OUT/resume/resumed/train-taco" > "$OUT/resume/before.log" 2>&1
     "$AFTER" train "${args[@]}" --out-dir "$OUT/resume/resumed/train-taco" > "$OUT/resume/after.log" 2>&1
     "$AFTER" train "${args[@]}" --out-dir "$OUT/resume/uninterrupted/train-taco" > "$OUT/resume/uninterrupted.log" 2>&1
 fi

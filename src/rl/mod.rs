@@ -17,6 +17,7 @@ pub mod critic;
 pub mod feature_cache;
 pub(crate) mod mlp;
 pub mod replay_buffer;
+pub mod replay_sampling;
 
 pub mod drqv2;
 pub mod sac;
@@ -30,7 +31,8 @@ pub use critic::{Critic, NetworkDims};
 pub use drqv2::{DrQv2Agent, DrQv2Config, DrQv2Metrics, DrQv2Sums};
 pub use feature_cache::{CachedFeatures, FeatureDtype};
 pub use mlp::TrunkOutput;
-pub use replay_buffer::{NStep, ReplayBuffer, StoredEpisode, Transitions};
+pub use replay_buffer::{NStep, ReplayBuffer, SamplingState, StoredEpisode, Transitions};
+pub use replay_sampling::ReplaySampling;
 pub use sac::actor::Actor;
 pub use sac::squashed_gaussian::SquashedGaussian;
 pub use sac::{SacAgent, SacConfig, SacMetrics, SacSums};

@@ -4,13 +4,16 @@
 //!
 //! An episode holds frames F_0 … F_n, actions a_0 … a_{n−1} and rewards r_0 … r_{n−1};
 //! transition t is (O_t, a_t, r_t, O_{t+1}) with O_t = [F_{t−2}, F_{t−1}, F_t] clamped at the
-//! episode start. Sampling is uniform over every stored transition (the episode being recorded
-//! included) and never crosses an episode boundary: both observations come from one episode.
+//! episode start. A sample never crosses an episode boundary: both observations come from one
+//! episode. Which transitions a batch draws is the buffer's [`ReplaySampling`]
+//! (`replay.sampling`, src/rl/replay_sampling.rs): uniformly over every stored transition, the
+//! episode being recorded included (the default), or as DrQ-v2's replay loader draws them.
 //! With n-step returns ([`NStep`], DrQ-v2's `nstep`) a sample is (O_t, a_t, Σᵢ γⁱ r_{t+i},
-//! γⁿ, O_{t+n}), drawn uniformly over the transitions whose n steps lie in their episode, as
-//! DrQ-v2's replay draws them (replay_buffer.py `_sample`, facebookresearch/drqv2 @c0c650b);
+//! γⁿ, O_{t+n}), drawn among the transitions whose n steps lie in their episode, as DrQ-v2's
+//! replay draws them (replay_buffer.py `_sample`, facebookresearch/drqv2 @c0c650b);
 //! n = 1 draws exactly what one-step sampling draws.
 //! When the buffer holds more than `capacity` transitions, the oldest finished episodes go.
+//! Episodes are numbered in the order they started, from 0, the dropped ones included.
 //!
 //! With the feature cache, each observation's encoder features are stored beside it when its
 //! frame arrives (`set_features`), as f32 or f16 ([`FeatureDtype`]), and batches carry them
@@ -19,9 +22,10 @@
 use std::collections::VecDeque;
 
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 use super::feature_cache::{CachedFeatures, FeatureDtype};
-use crate::data::sampler::locate;
+use super::replay_sampling::{DrQv2Loader, ReplaySampling, Sampler};
 use crate::observation::{stack_frames, stack_indices, StoredFrames, FRAME_STACK};
 use crate::{Error, Result};
 
@@ -100,8 +104,17 @@ pub struct Transitions {
     /// ([`ReplayBuffer::sample_with_sequence`]); empty otherwise.
     pub action_seq: Vec<f32>,
     pub seq_obs: Vec<u8>,
-    /// (episode index in the buffer, t) of each transition, for tests and diagnostics.
+    /// (episode position in the buffer, t) of each transition, for tests and diagnostics (the
+    /// episode's number is [`ReplayBuffer::first_episode`] + its position).
     pub locations: Vec<(usize, usize)>,
+}
+
+/// What a checkpoint keeps of the replay's sampling beside its episodes (`drqv2` sampling
+/// only): the number of the oldest stored episode, and the loader's counters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplingState {
+    pub first_episode: u64,
+    pub loader: DrQv2Loader,
 }
 
 /// Stored episodes, oldest first.
@@ -116,6 +129,10 @@ pub struct ReplayBuffer {
     feature_dtype: FeatureDtype,
     episodes: VecDeque<EpisodeRecord>,
     num_transitions: usize,
+    /// The number of the oldest stored episode: episodes dropped so far.
+    first_episode: u64,
+    /// How batches are drawn, and the sampler's state.
+    sampler: Sampler,
 }
 
 impl ReplayBuffer {
@@ -137,6 +154,44 @@ impl ReplayBuffer {
             feature_dtype,
             episodes: VecDeque::new(),
             num_transitions: 0,
+            first_episode: 0,
+            sampler: Sampler::Uniform,
+        }
+    }
+
+    /// The buffer drawing batches as `sampling` says (uniformly without this).
+    pub fn with_sampling(mut self, sampling: ReplaySampling) -> Self {
+        self.sampler = Sampler::new(sampling);
+        self
+    }
+
+    /// The number of the oldest stored episode (episodes dropped so far).
+    pub fn first_episode(&self) -> u64 {
+        self.first_episode
+    }
+
+    /// The sampler's state for a checkpoint; None with uniform sampling, which has none.
+    pub fn sampling_state(&self) -> Option<SamplingState> {
+        match &self.sampler {
+            Sampler::Uniform => None,
+            Sampler::DrQv2(loader) => Some(SamplingState {
+                first_episode: self.first_episode,
+                loader: loader.clone(),
+            }),
+        }
+    }
+
+    /// Restores a checkpoint's sampler state (after [`ReplayBuffer::restore`]).
+    pub fn restore_sampling(&mut self, state: SamplingState) -> Result<()> {
+        match &mut self.sampler {
+            Sampler::Uniform => Err(Error::Shape(
+                "replay: a sampler state for a buffer that samples uniformly".into(),
+            )),
+            Sampler::DrQv2(loader) => {
+                *loader = state.loader;
+                self.first_episode = state.first_episode;
+                Ok(())
+            }
         }
     }
 
@@ -232,6 +287,7 @@ impl ReplayBuffer {
         while self.num_transitions > self.capacity && self.episodes.len() > 1 {
             if let Some(old) = self.episodes.pop_front() {
                 self.num_transitions -= old.num_transitions();
+                self.first_episode += 1;
             }
         }
     }
@@ -248,9 +304,11 @@ impl ReplayBuffer {
         }
     }
 
-    /// `n` transitions uniformly with replacement over every stored transition whose
-    /// `returns.n` steps lie in its episode, with their n-step rewards and discounts.
-    pub fn sample<R: Rng + ?Sized>(&self, n: usize, returns: NStep, rng: &mut R) -> Result<Transitions> {
+    /// `n` transitions with replacement among the stored transitions whose `returns.n` steps
+    /// lie in their episode, with their n-step rewards and discounts: uniformly over all of them,
+    /// or as DrQ-v2's loader draws (the buffer's [`ReplaySampling`]; its newest episode is the
+    /// one being recorded, as whenever the loop samples).
+    pub fn sample<R: Rng + ?Sized>(&mut self, n: usize, returns: NStep, rng: &mut R) -> Result<Transitions> {
         self.sample_with_sequence(n, returns, 0, rng)
     }
 
@@ -259,7 +317,7 @@ impl ReplayBuffer {
     /// only), drawn over the transitions whose max(n, k) steps lie in their episode (TACO's
     /// replay). `k` = 0 is [`ReplayBuffer::sample`].
     pub fn sample_with_sequence<R: Rng + ?Sized>(
-        &self,
+        &mut self,
         n: usize,
         returns: NStep,
         k: usize,
@@ -307,10 +365,8 @@ impl ReplayBuffer {
         // γⁿ, and the weights γⁱ of the rewards, in f64 then rounded once.
         let weights: Vec<f64> = (0..returns.n).map(|i| returns.discount.powi(i as i32)).collect();
         let bootstrap_discount = returns.discount.powi(returns.n as i32) as f32;
-        for i in 0..n {
-            // Invariant: the draw is < total, the sum of the counts.
-            let (e, t) = locate(&counts, rng.random_range(0..total))
-                .ok_or_else(|| Error::Shape("replay: transition index beyond the stored episodes".into()))?;
+        let drawn = self.sampler.draw(n, &counts, self.first_episode, rng)?;
+        for (i, (e, t)) in drawn.into_iter().enumerate() {
             let episode = &self.episodes[e];
             let next = t + returns.n;
             let slot = i * obs_len..(i + 1) * obs_len;
@@ -358,6 +414,7 @@ impl ReplayBuffer {
     pub fn restore(&mut self, episodes: Vec<StoredEpisode>) -> Result<()> {
         self.episodes.clear();
         self.num_transitions = 0;
+        self.first_episode = 0;
         for StoredEpisode {
             frames,
             actions,

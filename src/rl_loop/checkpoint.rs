@@ -1,5 +1,5 @@
-//! The loop's checkpoint (`checkpoint.safetensors`): the agent's state, the replay's episodes,
-//! the representation's training state, the counters and the RNG, written atomically at episode
+//! The loop's checkpoint (`checkpoint.safetensors`): the agent's state, the replay's episodes
+//! (and its sampler's counters with `drqv2` sampling), the representation's training state, the counters and the RNG, written atomically at episode
 //! ends; and the checks that make a resumed run the same run. Each part has its own section of
 //! tensor names and metadata keys, named once here.
 
@@ -40,6 +40,9 @@ mod key {
     pub const LAST_EVAL_STEP: &str = "lfs.last_eval_step";
     pub const RNG: &str = "lfs.rng";
     pub const VALUE_COMPARISON: &str = "lfs.value_comparison";
+    /// The replay sampler's state (JSON), `drqv2` sampling only: a uniformly sampled run's
+    /// checkpoint has no such key, as before the setting existed.
+    pub const REPLAY_SAMPLING: &str = "lfs.replay_sampling";
 }
 
 /// A part of the checkpoint: a prefix of tensor names and one of metadata keys.
@@ -147,6 +150,9 @@ impl<A: Agent> Workspace<A> {
         if let Some(window) = &self.value_comparison {
             meta.insert(key::VALUE_COMPARISON.into(), serde_json::to_string(window)?);
         }
+        if let Some(sampling) = self.replay.sampling_state() {
+            meta.insert(key::REPLAY_SAMPLING.into(), serde_json::to_string(&sampling)?);
+        }
         meta.insert(checkpoint::VERSION_KEY.into(), checkpoint::THIS_VERSION.into());
         checkpoint::save_atomic(path, &tensors, &meta)
     }
@@ -179,6 +185,11 @@ impl<A: Agent> Workspace<A> {
         self.agent.load_state(&file.tensors, &file.metadata)?;
         self.representation.load_state(&REPRESENTATION.take(file), &file.path)?;
         self.replay.restore(replay_episodes(file)?)?;
+        if self.replay.sampling_state().is_some() {
+            let state = serde_json::from_str(file.meta(key::REPLAY_SAMPLING)?)
+                .map_err(|e| err(format!("`{}`: {e}", key::REPLAY_SAMPLING)))?;
+            self.replay.restore_sampling(state)?;
+        }
         if self.stage.rl.replay.feature_cache {
             // The cache is not stored: the frozen encoder recomputes it exactly.
             for e in 0..self.replay.episodes().len() {

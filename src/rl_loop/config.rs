@@ -11,6 +11,7 @@ use crate::device::DeviceChoice;
 use crate::env::RenderQuality;
 use crate::rl::AgentConfig;
 use crate::rl::FeatureDtype;
+use crate::rl::ReplaySampling;
 use crate::{Error, Result};
 
 /// A count of frames: env steps, i.e. agent steps × action repeat (docs/design.md §8).
@@ -216,6 +217,16 @@ pub struct ReplayConfig {
     /// How the cache stores features: "f32" (as encoded), or "f16" (half the memory, each value
     /// rounded to the nearest half; BENCHMARKS.md compares the two). A resumed run keeps its own.
     pub feature_cache_dtype: FeatureDtype,
+    /// Which stored transitions a batch draws (docs/design.md §6, §13): "uniform" (the default,
+    /// Proto-RL's replay: every stored transition alike, the episode being played included), or
+    /// "drqv2" (DrQ-v2's and TACO's replay
+    /// loader: finished episodes only, in four shards of episode number mod 4 that take turns
+    /// by batch, each shard seeing newly finished episodes only every 1000 of its samples;
+    /// src/rl/replay_sampling.rs says what of upstream's loader it keeps). A config without it
+    /// writes nothing, so its `config.resolved.toml` and checkpoints are what they were before
+    /// the setting existed.
+    #[serde(skip_serializing_if = "ReplaySampling::is_uniform")]
+    pub sampling: ReplaySampling,
 }
 
 impl Default for ReplayConfig {
@@ -225,6 +236,7 @@ impl Default for ReplayConfig {
             random_shift_pad: 4,
             feature_cache: false,
             feature_cache_dtype: FeatureDtype::F32,
+            sampling: ReplaySampling::Uniform,
         }
     }
 }

@@ -139,7 +139,8 @@ impl<A: Registered> Workspace<A> {
                 action_dim,
                 feature_dim,
                 cfg.replay.feature_cache_dtype,
-            ),
+            )
+            .with_sampling(cfg.replay.sampling),
             shift: RandomShift {
                 pad: cfg.replay.random_shift_pad,
             },
