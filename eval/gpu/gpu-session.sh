@@ -135,6 +135,10 @@ if [ -f "$E2E/egl/10_nvidia.json" ] && ! ls /usr/share/glvnd/egl_vendor.d/*nvidi
     export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$E2E/egl/10_nvidia.json}
 fi
 say "device_check: ${DC:-none}; lfs: ${LFS:-none}; python: $(command -v "$PY")"
+for st in parity rounds parts; do
+    has $st && [ -z "$DC" ] && mark "skip stage=$st reason=no-device_check($CARRY/device_check.xz:make-build-cuda-and-gpu-pack)"
+done
+has e2e && [ -z "$LFS" ] && mark "skip stage=e2e reason=no-lfs($CARRY/e2e.tar.xz:make-build-cuda-and-gpu-pack)"
 
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used,clocks.sm,clocks.mem,temperature.gpu,power.draw \

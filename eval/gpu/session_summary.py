@@ -76,11 +76,20 @@ def torch_summaries(objs, impl="torch-strong"):
 
 
 def environment(sections):
+    """strong_torch.py's environment line, else what the info stage printed."""
     for _, _, objs, _ in sections:
         for o in objs:
             if "environment" in o:
                 return o["environment"]
-    return {}
+    env = {}
+    for _, _, _, other in sections:
+        for line in other:
+            m = re.match(r"torch (\S+) cuda (\S+) cudnn (\S+)$", line)
+            if m:
+                env.update(torch=m[1], cuda=m[2], cudnn=m[3])
+            elif line.startswith("gpu ") and line[4:] != "none":
+                env["gpu"] = line[4:]
+    return env
 
 
 def check(key, value):
