@@ -14,7 +14,7 @@
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
-.PHONY: gpu-pack gpu-check gpu-e2e
+.PHONY: gpu-pack gpu-check gpu-e2e gpu-pack-drqv2 gpu-session gpu-session-dry
 
 CARGO ?= cargo
 LFS := target/release/lfs
@@ -74,6 +74,16 @@ gpu-check: ## on a GPU machine: the CUDA build's parity checks and timings again
 	eval/gpu/gpu-check.sh
 gpu-e2e: ## on a GPU machine: mini agent steps/s of lfs eval and lfs train, CUDA and CPU
 	eval/gpu/gpu-e2e.sh
+# Issue 52's GPU session (eval/gpu/README.md): lfs's CUDA build against the strong PyTorch twins
+# in ABBA rounds, lfs's split, end-to-end agent steps/s, in one device-tool command (~8 min;
+# carry .gpu-carry). gpu-pack-drqv2 fetches upstream DrQ-v2 for its optional drqv2 stage;
+# gpu-session-dry runs the session on the CPU at tiny sizes (DRY_PYTHON: a python with torch).
+gpu-pack-drqv2:
+	eval/gpu/pack-drqv2.sh
+gpu-session:
+	eval/gpu/gpu-session.sh
+gpu-session-dry:
+	eval/gpu/gpu-session-dry.sh
 
 # Creates .venv with the pinned worker requirements and the dataset readers the tests use.
 # The stamp file makes a second run instant; it is refreshed when a requirements file changes.

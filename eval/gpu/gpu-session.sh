@@ -3,7 +3,7 @@
 # the strong PyTorch twins (eval/bench/strong_torch.py) on the same GPU, ABBA rounds, raw output
 # under $OUT, and a summary table printed last. eval/gpu/README.md says what each stage measures.
 #
-#   run (device tool, carry .gpu-carry):  eval/gpu/gpu-session.sh
+#   run (device tool, carry .gpu-carry):  eval/gpu/gpu-session.sh          (make gpu-session)
 #   the DrQ-v2 anchor, a second command:  GPU_SESSION_STAGES="info drqv2" eval/gpu/gpu-session.sh
 #   dry run on the CPU:                   eval/gpu/gpu-session-dry.sh
 #
