@@ -114,8 +114,8 @@ sample: build ## ingest and inspect the embedded sample into runs/sample/
 #                   8,844 test-seconds on 2 threads (unit tests 0.3 s); ~14 min on a quiet machine
 #                   (2026-11-22, BENCHMARKS.md).
 #   make test-fast  a contributor's loop: every unit and doc test, and the integration tests but
-#                   the 28 below. Its 168 integration tests took 475 of those test-seconds (5%):
-#                   ~4 min at that load, about 1 min on a quiet machine.
+#                   the 28 below. Its integration tests took 475 of those test-seconds (5%); run
+#                   on its own at a load of 9-11 it took 1 min 59 s (about 1 min quiet).
 # The slow ones run dm_control episodes, suites, a SLURM cluster, the README's walk or training
 # runs: each took over 25 s at that load (over ~5 s quiet). A new test that slow goes here
 # (cargo test's name filter, `--skip`).
