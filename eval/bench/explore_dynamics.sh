@@ -8,8 +8,9 @@
 # Writes bench-out/explore-dynamics/<method>/{ours,torch}/s<seed>.json; then
 # eval/bench/explore_dynamics.py compares the window means. Our side is examples/bench_explore
 # (the flags of explore_torch.py; not written yet: run SIDES=torch until it is). The torch side
-# records its seconds per run in the JSON (and in the stored references). Re-running skips
-# finished runs.
+# runs on THREADS threads (1: on a shared, busy 2-core machine, three 2-thread runs went several
+# times slower than three 1-thread runs) and records its seconds per run in the JSON (and in
+# the stored references). Re-running skips finished runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LFS=${LFS:-target/release/lfs}
@@ -42,7 +43,7 @@ for method in $METHODS; do
     if [[ " $SIDES " == *" torch "* && ! -f "$OUT/$method/torch/s$seed.json" ]]; then
       echo "== $method torch s$seed"
       "$TORCH_PYTHON" eval/bench/explore_torch.py --method "$method" --frames "$FRAMES" --seed "$seed" --batch 64 \
-        --updates "$UPDATES" $sizes --threads 2 --out "$OUT/$method/torch/s$seed.json"
+        --updates "$UPDATES" $sizes --threads "${THREADS:-1}" --out "$OUT/$method/torch/s$seed.json"
     fi
   done
 done
