@@ -531,7 +531,7 @@ fn train_rows_run_lfs_train_and_reach_the_report() {
 #[test]
 fn jaco_tasks_train_through_a_suite_and_reach_table_2() {
     let dir = tempfile::tempdir().unwrap();
-    for (suite, cells) in [("eval/suites/jaco_paper.toml", 20), ("eval/suites/jaco_mini.toml", 4)] {
+    for (suite, cells) in [("eval/suites/jaco_paper.toml", 40), ("eval/suites/jaco_mini.toml", 6)] {
         let out = dir.path().join(suite.replace('/', "-"));
         run_ok(&mut lfs_command(&[
             "suite",
