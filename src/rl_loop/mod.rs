@@ -16,6 +16,7 @@
 mod checkpoint;
 pub mod config;
 pub mod eval;
+pub mod explore;
 mod logs;
 mod representation;
 mod stage;
