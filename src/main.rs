@@ -47,6 +47,9 @@ enum Command {
     /// Train SAC end to end with an auxiliary objective (LFS, an ablation, ATC, CURL or none)
     /// on the same encoder, the paper's Algorithm 1; resumes a killed run.
     Train(cli::train::Args),
+    /// Pre-train an encoder by exploring reward-free DMControl environments (Proto-RL, APT);
+    /// resumes a killed run and leaves the encoder in `lfs export`'s format.
+    Explore(cli::explore::Args),
     /// Run a benchmark suite (encoders × tasks × seeds of `lfs eval`) locally or on SLURM.
     Suite(cli::suite::Args),
     /// Turn a benchmark-suite directory into report.md, results.csv and pictures (per-task
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Collect(args) => cli::collect::run(args),
         Command::Eval(args) => cli::eval::run(args),
         Command::Train(args) => cli::train::run(args),
+        Command::Explore(args) => cli::explore::run(args),
         Command::Suite(args) => cli::suite::run(args),
         Command::Report(args) => cli::report::run(args),
     };

@@ -39,6 +39,10 @@ pub mod kind {
     /// `lfs eval`'s and `lfs train`'s checkpoints.
     pub const EVAL_CHECKPOINT: &str = "eval-checkpoint";
     pub const TRAIN_CHECKPOINT: &str = "train-checkpoint";
+    /// One domain's loop state in an `lfs explore` checkpoint folder.
+    pub const EXPLORE_CHECKPOINT: &str = "explore-checkpoint";
+    /// The exploring method's state (the shared encoder) in an `lfs explore` checkpoint folder.
+    pub const EXPLORER_STATE: &str = "explorer-state";
 }
 
 /// Metadata keys of the files above.

@@ -2,6 +2,7 @@
 
 pub mod collect;
 pub mod eval;
+pub mod explore;
 pub mod export;
 pub mod ingest;
 pub mod inspect;

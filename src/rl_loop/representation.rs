@@ -19,7 +19,7 @@ use crate::nn::encoder_file::ExportFile;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Encoder, EncoderConfig, Params};
 use crate::objectives::UpdateMetrics;
-use crate::rl::{ReplayBuffer, Transitions};
+use crate::rl::{Batch, ReplayBuffer, Transitions};
 use crate::{Error, Result};
 
 /// Which encoder the agent sees the task through (for `lfs train`: its initialisation).
@@ -100,6 +100,14 @@ pub trait Representation {
     /// One update of an auxiliary objective on the SAC batch's (unshifted) transitions, before
     /// SAC reads the batch (Algorithm 1); None without one.
     fn aux_update(&mut self, _batch: &Transitions, _replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {
+        Ok(None)
+    }
+
+    /// The reward the agent learns from in place of the task's, for a representation that makes
+    /// its own (`lfs explore`'s intrinsic reward): (b, 1) for the batch whose features are
+    /// `batch.obs` and `batch.next_obs`, encoded from the shifted pixels `obs` and `next_obs`
+    /// (b, 9, 84, 84). None keeps the task's reward.
+    fn intrinsic_reward(&mut self, _batch: &Batch, _obs: &[u8], _next_obs: &[u8]) -> Result<Option<Tensor>> {
         Ok(None)
     }
 

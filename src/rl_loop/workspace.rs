@@ -368,9 +368,15 @@ impl<A: Agent> Workspace<A> {
             };
             (obs, self.encode(&t.next_obs, n)?)
         };
+        let mut batch = Batch::of(&t, obs, next_obs)?;
+        // `lfs explore`: the method's intrinsic reward replaces the task's (the pixels are the
+        // shifted ones the features came from; feature-cached runs have no explorer).
+        if let Some(reward) = self.representation.intrinsic_reward(&batch, &t.obs, &t.next_obs)? {
+            batch.reward = reward;
+        }
         StepTimes::lap(&mut times.encode_batch, lap);
         Ok(TrainingBatch {
-            batch: Batch::of(&t, obs, next_obs)?,
+            batch,
             sequence,
             aux,
             critic,

@@ -4,6 +4,12 @@
 //! replay and agent learning from the method's intrinsic reward; the run leaves that encoder in
 //! `lfs export`'s format for `lfs eval`, `lfs probe` and suites.
 
+pub mod config;
+pub mod domain;
 pub mod explorer;
+pub mod proto;
+pub mod run;
 
+pub use config::{ExploreConfig, ExploreMethod};
 pub use explorer::{Explorer, IntrinsicReward};
+pub use run::{run, ExploreEvent, ExploreSummary};

@@ -283,10 +283,10 @@ fn prefixed(tensors: BTreeMap<String, Tensor>, prefix: &str) -> BTreeMap<String,
 
 /// The pairs of one `lfs train` update: the SAC batch's real pairs and the replay's synthetic
 /// ones.
-struct ReplayPairs<'r> {
+pub(crate) struct ReplayPairs<'r> {
     /// The SAC batch, unshifted: its (O_t, O_{t+1}) are the real pairs.
-    real: &'r Transitions,
-    replay: &'r ReplayBuffer,
+    pub(crate) real: &'r Transitions,
+    pub(crate) replay: &'r ReplayBuffer,
 }
 
 impl PairSource for ReplayPairs<'_> {

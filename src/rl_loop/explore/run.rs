@@ -1,0 +1,378 @@
+//! The `lfs explore` loop: one workspace per domain (environment, replay, agent, RNG, the
+//! RL loop's own step), stepped in turn one agent step each, all encoding through the shared
+//! explorer ([`DomainRepresentation`]). Each domain logs its episodes to `<task>/train.jsonl`
+//! (and TensorBoard there); the checkpoint is a folder written whole and swapped in at moments
+//! when every domain is between episodes, so a killed run resumes exactly; the encoder is
+//! exported as `encoder.safetensors` with every checkpoint.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use serde::Serialize;
+
+use super::config::{ExploreConfig, ExploreMethod};
+use super::domain::{DomainRepresentation, SharedExplorer, TermSums};
+use super::explorer::Explorer;
+use super::proto::Proto;
+use crate::device::Backend;
+use crate::fsutil::write_bytes_atomic;
+use crate::metrics::{MetricsLog, Mirror};
+use crate::nn::checkpoint as safetensors_file;
+use crate::pretrain::export::{write_files, Provenance};
+use crate::rl::{AgentVisitor, Registered};
+use crate::rl_loop::logs::EpisodeLog;
+use crate::rl_loop::workspace::{EpisodeState, StepOutcome, Workspace};
+use crate::rl_loop::{
+    resolve_render_quality, EncoderChoice, EncoderProvenance, Frames, LoopSpec, RepresentationState, Stage, FRAME_FIELD,
+};
+use crate::run_dir::{self, kind, CONFIG_FILE, TRAIN_LOG};
+use crate::tensorboard::EventFile;
+use crate::{Error, Result};
+
+/// The checkpoint folder, and its files: one per domain and the explorer's.
+pub const CHECKPOINT_DIR: &str = "checkpoint";
+pub const EXPLORER_FILE: &str = "explorer.safetensors";
+/// The exported encoder, rewritten at every checkpoint.
+pub const ENCODER_FILE: &str = "encoder.safetensors";
+
+/// What the loop reports to its caller.
+#[derive(Debug)]
+pub enum ExploreEvent<'a> {
+    Started {
+        /// Each domain's frames done and budget.
+        start_frame: u64,
+        num_train_frames: u64,
+        resumed: bool,
+        tasks: Vec<&'static str>,
+    },
+    /// After every round of agent steps: each domain's frames done.
+    Progress {
+        frame: u64,
+    },
+    Episode {
+        task: &'static str,
+        log: &'a EpisodeLog,
+    },
+    Checkpoint {
+        frame: u64,
+        encoder: &'a Path,
+    },
+    EpisodeLost {
+        task: &'static str,
+        error: String,
+    },
+}
+
+/// Where the run ended.
+#[derive(Debug, Clone)]
+pub struct ExploreSummary {
+    /// Each domain's frames.
+    pub frames_done: u64,
+    pub resumed_from_frame: Option<u64>,
+    /// Representation updates, every domain's.
+    pub updates: u64,
+    pub encoder: PathBuf,
+}
+
+/// Validates everything, then explores into `out_dir` (resuming a checkpoint there).
+pub fn run(cfg: &ExploreConfig, out_dir: &Path, on_event: &mut dyn FnMut(ExploreEvent)) -> Result<ExploreSummary> {
+    use crate::config::StageConfig;
+    cfg.validate()?;
+    cfg.agent.clone().visit(RunExplore { cfg, out_dir, on_event })
+}
+
+struct RunExplore<'a> {
+    cfg: &'a ExploreConfig,
+    out_dir: &'a Path,
+    on_event: &'a mut dyn FnMut(ExploreEvent),
+}
+
+impl AgentVisitor for RunExplore<'_> {
+    type Output = Result<ExploreSummary>;
+
+    fn visit<A: Registered>(self) -> Self::Output {
+        explore::<A>(self.cfg, self.out_dir, self.on_event)
+    }
+}
+
+/// The exploring method `cfg` names, fresh.
+fn build_explorer(cfg: &ExploreConfig, num_domains: usize, backend: &Backend) -> Result<Box<dyn Explorer>> {
+    let section = &cfg.explore;
+    match section.method {
+        ExploreMethod::Proto => Ok(Box::new(Proto::new(
+            &section.proto,
+            &section.encoder,
+            cfg.run.seed,
+            cfg.agent.settings().batch_size(),
+            cfg.replay.random_shift_pad,
+            num_domains,
+            backend,
+        )?)),
+        ExploreMethod::Apt => Err(Error::Config("explore.method = \"apt\" is not built yet".into())),
+    }
+}
+
+/// One domain: its workspace, the episode it is playing, its terms and its log.
+struct Domain<A: Registered> {
+    task: &'static str,
+    ws: Workspace<A>,
+    episode: Option<EpisodeState<A>>,
+    sums: Rc<RefCell<TermSums>>,
+    log: MetricsLog,
+}
+
+/// A domain's `train.jsonl` line: the episode, the agent's update means and the method's terms
+/// (`explore/<term>`).
+#[derive(Serialize)]
+struct ExploreLine<'a, M: Serialize> {
+    task: &'a str,
+    #[serde(flatten)]
+    episode: &'a EpisodeLog,
+    #[serde(flatten)]
+    agent: Option<&'a M>,
+    #[serde(flatten)]
+    terms: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+fn explore<A: Registered>(
+    cfg: &ExploreConfig,
+    out_dir: &Path,
+    on_event: &mut dyn FnMut(ExploreEvent),
+) -> Result<ExploreSummary> {
+    let tasks = cfg.tasks()?;
+    let backend = Backend::new(&cfg.run.device.open()?);
+    let checkpoint_dir = out_dir.join(CHECKPOINT_DIR);
+    recover_checkpoint_dir(&checkpoint_dir)?;
+    let explorer: SharedExplorer = Rc::new(RefCell::new(build_explorer(cfg, tasks.len(), &backend)?));
+    let provenance = EncoderProvenance {
+        id: format!("explore:{}:random:{}", cfg.explore.method.name(), cfg.run.seed),
+        render_quality: None,
+    };
+    let repr_dim = cfg.explore.encoder.repr_dim()?;
+    let toml = cfg.to_toml()?;
+    std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
+
+    // Every domain's workspace, restored from its checkpoint when there is one.
+    let mut domains = Vec::new();
+    let mut resumed_steps = Vec::new();
+    for (d, task) in tasks.iter().enumerate() {
+        let sums = Rc::new(RefCell::new(TermSums::default()));
+        let representation = DomainRepresentation {
+            explorer: explorer.clone(),
+            domain: d,
+            provenance: provenance.clone(),
+            repr_dim,
+            sums: sums.clone(),
+        };
+        let spec = LoopSpec {
+            task: *task,
+            encoder: EncoderChoice::Random,
+            allow_render_quality_mismatch: false,
+            save_video: false,
+        };
+        let mut rl = cfg.rl();
+        resolve_render_quality(&mut rl.env, &representation, &spec)?;
+        let stage = Stage {
+            command: "explore",
+            checkpoint_kind: kind::EXPLORE_CHECKPOINT,
+            rl,
+            toml: toml.clone(),
+            resume_key: cfg.resume_key()?,
+            saved_resume_key: |toml| ExploreConfig::from_toml_str(toml, &[])?.resume_key(),
+            value_comparison: None,
+            backend: backend.clone(),
+        };
+        let path = checkpoint_dir.join(format!("{}.safetensors", task.name()));
+        let (ws, resumed) = crate::rl_loop::workspace::<A>(stage, &spec, Box::new(representation), &path)?;
+        resumed_steps.push(resumed.map(|_| ws.step));
+        let dir = out_dir.join(task.name());
+        std::fs::create_dir_all(&dir).map_err(|e| Error::checkpoint(&dir, e.to_string()))?;
+        let log = open_log(&dir, &ws, cfg.run.tensorboard)?;
+        domains.push(Domain {
+            task: task.name(),
+            ws,
+            episode: None,
+            sums,
+            log,
+        });
+    }
+    let resumed_from_frame = match resumed_steps.iter().all(Option::is_some) {
+        true => {
+            let file = checkpoint_dir.join(EXPLORER_FILE);
+            let saved = safetensors_file::load(&file)?;
+            run_dir::expect_kind(
+                &file,
+                saved.meta(kind::KEY)?,
+                kind::EXPLORER_STATE,
+                "an `lfs explore` explorer state",
+            )?;
+            let state = RepresentationState {
+                tensors: saved.tensors.clone(),
+                counters: saved.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            };
+            explorer.borrow_mut().load_state(&state, &file)?;
+            if resumed_steps.iter().any(|s| *s != resumed_steps[0]) {
+                return Err(Error::checkpoint(
+                    &checkpoint_dir,
+                    "its domains stopped at different steps",
+                ));
+            }
+            Some(domains[0].ws.frame())
+        }
+        false if resumed_steps.iter().any(Option::is_some) => {
+            return Err(Error::checkpoint(
+                &checkpoint_dir,
+                "it holds some domains' checkpoints and not others': not a checkpoint lfs explore wrote",
+            ))
+        }
+        false => None,
+    };
+    let _claim = crate::fsutil::claim_dir(out_dir, "explore")?;
+    write_bytes_atomic(&out_dir.join(CONFIG_FILE), toml.as_bytes())
+        .map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
+
+    let repeat = cfg.env.action_repeat;
+    let num_train_frames = cfg.run.num_train_frames.0;
+    let total_steps = cfg.run.num_train_frames.to_steps(repeat);
+    let checkpoint_every = cfg.run.checkpoint_every_frames.to_steps(repeat);
+    on_event(ExploreEvent::Started {
+        start_frame: domains[0].ws.frame(),
+        num_train_frames,
+        resumed: resumed_from_frame.is_some(),
+        tasks: domains.iter().map(|d| d.task).collect(),
+    });
+    let mut last_checkpoint_step = domains[0].ws.step;
+    while domains[0].ws.step < total_steps {
+        for domain in domains.iter_mut() {
+            let state = match domain.episode.take() {
+                Some(state) => state,
+                None => domain.ws.start_episode()?,
+            };
+            match domain.ws.agent_step(state, None)? {
+                StepOutcome::Continue(state) => domain.episode = Some(state),
+                StepOutcome::Finished(log, agent, _) => {
+                    let terms = std::mem::take(&mut *domain.sums.borrow_mut())
+                        .means()
+                        .into_iter()
+                        .map(|(k, v)| (format!("explore/{k}"), v))
+                        .collect();
+                    domain.log.write(&ExploreLine {
+                        task: domain.task,
+                        episode: &log,
+                        agent: (log.num_updates > 0).then_some(&agent),
+                        terms,
+                    })?;
+                    on_event(ExploreEvent::Episode {
+                        task: domain.task,
+                        log: &log,
+                    });
+                }
+                StepOutcome::Lost(error) => on_event(ExploreEvent::EpisodeLost {
+                    task: domain.task,
+                    error,
+                }),
+            }
+        }
+        let step = domains[0].ws.step;
+        on_event(ExploreEvent::Progress {
+            frame: domains[0].ws.frame(),
+        });
+        let between_episodes = domains.iter().all(|d| d.episode.is_none());
+        if between_episodes && step - last_checkpoint_step >= checkpoint_every && step < total_steps {
+            let encoder = save(cfg, &explorer, &domains, out_dir, &toml)?;
+            last_checkpoint_step = step;
+            on_event(ExploreEvent::Checkpoint {
+                frame: domains[0].ws.frame(),
+                encoder: &encoder,
+            });
+        }
+    }
+    let encoder = save(cfg, &explorer, &domains, out_dir, &toml)?;
+    on_event(ExploreEvent::Checkpoint {
+        frame: domains[0].ws.frame(),
+        encoder: &encoder,
+    });
+    let updates = explorer.borrow().updates();
+    Ok(ExploreSummary {
+        frames_done: Frames::from_steps(domains[0].ws.step, repeat).0,
+        resumed_from_frame,
+        updates,
+        encoder,
+    })
+}
+
+/// A domain's `train.jsonl`, cut back to its checkpoint, mirrored to TensorBoard in its folder.
+fn open_log<A: Registered>(dir: &Path, ws: &Workspace<A>, tensorboard: bool) -> Result<MetricsLog> {
+    let frame = ws.frame();
+    let log = MetricsLog::open(&dir.join(TRAIN_LOG), ws.step)?;
+    Ok(match tensorboard {
+        true => log.mirrored(Some(Mirror {
+            events: EventFile::open_shared(dir, |p| p.x <= frame)?,
+            x: FRAME_FIELD,
+        })),
+        false => log,
+    })
+}
+
+/// A crash between the swap's two renames leaves only `checkpoint.old`: it is the checkpoint.
+/// A half-written `checkpoint.tmp` is dropped.
+fn recover_checkpoint_dir(dir: &Path) -> Result<()> {
+    let (old, tmp) = (dir.with_extension("old"), dir.with_extension("tmp"));
+    let io = |p: &Path, e: std::io::Error| Error::checkpoint(p, e.to_string());
+    if !dir.exists() && old.exists() {
+        std::fs::rename(&old, dir).map_err(|e| io(&old, e))?;
+    }
+    for stale in [old, tmp] {
+        if stale.exists() {
+            std::fs::remove_dir_all(&stale).map_err(|e| io(&stale, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes every domain's checkpoint and the explorer's state into `checkpoint.tmp`, swaps it
+/// in for `checkpoint`, then exports the encoder; returns the export's path.
+fn save<A: Registered>(
+    cfg: &ExploreConfig,
+    explorer: &SharedExplorer,
+    domains: &[Domain<A>],
+    out_dir: &Path,
+    toml: &str,
+) -> Result<PathBuf> {
+    let dir = out_dir.join(CHECKPOINT_DIR);
+    let (old, tmp) = (dir.with_extension("old"), dir.with_extension("tmp"));
+    let io = |p: &Path, e: std::io::Error| Error::checkpoint(p, e.to_string());
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    for d in domains {
+        d.ws.save_checkpoint(&tmp.join(format!("{}.safetensors", d.task)))?;
+    }
+    let state = explorer.borrow().state()?;
+    let mut meta: std::collections::HashMap<String, String> = state.counters.into_iter().collect();
+    meta.insert(kind::KEY.into(), kind::EXPLORER_STATE.into());
+    meta.insert(run_dir::meta::CONFIG.into(), toml.to_string());
+    safetensors_file::save_atomic(&tmp.join(EXPLORER_FILE), &state.tensors, &meta)?;
+    if dir.exists() {
+        std::fs::rename(&dir, &old).map_err(|e| io(&dir, e))?;
+    }
+    std::fs::rename(&tmp, &dir).map_err(|e| io(&tmp, e))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| io(&old, e))?;
+    }
+    let encoder = out_dir.join(ENCODER_FILE);
+    let explorer = explorer.borrow();
+    let provenance = Provenance {
+        method: cfg.explore.method.name().to_string(),
+        step: explorer.updates(),
+        source: dir,
+        config: toml.to_string(),
+        datasets: None,
+    };
+    let mut enc = cfg.explore.encoder.clone();
+    enc.input_offset = 0.0; // folded into the export (`Explorer::export_tensors`)
+    write_files(&encoder, &explorer.export_tensors()?, &enc, None, false, &provenance)?;
+    Ok(encoder)
+}
