@@ -45,6 +45,9 @@ mod taco;
 // DrQ-v2's and TACO's task groups (easy/medium) as their repositories file the nine tasks, against
 // our pipelines, docs/design.md §13 and every suite cell that runs them (URLB's setting on Jaco).
 mod task_groups;
+// `lfs explore`: Proto-RL's update and reward vs a float64 transcription of denisyarats/proto,
+// the exploration loop resuming exactly, its export, bad input refused.
+mod explore;
 // `lfs eval` on DMControl: bad input refused with nothing written, a killed run resumes exactly.
 mod eval;
 // `lfs train` (end-to-end LFS + SAC): the objective moves the encoder and SAC does not, synthetic

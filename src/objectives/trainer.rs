@@ -167,6 +167,11 @@ impl Trainer {
         })
     }
 
+    /// What it was built from.
+    pub fn config(&self) -> &TrainerConfig {
+        &self.cfg
+    }
+
     /// Updates done so far.
     pub fn step(&self) -> u64 {
         self.step

@@ -154,9 +154,28 @@ pub fn export(checkpoint_path: &Path, out: &Path, contents: ExportContents) -> R
             .cloned()
             .ok_or_else(|| err(format!("no `{key}` in the metadata: not an `lfs pretrain` checkpoint")))
     };
+    let found = meta(kind::KEY)?;
+    if found == kind::EXPLORE_CHECKPOINT || found == kind::EXPLORER_STATE {
+        // An `lfs explore` run exports its encoder itself, at every checkpoint.
+        let run = checkpoint_path
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        let encoder = run.join("encoder.safetensors");
+        return Err(err(match encoder.exists() {
+            true => format!(
+                "an `lfs explore` checkpoint: the run writes its encoder itself, in lfs export's format: use {}",
+                encoder.display()
+            ),
+            false => format!(
+                "an `lfs explore` checkpoint whose run has not yet written {}: it writes its encoder at every checkpoint",
+                encoder.display()
+            ),
+        }));
+    }
     run_dir::expect_kind(
         checkpoint_path,
-        &meta(kind::KEY)?,
+        &found,
         kind::PRETRAIN_CHECKPOINT,
         "an `lfs pretrain` checkpoint",
     )?;

@@ -199,7 +199,11 @@ impl OnlineEncoder {
         let Networks::Objective(trainer) = &mut self.networks else {
             return Ok(None);
         };
-        let mut source = ReplayPairs { real, replay };
+        let mut source = ReplayPairs {
+            real,
+            replay,
+            obs_shape: (3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE),
+        };
         trainer.update(&mut source).map(Some)
     }
 
@@ -287,6 +291,8 @@ pub(crate) struct ReplayPairs<'r> {
     /// The SAC batch, unshifted: its (O_t, O_{t+1}) are the real pairs.
     pub(crate) real: &'r Transitions,
     pub(crate) replay: &'r ReplayBuffer,
+    /// (c, h, w) of one observation.
+    pub(crate) obs_shape: (usize, usize, usize),
 }
 
 impl PairSource for ReplayPairs<'_> {
@@ -297,7 +303,7 @@ impl PairSource for ReplayPairs<'_> {
         n: usize,
         rng: &mut ChaCha8Rng,
     ) -> Result<PairBatch> {
-        let obs_shape = (3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE);
+        let obs_shape = self.obs_shape;
         let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
         match kind {
             // The batch is a uniform draw already: its first n rows are one too.

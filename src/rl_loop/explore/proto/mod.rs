@@ -187,7 +187,7 @@ impl Proto {
 
     /// The prototypes re-normalised in place (upstream's `C = normalize(C)` at the top of
     /// `compute_reward`), read back as (K, latent) host rows.
-    fn normalized_prototypes(&self) -> Result<Vec<f32>> {
+    pub fn normalized_prototypes(&self) -> Result<Vec<f32>> {
         let var = self.var("protos.weight")?;
         var.set(&l2_normalize(&var.as_detached_tensor())?)?;
         Ok(var
@@ -205,7 +205,7 @@ impl Proto {
     }
 
     /// z = normalize(g(h)) of features h (b, repr), as (b, latent) host rows.
-    fn projections(&self, h: &Tensor) -> Result<Vec<f32>> {
+    pub fn projections(&self, h: &Tensor) -> Result<Vec<f32>> {
         let w = self.var("projector.weight")?.as_tensor(); // (latent, repr)
         let b = self.var("projector.bias")?.as_tensor(); // (latent)
         let y = h.matmul(&w.t()?)?.broadcast_add(b)?; // (b, latent)
@@ -235,7 +235,12 @@ impl Explorer for Proto {
         if call % self.cfg.update_every_steps != 0 {
             return Ok(BTreeMap::new());
         }
-        let mut source = ReplayPairs { real: t, replay };
+        let enc = &self.trainer.config().model.encoder;
+        let mut source = ReplayPairs {
+            real: t,
+            replay,
+            obs_shape: (enc.in_channels, enc.image_size, enc.image_size),
+        };
         let m = self.trainer.update(&mut source)?;
         let mut terms = BTreeMap::from([("repr_loss", m.loss)]);
         if let Some(e) = m.sinkhorn_entropy {
