@@ -45,7 +45,13 @@ pub trait Explorer {
     /// encoder's features (b, repr) of the shifted pixels `obs` and `next_obs` (b, 9, 84, 84),
     /// `batch.action` (b, A) its actions. A method whose representation steps here (APT's ICM)
     /// re-encodes `obs` with its tape; the batch's features are left as they are.
-    fn intrinsic_reward(&mut self, domain: usize, batch: &Batch, obs: &[u8], next_obs: &[u8]) -> Result<IntrinsicReward>;
+    fn intrinsic_reward(
+        &mut self,
+        domain: usize,
+        batch: &Batch,
+        obs: &[u8],
+        next_obs: &[u8],
+    ) -> Result<IntrinsicReward>;
 
     /// Representation updates done (every domain's).
     fn updates(&self) -> u64;

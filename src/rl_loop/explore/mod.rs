@@ -4,6 +4,7 @@
 //! replay and agent learning from the method's intrinsic reward; the run leaves that encoder in
 //! `lfs export`'s format for `lfs eval`, `lfs probe` and suites.
 
+pub mod apt;
 pub mod explorer;
 
 pub use explorer::{Explorer, IntrinsicReward};
