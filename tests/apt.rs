@@ -71,11 +71,16 @@ fn tensors(group: &Value) -> BTreeMap<String, Tensor> {
 
 /// An explorer of one domain at the fixture's sizes, with its `params_before` (the Adams fresh).
 fn fixture_apt(f: &Value, seed: u64) -> Apt {
+    fixture_apt_on(f, seed, &Backend::new(&Device::Cpu))
+}
+
+/// [`fixture_apt`] on `backend`.
+fn fixture_apt_on(f: &Value, seed: u64, backend: &Backend) -> Apt {
     let apt = Apt::new(
         &apt_config(f),
         &encoder_config(f),
         &[size(f, "action")],
-        &Backend::new(&Device::Cpu),
+        backend,
         &mut ChaCha8Rng::seed_from_u64(seed),
     )
     .unwrap();
@@ -234,6 +239,31 @@ fn the_explorer_seam_gives_the_reward_and_terms() {
         "encoder after",
     );
     check_params(apt.icm_params(0).unwrap(), &f["params_after"]["icm"], 1e-5, "icm after");
+}
+
+/// The GPU's code path (candle's conv2d and autograd through the encoder, `Compute::Candle`), run
+/// on the CPU: the same update as the kernels' against the reference.
+#[test]
+fn the_candle_path_gives_the_same_update() {
+    let f = fixture();
+    let b = size(&f, "batch");
+    let mut apt = fixture_apt_on(&f, 0, &Backend::candle(&Device::Cpu));
+    let (obs, next_obs) = (shifted(&f, "obs"), shifted(&f, "next_obs"));
+    let next_h = apt.encoder().encode(&next_obs, b, false).unwrap().h;
+    let update = apt.update(0, &obs, &next_h, &tensor(&f["inputs"]["action"])).unwrap();
+    assert_close(&[update.loss], &[f["icm"]["loss"].as_f64().unwrap()], 1e-5, "ICM loss");
+    let grads = f["icm"]["grads"].as_object().unwrap();
+    for (name, g) in &update.grads {
+        assert_close(&values(g), &flat(&grads[name]), 1e-4, &format!("d loss / d {name}"));
+    }
+    check_params(
+        apt.encoder_params(),
+        &f["params_after"]["encoder"],
+        1e-5,
+        "encoder after",
+    );
+    check_params(apt.icm_params(0).unwrap(), &f["params_after"]["icm"], 1e-5, "icm after");
+    assert_close(&values(&update.reward), &flat(&f["reward"]["reward"]), 1e-5, "reward");
 }
 
 /// `utils.PBE` in its four settings (knn_avg × knn_rms, clip 1e-4 with the running mean), two
