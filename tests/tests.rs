@@ -76,3 +76,7 @@ mod readme;
 // gradients, one update of each pre-training method and of SAC from pixels, checkpoints across
 // the two; `run.device` in configs; `--device cuda` refused by a CPU build.
 mod device;
+// APT (URLB's icm_apt, `lfs explore`): the ICM's loss, gradients and Adam steps, the PBE reward in
+// every kNN setting and DrQ-v2's DDPG on it vs a float64 transcription of url_benchmark; the
+// export's folded input offset; the explorer's state resumed exactly.
+mod apt;
