@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::apt::AptConfig;
 use super::proto::ProtoConfig;
 use crate::config::{self, StageConfig};
 use crate::env::Task;
@@ -42,6 +43,7 @@ pub struct ExploreSection {
     /// The conv encoder the method trains (Proto-RL: pixels / 255; APT: input_offset −0.5).
     pub encoder: EncoderConfig,
     pub proto: ProtoConfig,
+    pub apt: AptConfig,
 }
 
 impl Default for ExploreSection {
@@ -54,6 +56,7 @@ impl Default for ExploreSection {
             reward: INTRINSIC.to_string(),
             encoder: EncoderConfig::default(),
             proto: ProtoConfig::default(),
+            apt: AptConfig::default(),
         }
     }
 }
@@ -122,7 +125,7 @@ impl StageConfig for ExploreConfig {
         self.rl().validate()?;
         match section.method {
             ExploreMethod::Proto => section.proto.validate(self.agent.settings().batch_size()),
-            ExploreMethod::Apt => Ok(()),
+            ExploreMethod::Apt => section.apt.validate("explore.apt"),
         }
     }
 }

@@ -11,11 +11,13 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
+use super::apt::Apt;
 use super::config::{ExploreConfig, ExploreMethod};
 use super::domain::{DomainRepresentation, SharedExplorer, TermSums};
 use super::explorer::Explorer;
 use super::proto::Proto;
 use crate::device::Backend;
+use crate::env::{DmcConfig, EnvPool};
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::{MetricsLog, Mirror};
 use crate::nn::checkpoint as safetensors_file;
@@ -29,6 +31,8 @@ use crate::rl_loop::{
 use crate::run_dir::{self, kind, CONFIG_FILE, TRAIN_LOG};
 use crate::tensorboard::EventFile;
 use crate::{Error, Result};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 /// The checkpoint folder, and its files: one per domain and the explorer's.
 pub const CHECKPOINT_DIR: &str = "checkpoint";
@@ -109,7 +113,27 @@ fn build_explorer(cfg: &ExploreConfig, num_domains: usize, backend: &Backend) ->
             num_domains,
             backend,
         )?)),
-        ExploreMethod::Apt => Err(Error::Config("explore.method = \"apt\" is not built yet".into())),
+        ExploreMethod::Apt => {
+            // One ICM per domain, sized by its action space: asked of the environments.
+            let configs = cfg
+                .tasks()?
+                .into_iter()
+                .map(|task| DmcConfig {
+                    action_repeat: cfg.env.action_repeat,
+                    ..DmcConfig::new(task)
+                })
+                .collect();
+            let pool = EnvPool::new(configs)?;
+            let action_dims: Vec<usize> = (0..num_domains).map(|d| pool.spec(d).action_dim).collect();
+            let mut rng = ChaCha8Rng::seed_from_u64(cfg.run.seed);
+            Ok(Box::new(Apt::new(
+                &section.apt,
+                &section.encoder,
+                &action_dims,
+                backend,
+                &mut rng,
+            )?))
+        }
     }
 }
 
