@@ -93,9 +93,14 @@ enum Reader {
     Eval,
     /// `lfs train`: end to end (`[agent]` and `[aux]`).
     Train,
+    /// `lfs explore` (`[explore]`).
+    Explore,
 }
 
 fn reader(path: &Path, table: &toml::Table) -> Reader {
+    if table.contains_key("explore") {
+        return Reader::Explore;
+    }
     match (
         table.contains_key("data"),
         table.contains_key("agent"),
@@ -122,6 +127,11 @@ fn every_pipeline_config_loads_as_its_command_reads_it() {
         seen.push(reader);
         if reader == Reader::Pretrain {
             lfs::pretrain::PretrainConfig::load(&path, &[]).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            continue;
+        }
+        if reader == Reader::Explore {
+            lfs::rl_loop::explore::ExploreConfig::load(&path, &[])
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             continue;
         }
         // One random-encoder row on one task, at the file's own frame budget (the suite sets
@@ -157,7 +167,7 @@ fn every_pipeline_config_loads_as_its_command_reads_it() {
         assert_eq!(planned_cells(&file, &out, &path), 1, "{}", path.display());
     }
     // Each command has shipped configs; a folder that stopped being read would show here.
-    for reader in [Reader::Pretrain, Reader::Eval, Reader::Train] {
+    for reader in [Reader::Pretrain, Reader::Eval, Reader::Train, Reader::Explore] {
         assert!(seen.contains(&reader), "no {reader:?} config under pipelines/");
     }
 }
