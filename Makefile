@@ -149,7 +149,9 @@ SLOW_TESTS := \
 	export::an_encoder_only_export_holds_the_same_encoder_without_the_projector \
 	export::pytorch_loader_reproduces_the_rust_features \
 	probe_command::online_probe_is_logged_and_leaves_training_unchanged \
-	probe_command::probe_refuses_what_it_cannot_measure
+	probe_command::probe_refuses_what_it_cannot_measure \
+	explore::an_exploration_run_resumes_exactly_and_leaves_an_export \
+	explore::bad_exploration_input_is_refused_with_nothing_written
 test: setup ## the whole test suite, as CI runs it (~14 min on 2 quiet cores once built)
 	$(CARGO) test --release --locked
 
