@@ -81,7 +81,7 @@ impl ProtoConfig {
     /// Checks ranges against the SAC batch size (the batch the representation trains on).
     pub fn validate(&self, batch_size: usize) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
-        if self.num_prototypes == 0 || self.queue_size % self.num_prototypes != 0 {
+        if self.num_prototypes == 0 || !self.queue_size.is_multiple_of(self.num_prototypes) {
             return bad(format!(
                 "explore.proto.queue_size = {} must be a multiple of explore.proto.num_prototypes = {} (each batch enqueues one row per prototype)",
                 self.queue_size, self.num_prototypes
@@ -232,7 +232,7 @@ impl Explorer for Proto {
     ) -> Result<BTreeMap<&'static str, f64>> {
         let call = self.calls[domain];
         self.calls[domain] += 1;
-        if call % self.cfg.update_every_steps != 0 {
+        if !call.is_multiple_of(self.cfg.update_every_steps) {
             return Ok(BTreeMap::new());
         }
         let enc = &self.trainer.config().model.encoder;

@@ -70,7 +70,7 @@ impl KnnQueue {
     /// distance to its `topk`-th nearest row of the whole queue. Shapes: z (b, dim).
     pub fn push_and_reward(&mut self, z: &[f32], candidates: &[usize], topk: usize) -> Result<KnnReward> {
         let (dim, b) = (self.dim, z.len() / self.dim);
-        if candidates.len() > self.size || self.size % candidates.len().max(1) != 0 {
+        if candidates.len() > self.size || !self.size.is_multiple_of(candidates.len().max(1)) {
             return Err(Error::Shape(format!(
                 "proto queue: {} rows of {} enqueued per batch must divide it",
                 candidates.len(),
