@@ -21,44 +21,11 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::common::{lfs, output_text, repo, temp_dir, values};
+use crate::drqv2::{assert_close, flat, tensor};
 
 fn fixture() -> Value {
     let path = repo().join("eval/reference/proto_reference.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn flat(v: &Value) -> Vec<f64> {
-    match v {
-        Value::Array(a) => a.iter().flat_map(flat).collect(),
-        x => vec![x.as_f64().unwrap()],
-    }
-}
-
-fn shape(v: &Value) -> Vec<usize> {
-    match v {
-        Value::Array(a) => {
-            let mut s = vec![a.len()];
-            s.extend(shape(&a[0]));
-            s
-        }
-        _ => vec![],
-    }
-}
-
-fn tensor(v: &Value) -> Tensor {
-    let data: Vec<f32> = flat(v).into_iter().map(|x| x as f32).collect();
-    Tensor::from_vec(data, shape(v), &Device::Cpu).unwrap()
-}
-
-/// |ours − theirs| ≤ tol · max(1, |theirs|) everywhere.
-fn assert_close(ours: &[f64], theirs: &[f64], tol: f64, what: &str) {
-    assert_eq!(ours.len(), theirs.len(), "{what}: lengths");
-    let worst = ours
-        .iter()
-        .zip(theirs)
-        .map(|(a, b)| (a - b).abs() / b.abs().max(1.0))
-        .fold(0.0, f64::max);
-    assert!(worst <= tol, "{what}: worst relative error {worst:.2e} > {tol:.0e}");
 }
 
 fn pixels(v: &Value) -> Vec<u8> {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::progress::{finish, say, terminal_bar};
-use super::run_args::overrides;
+use super::run_args::ConfigOverrides;
 use lfs::rl_loop::explore::{self, ExploreConfig, ExploreEvent};
 
 #[derive(clap::Args)]
@@ -17,23 +17,15 @@ pub struct Args {
     /// Exploration config (TOML): pipelines/explore/proto/mini.toml, apt/mini.toml, … paper.toml.
     #[arg(long)]
     pub config: PathBuf,
-    /// Shortcut for --set run.seed=N.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Where the networks train: cpu, cuda or cuda:N (shortcut for --set run.device=...).
-    #[arg(long)]
-    pub device: Option<String>,
-    /// Override a config field, e.g. --set run.num_train_frames=20000 (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub overrides: ConfigOverrides,
     /// The run's folder (created; a checkpoint there is resumed).
     #[arg(long)]
     pub out_dir: PathBuf,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cfg = ExploreConfig::load(&args.config, &overrides(&args.set, args.seed, args.device.as_deref()))
-        .context("loading the exploration config")?;
+    let cfg = ExploreConfig::load(&args.config, &args.overrides.list()).context("loading the exploration config")?;
     let out_dir = &args.out_dir;
     let bar = terminal_bar(
         cfg.run.num_train_frames.0,

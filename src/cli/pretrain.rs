@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::progress::terminal_bar;
+use super::run_args::ConfigOverrides;
 
 use lfs::data::TaskEpisodeLengths;
 use lfs::pretrain::collapse::Collapse;
@@ -17,25 +18,16 @@ pub struct Args {
     /// Pre-training config (TOML): pipelines/tiny.toml, mini.toml or paper.toml.
     #[arg(long)]
     pub config: PathBuf,
-    /// Override one config field, e.g. --set objective.method=lfs-cl --set run.batch_size=128
-    /// (repeatable; the value is parsed as TOML, else taken as a string).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
     /// Run directory for checkpoint, metrics and provenance (default: runs/<run.name>). A
     /// checkpoint already there is resumed.
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
-    /// Shortcut for --set run.seed=N.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Where the networks train: cpu, cuda or cuda:N (shortcut for --set run.device=...;
-    /// CUDA needs `make build-cuda`'s lfs).
-    #[arg(long)]
-    pub device: Option<String>,
+    #[command(flatten)]
+    pub overrides: ConfigOverrides,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let overrides = super::run_args::overrides(&args.set, args.seed, args.device.as_deref());
+    let overrides = args.overrides.list();
     let cfg = PretrainConfig::load(&args.config, &overrides).context("loading the pre-training config")?;
     let out_dir = args
         .out_dir

@@ -6,23 +6,10 @@ use std::path::PathBuf;
 use lfs::env::Task;
 use lfs::rl_loop::{EncoderChoice, LoopSpec};
 
-/// `--set` overrides with `--seed N` as `run.seed=N` and `--device D` as `run.device="D"` last.
-pub fn overrides(set: &[String], seed: Option<u64>, device: Option<&str>) -> Vec<String> {
-    let mut overrides = set.to_vec();
-    if let Some(seed) = seed {
-        overrides.push(format!("run.seed={seed}"));
-    }
-    if let Some(device) = device {
-        overrides.push(format!("run.device=\"{device}\""));
-    }
-    overrides
-}
-
+/// `--seed`, `--device` and `--set`: the config overrides every training command takes
+/// (`lfs pretrain`, `lfs eval`, `lfs train`, `lfs explore`).
 #[derive(clap::Args)]
-pub struct RunArgs {
-    /// DMControl task, e.g. walker_walk (the nine of the paper).
-    #[arg(long)]
-    pub task: String,
+pub struct ConfigOverrides {
     /// Shortcut for --set run.seed=N.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -30,9 +17,34 @@ pub struct RunArgs {
     /// CUDA needs `make build-cuda`'s lfs).
     #[arg(long)]
     pub device: Option<String>,
-    /// Override one config field, e.g. --set run.num_train_frames=100000 (repeatable).
+    /// Override one config field, e.g. --set run.tensorboard=false (repeatable; the value is
+    /// parsed as TOML, else taken as a string).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+}
+
+impl ConfigOverrides {
+    /// The `--set` overrides with `--seed N` as `run.seed=N` and `--device D` as
+    /// `run.device="D"` last.
+    pub fn list(&self) -> Vec<String> {
+        let mut overrides = self.set.clone();
+        if let Some(seed) = self.seed {
+            overrides.push(format!("run.seed={seed}"));
+        }
+        if let Some(device) = &self.device {
+            overrides.push(format!("run.device=\"{device}\""));
+        }
+        overrides
+    }
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// DMControl task, e.g. walker_walk (the nine of the paper).
+    #[arg(long)]
+    pub task: String,
+    #[command(flatten)]
+    pub overrides: ConfigOverrides,
     /// Run directory: eval.csv, train.jsonl (and aux.jsonl for `lfs train`), checkpoint,
     /// provenance. A checkpoint already there is resumed.
     #[arg(long)]
@@ -48,7 +60,7 @@ pub struct RunArgs {
 
 impl RunArgs {
     pub fn overrides(&self) -> Vec<String> {
-        overrides(&self.set, self.seed, self.device.as_deref())
+        self.overrides.list()
     }
 
     /// The run's task and encoder, as the loop takes them.

@@ -71,6 +71,21 @@ pub struct LoopRunConfig {
     pub device: DeviceChoice,
 }
 
+impl LoopRunConfig {
+    /// These settings with the fields a resumed run may change (the budget, the checkpoint
+    /// cadence, TensorBoard, the device) set to fixed values: what every command's resume key
+    /// holds of `[run]`.
+    pub fn for_resume_key(&self) -> Self {
+        Self {
+            num_train_frames: Frames(0),
+            checkpoint_every_frames: Frames(0),
+            tensorboard: true,
+            device: DeviceChoice::Cpu,
+            ..self.clone()
+        }
+    }
+}
+
 impl Default for LoopRunConfig {
     fn default() -> Self {
         Self {
@@ -294,10 +309,7 @@ impl LoopConfig {
     /// checkpoint cadence.
     pub fn resume_key(&self) -> Result<String> {
         let mut c = self.clone();
-        c.run.num_train_frames = Frames(0);
-        c.run.checkpoint_every_frames = Frames(0);
-        c.run.tensorboard = true;
-        c.run.device = DeviceChoice::Cpu;
+        c.run = c.run.for_resume_key();
         c.to_toml()
     }
 }

@@ -11,7 +11,7 @@ use crate::config::{self, StageConfig};
 use crate::env::Task;
 use crate::nn::EncoderConfig;
 use crate::rl::AgentConfig;
-use crate::rl_loop::config::{Frames, LoopConfig, LoopEnvConfig, LoopRunConfig, ReplayConfig};
+use crate::rl_loop::config::{LoopConfig, LoopEnvConfig, LoopRunConfig, ReplayConfig};
 use crate::{Error, Result};
 
 /// The whole `lfs explore` config.
@@ -170,10 +170,7 @@ impl ExploreConfig {
     /// checkpoint cadence.
     pub fn resume_key(&self) -> Result<String> {
         let mut c = self.clone();
-        c.run.num_train_frames = Frames(0);
-        c.run.checkpoint_every_frames = Frames(0);
-        c.run.tensorboard = true;
-        c.run.device = crate::device::DeviceChoice::Cpu;
+        c.run = c.run.for_resume_key();
         c.to_toml()
     }
 }

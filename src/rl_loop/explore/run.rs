@@ -175,6 +175,7 @@ fn explore<A: Registered>(
     };
     let repr_dim = cfg.explore.encoder.repr_dim()?;
     let toml = cfg.to_toml()?;
+    let resume_key = cfg.resume_key()?;
     std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
 
     // Every domain's workspace, restored from its checkpoint when there is one.
@@ -202,7 +203,7 @@ fn explore<A: Registered>(
             checkpoint_kind: kind::EXPLORE_CHECKPOINT,
             rl,
             toml: toml.clone(),
-            resume_key: cfg.resume_key()?,
+            resume_key: resume_key.clone(),
             saved_resume_key: |toml| ExploreConfig::from_toml_str(toml, &[])?.resume_key(),
             value_comparison: None,
             backend: backend.clone(),

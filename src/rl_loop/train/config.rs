@@ -9,7 +9,7 @@ use crate::config::{self, StageConfig};
 use crate::nn::AdamConfig;
 use crate::objectives::{Method, ModelConfig, ObjectiveConfig, TrainerConfig};
 use crate::rl::AgentConfig;
-use crate::rl_loop::config::{Frames, LoopConfig, LoopEnvConfig, LoopRunConfig, ReplayConfig};
+use crate::rl_loop::config::{LoopConfig, LoopEnvConfig, LoopRunConfig, ReplayConfig};
 use crate::rl_loop::value_comparison::ValueComparisonConfig;
 use crate::{Error, Result};
 
@@ -220,10 +220,7 @@ impl TrainConfig {
     /// checkpoint cadence.
     pub fn resume_key(&self) -> Result<String> {
         let mut c = self.clone();
-        c.run.num_train_frames = Frames(0);
-        c.run.checkpoint_every_frames = Frames(0);
-        c.run.tensorboard = true;
-        c.run.device = crate::device::DeviceChoice::Cpu;
+        c.run = c.run.for_resume_key();
         c.to_toml()
     }
 }
