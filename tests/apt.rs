@@ -217,7 +217,12 @@ fn the_explorer_seam_gives_the_reward_and_terms() {
         discount: tensor(&f["inputs"]["discount"]),
         next_obs: apt.encoder().encode(&next_obs, b, false).unwrap().h,
     };
-    let out = apt.intrinsic_reward(0, &batch, &obs, &next_obs).unwrap();
+    // As the loop calls it: O_t encoded once, with its tape (`wants_obs_tape`).
+    assert!(apt.wants_obs_tape());
+    let encoded = apt.encoder().encode(&obs, b, true).unwrap();
+    let out = apt
+        .intrinsic_reward(0, &batch, Some(&encoded), &obs, &next_obs)
+        .unwrap();
     assert_eq!(out.reward.dims(), [b, 1]);
     assert_close(&values(&out.reward), &flat(&f["reward"]["reward"]), 1e-5, "reward");
     let icm = &f["icm"];

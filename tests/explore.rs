@@ -161,7 +161,7 @@ fn one_proto_rl_update_matches_a_float64_transcription_of_upstream() {
         discount: Tensor::ones((b, 1), candle_core::DType::F32, &Device::Cpu).unwrap(),
         next_obs: h_next,
     };
-    let r = proto.intrinsic_reward(0, &batch, &obs, &next_obs).unwrap();
+    let r = proto.intrinsic_reward(0, &batch, None, &obs, &next_obs).unwrap();
     assert_eq!(r.reward.dims(), [b, 1]);
     assert!(values(&r.reward).iter().all(|x| x.is_finite() && *x >= 0.0));
 }

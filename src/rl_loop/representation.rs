@@ -103,11 +103,24 @@ pub trait Representation {
         Ok(None)
     }
 
+    /// The batch's O_t encoded with its tape, when [`Representation::intrinsic_reward`] trains
+    /// the encoder through it (APT's ICM), so the batch is encoded once; None otherwise.
+    fn encode_with_tape(&self, _obs: &[u8], _n: usize) -> Result<Option<Encoded>> {
+        Ok(None)
+    }
+
     /// The reward the agent learns from in place of the task's, for a representation that makes
     /// its own (`lfs explore`'s intrinsic reward): (b, 1) for the batch whose features are
     /// `batch.obs` and `batch.next_obs`, encoded from the shifted pixels `obs` and `next_obs`
-    /// (b, 9, 84, 84). None keeps the task's reward.
-    fn intrinsic_reward(&mut self, _batch: &Batch, _obs: &[u8], _next_obs: &[u8]) -> Result<Option<Tensor>> {
+    /// (b, 9, 84, 84); `obs_encoded` is what [`Representation::encode_with_tape`] gave for
+    /// `obs`. None keeps the task's reward.
+    fn intrinsic_reward(
+        &mut self,
+        _batch: &Batch,
+        _obs_encoded: Option<&Encoded>,
+        _obs: &[u8],
+        _next_obs: &[u8],
+    ) -> Result<Option<Tensor>> {
         Ok(None)
     }
 

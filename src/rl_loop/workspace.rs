@@ -346,6 +346,8 @@ impl<A: Agent> Workspace<A> {
         let aux = self.aux_update(&t)?;
         let lap = StepTimes::lap(&mut times.aux, lap);
         let mut critic = None;
+        // O_t's tape for an intrinsic reward that trains the encoder through it (APT).
+        let mut obs_tape = None;
         let (obs, next_obs) = if self.stage.rl.replay.feature_cache {
             let repr = self.representation.repr_dim();
             (
@@ -364,14 +366,24 @@ impl<A: Agent> Workspace<A> {
                     critic = Some(features);
                     h
                 }
-                None => self.encode(&t.obs, n)?,
+                None => match self.representation.encode_with_tape(&t.obs, n)? {
+                    Some(encoded) => {
+                        let h = encoded.h.clone();
+                        obs_tape = Some(encoded);
+                        h
+                    }
+                    None => self.encode(&t.obs, n)?,
+                },
             };
             (obs, self.encode(&t.next_obs, n)?)
         };
         let mut batch = Batch::of(&t, obs, next_obs)?;
         // `lfs explore`: the method's intrinsic reward replaces the task's (the pixels are the
         // shifted ones the features came from; feature-cached runs have no explorer).
-        if let Some(reward) = self.representation.intrinsic_reward(&batch, &t.obs, &t.next_obs)? {
+        if let Some(reward) = self
+            .representation
+            .intrinsic_reward(&batch, obs_tape.as_ref(), &t.obs, &t.next_obs)?
+        {
             batch.reward = reward;
         }
         StepTimes::lap(&mut times.encode_batch, lap);

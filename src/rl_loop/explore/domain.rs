@@ -9,6 +9,7 @@ use std::rc::Rc;
 use candle_core::Tensor;
 
 use super::explorer::Explorer;
+use crate::nn::encoder::Encoded;
 use crate::objectives::UpdateMetrics;
 use crate::rl::{Batch, ReplayBuffer, Transitions};
 use crate::rl_loop::{EncoderProvenance, Representation};
@@ -72,11 +73,25 @@ impl Representation for DomainRepresentation {
         Ok(None)
     }
 
-    fn intrinsic_reward(&mut self, batch: &Batch, obs: &[u8], next_obs: &[u8]) -> Result<Option<Tensor>> {
+    fn encode_with_tape(&self, obs: &[u8], n: usize) -> Result<Option<Encoded>> {
+        let explorer = self.explorer.borrow();
+        match explorer.wants_obs_tape() {
+            true => Ok(Some(explorer.encoder().encode(obs, n, true)?)),
+            false => Ok(None),
+        }
+    }
+
+    fn intrinsic_reward(
+        &mut self,
+        batch: &Batch,
+        obs_encoded: Option<&Encoded>,
+        obs: &[u8],
+        next_obs: &[u8],
+    ) -> Result<Option<Tensor>> {
         let out = self
             .explorer
             .borrow_mut()
-            .intrinsic_reward(self.domain, batch, obs, next_obs)?;
+            .intrinsic_reward(self.domain, batch, obs_encoded, obs, next_obs)?;
         self.sums.borrow_mut().add(&out.terms);
         Ok(Some(out.reward))
     }

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use candle_core::Tensor;
 
+use crate::nn::encoder::Encoded;
 use crate::nn::Encoder;
 use crate::rl::{Batch, ReplayBuffer, Transitions};
 use crate::rl_loop::RepresentationState;
@@ -41,14 +42,22 @@ pub trait Explorer {
         Ok(BTreeMap::new())
     }
 
+    /// Whether [`Explorer::intrinsic_reward`] steps the encoder through O_t's features, so the
+    /// loop encodes the batch's O_t with its tape (once) and hands it over.
+    fn wants_obs_tape(&self) -> bool {
+        false
+    }
+
     /// The intrinsic reward of `domain`'s batch: `batch.obs` and `batch.next_obs` are the
     /// encoder's features (b, repr) of the shifted pixels `obs` and `next_obs` (b, 9, 84, 84),
-    /// `batch.action` (b, A) its actions. A method whose representation steps here (APT's ICM)
-    /// re-encodes `obs` with its tape; the batch's features are left as they are.
+    /// `batch.action` (b, A) its actions, and `obs_encoded` is `obs` encoded with its tape when
+    /// [`Explorer::wants_obs_tape`]. A method whose representation steps here (APT's ICM)
+    /// trains the encoder through that tape; the batch's features are left as they are.
     fn intrinsic_reward(
         &mut self,
         domain: usize,
         batch: &Batch,
+        obs_encoded: Option<&Encoded>,
         obs: &[u8],
         next_obs: &[u8],
     ) -> Result<IntrinsicReward>;

@@ -24,6 +24,7 @@ use self::pbe::{pbe_reward, PbeSettings, RunningMeanStd};
 use super::explorer::{Explorer, IntrinsicReward};
 use crate::device::Backend;
 use crate::nn::checkpoint::strip_prefix;
+use crate::nn::encoder::Encoded;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Adam, AdamConfig, Encoder, EncoderConfig, Params};
 use crate::rl::Batch;
@@ -235,9 +236,21 @@ impl Apt {
     ///    own backward from d loss / d h); 3. `compute_intr_reward` (l.96-100): PBE of the
     ///    stepped trunk on the pre-step h.
     pub fn update(&mut self, domain: usize, obs: &[u8], next_h: &Tensor, action: &Tensor) -> Result<AptUpdate> {
+        let encoded = self.encoder.encode(obs, action.dim(0)?, true)?;
+        self.update_encoded(domain, &encoded, next_h, action)
+    }
+
+    /// [`Apt::update`] on `obs` already encoded with its tape by this explorer's encoder (the
+    /// loop's batch encoding, [`Explorer::wants_obs_tape`]).
+    pub fn update_encoded(
+        &mut self,
+        domain: usize,
+        encoded: &Encoded,
+        next_h: &Tensor,
+        action: &Tensor,
+    ) -> Result<AptUpdate> {
         let b = action.dim(0)?;
         let pbe = self.cfg.pbe();
-        let encoded = self.encoder.encode(obs, b, true)?;
         let encoder = &self.encoder;
         let n_domains = self.domains.len();
         let d = self
@@ -267,7 +280,7 @@ impl Apt {
         // icm_opt.step(), then encoder_opt.step() (independent: the two share no parameter).
         d.adam.step(&d.params, &store)?;
         let rows: Vec<usize> = (0..b).collect();
-        let encoder_grads: BTreeMap<String, Tensor> = encoder.backward(&encoded, &rows, &grad_h)?.into_iter().collect();
+        let encoder_grads: BTreeMap<String, Tensor> = encoder.backward(encoded, &rows, &grad_h)?.into_iter().collect();
         self.encoder_adam.step_named(&self.encoder_params, &encoder_grads)?;
         grads.extend(encoder_grads);
         // The reward: the updated trunk (its tensors are views of the stepped Vars) on h.
@@ -315,14 +328,22 @@ impl Explorer for Apt {
     }
 
     /// [`Apt::update`] on the batch (h′ = `batch.next_obs`), its reward on the batch's device.
+    fn wants_obs_tape(&self) -> bool {
+        true
+    }
+
     fn intrinsic_reward(
         &mut self,
         domain: usize,
         batch: &Batch,
+        obs_encoded: Option<&Encoded>,
         obs: &[u8],
         _next_obs: &[u8],
     ) -> Result<IntrinsicReward> {
-        let update = self.update(domain, obs, &batch.next_obs, &batch.action)?;
+        let update = match obs_encoded {
+            Some(encoded) => self.update_encoded(domain, encoded, &batch.next_obs, &batch.action)?,
+            None => self.update(domain, obs, &batch.next_obs, &batch.action)?,
+        };
         let mean = |t: &Tensor| -> Result<f64> { Ok(f64::from(t.mean_all()?.to_scalar::<f32>()?)) };
         let terms = BTreeMap::from([
             ("icm_loss", update.loss),

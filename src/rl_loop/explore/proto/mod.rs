@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::explorer::{Explorer, IntrinsicReward};
 use crate::device::Backend;
 use crate::nn::checkpoint::{rng_from_string, rng_to_string, strip_prefix};
+use crate::nn::encoder::Encoded;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::prototypes::l2_normalize;
 use crate::nn::{AdamConfig, Encoder, EncoderConfig};
@@ -254,6 +255,7 @@ impl Explorer for Proto {
         &mut self,
         domain: usize,
         batch: &Batch,
+        _obs_encoded: Option<&Encoded>,
         _obs: &[u8],
         _next_obs: &[u8],
     ) -> Result<IntrinsicReward> {
