@@ -23,7 +23,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use candle_core::{Device, Var};
 use lfs::config::StageConfig;
 use lfs::data::RandomShift;
@@ -41,6 +41,8 @@ static GLOBAL: lfs::alloc::Allocator = lfs::alloc::Allocator {};
 
 #[path = "common/args.rs"]
 mod args;
+#[path = "common/frames.rs"]
+mod frames;
 use args::arg;
 
 /// The agent step of the first update: DrQ-v2's 4000 seed frames at action repeat 2.
@@ -185,27 +187,8 @@ fn main() -> anyhow::Result<()> {
 
 /// `updates` updates on the episodes of `frames` (dump_frames.py's), metrics written to `out`.
 fn dynamics(cfg: &TrainConfig, frames: &Path, updates: usize, out: &Path, rng: &mut ChaCha8Rng) -> anyhow::Result<()> {
-    let pixels = read_npy_u8(&frames.join("frames.npy"))?;
-    let episodes: Vec<serde_json::Value> = serde_json::from_slice(&std::fs::read(frames.join("episodes.json"))?)?;
-    let action_dim = episodes
-        .first()
-        .and_then(|e| e["actions"][0].as_array())
-        .map(Vec::len)
-        .context("episodes.json: no episode with actions (dump a dataset of `lfs collect` videos)")?;
-    let mut replay = ReplayBuffer::new(cfg.replay.capacity, FRAME_BYTES, action_dim, 0, FeatureDtype::F32);
-    for e in &episodes {
-        let start = e["start"].as_u64().context("episodes.json: start")? as usize;
-        let frame = |t: usize| &pixels[(start + t) * FRAME_BYTES..(start + t + 1) * FRAME_BYTES];
-        replay.start_episode(frame(0))?;
-        let (actions, rewards) = (e["actions"].as_array(), e["rewards"].as_array());
-        let (Some(actions), Some(rewards)) = (actions, rewards) else {
-            bail!("episodes.json: an episode without actions and rewards");
-        };
-        for (t, (a, r)) in actions.iter().zip(rewards).enumerate() {
-            let a: Vec<f32> = serde_json::from_value(a.clone())?;
-            replay.add(&a, r.as_f64().context("a reward")? as f32, frame(t + 1))?;
-        }
-    }
+    let mut replay = frames::replay(frames, cfg.replay.capacity)?;
+    let action_dim = replay.action_dim();
     let mut learner = Learner::new(cfg, action_dim, rng)?;
     let mut rows = Vec::with_capacity(updates);
     for i in 0..updates {
@@ -241,25 +224,4 @@ fn dynamics(cfg: &TrainConfig, frames: &Path, updates: usize, out: &Path, rng: &
     }
     std::fs::write(out, serde_json::to_string(&json)?).with_context(|| format!("writing {}", out.display()))?;
     Ok(())
-}
-
-/// A NumPy `.npy` file of uint8 (`|u1`, C order), its values.
-fn read_npy_u8(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        bail!("{}: not a .npy file", path.display());
-    }
-    // Version 1 has a 2-byte header length, versions 2 and 3 a 4-byte one.
-    let (len, at) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        _ => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
-    };
-    let header = String::from_utf8_lossy(&bytes[at..at + len]);
-    if !header.contains("'descr': '|u1'") || header.contains("'fortran_order': True") {
-        bail!("{}: expected C-order uint8, found {header}", path.display());
-    }
-    Ok(bytes[at + len..].to_vec())
 }

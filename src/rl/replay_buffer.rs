@@ -196,6 +196,11 @@ impl ReplayBuffer {
     }
 
     /// Transitions stored.
+    /// The size of every stored action.
+    pub fn action_dim(&self) -> usize {
+        self.action_dim
+    }
+
     pub fn len(&self) -> usize {
         self.num_transitions
     }
