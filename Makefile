@@ -14,6 +14,7 @@
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
+.PHONY: bench-dynamics-explore
 .PHONY: gpu-pack gpu-check gpu-e2e gpu-pack-drqv2 gpu-session gpu-session-dry
 
 CARGO ?= cargo
@@ -298,6 +299,16 @@ bench-dynamics-drqv2-reference: setup build
 	$(CARGO) build --release --locked --example bench_drqv2
 	SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/drqv2_dynamics.sh
 	python3 eval/bench/drqv2_dynamics.py bench-out/drqv2-dynamics --store eval/bench/drqv2_dynamics_reference.json
+
+# Issue 54: Proto-RL's and APT's exploration updates (examples/bench_explore.rs) against the
+# PyTorch transcriptions of denisyarats/proto and URLB's icm_apt (eval/bench/explore_torch.py)
+# on the same replay, batch 64, 300 updates, seeds 1-3; our side is run (~15 min) and compared
+# with the stored torch curves (eval/bench/{proto,apt}_dynamics_reference.json).
+bench-dynamics-explore: setup build
+	$(CARGO) build --release --locked --example bench_explore
+	SIDES=ours eval/bench/explore_dynamics.sh
+	python3 eval/bench/explore_dynamics.py proto --reference eval/bench/proto_dynamics_reference.json
+	python3 eval/bench/explore_dynamics.py apt --reference eval/bench/apt_dynamics_reference.json
 
 # The same for TACO (its loss's terms compared too), against FrankZheng2022/TACO's update.
 bench-dynamics-taco: setup build

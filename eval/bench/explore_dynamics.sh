@@ -7,7 +7,7 @@
 # (upstream's ratios to its batch: explore_torch.py's docstring); APT with upstream's sizes.
 # Writes bench-out/explore-dynamics/<method>/{ours,torch}/s<seed>.json; then
 # eval/bench/explore_dynamics.py compares the window means. Our side is examples/bench_explore
-# (the flags of explore_torch.py; not written yet: run SIDES=torch until it is). The torch side
+# (the flags of explore_torch.py; `make bench-dynamics-explore`). The torch side
 # runs on THREADS threads (1: on a shared, busy 2-core machine, three 2-thread runs went several
 # times slower than three 1-thread runs) and records its seconds per run in the JSON (and in
 # the stored references). Re-running skips finished runs.
