@@ -299,6 +299,9 @@ fn an_exploration_run_resumes_exactly_and_leaves_an_export() {
     let frozen = lfs::nn::encoder_file::load_frozen_encoder(&ea).unwrap();
     assert_eq!(frozen.encoder.repr_dim(), 39200);
     assert_eq!(frozen.metadata["lfs.method"], "proto");
+    // The render quality it explored at, for `env.render_quality = "encoder"` downstream.
+    let export = lfs::nn::encoder_file::ExportFile::read(&ea).unwrap();
+    assert_eq!(export.training_render_quality(), Some(lfs::env::RenderQuality::Default));
 }
 
 /// Bad input: a task reward, a mismatched agent, an unknown domain, a resume with a changed

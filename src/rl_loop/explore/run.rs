@@ -394,7 +394,16 @@ fn save<A: Registered>(
         step: explorer.updates(),
         source: dir,
         config: toml.to_string(),
-        datasets: None,
+        // What the encoder saw, as `lfs collect`'s datasets record it: `lfs eval` and suites
+        // render at this quality (`env.render_quality = "encoder"`) and refuse another.
+        datasets: Some(
+            serde_json::json!([{
+                "source": "lfs explore",
+                "tasks": domains.iter().map(|d| d.task).collect::<Vec<_>>(),
+                "render_quality": domains[0].ws.render_quality.name(),
+            }])
+            .to_string(),
+        ),
     };
     let mut enc = cfg.explore.encoder.clone();
     enc.input_offset = 0.0; // folded into the export (`Explorer::export_tensors`)
