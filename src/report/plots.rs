@@ -473,24 +473,33 @@ pub fn pretrain_selected(curves: &[MethodLnc], methods: &[String], subtitle: &[S
 
 /// Lines over one x axis, one per method that has one, each with a dot at every point.
 struct LinePanel {
-    caption: &'static str,
+    caption: String,
     y_desc: &'static str,
     /// (method index, points); non-finite values are not drawn.
     series: Vec<(usize, Vec<(f64, f64)>)>,
 }
 
-/// Panels side by side over a shared x range.
+/// Panels in a grid of `cols` columns (filled row by row) over a shared x range.
 struct LinePanels<'a> {
     title: &'a str,
     x_desc: &'a str,
     panels: &'a [LinePanel],
+    cols: usize,
     methods: &'a [String],
     subtitle: &'a [String],
 }
 
+impl LinePanels<'_> {
+    fn grid(&self) -> (usize, usize) {
+        let cols = self.cols.max(1);
+        (self.panels.len().div_ceil(cols).max(1), cols)
+    }
+}
+
 impl Figure for LinePanels<'_> {
     fn size(&self) -> (u32, u32) {
-        (self.panels.len().max(1) as u32 * 520, HEADER_PX + 420)
+        let (rows, cols) = self.grid();
+        (cols.max(2) as u32 * 520, HEADER_PX + rows as u32 * 420)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
@@ -509,7 +518,7 @@ impl Figure for LinePanels<'_> {
             .iter()
             .flat_map(|p| p.series.iter().flat_map(|(_, points)| points.iter().map(|q| q.0)))
             .fold(1.0, f64::max);
-        for (panel, area) in self.panels.iter().zip(body.split_evenly((1, self.panels.len().max(1)))) {
+        for (panel, area) in self.panels.iter().zip(body.split_evenly(self.grid())) {
             draw_line_panel(&area, panel, self.x_desc, max_x)?;
         }
         Ok(())
@@ -533,7 +542,7 @@ fn draw_line_panel<DB: DrawingBackend>(
     let pad = 0.05 * (hi - lo);
     let mut chart = panel_chart(
         area,
-        panel.caption,
+        &panel.caption,
         0.0..max_x,
         lo - pad..hi + pad,
         (x_desc, panel.y_desc),
@@ -560,17 +569,17 @@ pub fn pretrain_probe(curves: &[ProbeCurve], methods: &[String], subtitle: &[Str
     };
     let panels = [
         LinePanel {
-            caption: "pre-training loss",
+            caption: "pre-training loss".into(),
             y_desc: "loss",
             series: series(|c| c.probes.loss.iter().map(|&(x, y)| (x as f64, y)).collect()),
         },
         LinePanel {
-            caption: "state: held-out R²",
+            caption: "state: held-out R²".into(),
             y_desc: "R²",
             series: series(|c| c.probes.points.iter().map(|p| (p.step as f64, p.state_r2)).collect()),
         },
         LinePanel {
-            caption: "reward: held-out R²",
+            caption: "reward: held-out R²".into(),
             y_desc: "R²",
             series: series(|c| c.probes.points.iter().map(|p| (p.step as f64, p.reward_r2)).collect()),
         },
@@ -581,7 +590,53 @@ pub fn pretrain_probe(curves: &[ProbeCurve], methods: &[String], subtitle: &[Str
             title: "Online linear probe during pre-training",
             x_desc: "pre-training updates",
             panels: &panels,
+            cols: panels.len(),
             methods,
+            subtitle,
+        },
+    )
+}
+
+/// One exploring domain's curves over its frames, for [`exploration_curves`].
+#[derive(Debug, Clone)]
+pub struct ExplorationPanel {
+    pub task: String,
+    /// (frame, mean intrinsic reward of an episode's updates).
+    pub intrinsic_reward: Vec<(f64, f64)>,
+    /// (frame, the episode's state entropy: `train/state_entropy`).
+    pub state_entropy: Vec<(f64, f64)>,
+}
+
+/// `lfs explore`'s picture: per domain (columns), the intrinsic reward and the state entropy of
+/// each episode over the run's frames (rows).
+pub fn exploration_curves(domains: &[ExplorationPanel], run: &str, subtitle: &[String]) -> Result<Picture> {
+    let panels: Vec<LinePanel> = [
+        (
+            "intrinsic reward",
+            "mean per update",
+            (|d: &ExplorationPanel| &d.intrinsic_reward) as fn(&ExplorationPanel) -> &Vec<(f64, f64)>,
+        ),
+        ("state entropy", "k-NN estimate", |d: &ExplorationPanel| {
+            &d.state_entropy
+        }),
+    ]
+    .iter()
+    .flat_map(|(what, y_desc, f)| {
+        domains.iter().map(move |d| LinePanel {
+            caption: format!("{}: {what}", d.task),
+            y_desc,
+            series: vec![(0, f(d).clone())],
+        })
+    })
+    .collect();
+    render(
+        "exploration",
+        &LinePanels {
+            title: "Reward-free exploration: intrinsic reward and state coverage per episode",
+            x_desc: "frames in the domain",
+            panels: &panels,
+            cols: domains.len(),
+            methods: &[run.to_string()],
             subtitle,
         },
     )

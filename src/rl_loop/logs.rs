@@ -47,6 +47,10 @@ pub struct EpisodeLog {
     /// Updates in the episode (0 during the seed frames).
     #[serde(rename = "train/num_updates")]
     pub num_updates: u64,
+    /// The particle-based entropy estimate of the episode's proprioceptive states
+    /// ([`super::state_entropy`]), when the loop records states (`lfs explore`).
+    #[serde(rename = "train/state_entropy", skip_serializing_if = "Option::is_none")]
+    pub state_entropy: Option<f64>,
     /// Where the episode's wall-clock went (`time/<part>_s`).
     #[serde(flatten)]
     pub times: StepTimes,

@@ -20,6 +20,7 @@ pub mod explore;
 mod logs;
 mod representation;
 mod stage;
+pub mod state_entropy;
 mod step_times;
 pub mod train;
 pub mod value_comparison;

@@ -16,6 +16,7 @@ use super::config::Frames;
 use super::logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow};
 use super::representation::{CriticFeatures, Representation};
 use super::stage::{LoopSpec, Stage};
+use super::state_entropy::{state_entropy, STATE_ENTROPY_K};
 use super::step_times::StepTimes;
 use super::value_comparison::ValueComparison;
 use crate::data::RandomShift;
@@ -67,6 +68,8 @@ pub(super) struct Workspace<A: Agent> {
     pub(super) action_dim: usize,
     /// The value comparison window, when asked for (`lfs train`).
     pub(super) value_comparison: Option<ValueComparison>,
+    /// Keep each episode's proprioceptive states and log their entropy (`lfs explore`).
+    pub(super) record_states: bool,
 }
 
 /// What one agent step trains on.
@@ -99,6 +102,8 @@ pub(super) struct EpisodeState<A: Agent> {
     aux: Vec<UpdateMetrics>,
     /// Where its steps' time went.
     times: StepTimes,
+    /// The proprioceptive state after the reset and after every step, when recorded.
+    states: Vec<Vec<f64>>,
 }
 
 pub(super) enum StepOutcome<A: Agent> {
@@ -145,6 +150,7 @@ impl<A: Registered> Workspace<A> {
                 pad: cfg.replay.random_shift_pad,
             },
             value_comparison,
+            record_states: false,
             stage,
             spec: spec.clone(),
             representation,
@@ -215,6 +221,10 @@ impl<A: Agent> Workspace<A> {
             sums: A::Sums::default(),
             aux: Vec::new(),
             times: StepTimes::default(),
+            states: match self.record_states {
+                true => vec![first.state],
+                false => Vec::new(),
+            },
         })
     }
 
@@ -310,6 +320,9 @@ impl<A: Agent> Workspace<A> {
         self.step += 1;
         state.reward += step.reward;
         state.length += 1;
+        if self.record_states {
+            state.states.push(step.state);
+        }
         StepTimes::lap(&mut state.times.step, step_start);
         if !step.last {
             return Ok(StepOutcome::Continue(state));
@@ -323,6 +336,7 @@ impl<A: Agent> Workspace<A> {
             episode_length: state.length,
             fps: Frames::from_steps(state.length, self.stage.rl.env.action_repeat).0 as f64 / seconds,
             num_updates: state.sums.count(),
+            state_entropy: state_entropy(&state.states, STATE_ENTROPY_K),
             times: state.times,
         };
         Ok(StepOutcome::Finished(log, state.sums.mean(), AuxMeans::of(&state.aux)))

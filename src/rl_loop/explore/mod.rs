@@ -6,6 +6,7 @@
 
 pub mod apt;
 pub mod config;
+pub mod curves;
 pub mod domain;
 pub mod explorer;
 pub mod proto;

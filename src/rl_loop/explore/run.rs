@@ -209,7 +209,9 @@ fn explore<A: Registered>(
             backend: backend.clone(),
         };
         let path = checkpoint_dir.join(format!("{}.safetensors", task.name()));
-        let (ws, resumed) = crate::rl_loop::workspace::<A>(stage, &spec, Box::new(representation), &path)?;
+        let (mut ws, resumed) = crate::rl_loop::workspace::<A>(stage, &spec, Box::new(representation), &path)?;
+        // Each episode's state entropy, the run's measure of state coverage.
+        ws.record_states = true;
         resumed_steps.push(resumed.map(|_| ws.step));
         let dir = out_dir.join(task.name());
         std::fs::create_dir_all(&dir).map_err(|e| Error::checkpoint(&dir, e.to_string()))?;
@@ -408,5 +410,7 @@ fn save<A: Registered>(
     let mut enc = cfg.explore.encoder.clone();
     enc.input_offset = 0.0; // folded into the export (`Explorer::export_tensors`)
     write_files(&encoder, &explorer.export_tensors()?, &enc, None, false, &provenance)?;
+    let tasks: Vec<&str> = domains.iter().map(|d| d.task).collect();
+    super::curves::write(out_dir, &tasks, cfg.explore.method.name(), cfg.run.seed)?;
     Ok(encoder)
 }
