@@ -14,7 +14,7 @@
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
 .PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
-.PHONY: bench-dynamics-explore
+.PHONY: bench-dynamics-explore bench-explore
 .PHONY: gpu-pack gpu-check gpu-e2e gpu-pack-drqv2 gpu-session gpu-session-dry
 
 CARGO ?= cargo
@@ -175,7 +175,7 @@ check-lerobot: sample ## LeRobot itself opens the sample dataset, as is and at -
 	$(LFS) ingest $(SAMPLE_VIDEOS) --out $(SAMPLE_OUT)/dataset-20fps --fps 20
 	HF_HUB_OFFLINE=1 $(LEROBOT_VENV)/bin/python eval/check_lerobot.py $(SAMPLE_OUT)/dataset-20fps --fps 20
 
-bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac bench-e2e bench-drqv2 ## every benchmark (slow), for BENCHMARKS.md
+bench: bench-ingest bench-env bench-encoder bench-pretrain bench-sac bench-e2e bench-drqv2 bench-explore ## every benchmark (slow), for BENCHMARKS.md
 
 # lfs ingest vs the ffmpeg CLI vs PyAV+pyarrow on the same files, interleaved, medians.
 bench-ingest: setup build
@@ -309,6 +309,16 @@ bench-dynamics-explore: setup build
 	SIDES=ours eval/bench/explore_dynamics.sh
 	python3 eval/bench/explore_dynamics.py proto --reference eval/bench/proto_dynamics_reference.json
 	python3 eval/bench/explore_dynamics.py apt --reference eval/bench/apt_dynamics_reference.json
+
+# Issue 54's speed: one exploration update of each method, ours against the same PyTorch
+# transcriptions (explore_torch.py, its random shift one gather), interleaved rounds in ABBA
+# order, same-round ratios (eval/bench/explore_speed.py; needs torch: make setup-torch).
+bench-explore: setup build
+	$(CARGO) build --release --locked --example bench_explore
+	[ -f bench-out/drqv2-dynamics/frames/episodes.json ] || SIDES=none eval/bench/explore_dynamics.sh
+	python3 eval/bench/explore_speed.py --plan $(EXPLORE_SPEED_PLAN) --rounds 3 --torch-python $(VENV)/bin/python
+
+EXPLORE_SPEED_PLAN ?= proto:64:40,apt:64:40,proto:512:8,apt:256:12
 
 # The same for TACO (its loss's terms compared too), against FrankZheng2022/TACO's update.
 bench-dynamics-taco: setup build

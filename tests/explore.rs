@@ -254,7 +254,8 @@ fn read(path: PathBuf) -> String {
 }
 
 /// The loop on DMControl: two domains explored in turn leave an encoder `lfs probe` and
-/// `lfs eval` read (the export format), per-domain logs with the intrinsic reward, and a run
+/// `lfs eval` read (the export format), per-domain logs with the intrinsic reward and the state
+/// entropy, the run's picture of both, and a run
 /// stopped at a checkpoint and resumed ends exactly as an uninterrupted one (logs, encoder).
 #[test]
 fn an_exploration_run_resumes_exactly_and_leaves_an_export() {
@@ -287,6 +288,13 @@ fn an_exploration_run_resumes_exactly_and_leaves_an_export() {
         };
         assert_eq!(strip(&a), strip(&b), "{task}: train.jsonl");
         assert!(a.contains("explore/intrinsic_reward"), "{a}");
+        assert!(a.contains("train/state_entropy"), "{a}");
+    }
+    // The run's picture: each domain's intrinsic reward and state entropy.
+    for dir in [&whole, &parts] {
+        let svg = read(dir.join("exploration.svg"));
+        assert!(svg.contains("reach_duplo: state entropy"), "{svg}");
+        assert!(dir.join("exploration.png").is_file());
     }
     let (ea, eb) = (whole.join("encoder.safetensors"), parts.join("encoder.safetensors"));
     let load = |p: &Path| lfs::nn::checkpoint::load(p).unwrap().tensors;

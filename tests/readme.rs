@@ -65,6 +65,13 @@ const DRQV2_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_fr
      --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
      --set agent.feature_dim=8";
 
+/// `lfs explore` at a few hundred frames per domain (reach_duplo's episodes end at 250).
+const EXPLORE_BUDGET: &str = "--set run.num_train_frames=500 --set run.num_seed_frames=250";
+
+/// The paper's exploration configs at the same budget, with a small batch.
+const EXPLORE_PAPER_BUDGET: &str = "--set run.num_train_frames=500 --set run.num_seed_frames=250 \
+     --set agent.batch_size=16";
+
 /// The walk, in the order a user meets it: the default job, the Makefile's stages, then the
 /// README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the report,
 /// then the guide's pages in the order of its index (their running example is `runs/mine`, the
@@ -155,6 +162,24 @@ const STEPS: &[Step] = &[
         walk: Walk::UntilFirstCell,
     },
     run("target/release/lfs suite status runs/suite-mini", ""),
+    // docs/guide/suites.md: the paper suite's other Table 3 rows, at one update or a few
+    // hundred frames, so that its sbatch below finds every row's encoder
+    run(
+        "target/release/lfs pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/videos-paper/dataset\"]' --set objective.method=atc --out-dir runs/videos-paper-atc",
+        "--set run.num_updates=1 --set run.batch_size=32",
+    ),
+    run(
+        "target/release/lfs pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/videos-paper/dataset\"]' --set objective.method=curl --out-dir runs/videos-paper-curl",
+        "--set run.num_updates=1 --set run.batch_size=32",
+    ),
+    run(
+        "target/release/lfs explore --config pipelines/explore/proto/paper.toml --out-dir runs/explore-proto-paper",
+        EXPLORE_PAPER_BUDGET,
+    ),
+    run(
+        "target/release/lfs explore --config pipelines/explore/apt/paper.toml --out-dir runs/explore-apt-paper",
+        EXPLORE_PAPER_BUDGET,
+    ),
     run(
         "target/release/lfs suite sbatch eval/suites/paper.toml --out runs/suite-paper --cpus-per-task 8 --time 72:00:00",
         "",
@@ -177,6 +202,23 @@ const STEPS: &[Step] = &[
     run(
         "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set objective.method=atc --out-dir runs/mine-atc",
         "--set run.num_updates=5",
+    ),
+    // docs/guide/explore.md, at a few hundred frames per domain
+    run(
+        "target/release/lfs explore --config pipelines/explore/proto/tiny.toml --out-dir runs/explore/proto-tiny",
+        EXPLORE_BUDGET,
+    ),
+    run(
+        "target/release/lfs explore --config pipelines/explore/apt/tiny.toml --out-dir runs/explore/apt-tiny",
+        EXPLORE_BUDGET,
+    ),
+    run(
+        "target/release/lfs probe --encoder runs/explore/proto-tiny/encoder.safetensors --dataset runs/probe-set-fast/dataset",
+        "",
+    ),
+    run(
+        "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/explore/proto-tiny/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/proto-tiny/cartpole_swingup/1",
+        SAC_BUDGET,
     ),
     // docs/guide/export.md
     run(

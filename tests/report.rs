@@ -1332,6 +1332,12 @@ fn drqv2_cells_are_drawn_beside_drqv2s_published_curves() {
     assert!(res.status.success(), "lfs report failed: {}", text(&res.stderr));
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     let table = section(&md, "## DrQ-v2 beside its published curves");
+    // The simulator difference is stated beside the comparison, the replay sampling in the scale.
+    assert!(
+        table.contains("MuJoCo 2.0") && table.contains("mujoco 3.17.0"),
+        "{table}"
+    );
+    assert!(md.contains("(sampling uniform)"), "{md}");
     // The published rows of cartpole_swingup, by frame, from the shipped file.
     let csv = std::fs::read_to_string(crate::common::repo().join("eval/reference/drqv2_published.csv")).unwrap();
     let mut published: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();

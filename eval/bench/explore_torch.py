@@ -57,11 +57,17 @@ from drqv2_torch import Replay, weight_init  # noqa: E402  (the same fixed-repla
 
 
 def random_shift(x, pad=4):
-    """ReplicationPad2d(pad) + an integer crop per sample, offsets uniform in [0, 2 pad]."""
-    n, _, h, w = x.shape
+    """ReplicationPad2d(pad) + an integer crop per sample, offsets uniform in [0, 2 pad]: upstream's
+    per-sample slicing loop (`torch.stack([xp[i, :, oy:oy + h, ox:ox + w] for i ...])`) as one
+    gather, the same draws and the same crops bit for bit (checked), 4x faster on a CPU at
+    batch 64: the speed comparison's anchor is the version a user would write."""
+    n, c, h, w = x.shape
     xp = F.pad(x, (pad,) * 4, mode="replicate")
     off = torch.randint(0, 2 * pad + 1, (n, 2))
-    return torch.stack([xp[i, :, off[i, 1]:off[i, 1] + h, off[i, 0]:off[i, 0] + w] for i in range(n)])
+    rows = off[:, 1, None] + torch.arange(h)  # (n, h)
+    cols = off[:, 0, None] + torch.arange(w)  # (n, w)
+    flat = (rows[:, :, None] * (w + 2 * pad) + cols[:, None, :]).reshape(n, 1, h * w).expand(n, c, h * w)
+    return xp.reshape(n, c, -1).gather(2, flat).reshape(n, c, h, w)
 
 
 def conv_net(in_ch=9):
@@ -385,16 +391,19 @@ def main():
         agent = AptAgent(replay.action_dim)
     rng = np.random.default_rng(a.seed)
     metrics = {}
+    update_seconds = []
     start = time.perf_counter()
     for i in range(a.updates):
+        started = time.perf_counter()
         obs, action, reward, discount, next_obs = replay.sample(a.batch, rng)
         # Proto-RL's update runs every agent step; URLB's only every second one (update_every_steps)
         step = a.first_step + (i if a.method == "proto" else 2 * i)
         for k, v in agent.update(obs, action, reward, discount, next_obs, step).items():
             metrics.setdefault(k, []).append(v)
+        update_seconds.append(time.perf_counter() - started)
     out = {"method": a.method, "seed": a.seed, "batch": a.batch, "nstep": nstep, "updates": a.updates,
            "first_step": a.first_step, "torch": torch.__version__, "seconds": time.perf_counter() - start,
-           "metrics": metrics}
+           "metrics": metrics, "impl": "torch", "update_seconds": update_seconds}
     if a.method == "proto":
         out.update(protos=a.protos, queue=a.queue)
     with open(a.out, "w") as f:

@@ -49,6 +49,8 @@ pub struct CellSettings {
     pub batch_size: u64,
     /// `[replay] capacity`.
     pub replay_capacity: u64,
+    /// `[replay] sampling` ("uniform" where the config predates it or does not choose).
+    pub replay_sampling: String,
     /// `[agent] kind` ("sac" where the config predates it).
     pub agent_kind: String,
 }
@@ -252,6 +254,13 @@ pub fn read_settings(path: &Path) -> Result<CellSettings> {
         num_eval_episodes: int("run", "num_eval_episodes")?,
         batch_size: int("agent", "batch_size")?,
         replay_capacity: int("replay", "capacity")?,
+        replay_sampling: match get("replay", "sampling") {
+            Ok(v) => v
+                .as_str()
+                .ok_or_else(|| Error::cell(path, "[replay] sampling is not a string"))?
+                .to_string(),
+            Err(_) => crate::rl::ReplaySampling::Uniform.name().to_string(),
+        },
         agent_kind: match get("agent", "kind") {
             Ok(v) => v
                 .as_str()

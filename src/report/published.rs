@@ -14,6 +14,12 @@ pub const LABEL: &str = "DrQ-v2, published";
 pub const SOURCE: &str = "facebookresearch/drqv2 @c0c650b, curves/dmc_<task>.csv (its authors' runs: \
      DrQ-v2's own protocol, 10 evaluation episodes per point, 8 to 10 seeds)";
 
+/// The simulator difference, stated beside every comparison with the published curves
+/// (docs/design.md §8).
+pub const SIMULATOR: &str = "The published runs used DrQ-v2's 2021 simulator (dm_control from git, MuJoCo 2.0 \
+     through mujoco-py 2.0.2.13); ours use mujoco 3.17.0 and dm-control 1.0.50, so the physics and the rendering \
+     differ as well as the code";
+
 /// The shipped rows: `task,seed,frame,episode_reward`.
 const CSV: &str = include_str!("../../eval/reference/drqv2_published.csv");
 

@@ -22,14 +22,15 @@ pub(super) fn scale(md: &mut String, report: &Report) {
     let _ = writeln!(md, "|---|---|---|---|---|");
     let _ = writeln!(
         md,
-        "| ours (this suite) | {frames} (action repeat {}) | {} | episodes: {}, every {} frames | batch {}, replay {}, \
-         feature cache {feature_cache}, render quality {} |",
+        "| ours (this suite) | {frames} (action repeat {}) | {} | episodes: {}, every {} frames | batch {}, replay {} \
+         (sampling {}), feature cache {feature_cache}, render quality {} |",
         distinct(s.clone().map(|s| s.action_repeat)),
         seeds_per_task(report),
         distinct(s.clone().map(|s| s.num_eval_episodes)),
         distinct(s.clone().map(|s| s.eval_every_frames)),
         distinct(s.clone().map(|s| s.batch_size)),
         distinct(s.clone().map(|s| s.replay_capacity)),
+        distinct(s.clone().map(|s| s.replay_sampling.clone())),
         distinct(s.map(|s| s.render_quality.clone())),
     );
     let has_task = |among: &[Task]| {

@@ -190,7 +190,9 @@ pub(super) fn jaco_table(md: &mut String, scores: &BudgetScores, tasks: &[Task])
         "Raw returns (no expert score: the paper reports these tasks raw); a return is at most {JACO_MAX_RETURN:.0} (one \
          per control step of a 10 s episode). The paper's columns are copied from {PAPER_TABLE2_SCALE}. Its LFS and \
          DrQ-v2 were trained without pre-training; the other eight columns (marked quoted) are unsupervised RL \
-         methods that lfs does not implement, as the paper reports them. Ours are at {} frames{}.\n",
+         methods as the paper reports them, after URLB's protocol: 1M reward-free frames, then the whole agent \
+         fine-tuned with DDPG. lfs's Proto-RL and APT (`lfs explore`) pre-train an encoder alone, for Table 3, so \
+         their columns here are quoted, not rerun (docs/design.md §15). Ours are at {} frames{}.\n",
         scores.budget,
         if scores.budget == PAPER_TABLE2_FRAMES {
             ", the paper's budget"
@@ -377,10 +379,11 @@ pub(super) fn published_section(md: &mut String, report: &Report) {
         md,
         "{}: {}. Ours: the suite's cells with `[agent] kind = \"drqv2\"` ({}). Evaluation return at the \
          published frames: mean [min, max] (seeds). The published runs are DrQ-v2's own protocol; where ours \
-         differ (budget, batch, rendering) their config says so.\n",
+         differ (budget, batch, rendering, replay sampling: the Scale table) their config says so. {}.\n",
         crate::report::published::LABEL,
         crate::report::published::SOURCE,
-        scale_line(report)
+        scale_line(report),
+        crate::report::published::SIMULATOR,
     );
     // The DrQ-v2 methods: those with a DrQ-v2 cell.
     let is_drqv2 = |i: &usize| {
