@@ -68,6 +68,7 @@ fn main() -> anyhow::Result<()> {
     let action_dim = replay.action_dim();
     let backend = Backend::new(&Device::Cpu);
     let start = Instant::now();
+    let mut update_seconds = Vec::with_capacity(updates);
     let metrics = match cfg.explore.method {
         ExploreMethod::Proto => {
             let explorer = Proto::new(
@@ -94,6 +95,7 @@ fn main() -> anyhow::Result<()> {
                 updates,
                 |i| first_step + i,
                 &mut rng,
+                &mut update_seconds,
             )?
         }
         ExploreMethod::Apt => {
@@ -119,12 +121,14 @@ fn main() -> anyhow::Result<()> {
                 updates,
                 |i| first_step + 2 * i,
                 &mut rng,
+                &mut update_seconds,
             )?
         }
     };
     let mut json = serde_json::json!({
         "method": method, "seed": seed, "batch": batch, "nstep": cfg.agent.returns().n, "updates": updates,
         "first_step": first_step, "seconds": start.elapsed().as_secs_f64(), "metrics": metrics,
+        "impl": "candle", "update_seconds": update_seconds,
     });
     if cfg.explore.method == ExploreMethod::Proto {
         json["protos"] = protos.into();
@@ -135,7 +139,9 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// `updates` updates of `explorer` and `agent` on `replay`, update i at agent step `step(i)`;
-/// each metric's values over the updates that produced it, under explore_torch.py's names.
+/// each metric's values over the updates that produced it, under explore_torch.py's names. Each
+/// update's wall-clock (sample to agent step) goes to `seconds`.
+#[allow(clippy::too_many_arguments)]
 fn run<A: Agent>(
     cfg: &ExploreConfig,
     mut explorer: Box<dyn Explorer>,
@@ -144,6 +150,7 @@ fn run<A: Agent>(
     updates: usize,
     step: impl Fn(u64) -> u64,
     rng: &mut ChaCha8Rng,
+    seconds: &mut Vec<f64>,
 ) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
     let shift = RandomShift {
         pad: cfg.replay.random_shift_pad,
@@ -156,6 +163,7 @@ fn run<A: Agent>(
         }
     };
     for i in 0..updates as u64 {
+        let started = Instant::now();
         let mut t = replay.sample(agent.batch_size(), cfg.agent.returns(), rng)?;
         for (name, v) in explorer.update_before_encoding(0, &t, replay)? {
             record(name, v);
@@ -181,6 +189,7 @@ fn run<A: Agent>(
                 record(key.trim_start_matches("train/"), v);
             }
         }
+        seconds.push(started.elapsed().as_secs_f64());
     }
     // explore_torch.py's name for the reward's batch mean.
     if let Some(v) = metrics.remove("intrinsic_reward") {
