@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{draw_legend, draw_subtitle, e, font, label_decimals, method_colour, panel_chart, render};
+use super::{draw_header, e, grid, label_decimals, method_colour, panel_chart, render};
 use super::{DrawResult, Figure, Picture, HEADER_PX};
 use crate::report::pretrain_probe::ProbeCurve;
 use crate::Result;
@@ -27,36 +27,29 @@ struct LinePanels<'a> {
     subtitle: &'a [String],
 }
 
-impl LinePanels<'_> {
-    fn grid(&self) -> (usize, usize) {
-        let cols = self.cols.max(1);
-        (self.panels.len().div_ceil(cols).max(1), cols)
-    }
-}
-
 impl Figure for LinePanels<'_> {
     fn size(&self) -> (u32, u32) {
-        let (rows, cols) = self.grid();
+        let (rows, cols) = grid(self.panels.len(), self.cols);
         (cols.max(2) as u32 * 520, HEADER_PX + rows as u32 * 420)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
-        root.fill(&WHITE).map_err(e)?;
-        let (header, body) = root.split_vertically(HEADER_PX);
-        header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
-        draw_subtitle(&header, self.subtitle)?;
         let drawn = self
             .panels
             .iter()
             .flat_map(|p| p.series.iter().map(|(m, _)| *m))
             .collect();
-        draw_legend(&header, self.methods, &drawn, HEADER_PX as i32 - 18)?;
+        let body = draw_header(root, self.title, self.subtitle, self.methods, &drawn)?;
         let max_x = self
             .panels
             .iter()
             .flat_map(|p| p.series.iter().flat_map(|(_, points)| points.iter().map(|q| q.0)))
             .fold(1.0, f64::max);
-        for (panel, area) in self.panels.iter().zip(body.split_evenly(self.grid())) {
+        for (panel, area) in self
+            .panels
+            .iter()
+            .zip(body.split_evenly(grid(self.panels.len(), self.cols)))
+        {
             draw_line_panel(&area, panel, self.x_desc, max_x)?;
         }
         Ok(())

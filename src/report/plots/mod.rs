@@ -166,6 +166,29 @@ fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A figure's white page with its header (title, subtitle lines, the legend of the methods
+/// `drawn`); returns the area below the header.
+fn draw_header<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    subtitle: &[String],
+    methods: &[String],
+    drawn: &std::collections::BTreeSet<usize>,
+) -> std::result::Result<DrawingArea<DB, Shift>, String> {
+    root.fill(&WHITE).map_err(e)?;
+    let (header, body) = root.split_vertically(HEADER_PX);
+    header.draw(&Text::new(title, (20, 8), font(24.0))).map_err(e)?;
+    draw_subtitle(&header, subtitle)?;
+    draw_legend(&header, methods, drawn, HEADER_PX as i32 - 18)?;
+    Ok(body)
+}
+
+/// (rows, columns) of a grid of `panels` panels, `cols` to a row.
+fn grid(panels: usize, cols: usize) -> (usize, usize) {
+    let cols = cols.max(1);
+    (panels.div_ceil(cols).max(1), cols)
+}
+
 /// One method's learning curve on one task.
 #[derive(Debug, Clone)]
 pub struct CurveSeries {
@@ -196,8 +219,7 @@ const HEADER_PX: u32 = 120;
 
 impl LearningCurves<'_> {
     fn grid(&self) -> (usize, usize) {
-        let cols = self.panels.len().clamp(1, 3);
-        (self.panels.len().div_ceil(cols).max(1), cols)
+        grid(self.panels.len(), self.panels.len().clamp(1, 3))
     }
 }
 
@@ -209,16 +231,12 @@ impl Figure for LearningCurves<'_> {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
-        root.fill(&WHITE).map_err(e)?;
-        let (header, body) = root.split_vertically(HEADER_PX);
-        header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
-        draw_subtitle(&header, self.subtitle)?;
         let drawn = self
             .panels
             .iter()
             .flat_map(|p| p.series.iter().map(|s| s.method))
             .collect();
-        draw_legend(&header, self.methods, &drawn, HEADER_PX as i32 - 18)?;
+        let body = draw_header(root, self.title, self.subtitle, self.methods, &drawn)?;
         for (panel, area) in self.panels.iter().zip(body.split_evenly(self.grid())) {
             draw_task_panel(&area, panel, self.y_desc)?;
         }
@@ -380,12 +398,8 @@ impl Figure for BandCurves<'_> {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
-        root.fill(&WHITE).map_err(e)?;
-        let (header, body) = root.split_vertically(HEADER_PX);
-        header.draw(&Text::new(self.title, (20, 8), font(24.0))).map_err(e)?;
-        draw_subtitle(&header, self.subtitle)?;
         let drawn = (0..self.curves.len()).filter(|&i| !self.curves[i].is_empty()).collect();
-        draw_legend(&header, self.methods, &drawn, HEADER_PX as i32 - 18)?;
+        let body = draw_header(root, self.title, self.subtitle, self.methods, &drawn)?;
         let all = self.curves.iter().flatten();
         let max_x = all.clone().map(|p| p.x).fold(1.0, f64::max);
         let max_y = all.clone().map(|p| p.high).fold(0.1, f64::max);

@@ -6,6 +6,7 @@
 pub mod actor;
 mod agent;
 mod backward;
+mod host_matrix;
 pub mod squashed_gaussian;
 
 use std::collections::{BTreeMap, HashMap};
