@@ -173,6 +173,14 @@ const STEPS: &[Step] = &[
         "--set run.num_updates=1 --set run.batch_size=32",
     ),
     run(
+        "target/release/lfs export runs/videos-paper-atc/checkpoint.safetensors --out runs/videos-paper-atc/encoder.safetensors",
+        "",
+    ),
+    run(
+        "target/release/lfs export runs/videos-paper-curl/checkpoint.safetensors --out runs/videos-paper-curl/encoder.safetensors",
+        "",
+    ),
+    run(
         "target/release/lfs explore --config pipelines/explore/proto/paper.toml --out-dir runs/explore-proto-paper",
         EXPLORE_PAPER_BUDGET,
     ),
@@ -202,23 +210,6 @@ const STEPS: &[Step] = &[
     run(
         "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set objective.method=atc --out-dir runs/mine-atc",
         "--set run.num_updates=5",
-    ),
-    // docs/guide/explore.md, at a few hundred frames per domain
-    run(
-        "target/release/lfs explore --config pipelines/explore/proto/tiny.toml --out-dir runs/explore/proto-tiny",
-        EXPLORE_BUDGET,
-    ),
-    run(
-        "target/release/lfs explore --config pipelines/explore/apt/tiny.toml --out-dir runs/explore/apt-tiny",
-        EXPLORE_BUDGET,
-    ),
-    run(
-        "target/release/lfs probe --encoder runs/explore/proto-tiny/encoder.safetensors --dataset runs/probe-set-fast/dataset",
-        "",
-    ),
-    run(
-        "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/explore/proto-tiny/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/proto-tiny/cartpole_swingup/1",
-        SAC_BUDGET,
     ),
     // docs/guide/export.md
     run(
@@ -264,6 +255,24 @@ const STEPS: &[Step] = &[
     run(
         "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set probe.every_updates=100 --set 'probe.dataset=\"runs/probe-set-default/dataset\"' --out-dir runs/mine-probed",
         "--set run.num_updates=3",
+    ),
+    // docs/guide/explore.md, at a few hundred frames per domain; after the probe page, whose
+    // default-quality probe set its probe command reads
+    run(
+        "target/release/lfs explore --config pipelines/explore/proto/tiny.toml --out-dir runs/explore/proto-tiny",
+        EXPLORE_BUDGET,
+    ),
+    run(
+        "target/release/lfs explore --config pipelines/explore/apt/tiny.toml --out-dir runs/explore/apt-tiny",
+        EXPLORE_BUDGET,
+    ),
+    run(
+        "target/release/lfs probe --encoder runs/explore/proto-tiny/encoder.safetensors --dataset runs/probe-set-default/dataset",
+        "",
+    ),
+    run(
+        "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/explore/proto-tiny/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/proto-tiny/cartpole_swingup/1",
+        SAC_BUDGET,
     ),
     // docs/guide/suites.md: the tiny suite is its own budget (8 cells of 1000 frames).
     run("target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny", ""),
