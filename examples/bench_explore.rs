@@ -68,8 +68,10 @@ fn main() -> anyhow::Result<()> {
     let action_dim = replay.action_dim();
     let backend = Backend::new(&Device::Cpu);
     let start = Instant::now();
-    let mut update_seconds = Vec::with_capacity(updates);
-    let metrics = match cfg.explore.method {
+    let Updates {
+        metrics,
+        update_seconds,
+    } = match cfg.explore.method {
         ExploreMethod::Proto => {
             let explorer = Proto::new(
                 &cfg.explore.proto,
@@ -95,7 +97,6 @@ fn main() -> anyhow::Result<()> {
                 updates,
                 |i| first_step + i,
                 &mut rng,
-                &mut update_seconds,
             )?
         }
         ExploreMethod::Apt => {
@@ -121,7 +122,6 @@ fn main() -> anyhow::Result<()> {
                 updates,
                 |i| first_step + 2 * i,
                 &mut rng,
-                &mut update_seconds,
             )?
         }
     };
@@ -138,10 +138,15 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `updates` updates of `explorer` and `agent` on `replay`, update i at agent step `step(i)`;
-/// each metric's values over the updates that produced it, under explore_torch.py's names. Each
-/// update's wall-clock (sample to agent step) goes to `seconds`.
-#[allow(clippy::too_many_arguments)]
+/// What [`run`] measured.
+struct Updates {
+    /// Each metric's values over the updates that produced it, under explore_torch.py's names.
+    metrics: serde_json::Map<String, serde_json::Value>,
+    /// Each update's wall-clock, sample to agent step.
+    update_seconds: Vec<f64>,
+}
+
+/// `updates` updates of `explorer` and `agent` on `replay`, update i at agent step `step(i)`.
 fn run<A: Agent>(
     cfg: &ExploreConfig,
     mut explorer: Box<dyn Explorer>,
@@ -150,12 +155,12 @@ fn run<A: Agent>(
     updates: usize,
     step: impl Fn(u64) -> u64,
     rng: &mut ChaCha8Rng,
-    seconds: &mut Vec<f64>,
-) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+) -> anyhow::Result<Updates> {
     let shift = RandomShift {
         pad: cfg.replay.random_shift_pad,
     };
     let mut metrics = serde_json::Map::new();
+    let mut seconds = Vec::with_capacity(updates);
     let mut record = |name: &str, v: f64| {
         let column = metrics.entry(name).or_insert_with(|| serde_json::Value::Array(vec![]));
         if let serde_json::Value::Array(values) = column {
@@ -198,5 +203,8 @@ fn run<A: Agent>(
     if metrics.is_empty() {
         bail!("no update ran");
     }
-    Ok(metrics)
+    Ok(Updates {
+        metrics,
+        update_seconds: seconds,
+    })
 }
