@@ -12,7 +12,7 @@
 .DEFAULT_GOAL := all
 .PHONY: help all deps build setup setup-torch sample test test-fast lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
-.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 probe-set probe bench-drqv2 bench-dynamics-drqv2
+.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 replay-ablation probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
 .PHONY: bench-dynamics-explore bench-explore
 .PHONY: gpu-pack gpu-check gpu-e2e gpu-pack-drqv2 gpu-session gpu-session-dry
@@ -20,7 +20,7 @@
 CARGO ?= cargo
 LFS := target/release/lfs
 
-# Python used by the dm_control worker (eval/dmc_worker.py); `lfs` finds it at .venv/bin/python
+# Python used by the dm_control worker (python/dmc_worker.py); `lfs` finds it at .venv/bin/python
 # unless LFS_PYTHON says otherwise.
 VENV := .venv
 PYTHON := $(VENV)/bin/python
@@ -89,17 +89,17 @@ gpu-session-dry:
 # Creates .venv with the pinned worker requirements and the dataset readers the tests use.
 # The stamp file makes a second run instant; it is refreshed when a requirements file changes.
 setup: $(VENV)/.stamp ## the Python venv .venv (pinned mujoco, dm-control, Parquet readers)
-$(VENV)/.stamp: eval/requirements.txt eval/requirements-data.txt
+$(VENV)/.stamp: python/requirements.txt python/requirements-data.txt
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements.txt -r eval/requirements-data.txt
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r python/requirements.txt -r python/requirements-data.txt
 	touch $@
 
 # torch in .venv, for the one test that loads an export in PyTorch (tests/export.rs). PyPI's Linux
 # torch brings NVIDIA's CUDA libraries with it: about 5.3 GB, 1-4 min here (2026-11-26). CI runs
 # it (.ci/run); without it that test is skipped, loudly, and under CI=true it fails.
 setup-torch: $(VENV)/.stamp-torch ## torch in .venv for the PyTorch loader test (~5.3 GB; CI runs it)
-$(VENV)/.stamp-torch: $(VENV)/.stamp eval/requirements-torch.txt
-	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements-torch.txt
+$(VENV)/.stamp-torch: $(VENV)/.stamp python/requirements-torch.txt
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r python/requirements-torch.txt
 	touch $@
 
 # Ingest only: the embedded sample (datasets/tiny, made by `lfs collect`) and what went in.
@@ -425,6 +425,14 @@ study-2: setup build ## study 2 (about 10.6 hours; resumable, commits results/st
 STUDY3_LFS ?= $(LFS)
 study-3: setup ## study 3 (about 12-14 hours; resumable, commits results/study-3/ as it goes)
 	eval/study/study_3.sh $(STUDY3_LFS)
+
+# make replay-ablation ABLATION_LFS=<binary>: issue 55's replay ablation, DrQ-v2 on
+# cartpole_swingup at 20K frames, upstream's replay loader against lfs's uniform sampling, seeds
+# 1-3 (eval/suites/replay_ablation.toml; an hour or more per cell). Resumable; commits
+# results/replay-ablation/ after every cell. Run it niced beside other work.
+ABLATION_LFS ?= target/release/lfs
+replay-ablation: setup ## issue 55's replay ablation (6 cells, 6+ hours; resumable, commits as it goes)
+	eval/study/replay_ablation.sh $(ABLATION_LFS)
 
 # The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a
 # report in runs/suite-tiny/report/: a few minutes; CI runs it.

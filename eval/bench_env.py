@@ -1,6 +1,6 @@
 """dm_control in-process: the baseline of `make bench-env`.
 
-Runs the worker's own `DmcTask` (eval/dmc_worker.py) in this process, without the protocol,
+Runs the worker's own `DmcTask` (python/dmc_worker.py) in this process, without the protocol,
 so the Rust side can compare its pool against it in the same run:
 
     python eval/bench_env.py walker_run default     # then, per line on stdin: N
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from dmc_worker import DmcTask  # noqa: E402
 
 

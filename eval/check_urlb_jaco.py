@@ -1,4 +1,4 @@
-"""Our Jaco reach tasks against URLB's own: the worker's `jaco_reach_*` tasks (eval/dmc_worker.py)
+"""Our Jaco reach tasks against URLB's own: the worker's `jaco_reach_*` tasks (python/dmc_worker.py)
 beside URLB's `MTReach` (custom_dmc_tasks/jaco.py of a url_benchmark checkout), both from the
 same seed and the same random actions, compared frame by frame and reward by reward.
 
@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import dmc_worker  # noqa: E402
 
 

@@ -10,7 +10,7 @@ RGB frames (hex, reset frame first), states (hex of little-endian float64, reset
 every observation that is not an image, flattened with numpy and concatenated in the
 observation dict's order) and the state's fields (`[key, shape]` per observation, in that
 order) as JSON on stdout. Nothing here is shared with
-eval/dmc_worker.py, not even the task table: a task name is resolved against dm_control's own
+python/dmc_worker.py, not even the task table: a task name is resolved against dm_control's own
 lists (`suite.ALL_TASKS`, `manipulation.ALL`) or, for URLB's Jaco reach tasks, URLB's recipe
 (`jaco_env`), the camera is DrQ-v2's rule for the suite (camera 0; 2 for quadruped) and the one
 image observation of a composer task. Each episode

@@ -20,7 +20,7 @@ use lfs::config::StageConfig;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::data::RandomShift;
 use lfs::observation::{FRAME_BYTES, FRAME_SIZE, FRAME_STACK};
-use lfs::rl::{Batch, FeatureDtype, ReplayBuffer, SacAgent};
+use lfs::rl::{Batch, FeatureDtype, GradientPath, ReplayBuffer, SacAgent};
 use lfs::rl_loop::train::{OnlineEncoder, TrainConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -50,6 +50,7 @@ fn main() -> anyhow::Result<()> {
         cfg.agent.get::<SacAgent>()?,
         online.repr_dim(),
         action_dim,
+        GradientPath::for_features(&Device::Cpu, online.critic_trains_encoder()),
         &Device::Cpu,
         &mut rng,
     )?;

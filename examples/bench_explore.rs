@@ -21,7 +21,7 @@ use lfs::config::StageConfig;
 use lfs::data::RandomShift;
 use lfs::device::Backend;
 use lfs::observation::{FRAME_SIZE, FRAME_STACK};
-use lfs::rl::{Agent, Batch, DrQv2Agent, SacAgent};
+use lfs::rl::{Agent, Batch, DrQv2Agent, GradientPath, SacAgent};
 use lfs::rl_loop::explore::apt::Apt;
 use lfs::rl_loop::explore::proto::Proto;
 use lfs::rl_loop::explore::{ExploreConfig, ExploreMethod, Explorer};
@@ -82,10 +82,12 @@ fn main() -> anyhow::Result<()> {
                 1,
                 &backend,
             )?;
+            // Constant features, as lfs explore's domains give them.
             let agent = SacAgent::new(
                 cfg.agent.get::<SacAgent>()?,
                 explorer.encoder().repr_dim(),
                 action_dim,
+                GradientPath::for_features(&Device::Cpu, false),
                 &Device::Cpu,
                 &mut rng,
             )?;

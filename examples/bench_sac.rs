@@ -10,7 +10,7 @@ use std::time::Instant;
 use candle_core::{Device, Tensor};
 use lfs::data::RandomShift;
 use lfs::nn::{Encoder, EncoderConfig, Params};
-use lfs::rl::{Batch, SacAgent, SacConfig};
+use lfs::rl::{Batch, GradientPath, SacAgent, SacConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -39,7 +39,9 @@ fn main() -> anyhow::Result<()> {
         batch_size: batch,
         ..SacConfig::default()
     };
-    let mut agent = SacAgent::new(&cfg, repr, action_dim, &Device::Cpu, &mut rng)?;
+    // The features are constants (no encoder tape), as lfs eval's.
+    let path = GradientPath::for_features(&Device::Cpu, false);
+    let mut agent = SacAgent::new(&cfg, repr, action_dim, path, &Device::Cpu, &mut rng)?;
     let shift = RandomShift { pad: 4 };
     let obs_len = 9 * 84 * 84;
     let raw_obs: Vec<u8> = (0..batch * obs_len).map(|_| rng.random()).collect();

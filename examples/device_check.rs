@@ -36,7 +36,9 @@ use lfs::nn::{Adam, AdamConfig, Encoder, EncoderConfig, Params};
 use lfs::objectives::Trainer;
 use lfs::pretrain::run::video_pair_sampler;
 use lfs::pretrain::PretrainConfig;
-use lfs::rl::{Batch, DrQv2Agent, DrQv2Config, SacAgent, SacConfig, SequenceViews, TacoAgent, TacoSettings};
+use lfs::rl::{
+    Batch, DrQv2Agent, DrQv2Config, GradientPath, SacAgent, SacConfig, SequenceViews, TacoAgent, TacoSettings,
+};
 use lfs::shards::Episode;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -291,10 +293,12 @@ impl SacSide {
         let params = Params::from_tensors(init, backend)?;
         let encoder = Encoder::from_params(&EncoderConfig::default(), PREFIX, &params)?;
         let adam = Adam::new(AdamConfig::default(), &params);
+        // The critic's gradient trains the encoder: features with their tape.
         let agent = SacAgent::new(
             cfg,
             encoder.repr_dim(),
             ACTION_DIM,
+            GradientPath::Autograd,
             &backend.device,
             &mut ChaCha8Rng::seed_from_u64(3),
         )?;
@@ -636,7 +640,8 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
             &mut rng,
         )?
         .repr_dim();
-        let mut agent = SacAgent::new(&cfg, repr, ACTION_DIM, device, &mut rng)?;
+        let path = GradientPath::for_features(device, false);
+        let mut agent = SacAgent::new(&cfg, repr, ACTION_DIM, path, device, &mut rng)?;
         let features: Vec<f32> = (0..batch * repr).map(|_| rng.random_range(0.0..0.5)).collect();
         let obs = Tensor::from_vec(features, (batch, repr), device)?;
         let data = SacData::new(batch, &mut rng);

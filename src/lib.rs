@@ -5,8 +5,8 @@
 //! [`video`] decode -> [`shards`] (Parquet, LeRobot v3 layout, written by [`ingest`]) ->
 //! stacked frames ([`observation`]) -> real and frame-mask pairs ([`data`]) -> encoder and
 //! heads ([`nn`]) trained by an objective ([`objectives`]) in [`pretrain`] -> checkpoint ->
-//! `lfs export` ([`pretrain::export`], PyTorch `state_dict` names; read back by
-//! [`nn::encoder_file`]) -> an agent ([`rl`]: SAC, DrQ-v2, TACO, each in its folder) in the RL
+//! `lfs export` ([`pretrain::export`]; the file's format, PyTorch `state_dict` names, written
+//! and read by [`nn::encoder_file`]) -> an agent ([`rl`]: SAC, DrQ-v2, TACO, each in its folder) in the RL
 //! loop ([`rl_loop`]: on a frozen encoder, [`rl_loop::eval`], or end to end,
 //! [`rl_loop::train`]) -> a benchmark suite's [`report`].
 

@@ -69,7 +69,7 @@ fn collected_episode_is_lossless_and_replays() {
     assert!(sidecar.states.iter().all(|row| row.len() == sidecar.state_names.len()));
     assert!(sidecar.has_states());
     assert_eq!((sidecar.source.as_str(), sidecar.camera.as_str()), ("lfs collect", "0"));
-    // The versions eval/requirements.txt pins (dm_control has no __version__ to read).
+    // The versions python/requirements.txt pins (dm_control has no __version__ to read).
     assert_eq!(
         (sidecar.mujoco.as_str(), sidecar.dm_control.as_str()),
         ("3.17.0", "1.0.50")

@@ -11,7 +11,7 @@ use crate::observation_queue::ObservationQueue;
 use candle_core::Device;
 use lfs::data::moving_squares::moving_square_episodes;
 use lfs::observation::{stack_frames, stack_indices, FRAME_BYTES};
-use lfs::rl::{Batch, FeatureDtype, ReplayBuffer, SacAgent};
+use lfs::rl::{Batch, FeatureDtype, GradientPath, ReplayBuffer, SacAgent};
 use lfs::rl_loop::train::online_encoder::synthetic_pairs;
 use lfs::rl_loop::train::{OnlineEncoder, TrainConfig};
 use rand::SeedableRng;
@@ -60,6 +60,7 @@ fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
         cfg.agent.get::<SacAgent>().unwrap(),
         encoder.repr_dim(),
         2,
+        GradientPath::for_features(&Device::Cpu, false),
         &Device::Cpu,
         &mut rng,
     )
@@ -102,6 +103,7 @@ fn with_the_critic_gradient_the_critic_update_moves_the_encoder() {
         cfg.agent.get::<SacAgent>().unwrap(),
         encoder.repr_dim(),
         2,
+        GradientPath::for_features(&Device::Cpu, encoder.critic_trains_encoder()),
         &Device::Cpu,
         &mut rng,
     )

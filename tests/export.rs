@@ -1,12 +1,13 @@
 //! `lfs export`: PyTorch state_dict names, metadata, file mode, the example file, the
-//! numpy forward pass (eval/load_encoder_numpy.py, always), and the PyTorch loader
-//! (eval/load_encoder_torch.py) when a Python with torch is available.
+//! numpy forward pass (python/load_encoder_numpy.py, always), and the PyTorch loader
+//! (python/load_encoder_torch.py) when a Python with torch is available.
 
 use std::path::PathBuf;
 
 use candle_core::DType;
 use lfs::nn::checkpoint::load;
-use lfs::pretrain::export::{example_path, export, ExportContents};
+use lfs::nn::encoder_file::example_path;
+use lfs::pretrain::export::{export, ExportContents};
 use lfs::pretrain::run::CHECKPOINT_FILE;
 
 use crate::pretrain::{one_update_run, two_task_data};
@@ -147,7 +148,7 @@ fn pytorch_loader_reproduces_the_rust_features() {
         );
     };
     let (_dir, out) = exported();
-    let (ok, said) = run_loader(&python, "eval/load_encoder_torch.py", &out);
+    let (ok, said) = run_loader(&python, "python/load_encoder_torch.py", &out);
     assert!(ok && said.contains("OK"), "{said}");
 }
 
@@ -164,10 +165,10 @@ fn run_loader(python: &std::path::Path, script: &str, export: &std::path::Path) 
 #[test]
 fn a_numpy_forward_pass_reproduces_the_rust_features() {
     // Issue 15: the one independent check of an export that CI always runs (no torch there):
-    // eval/load_encoder_numpy.py, a float64 numpy forward pass written from docs/pytorch.md's
+    // python/load_encoder_numpy.py, a float64 numpy forward pass written from docs/pytorch.md's
     // module, must reproduce the example file's features and projections.
     let (_dir, out) = exported();
-    let numpy = |out: &std::path::Path| run_loader(&crate::common::python(), "eval/load_encoder_numpy.py", out);
+    let numpy = |out: &std::path::Path| run_loader(&crate::common::python(), "python/load_encoder_numpy.py", out);
     let (ok, said) = numpy(&out);
     assert!(ok && said.contains("OK"), "{said}");
     // It can fail: one layer's kernels flipped top to bottom is caught.
@@ -260,10 +261,10 @@ fn an_encoder_only_export_holds_the_same_encoder_without_the_projector() {
     assert_eq!(max_abs_diff(&h, &h_full), 0.0);
     assert_eq!(max_abs_diff(&h, &example.tensors["features"]), 0.0);
 
-    let (ok, said) = run_loader(&crate::common::python(), "eval/load_encoder_numpy.py", &small);
+    let (ok, said) = run_loader(&crate::common::python(), "python/load_encoder_numpy.py", &small);
     assert!(ok && said.contains("no projector"), "{said}");
     if let Some(python) = torch_python() {
-        let (ok, said) = run_loader(&python, "eval/load_encoder_torch.py", &small);
+        let (ok, said) = run_loader(&python, "python/load_encoder_torch.py", &small);
         assert!(ok && said.contains("no projector"), "{said}");
     }
 }

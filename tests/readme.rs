@@ -96,6 +96,10 @@ const STEPS: &[Step] = &[
     skip("make bench", "hours of benchmarks for BENCHMARKS.md"),
     skip("make study-mini", "the study: about 6.5 hours"),
     skip("make study-2", "the second study: about 10.6 hours over several sessions"),
+    skip(
+        "make replay-ablation",
+        "issue 55's replay ablation: six DrQ-v2 cells of an hour or more each",
+    ),
     skip("make suite-tiny", ".ci/run runs it after the tests"),
     skip("make suite", "its default suite is make suite-tiny's, which .ci/run runs"),
     skip(
@@ -220,9 +224,9 @@ const STEPS: &[Step] = &[
         "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder-only.safetensors --encoder-only",
         "",
     ),
-    run(".venv/bin/python eval/load_encoder_numpy.py runs/mine/encoder.safetensors", ""),
+    run(".venv/bin/python python/load_encoder_numpy.py runs/mine/encoder.safetensors", ""),
     Step {
-        written: ".venv/bin/python eval/load_encoder_torch.py runs/mine/encoder.safetensors",
+        written: ".venv/bin/python python/load_encoder_torch.py runs/mine/encoder.safetensors",
         walk: Walk::WithTorch,
     },
     // docs/guide/eval.md
@@ -418,6 +422,7 @@ fn user_folder() -> PathBuf {
         "Makefile",
         "pipelines",
         "eval",
+        "python",
         "datasets",
         "results",
         "target",

@@ -500,7 +500,7 @@ fn pandas_reads(path: &Path, rows: &[results_csv::ResultRow]) {
     if !has_pandas {
         return crate::common::missing(
             &format!("pandas in {}", python.display()),
-            "`make setup` installs it (eval/requirements-data.txt)",
+            "`make setup` installs it (python/requirements-data.txt)",
         );
     }
     let script = "import sys, pandas as pd\n\

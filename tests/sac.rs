@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use candle_core::{Device, Tensor, Var};
 use lfs::rl::critic::critic_loss;
 use lfs::rl::sac::{actor_loss, alpha_loss, critic_target};
-use lfs::rl::SquashedGaussian;
+use lfs::rl::{GradientPath, SquashedGaussian};
 use serde_json::Value;
 
 use crate::common::values;
@@ -154,7 +154,7 @@ fn critic_actor_and_alpha_losses_match_proto_rl() {
 }
 
 /// A small agent (the paper's architecture at toy sizes) over `repr` features, 2 actions.
-fn small_agent(repr: usize, seed: u64) -> (lfs::rl::SacAgent, rand_chacha::ChaCha8Rng) {
+fn small_agent(repr: usize, seed: u64, path: GradientPath) -> (lfs::rl::SacAgent, rand_chacha::ChaCha8Rng) {
     use rand::SeedableRng;
     let cfg = lfs::rl::SacConfig {
         feature_dim: 8,
@@ -163,7 +163,7 @@ fn small_agent(repr: usize, seed: u64) -> (lfs::rl::SacAgent, rand_chacha::ChaCh
         ..lfs::rl::SacConfig::default()
     };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let agent = lfs::rl::SacAgent::new(&cfg, repr, 2, &Device::Cpu, &mut rng).unwrap();
+    let agent = lfs::rl::SacAgent::new(&cfg, repr, 2, path, &Device::Cpu, &mut rng).unwrap();
     (agent, rng)
 }
 
@@ -208,13 +208,14 @@ fn changed(
 fn updates_on_constant_features_match_updates_through_candles_own_linear() {
     // On features that need no gradient (the frozen encoder's) the update is written out
     // (src/rl/sac/backward.rs): W's gradient alone, no (b, repr) input gradient, and from 4096
-    // features on, the trunks' products split by rows across threads. Fed the same features as
-    // a Var, it goes through candle's autograd and its own Linear instead. Two agents from one
+    // features on, the trunks' products split by rows across threads. An agent built for
+    // features with a tape, fed them as a Var, goes through candle's autograd and its own
+    // Linear instead. Two agents from one
     // seed, one fed each way, must stay the same through four updates (critic alone, then
     // critic + actor + α + target, twice), metrics included.
     for (repr, tolerance) in [(40, 1e-5), (5000, 1e-5)] {
-        let (mut plain, mut rng_a) = small_agent(repr, 5);
-        let (mut tracked, mut rng_b) = small_agent(repr, 5);
+        let (mut plain, mut rng_a) = small_agent(repr, 5, GradientPath::WrittenOut);
+        let (mut tracked, mut rng_b) = small_agent(repr, 5, GradientPath::Autograd);
         let batch = random_batch(repr, 16, &mut rng_a);
         let _ = random_batch(repr, 16, &mut rng_b); // keep the two generators in step
         let as_var = |t: &Tensor| candle_core::Var::from_tensor(t).unwrap().as_tensor().clone();
@@ -316,7 +317,7 @@ fn gradients_reach_the_linear_before_each_layer_norm() {
     // candle's fused LayerNorm drops gradients (docs/design.md §10): with it the trunks'
     // Linear(repr -> 50) would never train. Every parameter of the critic (trunk.0 included)
     // must move in one critic update, and every actor parameter in one actor update.
-    let (mut agent, mut rng) = small_agent(40, 3);
+    let (mut agent, mut rng) = small_agent(40, 3, GradientPath::WrittenOut);
     let batch = random_batch(40, 16, &mut rng);
     let before = snapshot(&agent);
     agent.update(&batch, 1, &mut rng).unwrap(); // odd step: the critic alone
@@ -373,7 +374,7 @@ fn a_frozen_encoder_is_unchanged_by_training_and_no_optimiser_holds_it() {
     };
     let before = bytes(&encoder);
     let repr = encoder.repr_dim();
-    let (mut agent, _) = small_agent(repr, 4);
+    let (mut agent, _) = small_agent(repr, 4, GradientPath::WrittenOut);
     for step in 1..=4 {
         let obs: Vec<u8> = (0..16 * 9 * 21 * 21).map(|_| rng.random()).collect();
         let next: Vec<u8> = (0..16 * 9 * 21 * 21).map(|_| rng.random()).collect();

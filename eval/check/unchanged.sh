@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Behaviour unchanged by a refactoring: the same tiny runs with two lfs binaries (before, after),
 # fixed seeds, then every file they wrote compared with timings masked (eval/check/compare_runs.py):
-# `lfs pretrain` + `lfs export` for every objective, `lfs eval` (SAC, DrQ-v2), `lfs train` for every
-# agent kind and auxiliary method, `lfs probe`, `lfs report` on a committed results folder, and a
+# `lfs ingest`, `lfs pretrain` + `lfs export` for every objective, `lfs eval` (SAC, DrQ-v2), `lfs train` for every
+# agent kind and auxiliary method, `lfs explore` (Proto-RL, APT), `lfs probe`, `lfs report` on a committed results folder, and a
 # run killed under the old binary and resumed by the new one against the new one uninterrupted.
 #   eval/check/unchanged.sh BEFORE_LFS AFTER_LFS OUT_DIR      (~20 min on 2 quiet cores)
 # Both binaries must read today's pipelines (a config field added since BEFORE is refused by it).
@@ -24,6 +24,8 @@ PROBE_SET=$OUT/probe-set/dataset
 runs() {  # runs LFS DIR: every tiny run into DIR
     local lfs=$1 dir=$2
     mkdir -p "$dir"
+    # lfs ingest itself, each binary's own dataset (the runs below all read the shared one).
+    [ -f "$dir/ingest/meta/info.json" ] || "$lfs" ingest datasets/tiny/videos --out "$dir/ingest" > "$dir/ingest.log" 2>&1
     for m in lfs lfs-no-lnc lfs-no-fm lfs-cl atc curl; do
         [ -f "$dir/pretrain-$m/encoder.safetensors" ] && continue
         "$lfs" pretrain --config pipelines/tiny.toml --set "data.datasets=[\"$DATA\"]" \
@@ -46,6 +48,11 @@ runs() {  # runs LFS DIR: every tiny run into DIR
     for agent in drqv2 taco; do
         [ -f "$dir/train-$agent/eval.csv" ] || "$lfs" train --config "pipelines/$agent/tiny.toml" --task cartpole_swingup \
             --seed 1 "${short[@]}" --out-dir "$dir/train-$agent" > "$dir/train-$agent.log" 2>&1
+    done
+    for method in proto apt; do
+        [ -f "$dir/explore-$method/encoder.safetensors" ] || "$lfs" explore --config "pipelines/explore/$method/tiny.toml" \
+            --set run.num_train_frames=500 --set run.num_seed_frames=200 --set run.checkpoint_every_frames=250 \
+            --set 'explore.tasks=["reach_duplo", "jaco_reach_top_left"]' --out-dir "$dir/explore-$method" > "$dir/explore-$method.log" 2>&1
     done
     [ -f "$dir/probe.json" ] || "$lfs" probe --encoder "$dir/pretrain-lfs/encoder.safetensors" --dataset "$PROBE_SET" --allow-render-quality-mismatch \
         --out "$dir/probe.json" > "$dir/probe.md" 2>"$dir/probe.log"

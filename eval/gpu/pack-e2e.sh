@@ -12,7 +12,7 @@
 #                (b) libglvnd's libEGL.so.1, libGLdispatch.so.0 and libOpenGL.so.0 from this
 #                machine: the lent machine has NVIDIA's EGL driver but not the dispatcher.
 #   egl/         the glvnd vendor file naming NVIDIA's libEGL_nvidia.so.0.
-#   python/      the worker's packages (eval/requirements.txt's pins) built for the lent
+#   python/      the worker's packages (python/requirements.txt's pins) built for the lent
 #                machine's Python: mujoco, dm-control (without its locomotion assets and
 #                Blender add-on, which the suite does not load), dm-env, dm-tree, PyOpenGL.
 #                numpy, scipy, lxml and absl-py come from the machine (their versions are
@@ -79,7 +79,7 @@ cat > "$STAGE/egl/10_nvidia.json" <<'JSON'
 JSON
 
 # ---- python/: the worker's packages for the lent machine's Python ---------------------------
-pins() { grep -iE "^($1)==" eval/requirements.txt; }
+pins() { grep -iE "^($1)==" python/requirements.txt; }
 PIP=${PIP:-.venv/bin/pip}
 "$PIP" download --disable-pip-version-check -q --no-deps --only-binary=:all: -d "$WHEELS" \
     --python-version "$PYVER" --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \

@@ -43,7 +43,7 @@ pub struct Args {
     /// MuJoCo render settings; recorded in every sidecar.
     #[arg(long, value_enum, default_value_t = RenderQuality::Default)]
     pub render_quality: RenderQuality,
-    /// Python with eval/requirements.txt installed [default: $LFS_PYTHON, else .venv/bin/python].
+    /// Python with python/requirements.txt installed [default: $LFS_PYTHON, else .venv/bin/python].
     #[arg(long)]
     pub python: Option<PathBuf>,
 }

@@ -1,7 +1,8 @@
 //! `lfs explore --config pipelines/explore/<method>/<scale>.toml [--seed N] [--set key=value]…
 //! [--device D] --out-dir <dir>`: reward-free exploration pre-training (Proto-RL, APT) of one
 //! encoder across the configured domains (docs/design.md §15); resumes a killed run and
-//! leaves `<dir>/encoder.safetensors` in `lfs export`'s format.
+//! leaves `<dir>/encoder.safetensors` in `lfs export`'s format, and with every checkpoint
+//! redraws the run's picture (`exploration.{png,svg}`, [`lfs::report::exploration`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,6 +11,7 @@ use anyhow::Context;
 
 use super::progress::{finish, say, terminal_bar};
 use super::run_args::ConfigOverrides;
+use lfs::report::exploration;
 use lfs::rl_loop::explore::{self, ExploreConfig, ExploreEvent};
 
 #[derive(clap::Args)]
@@ -34,6 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(bar) = &bar {
         bar.set_prefix(format!("explore {}", cfg.explore.method.name()));
     }
+    let mut domains: Vec<&'static str> = Vec::new();
     let mut on_event = |event: ExploreEvent| match event {
         ExploreEvent::Started {
             start_frame,
@@ -41,6 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             resumed,
             tasks,
         } => {
+            domains = tasks.clone();
             let how = match resumed {
                 true => format!("resuming at frame {start_frame} of {num_train_frames}"),
                 false => format!("starting, {num_train_frames} frames"),
@@ -77,6 +81,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ExploreEvent::Checkpoint { frame, encoder } => {
             if bar.is_none() {
                 eprintln!("checkpoint at frame {frame}; encoder {}", encoder.display());
+            }
+            // The picture is read back from the logs the checkpoint has just made whole; a
+            // failure to draw it costs the run nothing, so it is a warning.
+            if let Err(e) = exploration::write(out_dir, &domains, cfg.explore.method.name(), cfg.run.seed) {
+                say(&bar, format!("warning: the exploration picture was not drawn: {e}"));
             }
         }
         ExploreEvent::EpisodeLost { task, error } => say(

@@ -44,7 +44,7 @@ pub struct CollectConfig {
     pub seed: u64,
     pub action_repeat: u32,
     pub render_quality: RenderQuality,
-    /// Python interpreter with eval/requirements.txt installed.
+    /// Python interpreter with python/requirements.txt installed.
     pub python: PathBuf,
 }
 

@@ -1,4 +1,4 @@
-//! One dm_control worker process and the protocol it speaks (see `eval/dmc_worker.py`).
+//! One dm_control worker process and the protocol it speaks (see `python/dmc_worker.py`).
 
 use std::collections::VecDeque;
 use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
@@ -14,7 +14,7 @@ use super::{Env, EnvSpec, RenderQuality, Task, TimeStep, DEFAULT_ACTION_REPEAT, 
 use crate::{Error, Result};
 
 /// The worker's source, embedded so that `lfs` runs from any directory (`python -c`).
-pub const WORKER_SOURCE: &str = include_str!("../../eval/dmc_worker.py");
+pub const WORKER_SOURCE: &str = include_str!("../../python/dmc_worker.py");
 
 /// Environment variable naming the Python interpreter that has dm_control installed.
 pub const PYTHON_ENV_VAR: &str = "LFS_PYTHON";
@@ -60,7 +60,7 @@ pub struct DmcConfig {
     /// Env steps per agent step (docs/design.md §8: 2).
     pub action_repeat: u32,
     pub render_quality: RenderQuality,
-    /// Python interpreter with eval/requirements.txt installed.
+    /// Python interpreter with python/requirements.txt installed.
     pub python: PathBuf,
     /// A reset or step that takes longer than this means the worker hung: it is killed and
     /// the episode is lost. Steps take milliseconds to a second.
@@ -355,7 +355,7 @@ impl WorkerProcess {
             task: config.task.to_string(),
             reason: format!(
                 "cannot run the Python interpreter {}: {e}; run `make setup` to create .venv, or point \
-                 {PYTHON_ENV_VAR} (or --python) at a Python with eval/requirements.txt installed",
+                 {PYTHON_ENV_VAR} (or --python) at a Python with python/requirements.txt installed",
                 config.python.display()
             ),
         })?;
@@ -434,7 +434,7 @@ impl WorkerProcess {
         if stderr.contains("ModuleNotFoundError") || stderr.contains("ImportError") {
             message.push_str(&format!(
                 "; a Python dependency is missing from {}: run `make setup`, or point {PYTHON_ENV_VAR} (or \
-                 --python) at a Python with eval/requirements.txt installed",
+                 --python) at a Python with python/requirements.txt installed",
                 self.python.display()
             ));
         }

@@ -1,6 +1,6 @@
 //! DeepMind Control environments from Rust.
 //!
-//! dm_control runs in Python worker processes (`eval/dmc_worker.py`, embedded in the binary)
+//! dm_control runs in Python worker processes (`python/dmc_worker.py`, embedded in the binary)
 //! that speak a length-prefixed binary protocol on stdin/stdout; [`DmcEnv`] is one worker,
 //! [`EnvPool`] runs N of them in parallel and restarts the ones that die. Their frames become
 //! the stacked observations of docs/design.md §1 through [`crate::observation::FrameStack`].

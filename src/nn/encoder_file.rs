@@ -1,18 +1,127 @@
-//! An `lfs export` file read back for downstream use ([`ExportFile`]): the conv encoder f as
-//! constants, the file's identity (sha256) and its provenance. `lfs eval`, `lfs train
-//! --init-encoder`, `lfs probe` and suites read encoders through here; `lfs export`
-//! ([`crate::pretrain::export`]) writes them.
+//! The encoder file (`lfs export`'s format): written by [`write_files`] (for `lfs export` and
+//! for `lfs explore` at each checkpoint), and read back for
+//! downstream use by [`ExportFile`]: the conv encoder f as constants, the file's identity
+//! (sha256) and its provenance. `lfs eval`, `lfs train --init-encoder`, `lfs probe` and suites
+//! read encoders through here.
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 
+use candle_core::{DType, Device, Tensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use sha2::{Digest, Sha256};
 
 use crate::env::RenderQuality;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
-use crate::nn::{checkpoint, Encoder, EncoderConfig};
+use crate::nn::{checkpoint, Encoder, EncoderConfig, EncoderProjector};
 use crate::run_dir::{self, kind};
 use crate::{Error, Result};
+
+/// Input convention written into the metadata and docs/pytorch.md.
+pub const INPUT_CONVENTION: &str = "float32 or uint8 tensor (B, 9, 84, 84): 3 RGB frames stacked oldest first in \
+channels (F_{t-2}, F_{t-1}, F_t; the first frame repeated at an episode start), raw pixel values 0..255; \
+the encoder divides by 255 itself (no -0.5 shift)";
+
+/// Examples in the `.example.safetensors` file.
+pub const EXAMPLE_BATCH: usize = 4;
+
+/// Where an exported encoder came from: its metadata.
+#[derive(Debug, Clone)]
+pub struct Provenance {
+    /// `lfs.method`: the pre-training method (`lfs`, `atc`, …, `proto`, `apt`).
+    pub method: String,
+    /// `lfs.step`: the updates it had done.
+    pub step: u64,
+    /// `lfs.checkpoint`: the checkpoint (or run) it was written from.
+    pub source: PathBuf,
+    /// The run's resolved config, as TOML.
+    pub config: String,
+    /// The datasets it was pre-trained on, as the checkpoint records them (videos only).
+    pub datasets: Option<String>,
+}
+
+/// Writes `tensors` (`encoder.convnet.*`, with `projector.*` when `with_projector`) as an
+/// export at `out` and its example beside it; returns the example's path. `latent_dim` is the
+/// projector's output size the run trained with (recorded; None for a method without one).
+pub fn write_files(
+    out: &Path,
+    tensors: &BTreeMap<String, Tensor>,
+    enc: &EncoderConfig,
+    latent_dim: Option<usize>,
+    with_projector: bool,
+    provenance: &Provenance,
+) -> Result<PathBuf> {
+    let latent = latent_dim.filter(|_| with_projector);
+    let architecture = serde_json::json!({
+        "encoder": format!(
+            "Sequential(Conv2d({}, {f}, 3, stride=2), ReLU, {} x [Conv2d({f}, {f}, 3, stride=1), ReLU]), no padding, flatten (C,H,W)",
+            enc.in_channels, enc.num_layers - 1, f = enc.num_filters),
+        "in_channels": enc.in_channels,
+        "image_size": enc.image_size,
+        "num_filters": enc.num_filters,
+        "num_layers": enc.num_layers,
+        "repr_dim": enc.repr_dim()?,
+        "projector": match latent {
+            Some(latent) => serde_json::json!(format!("Linear({}, {latent})", enc.repr_dim()?)),
+            None => serde_json::Value::Null,
+        },
+        "latent_dim": latent_dim,
+    });
+    let mut metadata = HashMap::new();
+    metadata.insert("format".to_string(), "pt".to_string());
+    metadata.insert(kind::KEY.to_string(), kind::EXPORT.to_string());
+    metadata.insert("lfs.architecture".to_string(), architecture.to_string());
+    metadata.insert("lfs.input".to_string(), INPUT_CONVENTION.to_string());
+    metadata.insert("lfs.method".to_string(), provenance.method.clone());
+    metadata.insert("lfs.step".to_string(), provenance.step.to_string());
+    metadata.insert("lfs.checkpoint".to_string(), provenance.source.display().to_string());
+    metadata.insert("lfs.version".to_string(), env!("CARGO_PKG_VERSION").to_string());
+    if let Some(d) = &provenance.datasets {
+        metadata.insert(run_dir::meta::DATASETS.to_string(), d.clone());
+    }
+    metadata.insert(run_dir::meta::CONFIG.to_string(), provenance.config.clone());
+    checkpoint::save_atomic(out, tensors, &metadata)?;
+
+    // The example: a fixed pseudo-random uint8 batch and its features (and projections).
+    let (c, s) = (enc.in_channels, enc.image_size);
+    let mut rng = ChaCha8Rng::seed_from_u64(20240501);
+    let pixels: Vec<u8> = (0..EXAMPLE_BATCH * c * s * s).map(|_| rng.random::<u8>()).collect();
+    let obs = Tensor::from_vec(pixels, (EXAMPLE_BATCH, c, s, s), &Device::Cpu)?; // (4, 9, 84, 84) u8
+    let x = obs.to_dtype(DType::F32)?;
+    let mut example = BTreeMap::new();
+    match latent {
+        Some(latent) => {
+            let (net, _) = EncoderProjector::from_tensors(enc, latent, tensors, &Device::Cpu)?;
+            let features = net.forward(&x)?;
+            example.insert("features".to_string(), features.encoded.h.detach()); // (4, 39200)
+            example.insert("projection".to_string(), features.z.detach()); // (4, latent)
+        }
+        None => {
+            let encoder = Encoder::from_tensors(enc, ENCODER_PREFIX, tensors)?;
+            example.insert("features".to_string(), encoder.forward(&x)?.detach());
+            // (4, 39200)
+        }
+    }
+    example.insert("obs".to_string(), obs);
+    let mut example_meta = HashMap::new();
+    example_meta.insert("format".to_string(), "pt".to_string());
+    example_meta.insert(kind::KEY.to_string(), kind::EXPORT_EXAMPLE.to_string());
+    example_meta.insert("lfs.encoder".to_string(), out.display().to_string());
+    example_meta.insert("lfs.input".to_string(), INPUT_CONVENTION.to_string());
+    let example_file = example_path(out);
+    checkpoint::save_atomic(&example_file, &example, &example_meta)?;
+    Ok(example_file)
+}
+
+/// `encoder.safetensors` -> `encoder.example.safetensors`.
+pub fn example_path(out: &Path) -> PathBuf {
+    let stem = out
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| "encoder".to_string());
+    out.with_file_name(format!("{stem}.example.safetensors"))
+}
 
 /// An exported encoder read back for downstream use.
 #[derive(Debug, Clone)]

@@ -235,32 +235,8 @@ fn run_on_device(
     } else {
         None
     };
-    // Provenance beside the checkpoint (and inside it).
-    let datasets_json = serde_json::to_string_pretty(datasets)?;
-    let config_path = out_dir.join(CONFIG_FILE);
-    write_bytes_atomic(&config_path, cfg.to_toml()?.as_bytes()).map_err(|e| io_err(&config_path, e))?;
-    let datasets_path = out_dir.join(DATASETS_FILE);
-    write_bytes_atomic(&datasets_path, datasets_json.as_bytes()).map_err(|e| io_err(&datasets_path, e))?;
-    let mut provenance = BTreeMap::new();
-    provenance.insert(crate::run_dir::meta::DATASETS.to_string(), datasets_json);
-    provenance.insert(VERSION_KEY.to_string(), THIS_VERSION.to_string());
-
-    let log_path = out_dir.join(METRICS_FILE);
-    if resumed_from.is_none() && log_path.exists() {
-        // A run without a checkpoint starts over: nothing it logged survives (the initial
-        // probe's line has step 0, which the cut-back below would keep).
-        std::fs::remove_file(&log_path).map_err(|e| io_err(&log_path, e))?;
-    }
-    // TensorBoard's copy, cut back the same way (to nothing without a checkpoint).
-    let keep_through = resumed_from.map(|_| trainer.step());
-    let events = match cfg.run.tensorboard {
-        true => Some(EventFile::open_shared(out_dir, |p| {
-            keep_through.is_some_and(|s| p.x <= s)
-        })?),
-        false => None,
-    };
-    let mut log =
-        MetricsLog::open(&log_path, trainer.step())?.mirrored(events.map(|events| Mirror { events, x: "step" }));
+    let provenance = write_provenance(cfg, datasets, out_dir)?;
+    let mut log = open_metrics_log(cfg, out_dir, resumed_from.map(|_| trainer.step()))?;
     on_event(RunEvent::Started {
         start_step: trainer.step(),
         num_updates: cfg.run.num_updates,
@@ -307,29 +283,62 @@ fn run_on_device(
         save_checkpoint(&trainer, cfg, &checkpoint, &provenance)?;
     }
     let summary_path = out_dir.join(SUMMARY_FILE);
-    if last_metrics.is_none() && summary_path.exists() {
+    let collapse = match &last_metrics {
         // Nothing trained in this invocation (a finished run run again): the summary the run
         // ended with stays as it is, its last metrics and collapse verdict included.
-        return Ok(RunSummary {
-            checkpoint,
-            steps_done: trainer.step(),
-            resumed_from,
-            last_metrics: None,
-            collapse: read_summary_collapse(&summary_path)?,
-        });
-    }
-    let collapse = last_metrics
-        .as_ref()
-        .and_then(|m| monitor.current(&CollapseSigns::of(m)));
+        None if summary_path.exists() => read_summary_collapse(&summary_path)?,
+        None => None,
+        Some(m) => monitor.current(&CollapseSigns::of(m)),
+    };
     let summary = RunSummary {
         checkpoint,
         steps_done: trainer.step(),
         resumed_from,
-        last_metrics,
         collapse,
+        last_metrics,
     };
-    write_summary(&summary_path, &summary)?;
+    if summary.last_metrics.is_some() || !summary_path.exists() {
+        write_summary(&summary_path, &summary)?;
+    }
     Ok(summary)
+}
+
+/// The run's provenance: `config.toml` and `datasets.json` beside the checkpoint, and the
+/// metadata the checkpoint carries inside it.
+fn write_provenance(
+    cfg: &PretrainConfig,
+    datasets: &[DatasetInfo],
+    out_dir: &Path,
+) -> Result<BTreeMap<String, String>> {
+    let io_err = |path: &Path, e: std::io::Error| Error::checkpoint(path, e.to_string());
+    let datasets_json = serde_json::to_string_pretty(datasets)?;
+    let config_path = out_dir.join(CONFIG_FILE);
+    write_bytes_atomic(&config_path, cfg.to_toml()?.as_bytes()).map_err(|e| io_err(&config_path, e))?;
+    let datasets_path = out_dir.join(DATASETS_FILE);
+    write_bytes_atomic(&datasets_path, datasets_json.as_bytes()).map_err(|e| io_err(&datasets_path, e))?;
+    let mut provenance = BTreeMap::new();
+    provenance.insert(crate::run_dir::meta::DATASETS.to_string(), datasets_json);
+    provenance.insert(VERSION_KEY.to_string(), THIS_VERSION.to_string());
+    Ok(provenance)
+}
+
+/// `metrics.jsonl`, and TensorBoard's copy, opened for appending: cut back to `resumed_at`
+/// (the checkpoint's step), or started over without a checkpoint.
+fn open_metrics_log(cfg: &PretrainConfig, out_dir: &Path, resumed_at: Option<u64>) -> Result<MetricsLog> {
+    let log_path = out_dir.join(METRICS_FILE);
+    if resumed_at.is_none() && log_path.exists() {
+        // A run without a checkpoint starts over: nothing it logged survives (the initial
+        // probe's line has step 0, which the cut-back below would keep).
+        std::fs::remove_file(&log_path).map_err(|e| Error::checkpoint(&log_path, e.to_string()))?;
+    }
+    let events = match cfg.run.tensorboard {
+        true => Some(EventFile::open_shared(out_dir, |p| {
+            resumed_at.is_some_and(|s| p.x <= s)
+        })?),
+        false => None,
+    };
+    Ok(MetricsLog::open(&log_path, resumed_at.unwrap_or(0))?
+        .mirrored(events.map(|events| Mirror { events, x: "step" })))
 }
 
 /// Refuses a task whose every episode is too short for a pair the method draws, naming the

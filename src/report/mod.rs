@@ -12,6 +12,7 @@
 
 pub mod aggregate;
 pub mod cells;
+pub mod exploration;
 pub mod markdown;
 pub mod mismatch;
 pub mod plots;
@@ -320,32 +321,7 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
         )?);
     }
     if !report.pretraining.curves.is_empty() {
-        let curves = pretraining::by_method(&report.pretraining.curves);
-        let mut subtitle = vec![format!(
-            "each encoder's lfs pretrain log, {} bins of updates: N, the mean over a bin's updates",
-            update_bins::NUM_BINS
-        )];
-        if curves.iter().any(|c| c.runs == 1) {
-            subtitle.push(
-                "a method with one pre-training run: band ±1 std of N within the bin (the spread of N, not an interval)"
-                    .to_string(),
-            );
-        }
-        if curves.iter().any(|c| c.runs > 1) {
-            subtitle.push(
-                "a method with several pre-training runs (one per seed): the mean over its runs; band: its lowest and \
-                 highest run (the spread between runs, not an interval)"
-                    .to_string(),
-            );
-        }
-        let left_out: usize = curves.iter().map(|c| c.left_out).sum();
-        if left_out > 0 {
-            subtitle.push(format!(
-                "{left_out} run(s) with another number of updates than their method's first not drawn; every run's \
-                 table is in report.md"
-            ));
-        }
-        pictures.push(plots::pretrain_selected(&curves, &methods, &subtitle)?);
+        pictures.push(pretrain_selected_picture(report, &methods)?);
     }
     if !report.pretraining.probes.is_empty() {
         pictures.push(plots::pretrain_probe(
@@ -358,30 +334,65 @@ fn draw_pictures(report: &Report) -> Result<Vec<plots::Picture>> {
             )],
         )?);
     }
-    if let Some(last) = report.budgets.last() {
-        let rows: Vec<scores::AggregateRow> = last
-            .aggregates
-            .rows
-            .iter()
-            .filter(|r| r.set == scores::TaskSet::All)
-            .cloned()
-            .collect();
-        if rows.is_empty() {
-            return Ok(pictures);
-        }
-        pictures.push(plots::aggregate_bars(
-            &rows,
-            &methods,
-            &[
-                format!(
-                    "all tasks, scores at {} frames; expert score: DrQ-v2 at 500K frames",
-                    plots::frames_label(last.scores.budget as f64)
-                ),
-                scale,
-            ],
-        )?);
+    if let Some(bars) = aggregate_picture(report, &methods, scale)? {
+        pictures.push(bars);
     }
     Ok(pictures)
+}
+
+/// N per update of each method's pre-training runs, binned by update, with what its band is.
+fn pretrain_selected_picture(report: &Report, methods: &[String]) -> Result<plots::Picture> {
+    let curves = pretraining::by_method(&report.pretraining.curves);
+    let mut subtitle = vec![format!(
+        "each encoder's lfs pretrain log, {} bins of updates: N, the mean over a bin's updates",
+        update_bins::NUM_BINS
+    )];
+    if curves.iter().any(|c| c.runs == 1) {
+        subtitle.push(
+            "a method with one pre-training run: band ±1 std of N within the bin (the spread of N, not an interval)"
+                .to_string(),
+        );
+    }
+    if curves.iter().any(|c| c.runs > 1) {
+        subtitle.push(
+            "a method with several pre-training runs (one per seed): the mean over its runs; band: its lowest and \
+             highest run (the spread between runs, not an interval)"
+                .to_string(),
+        );
+    }
+    let left_out: usize = curves.iter().map(|c| c.left_out).sum();
+    if left_out > 0 {
+        subtitle.push(format!(
+            "{left_out} run(s) with another number of updates than their method's first not drawn; every run's \
+             table is in report.md"
+        ));
+    }
+    plots::pretrain_selected(&curves, methods, &subtitle)
+}
+
+/// The aggregate bars over all tasks at the last frame budget, when any row covers them all.
+fn aggregate_picture(report: &Report, methods: &[String], scale: String) -> Result<Option<plots::Picture>> {
+    let Some(last) = report.budgets.last() else {
+        return Ok(None);
+    };
+    let rows: Vec<scores::AggregateRow> = last
+        .aggregates
+        .rows
+        .iter()
+        .filter(|r| r.set == scores::TaskSet::All)
+        .cloned()
+        .collect();
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let subtitle = [
+        format!(
+            "all tasks, scores at {} frames; expert score: DrQ-v2 at 500K frames",
+            plots::frames_label(last.scores.budget as f64)
+        ),
+        scale,
+    ];
+    Ok(Some(plots::aggregate_bars(&rows, methods, &subtitle)?))
 }
 
 /// One panel per task holding `curve` of every method that has one there.

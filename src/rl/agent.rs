@@ -49,6 +49,17 @@ pub trait AgentSettings {
     }
 }
 
+/// The features an agent learns on, as the loop's representation gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// Per observation.
+    pub repr_dim: usize,
+    /// Whether they carry their encoder's tape: the critic loss's gradient with respect to
+    /// them trains the encoder ([`AgentUpdate::obs_grad`]). False: constants (a frozen
+    /// encoder's, or one that only an objective trains).
+    pub encoder_tape: bool,
+}
+
 /// What one update did: its metrics, and the critic loss's gradient with respect to the
 /// batch's observation features when they track one (an encoder the critic trains).
 pub struct AgentUpdate<M> {
@@ -86,11 +97,11 @@ pub trait Agent: Sized {
     type Metrics: Serialize + Debug;
     type Sums: EpisodeSums<Self::Metrics>;
 
-    /// Fresh networks from its `[agent]` section, for features of `repr_dim` and actions of
-    /// `action_dim` in [-1, 1], on `device`.
+    /// Fresh networks from its `[agent]` section, for `features` and actions of `action_dim`
+    /// in [-1, 1], on `device`.
     fn new(
         cfg: &Self::Config,
-        repr_dim: usize,
+        features: Features,
         action_dim: usize,
         device: &Device,
         rng: &mut ChaCha8Rng,

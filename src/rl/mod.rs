@@ -24,7 +24,7 @@ pub mod sac;
 pub mod taco;
 
 pub use action_encoding::ActionEncoding;
-pub use agent::{Agent, AgentSettings, AgentState, AgentUpdate, EpisodeSums};
+pub use agent::{Agent, AgentSettings, AgentState, AgentUpdate, EpisodeSums, Features};
 pub use agent_config::{AgentVisitor, Registered};
 pub use batch::{Batch, SequenceViews};
 pub use critic::{Critic, NetworkDims};
@@ -35,7 +35,7 @@ pub use replay_buffer::{NStep, ReplayBuffer, SamplingState, StoredEpisode, Trans
 pub use replay_sampling::ReplaySampling;
 pub use sac::actor::Actor;
 pub use sac::squashed_gaussian::SquashedGaussian;
-pub use sac::{SacAgent, SacConfig, SacMetrics, SacSums};
+pub use sac::{GradientPath, SacAgent, SacConfig, SacMetrics, SacSums};
 pub use taco::{TacoAgent, TacoConfig, TacoMetrics, TacoSettings, TacoSums};
 
 crate::agents! {

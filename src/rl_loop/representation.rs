@@ -75,6 +75,13 @@ pub trait Representation {
     /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), constants.
     fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor>;
 
+    /// Whether the critic's gradient trains the encoder: then
+    /// [`Representation::encode_for_critic`] gives features with their tape, and the agent is
+    /// built for them ([`crate::rl::Features::encoder_tape`]).
+    fn critic_trains_encoder(&self) -> bool {
+        false
+    }
+
     /// The features with their tape, when the critic's gradient trains the encoder; None when
     /// nothing the critic does reaches it.
     fn encode_for_critic(&self, _obs: &[u8], _n: usize) -> Result<Option<CriticFeatures>> {

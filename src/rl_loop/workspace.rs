@@ -25,7 +25,7 @@ use crate::metrics::MetricsLog;
 use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
 use crate::rl::{Agent, AgentUpdate, EpisodeSums, Registered};
-use crate::rl::{Batch, ReplayBuffer, SequenceViews, Transitions};
+use crate::rl::{Batch, Features, ReplayBuffer, SequenceViews, Transitions};
 use crate::{Error, Result};
 
 /// The environment seeds (dm_control takes 0..2³²): training episode `e`, and evaluation
@@ -135,7 +135,11 @@ impl<A: Registered> Workspace<A> {
         // batch it trains on live there. The replay and the environments' frames stay in host
         // memory.
         let device = stage.backend.device.clone();
-        let agent = A::new(cfg.agent.get::<A>()?, repr, action_dim, &device, &mut rng)?;
+        let features = Features {
+            repr_dim: repr,
+            encoder_tape: representation.critic_trains_encoder(),
+        };
+        let agent = A::new(cfg.agent.get::<A>()?, features, action_dim, &device, &mut rng)?;
         let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
         Ok(Self {
             replay: ReplayBuffer::new(

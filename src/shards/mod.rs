@@ -2,6 +2,7 @@
 //! and read by the pre-trainer. See [`layout`] for the folder structure.
 
 mod episodes;
+mod files;
 pub mod layout;
 mod reader;
 mod render_quality;

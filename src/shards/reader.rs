@@ -6,16 +6,17 @@ use std::path::{Path, PathBuf};
 use arrow_array::{
     Array, BinaryArray, FixedSizeBinaryArray, Float32Array, Int64Array, ListArray, RecordBatch, StructArray,
 };
+use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::episodes::EpisodeRecord;
+use super::files::{committed_data_path, read_all_episodes, read_lfs_meta};
 use super::layout::{FrameCodec, LfsMeta, IMAGE_KEY, LFS_META_PATH, REWARD_KEY, STATE_KEY, TASKS_PATH};
 use super::open_parquet;
 use super::state::EpisodeState;
 use super::tasks::read_tasks;
-use super::writer::{committed_data_path, read_all_episodes, read_lfs_meta};
 use crate::env::RenderQuality;
 use crate::observation::{hwc_to_chw, StoredFrames};
 use crate::{Error, Result};
@@ -62,6 +63,42 @@ pub struct Dataset {
     pub meta: LfsMeta,
     pub tasks: Vec<String>,
     pub episodes: Vec<EpisodeRecord>,
+}
+
+/// A reader of the columns lfs reads from the data file `path` (the image's bytes, not its path),
+/// over only the row groups that overlap rows [offset, offset + n), and how many rows of its
+/// first batch come before `offset`.
+fn episode_rows(path: &Path, offset: usize, n: usize) -> Result<(ParquetRecordBatchReader, usize)> {
+    let builder = open_parquet(path)?;
+    let parquet_schema = builder.parquet_schema();
+    let wanted: Vec<usize> = parquet_schema
+        .columns()
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            let parts = c.path().parts();
+            parts[0] == "frame_index"
+                || parts[0] == "episode_index"
+                || parts[0] == STATE_KEY
+                || parts[0] == REWARD_KEY
+                || (parts[0] == IMAGE_KEY && parts.last().is_some_and(|p| p != "path"))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mask = ProjectionMask::leaves(parquet_schema, wanted);
+    let mut groups = Vec::new();
+    let mut first_row = None;
+    let mut row = 0usize;
+    for (i, rg) in builder.metadata().row_groups().iter().enumerate() {
+        let rows = rg.num_rows() as usize;
+        if row + rows > offset && row < offset + n {
+            groups.push(i);
+            first_row.get_or_insert(row);
+        }
+        row += rows;
+    }
+    let skip = offset - first_row.unwrap_or(offset);
+    Ok((builder.with_projection(mask).with_row_groups(groups).build()?, skip))
 }
 
 impl Dataset {
@@ -171,37 +208,7 @@ impl Dataset {
             .unwrap_or(record.dataset_from_index);
         let offset = (record.dataset_from_index - file_start) as usize;
 
-        let builder = open_parquet(&path)?;
-        let parquet_schema = builder.parquet_schema();
-        let wanted: Vec<usize> = parquet_schema
-            .columns()
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| {
-                let parts = c.path().parts();
-                parts[0] == "frame_index"
-                    || parts[0] == "episode_index"
-                    || parts[0] == STATE_KEY
-                    || parts[0] == REWARD_KEY
-                    || (parts[0] == IMAGE_KEY && parts.last().is_some_and(|p| p != "path"))
-            })
-            .map(|(i, _)| i)
-            .collect();
-        let mask = ProjectionMask::leaves(parquet_schema, wanted);
-        // Only the row groups that overlap [offset, offset + n).
-        let mut groups = Vec::new();
-        let mut first_row = None;
-        let mut row = 0usize;
-        for (i, rg) in builder.metadata().row_groups().iter().enumerate() {
-            let rows = rg.num_rows() as usize;
-            if row + rows > offset && row < offset + n {
-                groups.push(i);
-                first_row.get_or_insert(row);
-            }
-            row += rows;
-        }
-        let skip = offset - first_row.unwrap_or(offset);
-        let reader = builder.with_projection(mask).with_row_groups(groups).build()?;
+        let (reader, skip) = episode_rows(&path, offset, n)?;
 
         let mut frames = vec![0u8; n * frame_len];
         let state_names = self.state_names(&record.task);

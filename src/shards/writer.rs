@@ -28,7 +28,10 @@ use arrow_schema::{DataType, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use serde_json::json;
 
-use super::episodes::{read_episodes, write_episodes, EpisodeRecord, SourceInfo};
+use super::episodes::{write_episodes, EpisodeRecord, SourceInfo};
+use super::files::{
+    chunked_files, lock_dataset, publish_staged, read_all_episodes, read_lfs_meta, remove_temp_files, LOCK_FILE,
+};
 use super::layout::*;
 use super::render_quality::render_quality_conflict;
 use super::schema::{data_schema, image_columns, lerobot_features, state_type, StateFeature};
@@ -56,6 +59,16 @@ impl EncodedFrames {
             Self::Raw(v) => v.len() / frame_len.max(1),
         }
     }
+}
+
+/// An episode's row identifiers in the dataset.
+struct EpisodeRows {
+    episode_index: i64,
+    task_index: i64,
+    /// 0..n.
+    frame_index: Vec<i64>,
+    /// The dataset's global row numbers.
+    index: Vec<i64>,
 }
 
 /// An episode ready to be appended.
@@ -93,22 +106,6 @@ struct OpenDataFile {
     tmp: PathBuf,
     path: PathBuf,
     writer: ArrowWriter<File>,
-}
-
-/// The lock file a writer holds for its lifetime ([`FileLock`]): two ingests into one dataset
-/// would clobber each other's files.
-const LOCK_FILE: &str = ".lfs-ingest.lock";
-
-fn lock_dataset(root: &Path) -> Result<FileLock> {
-    let path = root.join(LOCK_FILE);
-    match FileLock::try_acquire(&path) {
-        Ok(Some(lock)) => Ok(lock),
-        Ok(None) => Err(Error::shard(
-            root,
-            "another ingest is writing this dataset; wait for it to finish",
-        )),
-        Err(e) => Err(Error::shard(&path, format!("cannot take the ingest lock: {e}"))),
-    }
 }
 
 /// Appends episodes to a new or existing dataset.
@@ -164,99 +161,6 @@ fn brief_names(names: &[String]) -> String {
     format!("[{head}{more}] ({} values)", names.len())
 }
 
-/// Every `*.parquet` file under `dir/chunk-*/`.
-fn chunked_files(dir: &Path) -> Result<Vec<(FileId, PathBuf)>> {
-    let mut out = Vec::new();
-    let Ok(chunks) = fs::read_dir(dir) else { return Ok(out) };
-    for chunk in chunks.flatten() {
-        let Ok(files) = fs::read_dir(chunk.path()) else {
-            continue;
-        };
-        for f in files.flatten() {
-            let p = f.path();
-            if let Some(id) = FileId::parse(&p) {
-                out.push((id, p));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// Delete the hidden `.…tmp` files an interrupted run left under `dir`.
-fn remove_temp_files(dir: &Path) -> Result<usize> {
-    let mut removed = 0;
-    let Ok(entries) = fs::read_dir(dir) else { return Ok(0) };
-    for e in entries.flatten() {
-        let p = e.path();
-        let name = e.file_name().to_string_lossy().to_string();
-        if p.is_dir() {
-            removed += remove_temp_files(&p)?;
-        } else if name.starts_with('.') && name.ends_with(".tmp") {
-            fs::remove_file(&p)?;
-            removed += 1;
-        }
-    }
-    Ok(removed)
-}
-
-/// Where the data file `id` is: its final name, or while a commit is between its two renames
-/// (or was killed there), its staged temporary name. `None` when neither exists.
-pub(crate) fn committed_data_path(root: &Path, id: FileId) -> Option<PathBuf> {
-    let path = id.data_path(root);
-    if path.exists() {
-        return Some(path);
-    }
-    let staged = fsutil::temp_path(&path);
-    staged.exists().then_some(staged)
-}
-
-/// Finishes the commits an interrupted run left between the index and the data file's rename:
-/// every data file the index lists gets its final name. An indexed data file that exists under
-/// neither name is an error naming it (something other than an ingest removed it).
-fn publish_staged(root: &Path, committed: &[EpisodeRecord]) -> Result<()> {
-    let files: std::collections::BTreeSet<FileId> = committed.iter().map(|r| r.data_file).collect();
-    for id in files {
-        let path = id.data_path(root);
-        match committed_data_path(root, id) {
-            Some(p) if p == path => {}
-            Some(staged) => {
-                File::open(&staged)?.sync_all()?;
-                fs::rename(&staged, &path)?;
-            }
-            None => {
-                return Err(Error::shard(
-                    &path,
-                    "missing: the episodes index lists this data file but it is gone (restore it, or remove the dataset and ingest again)",
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Read `meta/lfs.json`.
-pub(crate) fn read_lfs_meta(root: &Path) -> Result<Option<LfsMeta>> {
-    let path = root.join(LFS_META_PATH);
-    match fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| Error::shard(path, format!("invalid JSON: {e}"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::shard(path, format!("cannot read: {e}"))),
-    }
-}
-
-/// Every committed episode of the dataset at `root`, in episode order.
-pub(crate) fn read_all_episodes(root: &Path) -> Result<Vec<EpisodeRecord>> {
-    let mut all = Vec::new();
-    for (_, path) in chunked_files(&root.join(EPISODES_DIR))? {
-        all.extend(read_episodes(&path)?);
-    }
-    all.sort_by_key(|r| r.episode_index);
-    Ok(all)
-}
-
 /// The distinct frame rates of the episodes' sources (`source/fps`), increasing.
 pub fn source_rates<'a>(records: impl IntoIterator<Item = &'a EpisodeRecord>) -> Vec<f64> {
     let mut rates: Vec<f64> = records.into_iter().map(|r| r.source.fps).collect();
@@ -277,6 +181,66 @@ pub fn info_fps(resampled_to: Option<u32>, source_rates: &[f64]) -> serde_json::
     }
 }
 
+/// Refuses to scatter a dataset's files into a folder that holds something else.
+fn refuse_foreign_folder(root: &Path) -> Result<()> {
+    let foreign: Vec<String> = fs::read_dir(root)?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| !matches!(n.as_str(), "data" | "meta" | LOCK_FILE))
+        .collect();
+    match foreign.is_empty() {
+        true => Ok(()),
+        false => Err(Error::shard(
+            root,
+            format!(
+                "exists and is not an lfs dataset (no {LFS_META_PATH}; holds {}); choose a new or empty folder",
+                foreign.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Refuses a run whose frames (rate, codec, size, crop) differ from the dataset's.
+fn check_same_frames(root: &Path, meta: &LfsMeta, settings: &WriterSettings) -> Result<()> {
+    if meta.fps != settings.fps {
+        let rate = |fps: Option<u32>| match fps {
+            Some(n) => format!("frames resampled to {n} fps (--fps {n})"),
+            None => "each source's frames at its own rate (no --fps)".to_string(),
+        };
+        return Err(Error::Config(format!(
+            "{} holds {}; this run asks for {}: ingest into another --out",
+            root.display(),
+            rate(meta.fps),
+            rate(settings.fps)
+        )));
+    }
+    let have = (meta.frame_codec, meta.width, meta.height, meta.crop);
+    let want = (settings.frame_codec, settings.width, settings.height, settings.crop);
+    if have != want {
+        return Err(Error::Config(format!(
+            "{} holds {}x{} {:?} frames (crop {:?}); this run asks for {}x{} {:?} (crop {:?}): ingest into another --out",
+            root.display(), meta.width, meta.height, meta.frame_codec, meta.crop,
+            settings.width, settings.height, settings.frame_codec, settings.crop
+        )));
+    }
+    Ok(())
+}
+
+/// What an interrupted run left: staged data files the index lists get their final names;
+/// temporary files, and data files no committed episode points at (a run died before
+/// committing), are deleted.
+fn finish_interrupted_run(root: &Path, earlier: &[EpisodeRecord]) -> Result<()> {
+    publish_staged(root, earlier)?;
+    remove_temp_files(root)?;
+    let referenced: std::collections::HashSet<FileId> = earlier.iter().map(|r| r.data_file).collect();
+    for (id, path) in &chunked_files(&root.join(DATA_DIR))? {
+        if !referenced.contains(id) {
+            fs::remove_file(path)?;
+        }
+    }
+    Ok(())
+}
+
 impl DatasetWriter {
     /// Open the dataset at `root` for appending, creating it if needed. Cleans up what an
     /// interrupted run left behind.
@@ -284,58 +248,15 @@ impl DatasetWriter {
         fs::create_dir_all(root)?;
         let existing = read_lfs_meta(root)?;
         if existing.is_none() {
-            // Refuse to scatter files into a folder that holds something else.
-            let foreign: Vec<String> = fs::read_dir(root)?
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| !matches!(n.as_str(), "data" | "meta" | LOCK_FILE))
-                .collect();
-            if !foreign.is_empty() {
-                return Err(Error::shard(
-                    root,
-                    format!(
-                        "exists and is not an lfs dataset (no {LFS_META_PATH}; holds {}); choose a new or empty folder",
-                        foreign.join(", ")
-                    ),
-                ));
-            }
+            refuse_foreign_folder(root)?;
         }
         let lock = lock_dataset(root)?;
         if let Some(meta) = &existing {
-            if meta.fps != settings.fps {
-                let rate = |fps: Option<u32>| match fps {
-                    Some(n) => format!("frames resampled to {n} fps (--fps {n})"),
-                    None => "each source's frames at its own rate (no --fps)".to_string(),
-                };
-                return Err(Error::Config(format!(
-                    "{} holds {}; this run asks for {}: ingest into another --out",
-                    root.display(),
-                    rate(meta.fps),
-                    rate(settings.fps)
-                )));
-            }
-            let have = (meta.frame_codec, meta.width, meta.height, meta.crop);
-            let want = (settings.frame_codec, settings.width, settings.height, settings.crop);
-            if have != want {
-                return Err(Error::Config(format!(
-                    "{} holds {}x{} {:?} frames (crop {:?}); this run asks for {}x{} {:?} (crop {:?}): ingest into another --out",
-                    root.display(), meta.width, meta.height, meta.frame_codec, meta.crop,
-                    settings.width, settings.height, settings.frame_codec, settings.crop
-                )));
-            }
+            check_same_frames(root, meta, &settings)?;
         }
 
         let earlier = read_all_episodes(root)?;
-        publish_staged(root, &earlier)?;
-        remove_temp_files(root)?;
-        // Orphans: data files no committed episode points at (a run died before committing).
-        let referenced: std::collections::HashSet<FileId> = earlier.iter().map(|r| r.data_file).collect();
-        let data_files = chunked_files(&root.join(DATA_DIR))?;
-        for (id, path) in &data_files {
-            if !referenced.contains(id) {
-                fs::remove_file(path)?;
-            }
-        }
+        finish_interrupted_run(root, &earlier)?;
         let next_data_file = earlier
             .iter()
             .map(|r| r.data_file)
@@ -432,70 +353,17 @@ impl DatasetWriter {
 
     /// Append one episode (its frames become rows `next_index..`). Returns its episode index.
     pub fn append(&mut self, ep: NewEpisode) -> Result<i64> {
-        let n = ep.frames.len(self.frame_len());
-        if n == 0 || n != ep.timestamps.len() {
-            return Err(Error::shard(
-                &ep.source.path,
-                format!("{} frames but {} timestamps", n, ep.timestamps.len()),
-            ));
-        }
-        if let Some(reason) = self.render_quality_conflict(ep.render_quality) {
-            return Err(Error::shard(&ep.source.path, reason));
-        }
-        if let Some(why) = super::state::count_mismatch(ep.state.as_ref(), ep.rewards.as_deref(), n) {
-            return Err(Error::shard(&ep.source.path, why));
-        }
-        if let Some(reason) = self.state_names_conflict(&ep.task, ep.state.as_ref()) {
-            return Err(Error::shard(&ep.source.path, reason));
-        }
+        let n = self.check(&ep)?;
         if self.render_quality.is_none() {
             self.render_quality = ep.render_quality;
         }
-        let task_index = match self.tasks.iter().position(|t| *t == ep.task) {
-            Some(i) => i,
-            None => {
-                self.tasks.push(ep.task.clone());
-                self.tasks.len() - 1
-            }
-        } as i64;
-        let episode_index = self.next_episode;
-        let from = self.next_index;
-        let frame_index: Vec<i64> = (0..n as i64).collect();
-        let index: Vec<i64> = (from..from + n as i64).collect();
-
-        let image: ArrayRef = match &ep.frames {
-            EncodedFrames::Png(pngs) => {
-                let bytes = BinaryArray::from_iter_values(pngs.iter());
-                let paths = StringArray::new_null(n);
-                let DataType::Struct(fields) = self.schema.field(0).data_type().clone() else {
-                    unreachable!("the PNG image column is a struct")
-                };
-                Arc::new(StructArray::new(fields, vec![Arc::new(bytes), Arc::new(paths)], None))
-            }
-            EncodedFrames::Raw(raw) => Arc::new(FixedSizeBinaryArray::try_new(
-                self.frame_len() as i32,
-                Buffer::from_vec(raw.clone()),
-                None,
-            )?),
+        let rows = EpisodeRows {
+            episode_index: self.next_episode,
+            task_index: self.task_index(&ep.task),
+            frame_index: (0..n as i64).collect(),
+            index: (self.next_index..self.next_index + n as i64).collect(),
         };
-        let mut columns: Vec<ArrayRef> = vec![
-            image,
-            Arc::new(Float32Array::from(ep.timestamps.clone())),
-            Arc::new(Int64Array::from(frame_index.clone())),
-            Arc::new(Int64Array::from(vec![episode_index; n])),
-            Arc::new(Int64Array::from(index.clone())),
-            Arc::new(Int64Array::from(vec![task_index; n])),
-        ];
-        if self.state_columns {
-            columns.push(state_column(ep.state.as_ref(), n));
-            // Frame 0 has no step that led to it.
-            let reward: Float32Array = match &ep.rewards {
-                Some(r) => std::iter::once(None).chain(r.iter().copied().map(Some)).collect(),
-                None => Float32Array::new_null(n),
-            };
-            columns.push(Arc::new(reward));
-        }
-        let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
+        let batch = RecordBatch::try_new(self.schema.clone(), self.columns(&ep, &rows)?)?;
 
         let data_file = self.ensure_open()?;
         let open = self.open.as_mut().expect("opened just above");
@@ -503,34 +371,13 @@ impl DatasetWriter {
         // One episode per row group: a reader can fetch an episode with one row-group read.
         open.writer.flush()?;
 
-        let as_f64 = |v: &[i64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
-        let mut stats = vec![
-            (IMAGE_KEY.to_string(), ep.image_stats),
-            (
-                "timestamp".into(),
-                FeatureStats::of_scalars(ep.timestamps.iter().map(|&t| f64::from(t))),
-            ),
-            ("frame_index".into(), FeatureStats::of_scalars(as_f64(&frame_index))),
-            (
-                "episode_index".into(),
-                FeatureStats::of_scalars(vec![episode_index as f64; n]),
-            ),
-            ("index".into(), FeatureStats::of_scalars(as_f64(&index))),
-            (
-                "task_index".into(),
-                FeatureStats::of_scalars(vec![task_index as f64; n]),
-            ),
-        ];
-        if self.state_columns {
-            // Over the frames that have a reward (none for an episode without): count n − 1.
-            let rewards = ep.rewards.iter().flatten().map(|&r| f64::from(r));
-            stats.push((REWARD_KEY.to_string(), FeatureStats::of_scalars(rewards)));
-        }
+        let stats = self.stats(&ep, &rows);
         if let (true, Some(state)) = (self.state_columns, &ep.state) {
             self.state_names.insert(ep.task.clone(), state.names.clone());
         }
+        let from = self.next_index;
         self.run.push(EpisodeRecord {
-            episode_index,
+            episode_index: rows.episode_index,
             task: ep.task,
             length: n as i64,
             data_file,
@@ -552,7 +399,110 @@ impl DatasetWriter {
         if full || self.last_commit.elapsed() >= self.commit_every {
             self.commit()?;
         }
-        Ok(episode_index)
+        Ok(rows.episode_index)
+    }
+
+    /// The episode's frame count, or why it cannot join this dataset (naming its source).
+    fn check(&self, ep: &NewEpisode) -> Result<usize> {
+        let n = ep.frames.len(self.frame_len());
+        if n == 0 || n != ep.timestamps.len() {
+            return Err(Error::shard(
+                &ep.source.path,
+                format!("{} frames but {} timestamps", n, ep.timestamps.len()),
+            ));
+        }
+        if let Some(reason) = self.render_quality_conflict(ep.render_quality) {
+            return Err(Error::shard(&ep.source.path, reason));
+        }
+        if let Some(why) = super::state::count_mismatch(ep.state.as_ref(), ep.rewards.as_deref(), n) {
+            return Err(Error::shard(&ep.source.path, why));
+        }
+        if let Some(reason) = self.state_names_conflict(&ep.task, ep.state.as_ref()) {
+            return Err(Error::shard(&ep.source.path, reason));
+        }
+        Ok(n)
+    }
+
+    /// `task`'s index, added to the task list when new.
+    fn task_index(&mut self, task: &str) -> i64 {
+        let i = match self.tasks.iter().position(|t| t == task) {
+            Some(i) => i,
+            None => {
+                self.tasks.push(task.to_string());
+                self.tasks.len() - 1
+            }
+        };
+        i as i64
+    }
+
+    /// The episode's rows as the schema's columns (n rows each).
+    fn columns(&self, ep: &NewEpisode, rows: &EpisodeRows) -> Result<Vec<ArrayRef>> {
+        let n = rows.frame_index.len();
+        let image: ArrayRef = match &ep.frames {
+            EncodedFrames::Png(pngs) => {
+                let bytes = BinaryArray::from_iter_values(pngs.iter());
+                let paths = StringArray::new_null(n);
+                let DataType::Struct(fields) = self.schema.field(0).data_type().clone() else {
+                    unreachable!("the PNG image column is a struct")
+                };
+                Arc::new(StructArray::new(fields, vec![Arc::new(bytes), Arc::new(paths)], None))
+            }
+            EncodedFrames::Raw(raw) => Arc::new(FixedSizeBinaryArray::try_new(
+                self.frame_len() as i32,
+                Buffer::from_vec(raw.clone()),
+                None,
+            )?),
+        };
+        let mut columns: Vec<ArrayRef> = vec![
+            image,
+            Arc::new(Float32Array::from(ep.timestamps.clone())),
+            Arc::new(Int64Array::from(rows.frame_index.clone())),
+            Arc::new(Int64Array::from(vec![rows.episode_index; n])),
+            Arc::new(Int64Array::from(rows.index.clone())),
+            Arc::new(Int64Array::from(vec![rows.task_index; n])),
+        ];
+        if self.state_columns {
+            columns.push(state_column(ep.state.as_ref(), n));
+            // Frame 0 has no step that led to it.
+            let reward: Float32Array = match &ep.rewards {
+                Some(r) => std::iter::once(None).chain(r.iter().copied().map(Some)).collect(),
+                None => Float32Array::new_null(n),
+            };
+            columns.push(Arc::new(reward));
+        }
+        Ok(columns)
+    }
+
+    /// The episode's per-feature statistics (`meta/episodes`' `stats/…` columns).
+    fn stats(&self, ep: &NewEpisode, rows: &EpisodeRows) -> Vec<(String, FeatureStats)> {
+        let n = rows.frame_index.len();
+        let as_f64 = |v: &[i64]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+        let mut stats = vec![
+            (IMAGE_KEY.to_string(), ep.image_stats.clone()),
+            (
+                "timestamp".into(),
+                FeatureStats::of_scalars(ep.timestamps.iter().map(|&t| f64::from(t))),
+            ),
+            (
+                "frame_index".into(),
+                FeatureStats::of_scalars(as_f64(&rows.frame_index)),
+            ),
+            (
+                "episode_index".into(),
+                FeatureStats::of_scalars(vec![rows.episode_index as f64; n]),
+            ),
+            ("index".into(), FeatureStats::of_scalars(as_f64(&rows.index))),
+            (
+                "task_index".into(),
+                FeatureStats::of_scalars(vec![rows.task_index as f64; n]),
+            ),
+        ];
+        if self.state_columns {
+            // Over the frames that have a reward (none for an episode without): count n − 1.
+            let rewards = ep.rewards.iter().flatten().map(|&r| f64::from(r));
+            stats.push((REWARD_KEY.to_string(), FeatureStats::of_scalars(rewards)));
+        }
+        stats
     }
 
     fn ensure_open(&mut self) -> Result<FileId> {

@@ -105,87 +105,10 @@ pub(super) fn probes_section(md: &mut String, report: &Report) {
     }
     let _ = writeln!(md, "## Linear probes beside SAC returns\n");
     if let (Some(budget), false) = (probes.budget, probes.rows.is_empty()) {
-        let label = frames_label(budget as f64);
-        let _ = writeln!(
-            md,
-            "Held-out R² of `lfs probe`'s linear (ridge) probes from each encoder's frozen features to the task's \
-             state and to its reward (mean over the target's dimensions; brackets: the interval probe.json gives, a \
-             bootstrap over held-out episodes), beside the SAC return of the same encoder row at {label} frames \
-             (mean ± std over seeds, runs in brackets, as in \"Scores at {label} frames\"). Every encoder row and \
-             task that has both. Also in [{PROBE_CSV}]({PROBE_CSV}).\n"
-        );
-        let _ = writeln!(
-            md,
-            "| encoder | task | SAC return at {label} | state R² [low, high] | reward R² [low, high] |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|---|");
-        for r in &probes.rows {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} |",
-                report.methods[r.method].method,
-                r.task,
-                fmt_stats(Some(r.sac), 1),
-                fmt_r2(&r.r2.state),
-                fmt_r2(&r.r2.reward)
-            );
-        }
-        let _ = writeln!(md, "\nThe probes:\n");
-        let mut used: Vec<(usize, usize)> = Vec::new();
-        for r in &probes.rows {
-            if !used.contains(&(r.method, r.file)) {
-                used.push((r.method, r.file));
-            }
-        }
-        for (method, file) in used {
-            let f = &probes.files[file];
-            let _ = writeln!(
-                md,
-                "- {}: `{}`, {}; probe set `{}`{}",
-                report.methods[method].method,
-                f.path.display(),
-                probed_encoder(f),
-                f.dataset,
-                f.dataset_render_quality
-                    .as_deref()
-                    .map_or(String::new(), |q| format!(" (render quality {q})"))
-            );
-        }
-        let _ = writeln!(md);
+        probe_table(md, report, budget);
     }
     if !probes.ranks.is_empty() {
-        let _ = writeln!(md, "### Do the probes order the encoders as SAC does?\n");
-        let _ = writeln!(
-            md,
-            "Spearman's rank correlation ρ across encoder rows, per task, between the probe's held-out R² and the \
-             mean SAC return above (average ranks for ties; 1: the same order, −1: the reverse), on tasks where at \
-             least {MIN_ENCODERS} encoder rows have both.\n"
-        );
-        let _ = writeln!(md, "| task | ρ(state R², return) | ρ(reward R², return) |");
-        let _ = writeln!(md, "|---|---|---|");
-        for t in &probes.ranks {
-            let _ = writeln!(md, "| {} | {} | {} |", t.task, fmt_rho(t.state), fmt_rho(t.reward));
-        }
-        let counts: BTreeSet<usize> = probes
-            .ranks
-            .iter()
-            .flat_map(|t| [t.state, t.reward])
-            .flatten()
-            .map(|a| a.num_encoders)
-            .collect();
-        let chances: Vec<String> = counts
-            .iter()
-            .map(|&n| format!("{} at n = {n}", chance_of_perfect_order(n)))
-            .collect();
-        let _ = writeln!(
-            md,
-            "\n**Caveat.** Each ρ is over only {} encoders (n per cell above), each encoder's return a mean over few \
-             seeds: with n encoders in a random order, ρ = 1 happens by chance with probability 1/n! ({}), and no \
-             test or interval is given here. Read ρ as a description of these encoders, not as evidence that the \
-             probe predicts SAC.\n",
-            distinct(counts.iter()),
-            chances.join(", ")
-        );
+        rank_correlations(md, report);
     }
     for n in &probes.notes {
         let _ = writeln!(
@@ -195,6 +118,96 @@ pub(super) fn probes_section(md: &mut String, report: &Report) {
             n.reason
         );
     }
+}
+
+/// The probes' table beside the SAC returns at `budget` frames, and which probe file each row
+/// read.
+fn probe_table(md: &mut String, report: &Report, budget: u64) {
+    let probes = &report.probes;
+    let label = frames_label(budget as f64);
+    let _ = writeln!(
+        md,
+        "Held-out R² of `lfs probe`'s linear (ridge) probes from each encoder's frozen features to the task's \
+         state and to its reward (mean over the target's dimensions; brackets: the interval probe.json gives, a \
+         bootstrap over held-out episodes), beside the SAC return of the same encoder row at {label} frames \
+         (mean ± std over seeds, runs in brackets, as in \"Scores at {label} frames\"). Every encoder row and \
+         task that has both. Also in [{PROBE_CSV}]({PROBE_CSV}).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| encoder | task | SAC return at {label} | state R² [low, high] | reward R² [low, high] |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for r in &probes.rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            report.methods[r.method].method,
+            r.task,
+            fmt_stats(Some(r.sac), 1),
+            fmt_r2(&r.r2.state),
+            fmt_r2(&r.r2.reward)
+        );
+    }
+    let _ = writeln!(md, "\nThe probes:\n");
+    let mut used: Vec<(usize, usize)> = Vec::new();
+    for r in &probes.rows {
+        if !used.contains(&(r.method, r.file)) {
+            used.push((r.method, r.file));
+        }
+    }
+    for (method, file) in used {
+        let f = &probes.files[file];
+        let _ = writeln!(
+            md,
+            "- {}: `{}`, {}; probe set `{}`{}",
+            report.methods[method].method,
+            f.path.display(),
+            probed_encoder(f),
+            f.dataset,
+            f.dataset_render_quality
+                .as_deref()
+                .map_or(String::new(), |q| format!(" (render quality {q})"))
+        );
+    }
+    let _ = writeln!(md);
+}
+
+/// Spearman's ρ between the probes' R² and the SAC returns, per task, with its caveat.
+fn rank_correlations(md: &mut String, report: &Report) {
+    let probes = &report.probes;
+    let _ = writeln!(md, "### Do the probes order the encoders as SAC does?\n");
+    let _ = writeln!(
+        md,
+        "Spearman's rank correlation ρ across encoder rows, per task, between the probe's held-out R² and the \
+         mean SAC return above (average ranks for ties; 1: the same order, −1: the reverse), on tasks where at \
+         least {MIN_ENCODERS} encoder rows have both.\n"
+    );
+    let _ = writeln!(md, "| task | ρ(state R², return) | ρ(reward R², return) |");
+    let _ = writeln!(md, "|---|---|---|");
+    for t in &probes.ranks {
+        let _ = writeln!(md, "| {} | {} | {} |", t.task, fmt_rho(t.state), fmt_rho(t.reward));
+    }
+    let counts: BTreeSet<usize> = probes
+        .ranks
+        .iter()
+        .flat_map(|t| [t.state, t.reward])
+        .flatten()
+        .map(|a| a.num_encoders)
+        .collect();
+    let chances: Vec<String> = counts
+        .iter()
+        .map(|&n| format!("{} at n = {n}", chance_of_perfect_order(n)))
+        .collect();
+    let _ = writeln!(
+        md,
+        "\n**Caveat.** Each ρ is over only {} encoders (n per cell above), each encoder's return a mean over few \
+         seeds: with n encoders in a random order, ρ = 1 happens by chance with probability 1/n! ({}), and no \
+         test or interval is given here. Read ρ as a description of these encoders, not as evidence that the \
+         probe predicts SAC.\n",
+        distinct(counts.iter()),
+        chances.join(", ")
+    );
 }
 
 pub(super) fn online_probe(md: &mut String, report: &Report) {

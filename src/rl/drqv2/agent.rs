@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{DrQv2Agent, DrQv2Config, DrQv2Metrics};
 use crate::nn::AdamConfig;
-use crate::rl::{Agent, AgentSettings, AgentState, AgentUpdate, Batch, EpisodeSums, NStep};
+use crate::rl::{Agent, AgentSettings, AgentState, AgentUpdate, Batch, EpisodeSums, Features, NStep};
 use crate::Result;
 
 impl Agent for DrQv2Agent {
@@ -20,12 +20,12 @@ impl Agent for DrQv2Agent {
 
     fn new(
         cfg: &DrQv2Config,
-        repr_dim: usize,
+        features: Features,
         action_dim: usize,
         device: &Device,
         rng: &mut ChaCha8Rng,
     ) -> Result<Self> {
-        DrQv2Agent::new(cfg, repr_dim, action_dim, device, rng)
+        DrQv2Agent::new(cfg, features.repr_dim, action_dim, device, rng)
     }
 
     fn batch_size(&self) -> usize {

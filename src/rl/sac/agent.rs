@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
-use super::{SacAgent, SacConfig, SacMetrics};
+use super::{GradientPath, SacAgent, SacConfig, SacMetrics};
 use crate::nn::AdamConfig;
-use crate::rl::{Agent, AgentSettings, AgentState, AgentUpdate, Batch, EpisodeSums, NStep};
+use crate::rl::{Agent, AgentSettings, AgentState, AgentUpdate, Batch, EpisodeSums, Features, NStep};
 use crate::Result;
 
 impl Agent for SacAgent {
@@ -18,8 +18,16 @@ impl Agent for SacAgent {
     type Metrics = SacMetrics;
     type Sums = SacSums;
 
-    fn new(cfg: &SacConfig, repr_dim: usize, action_dim: usize, device: &Device, rng: &mut ChaCha8Rng) -> Result<Self> {
-        SacAgent::new(cfg, repr_dim, action_dim, device, rng)
+    fn new(
+        cfg: &SacConfig,
+        features: Features,
+        action_dim: usize,
+        device: &Device,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Self> {
+        // Written out on constant features on the CPU; candle's autograd otherwise.
+        let path = GradientPath::for_features(device, features.encoder_tape);
+        SacAgent::new(cfg, features.repr_dim, action_dim, path, device, rng)
     }
 
     fn batch_size(&self) -> usize {

@@ -1,23 +1,25 @@
 //! SAC's update on constant features, forward and backward written out over raw buffers on the
-//! CPU (issue 30). This is the update `lfs eval` runs on a frozen encoder's cached features.
+//! CPU (issue 30): the [`WrittenOut`] path behind [`super::gradients`]' seam, which `lfs eval`
+//! runs on a frozen encoder's cached features.
 //!
 //! candle's autograd cost the update about a fifth of its time: it accumulates every node's
 //! gradient into a freshly zero-filled tensor, and its threads idle between ~150 small parallel
 //! ops (BENCHMARKS.md, "The agent's update on cached features"). Here each network's forward
 //! keeps what its backward needs (a tape), and the backward writes every gradient once, through
-//! the same GEMM crate candle calls. The arithmetic is [`super::sac`]'s, term for term:
-//! Proto-RL's `update_critic` and `update_actor_and_alpha`. The sums are taken in another order,
-//! so results differ from the autograd path at float rounding. A unit test in `sac.rs` holds
-//! every gradient to candle's autograd's, and tests/sac.rs the two paths over four updates.
+//! the same GEMM crate candle calls. The arithmetic is the autograd path's
+//! ([`super::gradients::Autograd`]), term for term: Proto-RL's `update_critic` and
+//! `update_actor_and_alpha`. The sums are taken in another order, so results differ from the
+//! autograd path at float rounding. A unit test in `sac/mod.rs` holds every gradient to candle's
+//! autograd's, and tests/sac.rs the two paths over four updates.
 //!
 //! Nothing here steps an optimiser or reads a generator: [`critic_step`] and [`actor_step`]
-//! return gradients by parameter name and the numbers the metrics need. [`super::SacAgent`]
-//! draws the noise, steps its Adams and moves the target, in the order of the autograd path.
+//! return gradients by parameter name and the numbers the metrics need.
 
 use std::collections::BTreeMap;
 
 use candle_core::{Device, Layout, StorageRef, Tensor};
 
+use super::gradients::{ActorGradients, CriticGradients, Gradients, Networks};
 use super::host_matrix::{column_sums, concat_columns, matmul, sum_of_columns, Mat};
 use crate::nn::kernels::cpu_storage::host_f32;
 use crate::nn::kernels::row_split::{row_split_parts, row_split_product};
@@ -446,26 +448,38 @@ impl NamedGrads {
 
 // ---- the two steps
 
-/// The networks one step reads, with the agent's sizes.
-pub(crate) struct SacNets<'p> {
-    pub dims: NetworkDims,
-    pub log_std_bounds: (f64, f64),
-    pub actor: &'p Params,
-    pub critic: &'p Params,
-    pub critic_target: &'p Params,
+/// `GradientPath::WrittenOut`: constant features on the CPU.
+pub(crate) struct WrittenOut;
+
+impl WrittenOut {
+    /// Refuses features this path cannot differentiate: they would silently lose the encoder's
+    /// gradient, or live off the host.
+    fn check_constant(features: &[&Tensor]) -> Result<()> {
+        match features.iter().all(|t| t.device().is_cpu() && !t.track_op()) {
+            true => Ok(()),
+            false => Err(Error::Training(
+                "sac: the written-out update takes constant features on the CPU; an agent whose features carry \
+                 their encoder's tape, or live on another device, is built with GradientPath::Autograd"
+                    .into(),
+            )),
+        }
+    }
 }
 
-/// The critic's gradients and what its metrics report.
-pub(crate) struct CriticStep {
-    pub grads: BTreeMap<String, Tensor>,
-    pub critic_loss: f64,
-    pub critic_q1: f64,
-    pub critic_target_q: f64,
+impl Gradients for WrittenOut {
+    fn critic(&self, nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticGradients> {
+        Self::check_constant(&[&batch.obs, &batch.next_obs])?;
+        critic_step(nets, batch, next_eps, alpha)
+    }
+
+    fn actor(&self, nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<ActorGradients> {
+        Self::check_constant(&[obs])?;
+        actor_step(nets, obs, eps, alpha)
+    }
 }
 
-/// The critic's loss MSE(Q1, y) + MSE(Q2, y) with y = r + γ·(min Q'(s', a') − α·log π(a'|s')),
-/// a' ~ π(·|s') drawn with `next_eps` (b, A); its gradients for every critic parameter.
-pub(crate) fn critic_step(nets: &SacNets, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticStep> {
+/// [`Gradients::critic`], written out.
+fn critic_step(nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticGradients> {
     let dims = &nets.dims;
     let (f, a) = (dims.feature_dim, dims.action_dim);
     let b = batch.obs.dim(0)?;
@@ -482,9 +496,9 @@ pub(crate) fn critic_step(nets: &SacNets, batch: &Batch, next_eps: &[f32], alpha
     let action = host_vec(&batch.action)?; // (b, A)
     let (reward, discount) = (host_vec(&batch.reward)?, host_vec(&batch.discount)?); // (b) each
     let (actor_params, critic_params, target_params) = (
-        Borrowed::new(nets.actor),
-        Borrowed::new(nets.critic),
-        Borrowed::new(nets.critic_target),
+        Borrowed::new(nets.actor_params),
+        Borrowed::new(nets.critic_params),
+        Borrowed::new(nets.critic_target_params),
     );
     let actor = ActorView::of(&actor_params, dims)?;
     let critic = CriticView::of(&critic_params, dims)?;
@@ -523,32 +537,23 @@ pub(crate) fn critic_step(nets: &SacNets, batch: &Batch, next_eps: &[f32], alpha
     grads.trunk("trunk", &critic.trunk, trunk_grads)?;
     grads.mlp("Q1", &critic.q1, g1.layers)?;
     grads.mlp("Q2", &critic.q2, g2.layers)?;
-    Ok(CriticStep {
+    Ok(CriticGradients {
         grads: grads.0,
-        critic_loss,
-        critic_q1: mean(q1),
-        critic_target_q: mean(&target_q),
+        loss: critic_loss,
+        q1: mean(q1),
+        target_q: mean(&target_q),
+        obs_grad: None,
     })
 }
 
-/// The actor's gradients and what its metrics and α's update need.
-pub(crate) struct ActorStep {
-    pub grads: BTreeMap<String, Tensor>,
-    pub actor_loss: f64,
-    /// log π of each sampled action: (b).
-    pub log_prob: Vec<f32>,
-}
-
-/// The actor's loss mean(α·log π(a|s) − min Q(s, a)), a ~ π(·|s) drawn with `eps` (b, A),
-/// through the critic with its parameters held constant; its gradients for every actor
-/// parameter.
-pub(crate) fn actor_step(nets: &SacNets, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<ActorStep> {
+/// [`Gradients::actor`], written out.
+fn actor_step(nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<ActorGradients> {
     let dims = &nets.dims;
     let (f, a) = (dims.feature_dim, dims.action_dim);
     let b = obs.dim(0)?;
     let (obs_storage, obs_layout) = obs.storage_and_layout();
     let obs = host_f32("sac backward", &obs_storage, obs_layout, "obs", b * dims.repr_dim)?; // (b, repr)
-    let (actor_params, critic_params) = (Borrowed::new(nets.actor), Borrowed::new(nets.critic));
+    let (actor_params, critic_params) = (Borrowed::new(nets.actor_params), Borrowed::new(nets.critic_params));
     let actor = ActorView::of(&actor_params, dims)?;
     let critic = CriticView::of(&critic_params, dims)?;
 
@@ -597,10 +602,10 @@ pub(crate) fn actor_step(nets: &SacNets, obs: &Tensor, eps: &[f32], alpha: f64) 
     let mut grads = NamedGrads::new();
     grads.trunk("trunk", &actor.trunk, trunk_grads)?;
     grads.mlp("policy", &actor.policy, g_policy.layers)?;
-    Ok(ActorStep {
+    Ok(ActorGradients {
         grads: grads.0,
-        actor_loss,
-        log_prob: sample.log_prob,
+        loss: actor_loss,
+        log_prob: Tensor::from_vec(sample.log_prob, (b, 1), &Device::Cpu)?, // (b, 1)
     })
 }
 

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{TacoAgent, TacoConfig, TacoMetrics, TACO_TABLE};
 use crate::rl::drqv2::DrQv2Sums;
-use crate::rl::{Agent, AgentState, AgentUpdate, Batch, EpisodeSums, SequenceViews};
+use crate::rl::{Agent, AgentState, AgentUpdate, Batch, EpisodeSums, Features, SequenceViews};
 use crate::Result;
 
 impl Agent for TacoAgent {
@@ -21,12 +21,12 @@ impl Agent for TacoAgent {
 
     fn new(
         cfg: &TacoConfig,
-        repr_dim: usize,
+        features: Features,
         action_dim: usize,
         device: &Device,
         rng: &mut ChaCha8Rng,
     ) -> Result<Self> {
-        TacoAgent::new(&cfg.agent, &cfg.taco, repr_dim, action_dim, device, rng)
+        TacoAgent::new(&cfg.agent, &cfg.taco, features.repr_dim, action_dim, device, rng)
     }
 
     fn batch_size(&self) -> usize {

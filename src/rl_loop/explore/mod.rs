@@ -6,7 +6,6 @@
 
 pub mod apt;
 pub mod config;
-pub mod curves;
 pub mod domain;
 pub mod explorer;
 pub mod proto;

@@ -17,11 +17,11 @@ use super::domain::{DomainRepresentation, SharedExplorer, TermSums};
 use super::explorer::Explorer;
 use super::proto::Proto;
 use crate::device::Backend;
-use crate::env::{DmcConfig, EnvPool};
+use crate::env::{DmcConfig, EnvPool, Task};
 use crate::fsutil::write_bytes_atomic;
 use crate::metrics::{MetricsLog, Mirror};
 use crate::nn::checkpoint as safetensors_file;
-use crate::pretrain::export::{write_files, Provenance};
+use crate::nn::encoder_file::{write_files, Provenance};
 use crate::rl::{AgentVisitor, Registered};
 use crate::rl_loop::logs::EpisodeLog;
 use crate::rl_loop::workspace::{EpisodeState, StepOutcome, Workspace};
@@ -159,6 +159,135 @@ struct ExploreLine<'a, M: Serialize> {
     terms: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
+/// What every domain's workspace is built from.
+struct DomainSetup<'a> {
+    cfg: &'a ExploreConfig,
+    explorer: &'a SharedExplorer,
+    provenance: &'a EncoderProvenance,
+    backend: &'a Backend,
+    toml: &'a str,
+    resume_key: &'a str,
+    checkpoint_dir: &'a Path,
+    out_dir: &'a Path,
+}
+
+impl DomainSetup<'_> {
+    /// Domain `d`'s workspace, restored from its checkpoint when there is one (then with the
+    /// step it stopped at), and its log.
+    fn open<A: Registered>(&self, d: usize, task: Task) -> Result<(Domain<A>, Option<u64>)> {
+        let sums = Rc::new(RefCell::new(TermSums::default()));
+        let representation = DomainRepresentation {
+            explorer: self.explorer.clone(),
+            domain: d,
+            provenance: self.provenance.clone(),
+            repr_dim: self.cfg.explore.encoder.repr_dim()?,
+            sums: sums.clone(),
+        };
+        let spec = LoopSpec {
+            task,
+            encoder: EncoderChoice::Random,
+            allow_render_quality_mismatch: false,
+            save_video: false,
+        };
+        let mut rl = self.cfg.rl();
+        resolve_render_quality(&mut rl.env, &representation, &spec)?;
+        let stage = Stage {
+            command: "explore",
+            checkpoint_kind: kind::EXPLORE_CHECKPOINT,
+            rl,
+            toml: self.toml.to_string(),
+            resume_key: self.resume_key.to_string(),
+            saved_resume_key: |toml| ExploreConfig::from_toml_str(toml, &[])?.resume_key(),
+            value_comparison: None,
+            backend: self.backend.clone(),
+        };
+        let path = self.checkpoint_dir.join(format!("{}.safetensors", task.name()));
+        let (mut ws, resumed) = crate::rl_loop::workspace::<A>(stage, &spec, Box::new(representation), &path)?;
+        // Each episode's state entropy, the run's measure of state coverage.
+        ws.record_states = true;
+        let resumed_step = resumed.map(|_| ws.step);
+        let dir = self.out_dir.join(task.name());
+        std::fs::create_dir_all(&dir).map_err(|e| Error::checkpoint(&dir, e.to_string()))?;
+        let log = open_log(&dir, &ws, self.cfg.run.tensorboard)?;
+        let domain = Domain {
+            task: task.name(),
+            ws,
+            episode: None,
+            sums,
+            log,
+        };
+        Ok((domain, resumed_step))
+    }
+
+    /// The explorer's state restored when every domain resumed, at one step: the frame the run
+    /// resumes at. None for a fresh run; an error for a checkpoint folder lfs explore did not
+    /// write.
+    fn restore_explorer(&self, resumed_steps: &[Option<u64>], frame: u64) -> Result<Option<u64>> {
+        let checkpoint_dir = self.checkpoint_dir;
+        if !resumed_steps.iter().all(Option::is_some) {
+            return match resumed_steps.iter().any(Option::is_some) {
+                true => Err(Error::checkpoint(
+                    checkpoint_dir,
+                    "it holds some domains' checkpoints and not others': not a checkpoint lfs explore wrote",
+                )),
+                false => Ok(None),
+            };
+        }
+        let file = checkpoint_dir.join(EXPLORER_FILE);
+        let saved = safetensors_file::load(&file)?;
+        run_dir::expect_kind(
+            &file,
+            saved.meta(kind::KEY)?,
+            kind::EXPLORER_STATE,
+            "an `lfs explore` explorer state",
+        )?;
+        let state = RepresentationState {
+            tensors: saved.tensors.clone(),
+            counters: saved.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        };
+        self.explorer.borrow_mut().load_state(&state, &file)?;
+        if resumed_steps.iter().any(|s| *s != resumed_steps[0]) {
+            return Err(Error::checkpoint(
+                checkpoint_dir,
+                "its domains stopped at different steps",
+            ));
+        }
+        Ok(Some(frame))
+    }
+}
+
+impl<A: Registered> Domain<A> {
+    /// One agent step of this domain; at an episode's end, its `train.jsonl` line.
+    fn step(&mut self, on_event: &mut dyn FnMut(ExploreEvent)) -> Result<()> {
+        let state = match self.episode.take() {
+            Some(state) => state,
+            None => self.ws.start_episode()?,
+        };
+        match self.ws.agent_step(state, None)? {
+            StepOutcome::Continue(state) => self.episode = Some(state),
+            StepOutcome::Finished(log, agent, _) => {
+                let terms = std::mem::take(&mut *self.sums.borrow_mut())
+                    .means()
+                    .into_iter()
+                    .map(|(k, v)| (format!("explore/{k}"), v))
+                    .collect();
+                self.log.write(&ExploreLine {
+                    task: self.task,
+                    episode: &log,
+                    agent: (log.num_updates > 0).then_some(&agent),
+                    terms,
+                })?;
+                on_event(ExploreEvent::Episode {
+                    task: self.task,
+                    log: &log,
+                });
+            }
+            StepOutcome::Lost(error) => on_event(ExploreEvent::EpisodeLost { task: self.task, error }),
+        }
+        Ok(())
+    }
+}
+
 fn explore<A: Registered>(
     cfg: &ExploreConfig,
     out_dir: &Path,
@@ -173,88 +302,30 @@ fn explore<A: Registered>(
         id: format!("explore:{}:random:{}", cfg.explore.method.name(), cfg.run.seed),
         render_quality: None,
     };
-    let repr_dim = cfg.explore.encoder.repr_dim()?;
     let toml = cfg.to_toml()?;
     let resume_key = cfg.resume_key()?;
     std::fs::create_dir_all(out_dir).map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
 
     // Every domain's workspace, restored from its checkpoint when there is one.
-    let mut domains = Vec::new();
-    let mut resumed_steps = Vec::new();
-    for (d, task) in tasks.iter().enumerate() {
-        let sums = Rc::new(RefCell::new(TermSums::default()));
-        let representation = DomainRepresentation {
-            explorer: explorer.clone(),
-            domain: d,
-            provenance: provenance.clone(),
-            repr_dim,
-            sums: sums.clone(),
-        };
-        let spec = LoopSpec {
-            task: *task,
-            encoder: EncoderChoice::Random,
-            allow_render_quality_mismatch: false,
-            save_video: false,
-        };
-        let mut rl = cfg.rl();
-        resolve_render_quality(&mut rl.env, &representation, &spec)?;
-        let stage = Stage {
-            command: "explore",
-            checkpoint_kind: kind::EXPLORE_CHECKPOINT,
-            rl,
-            toml: toml.clone(),
-            resume_key: resume_key.clone(),
-            saved_resume_key: |toml| ExploreConfig::from_toml_str(toml, &[])?.resume_key(),
-            value_comparison: None,
-            backend: backend.clone(),
-        };
-        let path = checkpoint_dir.join(format!("{}.safetensors", task.name()));
-        let (mut ws, resumed) = crate::rl_loop::workspace::<A>(stage, &spec, Box::new(representation), &path)?;
-        // Each episode's state entropy, the run's measure of state coverage.
-        ws.record_states = true;
-        resumed_steps.push(resumed.map(|_| ws.step));
-        let dir = out_dir.join(task.name());
-        std::fs::create_dir_all(&dir).map_err(|e| Error::checkpoint(&dir, e.to_string()))?;
-        let log = open_log(&dir, &ws, cfg.run.tensorboard)?;
-        domains.push(Domain {
-            task: task.name(),
-            ws,
-            episode: None,
-            sums,
-            log,
-        });
-    }
-    let resumed_from_frame = match resumed_steps.iter().all(Option::is_some) {
-        true => {
-            let file = checkpoint_dir.join(EXPLORER_FILE);
-            let saved = safetensors_file::load(&file)?;
-            run_dir::expect_kind(
-                &file,
-                saved.meta(kind::KEY)?,
-                kind::EXPLORER_STATE,
-                "an `lfs explore` explorer state",
-            )?;
-            let state = RepresentationState {
-                tensors: saved.tensors.clone(),
-                counters: saved.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            };
-            explorer.borrow_mut().load_state(&state, &file)?;
-            if resumed_steps.iter().any(|s| *s != resumed_steps[0]) {
-                return Err(Error::checkpoint(
-                    &checkpoint_dir,
-                    "its domains stopped at different steps",
-                ));
-            }
-            Some(domains[0].ws.frame())
-        }
-        false if resumed_steps.iter().any(Option::is_some) => {
-            return Err(Error::checkpoint(
-                &checkpoint_dir,
-                "it holds some domains' checkpoints and not others': not a checkpoint lfs explore wrote",
-            ))
-        }
-        false => None,
+    let setup = DomainSetup {
+        cfg,
+        explorer: &explorer,
+        provenance: &provenance,
+        backend: &backend,
+        toml: &toml,
+        resume_key: &resume_key,
+        checkpoint_dir: &checkpoint_dir,
+        out_dir,
     };
+    let (domains, resumed_steps): (Vec<Domain<A>>, Vec<Option<u64>>) = tasks
+        .iter()
+        .enumerate()
+        .map(|(d, task)| setup.open::<A>(d, *task))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    let mut domains = domains;
+    let resumed_from_frame = setup.restore_explorer(&resumed_steps, domains[0].ws.frame())?;
     let _claim = crate::fsutil::claim_dir(out_dir, "explore")?;
     write_bytes_atomic(&out_dir.join(CONFIG_FILE), toml.as_bytes())
         .map_err(|e| Error::checkpoint(out_dir, e.to_string()))?;
@@ -272,34 +343,7 @@ fn explore<A: Registered>(
     let mut last_checkpoint_step = domains[0].ws.step;
     while domains[0].ws.step < total_steps {
         for domain in domains.iter_mut() {
-            let state = match domain.episode.take() {
-                Some(state) => state,
-                None => domain.ws.start_episode()?,
-            };
-            match domain.ws.agent_step(state, None)? {
-                StepOutcome::Continue(state) => domain.episode = Some(state),
-                StepOutcome::Finished(log, agent, _) => {
-                    let terms = std::mem::take(&mut *domain.sums.borrow_mut())
-                        .means()
-                        .into_iter()
-                        .map(|(k, v)| (format!("explore/{k}"), v))
-                        .collect();
-                    domain.log.write(&ExploreLine {
-                        task: domain.task,
-                        episode: &log,
-                        agent: (log.num_updates > 0).then_some(&agent),
-                        terms,
-                    })?;
-                    on_event(ExploreEvent::Episode {
-                        task: domain.task,
-                        log: &log,
-                    });
-                }
-                StepOutcome::Lost(error) => on_event(ExploreEvent::EpisodeLost {
-                    task: domain.task,
-                    error,
-                }),
-            }
+            domain.step(on_event)?;
         }
         let step = domains[0].ws.step;
         on_event(ExploreEvent::Progress {
@@ -410,7 +454,5 @@ fn save<A: Registered>(
     let mut enc = cfg.explore.encoder.clone();
     enc.input_offset = 0.0; // folded into the export (`Explorer::export_tensors`)
     write_files(&encoder, &explorer.export_tensors()?, &enc, None, false, &provenance)?;
-    let tasks: Vec<&str> = domains.iter().map(|d| d.task).collect();
-    super::curves::write(out_dir, &tasks, cfg.explore.method.name(), cfg.run.seed)?;
     Ok(encoder)
 }

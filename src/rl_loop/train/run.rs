@@ -106,6 +106,10 @@ impl Representation for OnlineRepresentation {
         self.encoder.encode(obs, n)
     }
 
+    fn critic_trains_encoder(&self) -> bool {
+        self.encoder.critic_trains_encoder()
+    }
+
     fn encode_for_critic(&self, obs: &[u8], n: usize) -> Result<Option<CriticFeatures>> {
         match self.encoder.critic_trains_encoder() {
             true => self.encoder.encode_for_critic(obs, n).map(Some),

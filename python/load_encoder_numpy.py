@@ -1,6 +1,6 @@
 """Reproduce an `lfs export` encoder's features with a plain numpy forward pass (float64).
 
-    .venv/bin/python eval/load_encoder_numpy.py runs/tiny/encoder.safetensors
+    .venv/bin/python python/load_encoder_numpy.py runs/tiny/encoder.safetensors
     # -> checks runs/tiny/encoder.example.safetensors, exit 1 on mismatch
 
 An independent check of the exported weights and names that needs only numpy (CI has no

@@ -1,11 +1,11 @@
 //! The exploration run's picture, `exploration.{png,svg}` in its folder: each domain's intrinsic
 //! reward and state entropy (its state coverage) per episode, read back from the domains'
-//! `train.jsonl` and redrawn with every checkpoint.
+//! `train.jsonl`. `lfs explore` redraws it with every checkpoint.
 
 use std::path::{Path, PathBuf};
 
+use super::plots::{exploration_curves, ExplorationPanel};
 use crate::fsutil::write_bytes_atomic;
-use crate::report::plots::{exploration_curves, ExplorationPanel};
 use crate::rl_loop::state_entropy::STATE_ENTROPY_K;
 use crate::run_dir::TRAIN_LOG;
 use crate::{Error, Result};

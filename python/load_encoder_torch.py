@@ -1,6 +1,6 @@
 """Load an `lfs export` encoder in PyTorch and check it against its example file.
 
-    python eval/load_encoder_torch.py runs/tiny/encoder.safetensors
+    python python/load_encoder_torch.py runs/tiny/encoder.safetensors
     # -> checks runs/tiny/encoder.example.safetensors, exit 1 on mismatch
 
 Needs torch and safetensors (or only torch >= 2.x plus the tiny reader below). The module is
