@@ -12,9 +12,9 @@ fn main() {
             let sub = dir.path().join(format!("{round}-{tb}"));
             std::fs::create_dir_all(&sub).unwrap();
             let events = tb.then(|| lfs::tensorboard::EventFile::open_shared(&sub, |_| false).unwrap());
-            let mut log = lfs::metrics::MetricsLog::open(&sub.join("m.jsonl"), 0)
+            let mut log = lfs::log_files::MetricsLog::open(&sub.join("m.jsonl"), 0)
                 .unwrap()
-                .mirrored(events.map(|events| lfs::metrics::Mirror { events, x: "step" }));
+                .mirrored(events.map(|events| lfs::log_files::Mirror { events, x: "step" }));
             let t = Instant::now();
             let mut l = line.clone();
             for s in 1..=n {

@@ -20,7 +20,7 @@ pub mod error;
 pub mod fsutil;
 pub mod ingest;
 pub mod inspect;
-pub mod metrics;
+pub mod log_files;
 pub mod nn;
 pub mod objectives;
 pub mod observation;

@@ -1,6 +1,6 @@
 //! What one update of the objective engine reports: a line of `lfs pretrain`'s `metrics.jsonl`
 //! and of `lfs train`'s `aux.jsonl` (keys `pretrain/<name>`, written by
-//! [`crate::metrics::MetricsLog`]).
+//! [`crate::log_files::MetricsLog`]).
 
 use serde::Serialize;
 

@@ -14,7 +14,7 @@ use crate::data::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNT
 use crate::data::{episode_lengths, TaskEpisodeLengths};
 use crate::data::{PairSampler, SamplerConfig};
 use crate::fsutil::write_bytes_atomic;
-use crate::metrics::{MetricsLog, Mirror};
+use crate::log_files::{MetricsLog, Mirror};
 use crate::nn::checkpoint;
 use crate::nn::checkpoint::{THIS_VERSION, VERSION_KEY};
 use crate::objectives::{Trainer, UpdateMetrics};

@@ -40,7 +40,7 @@ pub use value_comparison::ValueComparison;
 
 use crate::env::RenderQuality;
 use crate::fsutil::write_bytes_atomic;
-use crate::metrics::{CsvLog, MetricsLog, Mirror};
+use crate::log_files::{CsvLog, MetricsLog, Mirror};
 use crate::nn::checkpoint as safetensors_file;
 use crate::rl::{Agent, AgentVisitor, Registered};
 use crate::run_dir::{

@@ -21,7 +21,7 @@ use super::step_times::StepTimes;
 use super::value_comparison::ValueComparison;
 use crate::data::RandomShift;
 use crate::env::{DmcConfig, EnvCommand, EnvPool, PoolReply, RenderQuality, TimeStep, FRAME_BYTES};
-use crate::metrics::MetricsLog;
+use crate::log_files::MetricsLog;
 use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
 use crate::rl::{Agent, AgentUpdate, EpisodeSums, Registered};

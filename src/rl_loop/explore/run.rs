@@ -19,7 +19,7 @@ use super::proto::Proto;
 use crate::device::Backend;
 use crate::env::{DmcConfig, EnvPool, Task};
 use crate::fsutil::write_bytes_atomic;
-use crate::metrics::{MetricsLog, Mirror};
+use crate::log_files::{MetricsLog, Mirror};
 use crate::nn::checkpoint as safetensors_file;
 use crate::nn::encoder_file::{write_files, Provenance};
 use crate::rl::{AgentVisitor, Registered};

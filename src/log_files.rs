@@ -1,4 +1,4 @@
-//! The logs of every training stage: JSONL, one object per update (or episode) with an integer
+//! The log files of every training stage: JSONL, one object per update (or episode) with an integer
 //! `step` ([`MetricsLog`]), and CSV tables whose rows start with an integer key ([`CsvLog`],
 //! `eval.csv`). Updates return a metrics struct and the loop writes it here (algorithm code never
 //! prints). On resume a log is cut back to the checkpoint's step or frame, so a resumed run's
