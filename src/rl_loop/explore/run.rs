@@ -317,14 +317,13 @@ fn explore<A: Registered>(
         checkpoint_dir: &checkpoint_dir,
         out_dir,
     };
-    let (domains, resumed_steps): (Vec<Domain<A>>, Vec<Option<u64>>) = tasks
+    let (mut domains, resumed_steps): (Vec<Domain<A>>, Vec<Option<u64>>) = tasks
         .iter()
         .enumerate()
         .map(|(d, task)| setup.open::<A>(d, *task))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .unzip();
-    let mut domains = domains;
     let resumed_from_frame = setup.restore_explorer(&resumed_steps, domains[0].ws.frame())?;
     let _claim = crate::fsutil::claim_dir(out_dir, "explore")?;
     write_bytes_atomic(&out_dir.join(CONFIG_FILE), toml.as_bytes())
