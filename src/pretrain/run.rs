@@ -283,12 +283,13 @@ fn run_on_device(
         save_checkpoint(&trainer, cfg, &checkpoint, &provenance)?;
     }
     let summary_path = out_dir.join(SUMMARY_FILE);
-    let collapse = match &last_metrics {
-        // Nothing trained in this invocation (a finished run run again): the summary the run
-        // ended with stays as it is, its last metrics and collapse verdict included.
-        None if summary_path.exists() => read_summary_collapse(&summary_path)?,
-        None => None,
-        Some(m) => monitor.current(&CollapseSigns::of(m)),
+    // Nothing trained in this invocation (a finished run run again): the summary the run ended
+    // with stays as it is, its last metrics and collapse verdict included.
+    let keep_summary = last_metrics.is_none() && summary_path.exists();
+    let collapse = match (&last_metrics, keep_summary) {
+        (_, true) => read_summary_collapse(&summary_path)?,
+        (Some(m), false) => monitor.current(&CollapseSigns::of(m)),
+        (None, false) => None,
     };
     let summary = RunSummary {
         checkpoint,
@@ -297,7 +298,7 @@ fn run_on_device(
         collapse,
         last_metrics,
     };
-    if summary.last_metrics.is_some() || !summary_path.exists() {
+    if !keep_summary {
         write_summary(&summary_path, &summary)?;
     }
     Ok(summary)
