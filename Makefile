@@ -12,7 +12,7 @@
 .DEFAULT_GOAL := all
 .PHONY: help all deps build setup setup-torch sample test test-fast lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
-.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 replay-ablation probe-set probe bench-drqv2 bench-dynamics-drqv2
+.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 replay-ablation upstream-drqv2 probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
 .PHONY: bench-dynamics-explore bench-explore
 .PHONY: gpu-pack gpu-check gpu-e2e gpu-pack-drqv2 gpu-session gpu-session-dry
@@ -433,6 +433,17 @@ study-3: setup ## study 3 (about 12-14 hours; resumable, commits results/study-3
 ABLATION_LFS ?= target/release/lfs
 replay-ablation: setup ## issue 55's replay ablation (6 cells, 6+ hours; resumable, commits as it goes)
 	eval/study/replay_ablation.sh $(ABLATION_LFS)
+
+# make upstream-drqv2 UPSTREAM_PYTHON=<python>: issue 55's sanity check, upstream DrQ-v2's own
+# train.py (@c0c650b, eval/gpu/pack-drqv2.sh) on this CPU beside the ablation's drqv2 arm:
+# cartpole_swingup, 20K frames, one thread, seeds UPSTREAM_SEEDS (hours per seed; make
+# gpu-pack-drqv2 first). Resumable at
+# episode ends; commits results/upstream-drqv2/ after every evaluation.
+# UPSTREAM_PYTHON needs eval/study/requirements-upstream-drqv2.txt.
+UPSTREAM_PYTHON ?= .venv-upstream/bin/python
+UPSTREAM_SEEDS ?= 1
+upstream-drqv2: ## issue 55: upstream DrQ-v2's train.py on this CPU (hours per seed; resumable)
+	eval/study/upstream_drqv2.sh $(UPSTREAM_PYTHON) $(UPSTREAM_SEEDS)
 
 # The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a
 # report in runs/suite-tiny/report/: a few minutes; CI runs it.

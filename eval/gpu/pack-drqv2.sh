@@ -19,6 +19,9 @@
 #   4. train.py: the precision stated and settable. DRQV2_PRECISION=fp32 turns TF32 off for
 #      matmuls and cuDNN convolutions, tf32 on for both; unset keeps PyTorch's defaults, as
 #      upstream ran (cuDNN TF32 on, matmul TF32 off). The flags are printed at start.
+#   5. train.py: load_snapshot's torch.load(f, weights_only=False). PyTorch >= 2.6 loads
+#      weights only by default and refuses upstream's snapshot (the pickled agent), so a run
+#      could not resume (eval/study/upstream_drqv2.sh resumes at episode ends).
 # hydra-core 1.3.2 / omegaconf 2.3.0 replace upstream's hydra-core 1.1.0 (which does not import
 # on Python >= 3.11); without a version_base its @hydra.main keeps 1.1's behaviour.
 #
@@ -96,6 +99,9 @@ patch("train.py",
       "print(f'precision: DRQV2_PRECISION={os.environ.get(\"DRQV2_PRECISION\", \"unset\")} '\n"
       "      f'matmul_tf32={torch.backends.cuda.matmul.allow_tf32} cudnn_tf32={torch.backends.cudnn.allow_tf32} '\n"
       "      f'cudnn_benchmark={torch.backends.cudnn.benchmark} torch={torch.__version__}', flush=True)\n")
+patch("train.py",
+      "            payload = torch.load(f)\n",
+      "            payload = torch.load(f, weights_only=False)  # harness patch: torch >= 2.6 loads weights only by default\n")
 PY
 (cd "$STAGE" && diff -ru pristine "$OLDPWD/$DEST" | sed "s#$OLDPWD/##" > "$OLDPWD/$DEST/harness.patch") || true
 echo "drqv2 @$COMMIT from $got; harness patch: $(grep -c '^+[^+]' "$DEST/harness.patch") lines added, $(grep -c '^-[^-]' "$DEST/harness.patch") removed" |
