@@ -1,7 +1,10 @@
-//! Times the paper's encoder (docs/design.md §4) on the CPU three ways, interleaved in one run:
+//! Times the paper's encoder (docs/design.md §4) on the CPU four ways, interleaved in one run:
 //! candle's stock conv2d (`stock`), `Encoder::forward` under candle's autograd (`ops`: the whole
-//! encoder as one candle op over our kernels), and the pre-trainer's hand-written backward
-//! called directly (`tape`: `Encoder::encode` + `Encoder::backward`, src/nn/kernels/tape.rs). Workloads: forward (no gradient), and forward + backward to the 8
+//! encoder as one candle op over our kernels), the pre-trainer's hand-written backward
+//! called directly (`tape`: `Encoder::encode` + `Encoder::backward`, src/nn/kernels/tape.rs),
+//! and the GPU's code path on the CPU (`gemm`: an encoder on `Compute::Candle`, candle's conv2d
+//! with the backward as GEMMs, src/nn/gemm_conv.rs; `stock` is the same forward with candle's
+//! own backward). Workloads: forward (no gradient), and forward + backward to the 8
 //! parameters (loss = Σ h · r). Medians over repeats; one JSON line per (batch, workload,
 //! impl). eval/bench/compare.py --suite encoder runs it beside eval/bench/encoder_torch.py.
 //!
@@ -11,6 +14,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use candle_core::{Device, Tensor};
+use lfs::device::Backend;
 use lfs::nn::{Encoder, EncoderConfig, Params};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -85,6 +89,9 @@ fn main() -> anyhow::Result<()> {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     let mut params = Params::new(&Device::Cpu);
     let encoder = Encoder::new(&cfg, "enc", &mut params, &mut rng)?;
+    // The same parameters (same seed) on candle's path, as a GPU runs it.
+    let mut params_candle = Params::new(Backend::candle(&Device::Cpu));
+    let encoder_candle = Encoder::new(&cfg, "enc", &mut params_candle, &mut ChaCha8Rng::seed_from_u64(0))?;
     let vars: Vec<Tensor> = params
         .iter()
         .filter(|(n, _)| n.starts_with("enc."))
@@ -108,16 +115,19 @@ fn main() -> anyhow::Result<()> {
             ("stock", 0.0),
             ("ops", rel_diff(&encoder.forward(&obs)?)?),
             ("tape", rel_diff(&encoder.encode(&pixels, b, false)?.h)?),
+            ("gemm", rel_diff(&encoder_candle.encode(&pixels, b, false)?.h)?),
         ];
         let forward = |imp: &str| -> anyhow::Result<Tensor> {
             Ok(match imp {
                 "stock" => stock_forward(&params, &cfg, &obs)?,
                 "ops" => encoder.forward(&obs)?,
+                "gemm" => encoder_candle.encode(&pixels, b, false)?.h,
                 _ => encoder.encode(&pixels, b, false)?.h,
             })
         };
         let forward_backward = |imp: &str| -> anyhow::Result<()> {
-            if imp == "tape" {
+            if imp == "tape" || imp == "gemm" {
+                let encoder = if imp == "gemm" { &encoder_candle } else { &encoder };
                 let encoded = encoder.encode(&pixels, b, true)?;
                 let grads = encoder.backward(&encoded, &rows, &r)?;
                 anyhow::ensure!(grads.len() == vars.len(), "a parameter got no gradient");
@@ -131,7 +141,7 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         };
-        let imps: Vec<&str> = ["stock", "ops", "tape"]
+        let imps: Vec<&str> = ["stock", "ops", "tape", "gemm"]
             .into_iter()
             .filter(|i| *i != "stock" || !skip_stock)
             .collect();

@@ -20,7 +20,11 @@
 #      cudarc names, each returning CUDA_ERROR_STUB_LIBRARY) is compiled here. The stub is for
 #      the linker only: at run time libcuda.so.1 is the NVIDIA driver's.
 #   3. cargo build --release --locked --features cuda --bin lfs --example device_check (the
-#      checks `make gpu-check` runs), CARGO_TARGET_DIR=target-cuda.
+#      checks `make gpu-check` runs), CARGO_TARGET_DIR=target-cuda. Then (LFS_CUDNN=1, the
+#      default) device_check once more with cuDNN's convolutions (--features cudnn, linked
+#      against eval/gpu/requirements-cudnn.txt's libcudnn.so.9), kept as
+#      target-cuda/release/device_check-cudnn, so that one GPU session times both
+#      (eval/gpu/gpu-session.sh); examples/device_check stays the plain one.
 #   4. The wheels' libraries the binary needs (and theirs), copied into
 #      target-cuda/release/cuda-libs/ (about 700 MB, cuBLASLt alone 540 MB).
 set -euo pipefail
@@ -38,6 +42,11 @@ if [ ! -f "$VENV/.stamp" ] || [ "$REQUIREMENTS" -nt "$VENV/.stamp" ]; then
     "$VENV/bin/pip" install --disable-pip-version-check -q -r "$REQUIREMENTS"
     touch "$VENV/.stamp"
 fi
+CUDNN=${LFS_CUDNN:-1}
+if [ "$CUDNN" = 1 ] && { [ ! -f "$VENV/.stamp-cudnn" ] || [ eval/gpu/requirements-cudnn.txt -nt "$VENV/.stamp-cudnn" ]; }; then
+    "$VENV/bin/pip" install --disable-pip-version-check -q -r eval/gpu/requirements-cudnn.txt
+    touch "$VENV/.stamp-cudnn"
+fi
 CUDA=$(echo "$ROOT/$VENV"/lib/python3*/site-packages/nvidia/cu13)
 [ -x "$CUDA/bin/nvcc" ] || { echo "no nvcc at $CUDA/bin/nvcc" >&2; exit 1; }
 
@@ -47,6 +56,8 @@ mkdir -p "$LINK"
 for lib in cudart.so.13 cublas.so.13 cublasLt.so.13 curand.so.10 nvrtc.so.13; do
     ln -sfn "$CUDA/lib/lib$lib" "$LINK/lib${lib%%.so.*}.so"
 done
+CUDNN_LIB=$(echo "$ROOT/$VENV"/lib/python3*/site-packages/nvidia/cudnn/lib)
+[ "$CUDNN" = 1 ] && ln -sfn "$CUDNN_LIB/libcudnn.so.9" "$LINK/libcudnn.so"
 # The driver API entry points cudarc declares (its driver/sys bindings), whichever the
 # binary ends up calling.
 CUDARC_SRC=$(cargo metadata --format-version 1 --locked --features cuda 2>/dev/null |
@@ -80,7 +91,20 @@ export CUDA_HOME="$CUDA"
 export LIBRARY_PATH="$LINK${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export CARGO_TARGET_DIR="$ROOT/$TARGET"
 echo "building lfs with CUDA: nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP, into $TARGET/release/"
+DC="$TARGET/release/examples/device_check"
+links_cudnn() { readelf -d "$1" | grep -q 'NEEDED.*libcudnn'; }
+if [ "$CUDNN" = 1 ]; then
+    cargo build --release --locked --features cudnn --example device_check
+    links_cudnn "$DC" || { echo "the cudnn build's $DC does not link libcudnn" >&2; exit 1; }
+    cp "$DC" "$TARGET/release/device_check-cudnn"
+    echo "built $TARGET/release/device_check-cudnn (cuDNN's convolutions)"
+fi
 cargo build --release --locked --features cuda --bin lfs --example device_check
+if links_cudnn "$DC"; then  # cargo kept the cudnn build's copy: relink the plain one
+    touch examples/device_check.rs
+    cargo build --release --locked --features cuda --example device_check
+fi
+! links_cudnn "$DC" || { echo "$DC still links libcudnn after the plain build" >&2; exit 1; }
 
 # ---- 4. The wheels' libraries the binary needs --------------------------------------------
 BIN="$TARGET/release/lfs"

@@ -12,12 +12,16 @@
 #   info     nvidia-smi, torch, cuDNN, the carried builds                                  ~10 s
 #   parity   device_check --bench: lfs's CUDA ops against its CPU kernels (also warms the
 #            driver's JIT cache, ~25 s on a fresh machine)                                  ~90 s
+#            and device_check-cudnn's checks, when carried                                  ~45 s
 #   rounds   GPU_SESSION_ROUNDS (3) rounds in ABBA order: lfs (device_check --bench-only: LFS
-#            B=512, SAC on cached features B=128/512, medians of 10 after 3 warm-ups) and strong
-#            PyTorch (the same three updates, 10 timed after 5 warm-ups), each precision of
-#            GPU_SESSION_PRECISIONS (fp32)                                                  ~40 s a round
+#            B=512, SAC on cached features B=128/512, medians of 10 after 3 warm-ups), lfs with
+#            cuDNN's convolutions (device_check-cudnn, when carried) and strong PyTorch (the same
+#            three updates, 10 timed after 5 warm-ups), each precision of
+#            GPU_SESSION_PRECISIONS (fp32)                                                  ~55 s a round
 #   parts    lfs's LFS update with a true split: under CUDA_LAUNCH_BLOCKING=1, and with
-#            GPU_SESSION_LFS_PARTS_ARGS if set (a profiling flag of a later device_check)    ~30 s
+#            GPU_SESSION_LFS_PARTS_ARGS if set (a profiling flag of a later device_check);
+#            the conv backward as lfs's GEMMs and as candle's own (LFS_CONV_BACKWARD=candle,
+#            src/nn/gemm_conv.rs), and the cuDNN build's (when carried), a split each      ~75 s
 #   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
 #            rendering) and sac/paper (B=512, no cache, dm_control's rendering),
 #            GPU_SESSION_E2E_FRAMES (3000) frames, 1000 of them seed frames               ~150 s
@@ -114,6 +118,13 @@ DC=${GPU_SESSION_DEVICE_CHECK:-}
 if [ -z "$DC" ] && [ -f "$CARRY/device_check.xz" ]; then
     xz -dc "$CARRY/device_check.xz" > "$WORK/device_check" && chmod +x "$WORK/device_check" && DC=$WORK/device_check
 fi
+# device_check built with cuDNN's convolutions (eval/gpu/build-cuda.sh), when carried: a second
+# lfs arm in the rounds and the parts
+DC_CUDNN=${GPU_SESSION_DEVICE_CHECK_CUDNN:-}
+if [ -z "$DC_CUDNN" ] && [ -f "$CARRY/device_check-cudnn.xz" ]; then
+    xz -dc "$CARRY/device_check-cudnn.xz" > "$WORK/device_check-cudnn" && chmod +x "$WORK/device_check-cudnn" &&
+        DC_CUDNN=$WORK/device_check-cudnn
+fi
 LFS=${GPU_SESSION_LFS:-}
 E2E=$WORK/e2e
 if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has drqv2; }; then
@@ -134,7 +145,7 @@ export MUJOCO_GL=${MUJOCO_GL:-egl}
 if [ -f "$E2E/egl/10_nvidia.json" ] && ! ls /usr/share/glvnd/egl_vendor.d/*nvidia* /etc/glvnd/egl_vendor.d/*nvidia* >/dev/null 2>&1; then
     export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$E2E/egl/10_nvidia.json}
 fi
-say "device_check: ${DC:-none}; lfs: ${LFS:-none}; python: $(command -v "$PY")"
+say "device_check: ${DC:-none}; with cuDNN: ${DC_CUDNN:-none}; lfs: ${LFS:-none}; python: $(command -v "$PY")"
 for st in parity rounds parts; do
     has $st && [ -z "$DC" ] && mark "skip stage=$st reason=no-device_check($CARRY/device_check.xz:make-build-cuda-and-gpu-pack)"
 done
@@ -157,6 +168,7 @@ if has info; then
             "$PY" -c "import torch, sys; print('python', sys.version.split()[0]); print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version()); print('gpu', torch.cuda.get_device_name() if torch.cuda.is_available() else 'none')"
             echo "carry:"; ls -la "$CARRY" 2>&1
             [ -n "$DC" ] && { echo "device_check libraries:"; ldd "$DC" | grep -E 'not found|cublas|cudnn|curand|nvrtc'; }
+            [ -n "$DC_CUDNN" ] && { echo "device_check-cudnn libraries:"; ldd "$DC_CUDNN" | grep -E 'not found|cublas|cudnn|curand|nvrtc'; }
             [ -n "$LFS" ] && "$LFS" --version
             [ -f "$CARRY/drqv2/SOURCE" ] && cat "$CARRY/drqv2/SOURCE"
             echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
@@ -168,14 +180,20 @@ fi
 # ---- parity -------------------------------------------------------------------------------
 if has parity && [ -n "$DC" ]; then
     fits parity 90 && { mark "parity"; run 240 "$DC" --device "$DEVICE" --bench; }
+    # the cuDNN build's checks (no bench: the rounds time it)
+    [ -n "$DC_CUDNN" ] && fits parity-cudnn 45 && { mark "parity arm=lfs-cudnn"; run 150 "$DC_CUDNN" --device "$DEVICE"; }
 fi
 
 # ---- rounds -------------------------------------------------------------------------------
-lfs_arm() {  # round precision
-    local extra=
+lfs_arm() {  # round precision [cudnn]: device_check, or with "cudnn" its cuDNN build
+    local extra= arm=lfs bin=$DC
     [ "$2" = tf32 ] && extra=${GPU_SESSION_LFS_TF32_ARGS:-}
-    mark "bench arm=lfs round=$1 precision=$2"
-    run 120 "$DC" --device "$DEVICE" --bench-only $extra
+    if [ "${3:-}" = cudnn ]; then
+        [ -n "$DC_CUDNN" ] || return 0
+        arm=lfs-cudnn bin=$DC_CUDNN
+    fi
+    mark "bench arm=$arm round=$1 precision=$2"
+    run 120 "$bin" --device "$DEVICE" --bench-only $extra
 }
 torch_arm() {
     mark "bench arm=torch-strong round=$1 precision=$2"
@@ -189,18 +207,26 @@ if has rounds && [ -n "$DC" ]; then
             continue
         fi
         for r in $(seq 1 "$ROUNDS"); do
-            fits "rounds-$r-$prec" 45 || break
-            if [ $((r % 2)) = 1 ]; then lfs_arm "$r" "$prec"; torch_arm "$r" "$prec"
-            else torch_arm "$r" "$prec"; lfs_arm "$r" "$prec"; fi
+            fits "rounds-$r-$prec" 55 || break
+            if [ $((r % 2)) = 1 ]; then lfs_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn; torch_arm "$r" "$prec"
+            else torch_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec"; fi
         done
     done
 fi
 
 # ---- parts --------------------------------------------------------------------------------
+# The conv backward two ways (src/nn/gemm_conv.rs), each with a true split: lfs's GEMMs (the
+# default) and candle's own (LFS_CONV_BACKWARD=candle); then the cuDNN build's split.
 if has parts && [ -n "$DC" ]; then
-    fits parts 30 && {
-        mark "parts arm=lfs mode=CUDA_LAUNCH_BLOCKING"
-        CUDA_LAUNCH_BLOCKING=1 run 150 "$DC" --device "$DEVICE" --bench-only
+    fits parts 75 && {
+        for conv in gemm candle; do
+            mark "parts arm=lfs mode=CUDA_LAUNCH_BLOCKING conv=$conv"
+            LFS_CONV_BACKWARD=$conv CUDA_LAUNCH_BLOCKING=1 run 150 "$DC" --device "$DEVICE" --bench-only
+        done
+        if [ -n "$DC_CUDNN" ]; then
+            mark "parts arm=lfs-cudnn mode=CUDA_LAUNCH_BLOCKING conv=gemm"
+            CUDA_LAUNCH_BLOCKING=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+        fi
         if [ -n "${GPU_SESSION_LFS_PARTS_ARGS:-}" ]; then
             mark "parts arm=lfs mode=args args=[${GPU_SESSION_LFS_PARTS_ARGS}]"
             run 150 "$DC" --device "$DEVICE" --bench-only $GPU_SESSION_LFS_PARTS_ARGS

@@ -22,4 +22,14 @@ strip -o "$OUT/device_check" "$BIN"
 xz -9 -T2 -f "$OUT/device_check"
 size=$(stat -c %s "$OUT/device_check.xz")
 echo "packed $OUT/device_check.xz from $BIN: $((size / 1024 / 1024)) MiB (the carry's limit: 64 MiB)"
+# The cuDNN build beside it (eval/gpu/build-cuda.sh, LFS_CUDNN=1), when there is one.
+CUDNN_BIN="$TARGET/release/device_check-cudnn"
+rm -f "$OUT/device_check-cudnn.xz"
+if [ -x "$CUDNN_BIN" ]; then
+    strip -o "$OUT/device_check-cudnn" "$CUDNN_BIN"
+    xz -9 -T2 -f "$OUT/device_check-cudnn"
+    cudnn_size=$(stat -c %s "$OUT/device_check-cudnn.xz")
+    echo "packed $OUT/device_check-cudnn.xz from $CUDNN_BIN: $((cudnn_size / 1024 / 1024)) MiB"
+    size=$((size + cudnn_size))
+fi
 [ "$size" -lt $((60 * 1024 * 1024)) ] || { echo "too large to carry" >&2; exit 1; }

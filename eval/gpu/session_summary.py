@@ -105,54 +105,66 @@ def rounds_table(sections, lines, result):
     for kind, keys, objs, _ in sections:
         if kind == "bench":
             p, r = keys.get("precision", "fp32"), int(keys.get("round", 0))
-            if keys.get("arm") == "lfs":
-                rounds.setdefault(p, {}).setdefault(r, {})["lfs"] = lfs_benches(objs)
+            if keys.get("arm", "").startswith("lfs"):  # lfs, lfs-cudnn
+                rounds.setdefault(p, {}).setdefault(r, {})[keys["arm"]] = lfs_benches(objs)
             else:
                 rounds.setdefault(p, {}).setdefault(r, {})["torch"] = {(s, b): o for (s, b, _), o in
                                                                       torch_summaries(objs).items()}
     checks = []
     for p, by_round in rounds.items():
-        lines.append(f"\n## lfs vs strong PyTorch, {p} on both sides, {len(by_round)} rounds in ABBA order "
-                     "(lfs: device_check's median of its timed updates; PyTorch: the median of its timed "
-                     "updates [q1-q3])")
-        keys = sorted({k for r in by_round.values() for k in r.get("lfs", {})} |
-                      {k for r in by_round.values() for k in r.get("torch", {})})
-        for suite, batch in keys:
-            lines.append(f"{suite} B={batch}:")
-            lv, tv, ratios = [], [], []
-            tbatches = set()
-            for r in sorted(by_round):
-                l = by_round[r].get("lfs", {}).get((suite, batch))
-                t = by_round[r].get("torch", {}).get((suite, batch))
-                if t is None:  # a dry run's torch may run another batch: pair by suite
-                    cands = [o for (s, b), o in by_round[r].get("torch", {}).items() if s == suite]
-                    t = cands[0] if len(cands) == 1 and suite == "lfs" else None
-                tm = t["median_s"] if t else None
-                if t:
-                    tbatches.add(t["batch"])
-                ratio = l / tm if l is not None and tm else None
-                lv += [l] if l is not None else []
-                tv += [tm] if tm is not None else []
-                ratios += [ratio] if ratio is not None else []
-                order = "lfs first" if r % 2 == 1 else "PyTorch first"
-                spread = f" [{fmt(t['q1_s'])}-{fmt(t['q3_s'])}]" if t else ""
-                lines.append(f"  round {r} ({order}): lfs {fmt(l)}, PyTorch {fmt(tm)}{spread}, "
-                             f"ratio {fmt(ratio, '×')}")
-            ml, mt = med(lv), med(tv)
-            ratio = ml / mt if ml and mt else None
-            note = f" (PyTorch's batch {sorted(tbatches)}: not comparable)" if tbatches - {batch} else ""
-            lines.append(f"  over rounds: lfs {fmt(ml)} (range {fmt(min(lv) if lv else None)}-{fmt(max(lv) if lv else None)}), "
-                         f"PyTorch {fmt(mt)} (range {fmt(min(tv) if tv else None)}-{fmt(max(tv) if tv else None)}); "
-                         f"ratio of medians {fmt(ratio, '×')} (rounds {fmt(min(ratios) if ratios else None, '×')}-"
-                         f"{fmt(max(ratios) if ratios else None, '×')}){note}")
-            result.setdefault("rounds", {}).setdefault(p, {})[f"{suite}/{batch}"] = {
-                "lfs_s": lv, "torch_s": tv, "ratios": ratios, "lfs_median_s": ml, "torch_median_s": mt,
-                "ratio_of_medians": ratio, "comparable": not note}
-            if p == "fp32" and not note:
-                if suite == "lfs":
-                    checks += [check("lfs", ratio), check("lfs-goal", ratio)]
-                elif suite == "sac-features":
-                    checks.append(check("sac-features", ratio) + f" (B={batch})")
+        arms = sorted({a for r in by_round.values() for a in r if a != "torch"})  # lfs, lfs-cudnn
+        for arm in arms:
+            checks += arm_table(p, arm, by_round, lines, result)
+    return checks
+
+
+def arm_table(p, arm, by_round, lines, result):
+    """One lfs arm (lfs, lfs-cudnn) against strong PyTorch over the rounds of precision p."""
+    checks = []
+    what = "lfs" if arm == "lfs" else f"lfs ({arm})"
+    lines.append(f"\n## {what} vs strong PyTorch, {p} on both sides, {len(by_round)} rounds in ABBA order "
+                 "(lfs: device_check's median of its timed updates; PyTorch: the median of its timed "
+                 "updates [q1-q3])")
+    keys = sorted({k for r in by_round.values() for k in r.get(arm, {})} |
+                  {k for r in by_round.values() for k in r.get("torch", {})})
+    for suite, batch in keys:
+        lines.append(f"{suite} B={batch}:")
+        lv, tv, ratios = [], [], []
+        tbatches = set()
+        for r in sorted(by_round):
+            l = by_round[r].get(arm, {}).get((suite, batch))
+            t = by_round[r].get("torch", {}).get((suite, batch))
+            if t is None:  # a dry run's torch may run another batch: pair by suite
+                cands = [o for (s, b), o in by_round[r].get("torch", {}).items() if s == suite]
+                t = cands[0] if len(cands) == 1 and suite == "lfs" else None
+            tm = t["median_s"] if t else None
+            if t:
+                tbatches.add(t["batch"])
+            ratio = l / tm if l is not None and tm else None
+            lv += [l] if l is not None else []
+            tv += [tm] if tm is not None else []
+            ratios += [ratio] if ratio is not None else []
+            order = "lfs first" if r % 2 == 1 else "PyTorch first"
+            spread = f" [{fmt(t['q1_s'])}-{fmt(t['q3_s'])}]" if t else ""
+            lines.append(f"  round {r} ({order}): {arm} {fmt(l)}, PyTorch {fmt(tm)}{spread}, "
+                         f"ratio {fmt(ratio, '×')}")
+        ml, mt = med(lv), med(tv)
+        ratio = ml / mt if ml and mt else None
+        note = f" (PyTorch's batch {sorted(tbatches)}: not comparable)" if tbatches - {batch} else ""
+        lines.append(f"  over rounds: {arm} {fmt(ml)} (range {fmt(min(lv) if lv else None)}-{fmt(max(lv) if lv else None)}), "
+                     f"PyTorch {fmt(mt)} (range {fmt(min(tv) if tv else None)}-{fmt(max(tv) if tv else None)}); "
+                     f"ratio of medians {fmt(ratio, '×')} (rounds {fmt(min(ratios) if ratios else None, '×')}-"
+                     f"{fmt(max(ratios) if ratios else None, '×')}){note}")
+        key = f"{suite}/{batch}" if arm == "lfs" else f"{arm}:{suite}/{batch}"
+        result.setdefault("rounds", {}).setdefault(p, {})[key] = {
+            "lfs_s": lv, "torch_s": tv, "ratios": ratios, "lfs_median_s": ml, "torch_median_s": mt,
+            "ratio_of_medians": ratio, "comparable": not note}
+        if p == "fp32" and not note:
+            label = "" if arm == "lfs" else f" [{arm}]"
+            if suite == "lfs":
+                checks += [check("lfs", ratio) + label, check("lfs-goal", ratio) + label]
+            elif suite == "sac-features":
+                checks.append(check("sac-features", ratio) + f" (B={batch})" + label)
     return checks
 
 
@@ -163,11 +175,13 @@ def parts_table(sections, lines, result):
                 if o.get("bench") == "lfs update":
                     names = ("data", "forward", "backward", "optimizer")
                     total = sum(o.get(n, 0) for n in names)
-                    lines.append(f"\n## lfs's LFS update, split ({keys.get('mode')} {keys.get('args', '')}): "
+                    conv = f" conv backward={keys['conv']}" if "conv" in keys else ""
+                    lines.append(f"\n## lfs's LFS update, split ({keys.get('mode')}{conv} {keys.get('args', '')}): "
                                  f"whole {fmt(o['seconds'])}; " + ", ".join(f"{n} {fmt(o.get(n))}" for n in names)
-                                 + f" (sum {fmt(total)}; blocking launches make every part's time its own, and "
-                                   "the whole slower than unblocked)")
-                    result.setdefault("parts", []).append({"mode": keys.get("mode"), **o})
+                                 + (f" (sum {fmt(total)}; blocking launches make every part's time its own, and "
+                                    "the whole slower than unblocked)" if "BLOCKING" in keys.get("mode", "") else
+                                    f" (sum {fmt(total)}; unblocked: only the whole is exact)"))
+                    result.setdefault("parts", []).append({"mode": keys.get("mode"), "conv": keys.get("conv"), **o})
 
 
 def anchors_table(sections, lines, result):
@@ -281,12 +295,15 @@ def main():
     anchors_table(sections, lines, result)
     history_table(sections, lines, result)
     checks += e2e_tables(sections, lines, result)
-    parity = [o for kind, _, objs, _ in sections if kind == "parity" for o in objs if "check" in o]
-    if parity:
-        worst = max(parity, key=lambda o: o["rel_err"])
-        ok = all(o["ok"] for o in parity)
-        lines.append(f"\nparity: {len(parity)} checks, {'all pass' if ok else 'FAILED'}; worst {worst['rel_err']:.2e} ({worst['check']})")
-        result["parity"] = {"checks": len(parity), "ok": ok, "worst": worst}
+    for arm in ("lfs", "lfs-cudnn"):
+        parity = [o for kind, keys, objs, _ in sections if kind == "parity" and keys.get("arm", "lfs") == arm
+                  for o in objs if "check" in o]
+        if parity:
+            worst = max(parity, key=lambda o: o["rel_err"])
+            ok = all(o["ok"] for o in parity)
+            what = "parity" if arm == "lfs" else f"parity ({arm})"
+            lines.append(f"\n{what}: {len(parity)} checks, {'all pass' if ok else 'FAILED'}; worst {worst['rel_err']:.2e} ({worst['check']})")
+            result["parity" if arm == "lfs" else f"parity-{arm}"] = {"checks": len(parity), "ok": ok, "worst": worst}
     if failures:
         lines.append("\ncommands that failed:\n  " + "\n  ".join(failures))
     lines.append("\n## issue 52's targets")

@@ -15,7 +15,7 @@
 //!   [`Compute::Kernels`] (the CPU) it keeps the activations and computes the parameters'
 //!   gradients by hand (`kernels::tape`); with [`Compute::Candle`] (a GPU, or the CPU in the
 //!   device tests) it runs candle's conv2d and keeps candle's graph, and the backward is
-//!   candle's.
+//!   candle's autograd with the convolutions' own as GEMMs (`super::gemm_conv`).
 //!
 //! The encoder holds its parameters as tensors: views of a [`Params`] store's `Var`s when it is
 //! trained (an optimiser step on the store is seen here), or plain tensors when it is frozen
@@ -23,11 +23,11 @@
 
 use std::collections::BTreeMap;
 
-use candle_core::{DType, Device, Module, Tensor};
-use candle_nn::{Conv2d, Conv2dConfig};
+use candle_core::{DType, Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use super::gemm_conv;
 use super::init::orthogonal;
 use super::kernels::conv_nhwc::{Kernel, Shape, OB};
 use super::kernels::conv_ops::conv2d_3x3_bias_relu;
@@ -309,20 +309,15 @@ impl Encoder {
         Ok(h.reshape((b, ()))?) // (b, 32·35·35)
     }
 
-    /// [`Encoder::forward`] through candle's conv2d, on any device.
+    /// [`Encoder::forward`] through candle's conv2d, on any device, with its backward as GEMMs
+    /// ([`gemm_conv`]).
     fn forward_candle(&self, obs: &Tensor) -> Result<Tensor> {
         let mut h = self.scaled_input(obs)?;
         for layer in &self.layers {
-            let config = Conv2dConfig {
-                padding: 0,
-                stride: layer.stride,
-                dilation: 1,
-                groups: 1,
-                cudnn_fwd_algo: None,
-            };
-            h = Conv2d::new(layer.weight.clone(), Some(layer.bias.clone()), config)
-                .forward(&h)?
-                .relu()?; // (b, 32, s, s)
+            let o = layer.bias.dim(0)?;
+            h = gemm_conv::conv2d(&h, &layer.weight, layer.stride)? // (b, 32, s, s)
+                .broadcast_add(&layer.bias.reshape((1, o, 1, 1))?)?
+                .relu()?;
         }
         let b = h.dim(0)?;
         Ok(h.reshape((b, ()))?) // (b, 32·35·35)

@@ -12,6 +12,7 @@ pub mod ema;
 pub mod encoder;
 pub mod encoder_file;
 pub mod encoder_projector;
+pub mod gemm_conv;
 pub mod init;
 pub mod kernels;
 pub mod params;
