@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use candle_core::{Device, Tensor};
+use lfs::device::Backend;
 use lfs::nn::checkpoint::{load, save_atomic};
 use lfs::nn::ema::ema_update;
 use lfs::nn::init::orthogonal;
@@ -303,6 +304,12 @@ struct BackwardCase {
 /// (`rows` may repeat a sample: its gradient then counts as often), against candle's autograd
 /// through its stock conv2d and `Projector::forward` on the selected samples.
 fn check_feature_net_backward(seed: u64, b: usize, rows: &[usize]) -> BackwardCase {
+    check_feature_net_backward_on(seed, b, rows, &Backend::new(&Device::Cpu))
+}
+
+/// [`check_feature_net_backward`] with the network's parameters on `backend` (the reference
+/// stays candle's stock ops on the CPU).
+fn check_feature_net_backward_on(seed: u64, b: usize, rows: &[usize], backend: &Backend) -> BackwardCase {
     use rand::Rng;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (cfg, params, _, projector) = small_encoder_projector(&mut rng);
@@ -311,7 +318,8 @@ fn check_feature_net_backward(seed: u64, b: usize, rows: &[usize]) -> BackwardCa
     let r: Vec<f32> = (0..rows.len() * latent).map(|_| rng.random_range(-1.0..1.0)).collect();
     let r = Tensor::from_vec(r, (rows.len(), latent), &Device::Cpu).unwrap();
 
-    let net = lfs::nn::EncoderProjector::from_params(&cfg, latent, &params).unwrap();
+    let on_backend = Params::from_tensors(&params.snapshot().unwrap(), backend.clone()).unwrap();
+    let net = lfs::nn::EncoderProjector::from_params(&cfg, latent, &on_backend).unwrap();
     let features = net.forward_pixels(&obs, b, true).unwrap();
     let grads = net.backward(&features, rows, &r).unwrap();
 
@@ -351,6 +359,16 @@ fn feature_net_backward_with_several_samples_per_group_matches_candle_autograd()
     let b = 7;
     let rows: Vec<usize> = (0..37).map(|i| (i * 3 + i / 7) % b).collect();
     check_feature_net_backward(12, b, &rows);
+}
+
+#[test]
+fn feature_net_backward_on_candles_path_matches_candle_autograd() {
+    // The GPU's path on the CPU: candle's graph. Few distinct rows (2 of 6, one twice) re-run
+    // the forward of those samples; most rows (5 of 6, or all) back-propagate the kept graph.
+    let candle = Backend::candle(&Device::Cpu);
+    for rows in [&[4usize, 1, 4][..], &[0, 1, 2, 3, 4], &[5, 4, 3, 2, 1, 0]] {
+        check_feature_net_backward_on(13, 6, rows, &candle);
+    }
 }
 
 #[test]

@@ -156,8 +156,9 @@ pub struct Encoded {
 pub(crate) enum Kept {
     /// The kernels' activations (host memory).
     Tape(Tape),
-    /// h (b, repr_dim) still joined to candle's graph over the parameters.
-    Graph(Tensor),
+    /// h (b, repr_dim) still joined to candle's graph over the parameters, and the input x
+    /// (b, 9, 84, 84) f32 on the device, to re-run the rows of a backward that needs few of them.
+    Graph { h: Tensor, x: Tensor },
 }
 
 impl Encoded {
@@ -351,7 +352,7 @@ impl Encoder {
             let h = self.forward_candle(&x)?; // (b, repr), joined to the parameters' graph
             return Ok(Encoded {
                 h: h.detach(),
-                tape: keep.then_some(Kept::Graph(h)),
+                tape: keep.then_some(Kept::Graph { h, x }),
             });
         }
         self.check_tiled()?;
@@ -389,7 +390,7 @@ impl Encoder {
         }
         let tape = match kept {
             Kept::Tape(tape) => tape,
-            Kept::Graph(h) => return self.backward_graph(h, rows, dh),
+            Kept::Graph { h, x } => return self.backward_graph(h, x, rows, dh),
         };
         // Read in place, not copied out (a copy was 20 MB of serial memcpy and page faults per
         // LFS update at B = 128: BENCHMARKS.md, "The LFS update's parts", its serial work).
@@ -416,12 +417,24 @@ impl Encoder {
 
     /// [`Encoder::backward`] through candle's graph: the vector-Jacobian product of the rows
     /// `rows` of h with `dh`, as the gradient of Σ (h[rows] ⊙ dh).
-    fn backward_graph(&self, h: &Tensor, rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
+    ///
+    /// When fewer than 2/3 of the b samples have a row (LFS's loss reads M of the 2M it encoded
+    /// for LNC), the forward of those samples alone is run again, with its graph, instead of a
+    /// backward through all b whose other rows have a zero gradient: a forward of r samples and
+    /// a backward of r (~3 forwards of r) cost less than a backward of b (~2 forwards of b).
+    fn backward_graph(&self, h: &Tensor, x: &Tensor, rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
         let device = h.device();
+        let b = h.dim(0)?;
         let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
         let idx = Tensor::from_vec(idx, rows.len(), device)?;
         let dh = dh.detach().to_device(device)?; // (rows, repr)
-        let proxy = h.index_select(&idx, 0)?.mul(&dh)?.sum_all()?;
+        let distinct = rows.iter().collect::<std::collections::BTreeSet<_>>().len();
+        let h_rows = if 3 * distinct < 2 * b {
+            self.forward_candle(&x.index_select(&idx, 0)?)? // (rows, repr), a graph of its own
+        } else {
+            h.index_select(&idx, 0)? // (rows, repr)
+        };
+        let proxy = h_rows.mul(&dh)?.sum_all()?;
         let grads = proxy.backward()?;
         let grad_of = |t: &Tensor| -> Result<Tensor> {
             Ok(match grads.get(t) {
