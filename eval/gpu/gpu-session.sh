@@ -37,7 +37,9 @@
 #
 # Precision: lfs's CUDA build has no TF32 switch (candle's f32 GEMMs stay FP32 unless the
 # program calls set_gemm_reduced_precision_f32, which lfs does not; its convolutions are
-# im2col + those GEMMs), so lfs runs FP32 and the rounds compare FP32 with FP32. PyTorch's TF32
+# im2col + those GEMMs), so lfs runs FP32 and the rounds compare FP32 with FP32. The cuDNN
+# build's convolutions would be allowed TF32 (candle leaves cuDNN's math type at its default),
+# so its fp32 arms run with NVIDIA_TF32_OVERRIDE=0; parts adds one unblocked run without it. PyTorch's TF32
 # numbers (anchors) are for the record. If a later lfs gains a switch, name its arguments in
 # GPU_SESSION_LFS_TF32_ARGS and add tf32 to GPU_SESSION_PRECISIONS: the rounds then run both.
 #
@@ -193,7 +195,10 @@ lfs_arm() {  # round precision [cudnn]: device_check, or with "cudnn" its cuDNN 
         arm=lfs-cudnn bin=$DC_CUDNN
     fi
     mark "bench arm=$arm round=$1 precision=$2"
-    run 120 "$bin" --device "$DEVICE" --bench-only $extra
+    # fp32: NVIDIA_TF32_OVERRIDE=0 keeps cuDNN's convolutions FP32 (candle leaves their math type
+    # at CUDNN_DEFAULT_MATH, which lets cuDNN use TF32 for FP32 data on an H100/H200)
+    if [ "$2" = fp32 ]; then NVIDIA_TF32_OVERRIDE=0 run 120 "$bin" --device "$DEVICE" --bench-only $extra
+    else run 120 "$bin" --device "$DEVICE" --bench-only $extra; fi
 }
 torch_arm() {
     mark "bench arm=torch-strong round=$1 precision=$2"
@@ -225,7 +230,9 @@ if has parts && [ -n "$DC" ]; then
         done
         if [ -n "$DC_CUDNN" ]; then
             mark "parts arm=lfs-cudnn mode=CUDA_LAUNCH_BLOCKING conv=gemm"
-            CUDA_LAUNCH_BLOCKING=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            NVIDIA_TF32_OVERRIDE=0 CUDA_LAUNCH_BLOCKING=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            mark "parts arm=lfs-cudnn mode=unblocked-tf32-allowed conv=gemm"
+            run 120 "$DC_CUDNN" --device "$DEVICE" --bench-only
         fi
         if [ -n "${GPU_SESSION_LFS_PARTS_ARGS:-}" ]; then
             mark "parts arm=lfs mode=args args=[${GPU_SESSION_LFS_PARTS_ARGS}]"
