@@ -38,7 +38,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 help:
 	@echo "make [TARGET] [VAR=value ...]; the user-facing targets (Makefile comments say more):"
-	@awk -F ':.*## ' '/^[a-z-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
+	@awk -F ':.*## ' '/^[a-z0-9-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(firstword $(MAKEFILE_LIST))
 
 all: setup pretrain ## the default job: ingest the embedded sample, pre-train (tiny), export, contact sheet
 	$(LFS) inspect $(RUN_DIR)/dataset --contact-sheet $(RUN_DIR)/contact-sheet.png

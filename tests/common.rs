@@ -161,14 +161,52 @@ pub fn ffmpeg_rgb_filtered(path: &Path, vf: &str) -> Vec<u8> {
     ])
 }
 
-/// A fresh temporary folder that lives for the whole test run.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = tempfile::Builder::new()
+/// A fresh temporary folder (`lfs-<name>-*` in the system's temporary folder), removed when the
+/// guard drops, unless the test is failing: a failed test's files stay for a look (their path is
+/// in its messages). A README walk leaves 1-3.6 GB; kept, 575 of them once filled the disk.
+pub fn temp_dir(name: &str) -> TestDir {
+    let path = tempfile::Builder::new()
         .prefix(&format!("lfs-{name}-"))
         .tempdir()
         .unwrap()
         .keep();
-    dir
+    TestDir { path }
+}
+
+/// A fresh temporary folder for a fixture that tests share through a static (`OnceLock`): kept,
+/// since statics never drop (small: videos, a probe set; `temp_dir` is for everything else).
+pub fn fixture_dir(name: &str) -> PathBuf {
+    tempfile::Builder::new()
+        .prefix(&format!("lfs-{name}-"))
+        .tempdir()
+        .unwrap()
+        .keep()
+}
+
+/// [`temp_dir`]'s folder: a path that removes itself unless the thread is panicking.
+pub struct TestDir {
+    path: PathBuf,
+}
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
 }
 
 /// Mean and max absolute difference of two equally long byte slices.

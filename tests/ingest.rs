@@ -12,8 +12,8 @@ use lfs::env::RenderQuality;
 use lfs::shards::Dataset;
 
 use crate::common::{
-    abs_diff, chw_to_hwc, ffmpeg, ffmpeg_rgb, ffmpeg_rgb_filtered, ffprobe_frame_count, ffprobe_frame_times, lfs,
-    python, temp_dir, text,
+    abs_diff, chw_to_hwc, ffmpeg, ffmpeg_rgb, ffmpeg_rgb_filtered, ffprobe_frame_count, ffprobe_frame_times,
+    fixture_dir, lfs, python, temp_dir, text,
 };
 
 /// One fixture per container/codec family (folder = task).
@@ -49,7 +49,7 @@ fn lavfi(src: &str, frames: u32, extra: &[&str], out: &Path) {
 fn fixtures() -> &'static Fixtures {
     static F: OnceLock<Fixtures> = OnceLock::new();
     F.get_or_init(|| {
-        let videos = temp_dir("fixtures").join("videos");
+        let videos = fixture_dir("fixtures").join("videos");
         let v = |rel: &str| videos.join(rel);
         lavfi(
             "testsrc2=size=320x240:rate=30",
@@ -131,7 +131,7 @@ fn ingest_ok(videos: &Path, out: &Path, extra: &[&str]) -> String {
 fn default_dataset() -> &'static Path {
     static D: OnceLock<PathBuf> = OnceLock::new();
     D.get_or_init(|| {
-        let out = temp_dir("default").join("ds");
+        let out = fixture_dir("default").join("ds");
         ingest_ok(&fixtures().videos, &out, &[]);
         out
     })
@@ -172,7 +172,8 @@ fn pixels_match_the_ffmpeg_command_line() {
     // in decoding or colour conversion. Measured: bit-exact for all six (both sides use the
     // same libavcodec and libswscale), so the check is exact.
     let f = fixtures();
-    let out = temp_dir("pixels").join("ds");
+    let out_dir = temp_dir("pixels");
+    let out = out_dir.join("ds");
     ingest_ok(&f.videos, &out, &["--crop", "none"]);
     let ds = Dataset::open(&out).unwrap();
     for rel in CODEC_FIXTURES {
@@ -529,7 +530,8 @@ fn bad_inputs_are_reported_by_name_and_the_rest_is_ingested() {
 #[test]
 fn a_source_over_the_time_limit_is_reported_not_waited_for() {
     let f = fixtures();
-    let out = temp_dir("timeout").join("ds");
+    let out_dir = temp_dir("timeout");
+    let out = out_dir.join("ds");
     let o = lfs(&[
         "ingest",
         f.path("mp4").to_str().unwrap(),
@@ -861,7 +863,8 @@ fn python_readers_open_the_dataset() {
 #[test]
 fn raw_frames_round_trip_the_same_pixels_as_png() {
     let f = fixtures();
-    let out = temp_dir("raw").join("ds");
+    let out_dir = temp_dir("raw");
+    let out = out_dir.join("ds");
     ingest_ok(&f.path("mkv"), &out, &["--frame-codec", "raw"]);
     let raw = Dataset::open(&out).unwrap();
     let png = Dataset::open(default_dataset()).unwrap();
@@ -958,7 +961,8 @@ fn render_qualities_are_recorded_and_never_mixed() {
 #[test]
 fn inspect_lists_tasks_and_writes_a_contact_sheet() {
     let ds_dir = default_dataset();
-    let sheet = temp_dir("inspect").join("sheet.png");
+    let sheet_dir = temp_dir("inspect");
+    let sheet = sheet_dir.join("sheet.png");
     let o = lfs(&[
         "inspect",
         ds_dir.to_str().unwrap(),

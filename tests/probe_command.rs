@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{lfs_in_repo, output_text, repo, temp_dir};
+use crate::common::{fixture_dir, lfs_in_repo, output_text, repo, temp_dir};
 
 /// Runs `lfs` with `args` in the checkout; the output, and whether it succeeded.
 fn lfs(args: &[&str]) -> (bool, String) {
@@ -29,7 +29,7 @@ fn s(p: &Path) -> &str {
 fn probe_set() -> &'static PathBuf {
     static SET: OnceLock<PathBuf> = OnceLock::new();
     SET.get_or_init(|| {
-        let dir = temp_dir("probe-set");
+        let dir = fixture_dir("probe-set");
         let videos = dir.join("videos");
         ok(&[
             "collect",
@@ -57,7 +57,7 @@ fn probe_set() -> &'static PathBuf {
 fn tiny() -> &'static (PathBuf, PathBuf) {
     static TINY: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     TINY.get_or_init(|| {
-        let dir = temp_dir("probe-tiny");
+        let dir = fixture_dir("probe-tiny");
         let dataset = dir.join("dataset");
         ok(&["ingest", s(&repo().join("datasets/tiny/videos")), "--out", s(&dataset)]);
         let run = dir.join("run");
@@ -84,7 +84,8 @@ fn json(path: &Path) -> Value {
 
 #[test]
 fn probe_reports_held_out_r2_per_task() {
-    let out = temp_dir("probe-out").join("probe.json");
+    let out_dir = temp_dir("probe-out");
+    let out = out_dir.join("probe.json");
     let table = ok(&[
         "probe",
         "--encoder",
@@ -140,7 +141,8 @@ fn probe_reports_held_out_r2_per_task() {
         );
     }
     // The same probe again gives the same numbers (the report's seconds aside).
-    let again = temp_dir("probe-again").join("probe.json");
+    let again_dir = temp_dir("probe-again");
+    let again = again_dir.join("probe.json");
     ok(&[
         "probe",
         "--encoder",
@@ -156,7 +158,8 @@ fn probe_reports_held_out_r2_per_task() {
 #[test]
 fn probe_refuses_what_it_cannot_measure() {
     let (tiny_dataset, tiny_encoder) = tiny();
-    let out = temp_dir("probe-refused").join("probe.json");
+    let out_dir = temp_dir("probe-refused");
+    let out = out_dir.join("probe.json");
     let refused = |args: &[&str], expected: &str| {
         let (success, text) = lfs(args);
         assert!(!success, "lfs {} succeeded:\n{text}", args.join(" "));

@@ -96,9 +96,14 @@ const STEPS: &[Step] = &[
     skip("make bench", "hours of benchmarks for BENCHMARKS.md"),
     skip("make study-mini", "the study: about 6.5 hours"),
     skip("make study-2", "the second study: about 10.6 hours over several sessions"),
+    skip("make study-3", "the third study: about 12-14 hours over several sessions"),
     skip(
         "make replay-ablation",
         "issue 55's replay ablation: six DrQ-v2 cells of an hour or more each",
+    ),
+    skip(
+        "make upstream-drqv2",
+        "upstream DrQ-v2's own train.py on the CPU: hours per seed, and its own Python packages",
     ),
     skip("make suite-tiny", ".ci/run runs it after the tests"),
     skip("make suite", "its default suite is make suite-tiny's, which .ci/run runs"),
@@ -416,7 +421,7 @@ fn make_help_targets(dir: &Path) -> Vec<String> {
 }
 
 /// A fresh folder that sees the checkout's files (links) but writes its own runs/ and videos/.
-fn user_folder() -> PathBuf {
+fn user_folder() -> crate::common::TestDir {
     let dir = crate::common::temp_dir("readme");
     for name in [
         "Makefile",

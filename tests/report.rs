@@ -289,7 +289,7 @@ fn suite_specs() -> Vec<CellSpec> {
     specs
 }
 
-fn write_suite(name: &str, specs: &[CellSpec]) -> PathBuf {
+fn write_suite(name: &str, specs: &[CellSpec]) -> crate::common::TestDir {
     let suite = temp_dir(name);
     for (i, spec) in specs.iter().enumerate() {
         write_cell(&suite, i, spec);

@@ -6,7 +6,8 @@
 //!   layer 0's too, whose input is pixels and needs none;
 //! - the weight gradient as one conv2d of the transposed input by the transposed output
 //!   gradient: an im2col whose "kernel" is the whole output map, then one GEMM of 288 × 32
-//!   outputs over 1.6M terms (B = 1024), which a GPU runs on a handful of its cores.
+//!   outputs, each a sum of 1.6M terms (B = 1024 at layer 1): few output tiles over which a GPU
+//!   can spread the work (issue 52 names these "very narrow GEMMs"; not yet profiled alone).
 //!
 //! Issue 52 measured the LFS update's backward at 0.125 s on an H200 against PyTorch's 0.02 s
 //! for the whole update. Here instead, for `y = conv(x, w)` (no padding, stride s, k × k):
