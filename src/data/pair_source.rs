@@ -5,6 +5,7 @@
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 
 use super::pair_frames::PairFrames;
 use super::random_shift::RandomShift;
@@ -70,24 +71,31 @@ impl PairBatch {
     }
 
     /// `n` pairs stacked from stored frames (`obs_shape` each); pair i is the episode and frame
-    /// indices of the i-th call of `pick`.
-    pub fn stack<'e, E: StoredFrames + 'e>(
+    /// indices of the i-th call of `pick`. The picks are made in order (they draw from an
+    /// RNG), then the pairs are stacked over rayon's threads (LFS at M = 512 stacks 4 × 512
+    /// observations, 130 MB, per update; the same bytes as one after another).
+    pub fn stack<'e, E: StoredFrames + Sync + 'e>(
         n: usize,
         obs_shape: (usize, usize, usize),
         mut pick: impl FnMut() -> Result<(&'e E, PairFrames)>,
     ) -> Result<PairBatch> {
         let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
+        let picks = (0..n).map(|_| pick()).collect::<Result<Vec<_>>>()?;
         let mut batch = PairBatch {
             prev: vec![0; n * obs_len],
             cur: vec![0; n * obs_len],
             len: n,
             obs_shape,
         };
-        for i in 0..n {
-            let (episode, frames) = pick()?;
-            stack_frames(episode, frames.prev, &mut batch.prev[i * obs_len..(i + 1) * obs_len]);
-            stack_frames(episode, frames.cur, &mut batch.cur[i * obs_len..(i + 1) * obs_len]);
-        }
+        batch
+            .prev
+            .par_chunks_mut(obs_len)
+            .zip(batch.cur.par_chunks_mut(obs_len))
+            .zip(picks.par_iter())
+            .for_each(|((prev, cur), (episode, frames))| {
+                stack_frames(*episode, frames.prev, prev);
+                stack_frames(*episode, frames.cur, cur);
+            });
         Ok(batch)
     }
 
