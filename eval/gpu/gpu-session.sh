@@ -48,8 +48,8 @@
 # summary.txt and summary.json (eval/gpu/session_summary.py over log.txt).
 #
 # Other environment: GPU_SESSION_DEVICE (cuda; cpu for a dry run), GPU_SESSION_CARRY
-# (.gpu-carry), GPU_SESSION_DEVICE_CHECK / GPU_SESSION_LFS (binaries to use instead of the
-# carried ones), GPU_SESSION_PYTHON (python3), GPU_SESSION_UPDATES (10), GPU_SESSION_WARMUP (5),
+# (.gpu-carry), GPU_SESSION_DEVICE_CHECK / GPU_SESSION_DEVICE_CHECK_CUDNN / GPU_SESSION_LFS
+# (binaries to use instead of the carried ones), GPU_SESSION_PYTHON (python3), GPU_SESSION_UPDATES (10), GPU_SESSION_WARMUP (5),
 # GPU_SESSION_BATCH_LFS (512), GPU_SESSION_BATCH_SAC (128,512), GPU_SESSION_BATCH_PIXELS (512),
 # GPU_SESSION_BATCH_DRQV2 (256), GPU_SESSION_TIMEOUT_SCALE (1: multiplies every timeout and
 # estimate), GPU_SESSION_E2E_SET / GPU_SESSION_DRQV2_SET (extra --set
