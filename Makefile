@@ -437,9 +437,8 @@ replay-ablation: setup ## issue 55's replay ablation (6 cells, 6+ hours; resumab
 # make upstream-drqv2 UPSTREAM_PYTHON=<python>: issue 55's sanity check, upstream DrQ-v2's own
 # train.py (@c0c650b, eval/gpu/pack-drqv2.sh) on this CPU beside the ablation's drqv2 arm:
 # cartpole_swingup, 20K frames, one thread, seeds UPSTREAM_SEEDS (hours per seed; make
-# gpu-pack-drqv2 first). Resumable at
-# episode ends; commits results/upstream-drqv2/ after every evaluation.
-# UPSTREAM_PYTHON needs eval/study/requirements-upstream-drqv2.txt.
+# gpu-pack-drqv2 first). Resumable at episode ends; commits results/upstream-drqv2/ after every
+# evaluation. UPSTREAM_PYTHON needs eval/study/requirements-upstream-drqv2.txt.
 UPSTREAM_PYTHON ?= .venv-upstream/bin/python
 UPSTREAM_SEEDS ?= 1
 upstream-drqv2: ## issue 55: upstream DrQ-v2's train.py on this CPU (hours per seed; resumable)
