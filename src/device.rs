@@ -41,24 +41,34 @@ impl DeviceChoice {
         *self == DeviceChoice::Cpu
     }
 
+    /// Whether this build can open the device at all, without opening it (which would hold a
+    /// CUDA context, and GPU memory, in the calling process): the error [`Self::open`] gives on
+    /// a build without the cargo feature `cuda`.
+    pub fn ensure_built(&self) -> Result<()> {
+        match self {
+            DeviceChoice::Cuda(_) if !cfg!(feature = "cuda") => Err(self.not_built()),
+            _ => Ok(()),
+        }
+    }
+
+    fn not_built(&self) -> Error {
+        Error::Config(format!(
+            "run.device = \"{self}\": this lfs was built without CUDA (the cargo feature `cuda`: `make build-cuda` builds it)"
+        ))
+    }
+
     /// Opens the device. A CUDA device on a build without the cargo feature `cuda`, or one the
     /// driver cannot open, is an error naming `run.device` and the reason.
     pub fn open(&self) -> Result<Device> {
         match *self {
             DeviceChoice::Cpu => Ok(Device::Cpu),
-            DeviceChoice::Cuda(ordinal) => Device::new_cuda(ordinal).map_err(|e| {
-                let why = match e {
-                    candle_core::Error::NotCompiledWithCudaSupport => {
-                        "this lfs was built without CUDA (the cargo feature `cuda`: `make build-cuda` builds it)"
-                            .to_string()
-                    }
-                    // The driver's reason, without the backtrace candle may attach to it.
-                    other => format!(
-                        "cannot open it: {}",
-                        other.to_string().lines().next().unwrap_or_default()
-                    ),
-                };
-                Error::Config(format!("run.device = \"{self}\": {why}"))
+            DeviceChoice::Cuda(ordinal) => Device::new_cuda(ordinal).map_err(|e| match e {
+                candle_core::Error::NotCompiledWithCudaSupport => self.not_built(),
+                // The driver's reason, without the backtrace candle may attach to it.
+                other => Error::Config(format!(
+                    "run.device = \"{self}\": cannot open it: {}",
+                    other.to_string().lines().next().unwrap_or_default()
+                )),
             }),
         }
     }
@@ -190,10 +200,15 @@ mod tests {
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn cuda_on_a_cpu_build_is_a_clear_error() {
-        let err = DeviceChoice::Cuda(1).open().unwrap_err().to_string();
-        assert!(
-            err.contains("run.device = \"cuda:1\"") && err.contains("make build-cuda"),
-            "{err}"
-        );
+        for err in [
+            DeviceChoice::Cuda(1).open().unwrap_err().to_string(),
+            DeviceChoice::Cuda(1).ensure_built().unwrap_err().to_string(),
+        ] {
+            assert!(
+                err.contains("run.device = \"cuda:1\"") && err.contains("make build-cuda"),
+                "{err}"
+            );
+        }
+        assert!(DeviceChoice::Cpu.ensure_built().is_ok());
     }
 }

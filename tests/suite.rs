@@ -186,6 +186,21 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
         }
         assert!(!out.exists(), "{said}");
     }
+    // Cells on a GPU this build cannot open (a build without the cargo feature `cuda`).
+    if !cfg!(feature = "cuda") {
+        let suite = dir.path().join("cuda.toml");
+        let body = tiny.replace("runs/tiny", "random").replace(
+            "\"env.render_quality=fast\",",
+            "\"env.render_quality=fast\",\n    \"run.device=cuda\",",
+        );
+        assert!(body.contains("run.device=cuda"), "{body}");
+        std::fs::write(&suite, body).unwrap();
+        refused(
+            &mut lfs_command(&["suite", "run", suite.to_str().unwrap(), "--out", out_s]),
+            "run.device = \"cuda:0\": this lfs was built without CUDA",
+        );
+        assert!(!out.exists());
+    }
     // Duplicate encoder labels.
     let dup = tiny
         .replace("name = \"lfs-tiny\"", "name = \"random\"")

@@ -34,6 +34,19 @@
 #            frames each (upstream 10 more: it logs an episode when the next step starts, so
 #            that it logs its last one too); upstream once per GPU_SESSION_DRQV2_PRECISIONS
 #            ("default fp32": PyTorch's defaults as upstream ran, then TF32 off)           ~240 s
+#   drqv2-seeds (not in the default list; issue 55, a command of its own) lfs train
+#            (pipelines/drqv2/easy.toml: upstream-like replay) and upstream's train.py on
+#            GPU_SESSION_DRQV2_TASK, seeds GPU_SESSION_DRQV2_SEEDS ("1 2 3"), all 2 × 3 at once
+#            (2 threads each), GPU_SESSION_DRQV2_SEED_RUN_FRAMES (10000) frames, evaluated at 0
+#            and at the end with 10 episodes as upstream does; every eval.csv into the log  ~480 s
+#   pool     (not in the default list; GPU_SESSION_STAGES="info pool" as its own command) `lfs
+#            suite run` of GPU_SESSION_POOL_CELLS (16) sac/mini cells on this GPU (walker_walk,
+#            random encoder, seeds 1..N, budgets no window reaches): one cell at a time (-j 1)
+#            against the default pool (cores and GPU memory, src/suite/gpu_share.rs), in
+#            GPU_SESSION_POOL_ROUNDS (3) rounds in ABBA order of one GPU_SESSION_POOL_WINDOW (70)
+#            s window per arm, each from an empty folder, so the default pays its warm-up and
+#            ramp in every window; frames done per window (episodes that ended) and the
+#            cells' own paces                                                                ~480 s
 #
 # Precision: lfs's CUDA build has no TF32 switch (candle's f32 GEMMs stay FP32 unless the
 # program calls set_gemm_reduced_precision_f32, which lfs does not; its convolutions are
@@ -129,7 +142,7 @@ if [ -z "$DC_CUDNN" ] && [ -f "$CARRY/device_check-cudnn.xz" ]; then
 fi
 LFS=${GPU_SESSION_LFS:-}
 E2E=$WORK/e2e
-if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has drqv2; }; then
+if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has drqv2 || has drqv2-seeds || has pool; }; then
     mkdir -p "$E2E" && xz -dc "$CARRY/e2e.tar.xz" | tar -C "$E2E" -x
     [ -z "$LFS" ] && [ -x "$E2E/bin/lfs" ] && LFS=$E2E/bin/lfs
 fi
@@ -151,7 +164,9 @@ say "device_check: ${DC:-none}; with cuDNN: ${DC_CUDNN:-none}; lfs: ${LFS:-none}
 for st in parity rounds parts; do
     has $st && [ -z "$DC" ] && mark "skip stage=$st reason=no-device_check($CARRY/device_check.xz:make-build-cuda-and-gpu-pack)"
 done
-has e2e && [ -z "$LFS" ] && mark "skip stage=e2e reason=no-lfs($CARRY/e2e.tar.xz:make-build-cuda-and-gpu-pack)"
+for st in e2e pool; do
+    has $st && [ -z "$LFS" ] && mark "skip stage=$st reason=no-lfs($CARRY/e2e.tar.xz:make-build-cuda-and-gpu-pack)"
+done
 
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used,clocks.sm,clocks.mem,temperature.gpu,power.draw \
@@ -288,6 +303,12 @@ if has history; then
 fi
 
 # ---- drqv2 --------------------------------------------------------------------------------
+# upstream's packages that the GPU image lacks (hydra and its kin), into $site once
+site=$WORK/site
+upstream_site() {
+    [ -d "$site" ] && return 0
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$CARRY"/drqv2-whl/*.whl >> "$LOG" 2>&1
+}
 if has drqv2; then
     if [ -z "$LFS" ] || [ ! -f "$CARRY/drqv2/train.py" ]; then
         mark "skip stage=drqv2 reason=needs-lfs-and-$CARRY/drqv2 (eval/gpu/pack-e2e.sh, eval/gpu/pack-drqv2.sh)"
@@ -297,8 +318,7 @@ if has drqv2; then
         lfs_run drqv2-lfs 200 train --config pipelines/drqv2/easy.toml --task "$DRQ_TASK" --seed 1 --device "$DEVICE" \
             --set run.num_train_frames="$DRQ_FRAMES" --set run.eval_every_frames=100000 --set run.num_eval_episodes=1 \
             --set run.tensorboard=false "${extra[@]}"
-        site=$WORK/site
-        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$CARRY"/drqv2-whl/*.whl >> "$LOG" 2>&1
+        upstream_site
         for prec in $DRQ_PRECISIONS; do
             fits "drqv2-upstream-$prec" 70 || break
             dir=$WORK/up-$prec
@@ -314,6 +334,95 @@ if has drqv2; then
             cat "$dir/eval.csv" >> "$LOG" 2>/dev/null
         done
     fi
+fi
+
+# ---- drqv2-seeds ---------------------------------------------------------------------------
+SEED_RUN_FRAMES=${GPU_SESSION_DRQV2_SEED_RUN_FRAMES:-10000}
+if has drqv2-seeds; then
+    if [ -z "$LFS" ] || [ ! -f "$CARRY/drqv2/train.py" ]; then
+        mark "skip stage=drqv2-seeds reason=needs-lfs-and-$CARRY/drqv2 (eval/gpu/pack-e2e.sh, eval/gpu/pack-drqv2.sh)"
+    elif fits drqv2-seeds 420; then
+        upstream_site
+        limit=$(( (BUDGET + 30 - (SECONDS - T0) - 20) ))
+        mark "drqv2-seeds task=$DRQ_TASK seeds=[${GPU_SESSION_DRQV2_SEEDS:-1 2 3}] frames=$SEED_RUN_FRAMES limit=${limit}s"
+        pids=()
+        for seed in ${GPU_SESSION_DRQV2_SEEDS:-1 2 3}; do
+            # every run its own log; 2 threads each beside five others on the machine's cores
+            RAYON_NUM_THREADS=2 timeout "$limit" "$LFS" train --config pipelines/drqv2/easy.toml --task "$DRQ_TASK" \
+                --seed "$seed" --device "$DEVICE" --set run.num_train_frames="$SEED_RUN_FRAMES" \
+                --set run.eval_every_frames="$SEED_RUN_FRAMES" --set run.tensorboard=false \
+                --out-dir "$WORK/seeds/lfs-s$seed" > "$WORK/seeds-lfs-s$seed.log" 2>&1 &
+            pids+=($!)
+            ( cd "$CARRY/drqv2" && export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 &&
+              exec timeout "$limit" "$PY" train.py task@_global_="$DRQ_TASK" seed="$seed" \
+                  num_train_frames=$((SEED_RUN_FRAMES + 10)) eval_every_frames="$SEED_RUN_FRAMES" save_video=false \
+                  use_tb=false device="$DEVICE" hydra.run.dir="$WORK/seeds/up-s$seed" \
+                  ${GPU_SESSION_DRQV2_UPSTREAM_ARGS:-} ) > "$WORK/seeds-up-s$seed.log" 2>&1 &
+            pids+=($!)
+        done
+        for pid in "${pids[@]}"; do wait "$pid" || say "!! exit $? (a drqv2-seeds run, pid $pid)"; done
+        for seed in ${GPU_SESSION_DRQV2_SEEDS:-1 2 3}; do
+            for side in lfs up; do
+                name=drqv2-seeds-$side-s$seed
+                mark "log name=$name"
+                tail -n 20 "$WORK/seeds-$side-s$seed.log" >> "$LOG" 2>/dev/null
+                if [ $side = lfs ]; then
+                    mark "train.jsonl name=$name"
+                    cat "$WORK/seeds/lfs-s$seed/train.jsonl" >> "$LOG" 2>/dev/null
+                else
+                    mark "train.csv name=$name"
+                    cat "$WORK/seeds/up-s$seed/train.csv" >> "$LOG" 2>/dev/null
+                fi
+                mark "eval.csv name=$name"
+                cat "$WORK/seeds/$side-s$seed/eval.csv" >> "$LOG" 2>/dev/null
+            done
+        done
+    fi
+fi
+
+# ---- pool ---------------------------------------------------------------------------------
+POOL_CELLS=${GPU_SESSION_POOL_CELLS:-16}
+POOL_WINDOW=${GPU_SESSION_POOL_WINDOW:-70}
+POOL_ROUNDS=${GPU_SESSION_POOL_ROUNDS:-3}
+# pool_window ARM ROUND [lfs suite run flags...]: one window from an empty folder, then a JSON
+# line of what the cells did in it
+pool_window() {
+    local arm=$1 round=$2; shift 2
+    local dir="$WORK/pool-$arm-$round"
+    mark "pool arm=$arm round=$round window=${POOL_WINDOW}s"
+    local t0=$SECONDS
+    # the window is the measurement: its timeout is the expected end, not a failure
+    timeout "$((POOL_WINDOW * SCALE))" "$LFS" suite run "$WORK/pool.toml" --out "$dir" "$@" >> "$LOG" 2>&1
+    "$PY" - "$dir" "$arm" "$round" "$((SECONDS - t0))" >> "$LOG" 2>&1 <<'PY'
+import glob, json, os, sys
+d, arm, rnd, secs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+cells = [json.load(open(p)) for p in glob.glob(os.path.join(d, "cells", "*", "cell.json"))]
+print(json.dumps({"pool": arm, "round": rnd, "seconds": secs, "cells_started": len(cells),
+                  "frames": sum(c["frames_done"] for c in cells),
+                  "pace_fps": sum(c["frames_done"] / c["wall_clock_s"] for c in cells if c["wall_clock_s"] > 0)}))
+PY
+}
+if has pool && [ -n "$LFS" ] && fits pool $((2 * POOL_ROUNDS * POOL_WINDOW + 60)); then
+    {
+        echo 'name = "gpu-pool"'
+        echo 'scale = "mini"'
+        echo 'sac_config = "pipelines/sac/mini.toml"'
+        echo "set = [\"run.device=$DEVICE\", \"env.render_quality=fast\", \"run.num_seed_frames=1000\","
+        echo '       "run.eval_every_frames=1000000", "run.num_eval_episodes=1", "run.tensorboard=false"]'
+        echo 'num_train_frames = 1000000'
+        echo 'tasks = ["walker_walk"]'
+        echo "seeds = [$(seq -s ', ' 1 "$POOL_CELLS")]"
+        echo '[[encoders]]'
+        echo 'name = "random"'
+        echo 'source = "random"'
+    } > "$WORK/pool.toml"
+    say "pool suite: $(tr '\n' ' ' < "$WORK/pool.toml")"
+    for round in $(seq 1 "$POOL_ROUNDS"); do
+        if [ $((round % 2)) = 1 ]; then order="j1 default"; else order="default j1"; fi
+        for arm in $order; do
+            if [ $arm = j1 ]; then pool_window j1 $round -j 1; else pool_window default $round; fi
+        done
+    done
 fi
 
 # ---- summary ------------------------------------------------------------------------------

@@ -272,6 +272,57 @@ def e2e_tables(sections, lines, result):
     return checks
 
 
+def seeds_table(sections, lines, result):
+    """drqv2-seeds: each run's evaluation returns by frame, lfs against upstream (described, not tested here)."""
+    evals = {}
+    for kind, keys, _, other in sections:
+        if kind == "eval.csv" and keys.get("name", "").startswith("drqv2-seeds-"):
+            rows = list(csv.DictReader(io.StringIO("\n".join(other)))) if other else []
+            evals[keys["name"]] = {int(float(r["frame"])): float(r["episode_reward"]) for r in rows if r.get("frame")}
+    if not evals:
+        return []
+    lines.append("\n## DrQ-v2, lfs and upstream's train.py side by side (evaluation return by frame; the test of "
+                 "the difference is in the results README, not here)")
+    frames = sorted({f for e in evals.values() for f in e})
+    for side, label in (("lfs", "lfs"), ("up", "upstream")):
+        for name in sorted(n for n in evals if n.startswith(f"drqv2-seeds-{side}-")):
+            lines.append(f"  {label} {name.rsplit('-', 1)[1]}: " + ", ".join(
+                f"{f}: {evals[name][f]:.1f}" if f in evals[name] else f"{f}: -" for f in frames))
+    result["drqv2_seeds"] = evals
+    return []
+
+
+def pool_table(sections, lines, result):
+    """`lfs suite run` on one GPU: the default pool against one cell at a time, same-round ratios."""
+    rounds = {}
+    for kind, keys, objs, _ in sections:
+        if kind == "pool":
+            for o in objs:
+                if "pool" in o:
+                    rounds.setdefault(o["round"], {})[o["pool"]] = o
+    pairs = {r: a for r, a in sorted(rounds.items()) if "j1" in a and "default" in a}
+    if not pairs:
+        return []
+    lines.append("\n## many cells on one GPU (lfs suite run: default pool / -j 1, same window length, from empty folders)")
+    frames, pace = [], []
+    for r, a in pairs.items():
+        j1, d = a["j1"], a["default"]
+        fr = d["frames"] / j1["frames"] if j1["frames"] else None
+        pr = d["pace_fps"] / j1["pace_fps"] if j1["pace_fps"] else None
+        if fr is not None:
+            frames.append(fr)
+        if pr is not None:
+            pace.append(pr)
+        lines.append(f"  round {r}: -j 1 {j1['frames']} frames in {j1['seconds']} s ({j1['cells_started']} cell); "
+                     f"default {d['frames']} frames in {d['seconds']} s ({d['cells_started']} cells); "
+                     f"ratio {fmt(fr, 'x')}, of the cells' own paces {fmt(pr, 'x')}")
+    lines.append(f"  median over {len(pairs)} rounds: frames (= cells/hour) {fmt(med(frames), 'x')} "
+                 f"[{fmt(min(frames, default=None), 'x')}, {fmt(max(frames, default=None), 'x')}]; "
+                 f"paces {fmt(med(pace), 'x')} [{fmt(min(pace, default=None), 'x')}, {fmt(max(pace, default=None), 'x')}]")
+    result["pool"] = {"rounds": pairs, "frames_ratio": frames, "pace_ratio": pace}
+    return []
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("log")
@@ -297,6 +348,8 @@ def main():
     anchors_table(sections, lines, result)
     history_table(sections, lines, result)
     checks += e2e_tables(sections, lines, result)
+    checks += seeds_table(sections, lines, result)
+    checks += pool_table(sections, lines, result)
     for arm in ("lfs", "lfs-cudnn"):
         parity = [o for kind, keys, objs, _ in sections if kind == "parity" and keys.get("arm", "lfs") == arm
                   for o in objs if "check" in o]

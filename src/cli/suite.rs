@@ -1,4 +1,4 @@
-//! `lfs suite run SUITE --out DIR [-j N] [--job-index I]`, `lfs suite status DIR`,
+//! `lfs suite run SUITE --out DIR [-j N | --gpu-memory-per-cell MIB] [--job-index I]`, `lfs suite status DIR`,
 //! `lfs suite sbatch SUITE --out DIR [--partition P --time T --cpus-per-task C --mem M]`.
 
 use std::path::PathBuf;
@@ -9,6 +9,7 @@ use indicatif::ProgressBar;
 
 use super::progress::{say, terminal_bar};
 use lfs::rl_loop::LoopEvent;
+use lfs::suite::gpu_share::{GpuMemory, GpuShare, ShareRule};
 use lfs::suite::runner::{self, CellOutcome, PoolEvent};
 use lfs::suite::sbatch::{self, SbatchOptions};
 use lfs::suite::status;
@@ -32,9 +33,14 @@ pub enum SuiteCommand {
         #[arg(long)]
         out: PathBuf,
         /// Cells run at once by the local pool. Default: one per core (per `threads_per_cell`
-        /// cores when the suite pins threads), each with one thread; the first line says.
+        /// cores when the suite pins threads), each with one thread, and for cells on a GPU
+        /// what its memory holds: one cell is measured once warm, then the GPU is filled
+        /// (`nvidia-smi`); the first lines say.
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
+        /// MiB of GPU memory one cell takes, instead of measuring it (ignored with -j).
+        #[arg(long, value_name = "MIB")]
+        gpu_memory_per_cell: Option<u64>,
         /// Run this cell only, in this process.
         #[arg(long)]
         job_index: Option<usize>,
@@ -71,6 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             suite,
             out,
             jobs,
+            gpu_memory_per_cell,
             job_index,
         } => {
             let file = SuiteFile::load(&suite)?;
@@ -80,7 +87,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             match index {
                 Some(index) => run_one(&file, &out, index),
-                None => run_pool(&suite, &file, &out, jobs),
+                None => {
+                    let options = runner::PoolOptions {
+                        jobs,
+                        gpu_memory_per_cell_mib: gpu_memory_per_cell,
+                    };
+                    run_pool(&suite, &file, &out, options)
+                }
             }
         }
         SuiteCommand::Status { dir } => {
@@ -139,6 +152,37 @@ fn run_one(file: &SuiteFile, out: &std::path::Path, index: usize) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
+/// `GPU 0: 1 cell at once until it is warm, then as many as its memory holds (79 GiB free of 80)`.
+fn gpu_share_line(share: &GpuShare, reading: Option<GpuMemory>) -> String {
+    let gib = |mib: u64| mib as f64 / 1024.0;
+    let memory = reading
+        .map(|m| format!(" ({:.1} GiB free of {:.1})", gib(m.free_mib()), gib(m.total_mib)))
+        .unwrap_or_default();
+    let cells = |n: usize| format!("{n} cell{}", if n == 1 { "" } else { "s" });
+    let how = match (&share.rule, share.per_cell_mib) {
+        (ShareRule::Fixed, _) => format!("{} at once (-j)", cells(share.cap)),
+        (ShareRule::Unreadable(why), _) => format!(
+            "{} at once: its memory cannot be read ({why}); -j N or --gpu-memory-per-cell MIB overrides",
+            cells(share.cap)
+        ),
+        (ShareRule::Given { per_cell_mib }, _) => format!(
+            "{} at once, {:.1} GiB each (--gpu-memory-per-cell)",
+            cells(share.cap),
+            gib(*per_cell_mib)
+        ),
+        (ShareRule::Measured, None) => format!(
+            "{} at once until it is warm, then as many as its memory holds",
+            cells(share.cap)
+        ),
+        (ShareRule::Measured, Some(per_cell)) => format!(
+            "up to {} at once, {:.1} GiB each as measured",
+            cells(share.cap),
+            gib(per_cell)
+        ),
+    };
+    format!("GPU {}: {how}{memory}", share.ordinal)
+}
+
 /// `; about … left` for a pool of `jobs` (nothing when there is no pace or no work left).
 fn time_left(out: &std::path::Path, jobs: usize) -> String {
     let rows = status::status(out).unwrap_or_default();
@@ -159,13 +203,14 @@ fn run_pool(
     suite: &std::path::Path,
     file: &SuiteFile,
     out: &std::path::Path,
-    jobs: Option<usize>,
+    options: runner::PoolOptions,
 ) -> anyhow::Result<ExitCode> {
     let budget = file.num_train_frames.0;
     let mut bar: Option<ProgressBar> = None;
     let mut frames_before = 0u64;
     let mut finished_frames = 0u64;
     let mut at_once = 1;
+    let mut pool_jobs = 1;
     let mut on_event = |event: PoolEvent| match event {
         PoolEvent::Started {
             todo,
@@ -175,6 +220,7 @@ fn run_pool(
             threads_per_cell,
         } => {
             at_once = jobs;
+            pool_jobs = jobs;
             eprintln!(
                 "lfs suite {}: {total} cells, {done} done, {todo} to run, {jobs} at once, {threads_per_cell} threads each → {}",
                 file.name,
@@ -187,6 +233,19 @@ fn run_pool(
                 );
             }
         }
+        PoolEvent::GpuShare { share, reading } => {
+            say(&bar, gpu_share_line(share, reading));
+            at_once = pool_jobs.min(share.cap).max(1);
+        }
+        PoolEvent::CellRequeued { cell, share } => say(
+            &bar,
+            format!(
+                "cell {}: out of GPU memory; back in the queue (it resumes), GPU {} now takes at most {} cells",
+                cell.name(),
+                share.ordinal,
+                share.cap
+            ),
+        ),
         PoolEvent::CellStarted { cell } => say(&bar, format!("cell {}: started", cell.name())),
         PoolEvent::CellBusy { cell } => say(&bar, format!("cell {}: another process holds it; skipped", cell.name())),
         PoolEvent::CellEnded { cell, record } => {
@@ -217,7 +276,7 @@ fn run_pool(
             }
         }
     };
-    let summary = runner::run_pool(suite, file, out, jobs, &mut on_event)?;
+    let summary = runner::run_pool(suite, file, out, options, &mut on_event)?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }

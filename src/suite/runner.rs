@@ -3,16 +3,19 @@
 //! ([`run_pool`]). Either way a cell resumes from its checkpoint, a finished cell is skipped,
 //! and a failed one is recorded and retried on the next run.
 
+use std::collections::VecDeque;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::device::DeviceChoice;
 use crate::fsutil;
 use crate::rl_loop::train;
 use crate::rl_loop::{eval, LoopConfig};
 use crate::rl_loop::{EncoderChoice, LoopEvent, LoopSpec, LoopSummary};
 use crate::suite::cell::{Cell, CellLock, CellRecord, CellState, LOG_FILE};
+use crate::suite::gpu_share::{self, GpuMemory, GpuShare, ShareRule};
 use crate::suite::suite_file::{RowCommand, SuiteFile};
 use crate::{Error, Result};
 
@@ -223,10 +226,19 @@ pub enum PoolEvent<'a> {
         jobs: usize,
         threads_per_cell: usize,
     },
+    /// How many cells a GPU takes at once, at the start and whenever that changes; `reading`
+    /// is the memory read for the decision, if any.
+    GpuShare {
+        share: &'a GpuShare,
+        reading: Option<GpuMemory>,
+    },
     /// A cell's process started.
     CellStarted { cell: &'a Cell },
     /// A cell's process ended; its record as it left it.
     CellEnded { cell: &'a Cell, record: &'a CellRecord },
+    /// A cell ran out of GPU memory and is back in the queue (it resumes from its checkpoint);
+    /// its GPU takes no more cells than `share.cap` from now on.
+    CellRequeued { cell: &'a Cell, share: &'a GpuShare },
     /// Another process holds this cell's lock; the pool leaves it alone.
     CellBusy { cell: &'a Cell },
     /// About once a second: frames done over the cells this run works on.
@@ -253,7 +265,8 @@ impl PoolShape {
     /// core, one thread each (or per `threads_per_cell` threads): on 2 cores two 1-thread cells
     /// finish 1.6× the cells per hour of one 2-thread cell, their workers included (BENCHMARKS.md,
     /// issue 30), since an update gains little from a second thread. Threads not pinned: the
-    /// cores divided among the cells that run at once.
+    /// cores divided among the cells that run at once. Cells on a GPU are limited further by
+    /// its memory ([`GpuShare`]).
     pub fn choose(cores: usize, jobs: Option<usize>, threads_per_cell: Option<usize>, cells: usize) -> PoolShape {
         let cores = cores.max(1);
         let jobs = jobs.unwrap_or((cores / threads_per_cell.unwrap_or(1).max(1)).max(1));
@@ -262,37 +275,131 @@ impl PoolShape {
     }
 }
 
-/// Runs every unfinished cell of the suite at `suite_path` in up to `jobs` child processes
+/// The local pool's settings (`lfs suite run`'s flags).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PoolOptions {
+    /// `-j`: cells at once, memory unread. Default: [`PoolShape::choose`], and on a GPU what
+    /// its memory holds.
+    pub jobs: Option<usize>,
+    /// `--gpu-memory-per-cell`: a GPU cell's footprint in MiB, instead of measuring it.
+    pub gpu_memory_per_cell_mib: Option<u64>,
+}
+
+/// Where a cell runs, and the frame after which its first episode with updates ends: a cell
+/// past it (and past where it resumed) holds its full GPU footprint.
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    gpu: Option<usize>,
+    seed_frames: u64,
+}
+
+fn placement(suite: &SuiteFile, cell: &Cell) -> Result<Placement> {
+    let run = match cell.encoder.command {
+        RowCommand::Eval => suite.sac_config(Some(cell.task))?.run,
+        RowCommand::Train => suite.train_config(&cell.encoder, cell.task)?.run,
+    };
+    run.device.ensure_built()?;
+    Ok(Placement {
+        gpu: match run.device {
+            DeviceChoice::Cpu => None,
+            DeviceChoice::Cuda(ordinal) => Some(ordinal),
+        },
+        seed_frames: run.num_seed_frames.0,
+    })
+}
+
+/// A cell the pool has started.
+struct Running<'a> {
+    cell: &'a Cell,
+    child: Child,
+    gpu: Option<usize>,
+    /// Warm once its record's frames pass this.
+    warm_after: u64,
+    warm: bool,
+}
+
+/// The GPUs the queued cells use, each with its share rule and first reading.
+fn gpu_shares(
+    gpus: impl IntoIterator<Item = usize>,
+    max_cells: usize,
+    options: &PoolOptions,
+) -> Vec<(GpuShare, Option<GpuMemory>)> {
+    let mut ordinals: Vec<usize> = gpus.into_iter().collect();
+    ordinals.sort_unstable();
+    ordinals.dedup();
+    ordinals
+        .into_iter()
+        .map(|ordinal| {
+            if options.jobs.is_some() {
+                return (GpuShare::new(ordinal, max_cells, ShareRule::Fixed, None), None);
+            }
+            match gpu_share::read_gpu_memory(ordinal) {
+                Ok(first) => {
+                    let rule = match options.gpu_memory_per_cell_mib {
+                        Some(per_cell_mib) => ShareRule::Given { per_cell_mib },
+                        None => ShareRule::Measured,
+                    };
+                    (GpuShare::new(ordinal, max_cells, rule, Some(first)), Some(first))
+                }
+                Err(why) => (
+                    GpuShare::new(ordinal, max_cells, ShareRule::Unreadable(why), None),
+                    None,
+                ),
+            }
+        })
+        .collect()
+}
+
+fn share_index(shares: &[GpuShare], ordinal: usize) -> usize {
+    shares
+        .iter()
+        .position(|s| s.ordinal == ordinal)
+        .expect("every queued cell's GPU has a share")
+}
+
+/// Times a cell that ran out of GPU memory goes back in the queue before it counts as failed.
+const OUT_OF_MEMORY_RETRIES: u32 = 2;
+
+/// Runs every unfinished cell of the suite at `suite_path` in child processes
 /// (`<this executable> suite run <suite> --out <out> --job-index I`), each with its output in
-/// its cell's `log.txt`. Children die with the pool (`PR_SET_PDEATHSIG`), so a killed pool
-/// leaves no cell running unsupervised; run it again to resume.
+/// its cell's `log.txt`; how many at once: [`PoolShape`] and, for cells on a GPU,
+/// [`GpuShare`]. Children die with the pool (`PR_SET_PDEATHSIG`), so a killed pool leaves no
+/// cell running unsupervised; run it again to resume.
 pub fn run_pool(
     suite_path: &Path,
     suite: &SuiteFile,
     out: &Path,
-    jobs: Option<usize>,
+    options: PoolOptions,
     on_event: &mut dyn FnMut(PoolEvent),
 ) -> Result<PoolSummary> {
-    if jobs == Some(0) {
+    if options.jobs == Some(0) {
         return Err(Error::Config("-j must be >= 1".into()));
     }
+    if options.gpu_memory_per_cell_mib == Some(0) {
+        return Err(Error::Config("--gpu-memory-per-cell must be >= 1 (MiB)".into()));
+    }
+    let cells = Cell::all(suite);
+    // Before anything is written: a cell on a GPU this build cannot open is refused here.
+    let placements = cells
+        .iter()
+        .map(|cell| placement(suite, cell))
+        .collect::<Result<Vec<_>>>()?;
     prepare(suite, out)?;
     let exe = std::env::current_exe().map_err(|e| Error::Config(format!("locating the lfs executable: {e}")))?;
-    let cells = Cell::all(suite);
     let budget = suite.num_train_frames.0;
     let mut todo = Vec::new();
     let mut summary = PoolSummary::default();
-    for cell in &cells {
+    for (cell, place) in cells.iter().zip(placements) {
         match CellRecord::read(&cell.dir(out))? {
             Some(r) if r.state == CellState::Done && r.frames_done >= budget => summary.done += 1,
-            _ => todo.push(cell),
+            _ => todo.push((cell, place)),
         }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let PoolShape {
         jobs,
         threads_per_cell: threads,
-    } = PoolShape::choose(cores, jobs, suite.threads_per_cell, todo.len());
+    } = PoolShape::choose(cores, options.jobs, suite.threads_per_cell, todo.len());
     on_event(PoolEvent::Started {
         todo: todo.len(),
         done: summary.done,
@@ -300,21 +407,44 @@ pub fn run_pool(
         jobs,
         threads_per_cell: threads,
     });
+    let mut shares = gpu_shares(todo.iter().filter_map(|(_, p)| p.gpu), jobs, &options);
+    for (share, reading) in &shares {
+        on_event(PoolEvent::GpuShare {
+            share,
+            reading: *reading,
+        });
+    }
+    let mut shares: Vec<GpuShare> = shares.drain(..).map(|(share, _)| share).collect();
 
-    let mut queue = todo.into_iter();
-    let mut running: Vec<(&Cell, Child)> = Vec::new();
+    let mut queue: VecDeque<(&Cell, Placement)> = todo.into_iter().collect();
+    let mut requeued = vec![0u32; cells.len()];
+    let mut running: Vec<Running> = Vec::new();
     let mut last_progress = Instant::now();
     loop {
         while running.len() < jobs {
-            let Some(cell) = queue.next() else { break };
+            let Some(&(cell, place)) = queue.front() else { break };
+            if let Some(ordinal) = place.gpu {
+                let on_it = running.iter().filter(|r| r.gpu == Some(ordinal)).count();
+                if on_it >= shares[share_index(&shares, ordinal)].cap {
+                    break;
+                }
+            }
+            queue.pop_front();
             if CellLock::is_held(&cell.dir(out)) {
                 summary.busy += 1;
                 on_event(PoolEvent::CellBusy { cell });
                 continue;
             }
+            let frames_before = CellRecord::read(&cell.dir(out))?.map_or(0, |r| r.frames_done);
             let child = spawn_cell(&exe, suite_path, out, cell, threads)?;
             on_event(PoolEvent::CellStarted { cell });
-            running.push((cell, child));
+            running.push(Running {
+                cell,
+                child,
+                gpu: place.gpu,
+                warm_after: frames_before.max(place.seed_frames),
+                warm: false,
+            });
         }
         if running.is_empty() {
             break;
@@ -322,35 +452,72 @@ pub fn run_pool(
         let mut i = 0;
         while i < running.len() {
             let status = running[i]
-                .1
+                .child
                 .try_wait()
                 .map_err(|e| Error::Config(format!("waiting for a cell process: {e}")))?;
             match status {
                 None => i += 1,
                 Some(status) if status.code() == Some(BUSY_EXIT_CODE) => {
                     // Another process took the cell between our check and the child's start.
-                    let (cell, _) = running.swap_remove(i);
+                    let ended = running.swap_remove(i);
                     summary.busy += 1;
-                    on_event(PoolEvent::CellBusy { cell });
+                    on_event(PoolEvent::CellBusy { cell: ended.cell });
                 }
                 Some(status) => {
-                    let (cell, _) = running.swap_remove(i);
+                    let ended = running.swap_remove(i);
+                    let cell = ended.cell;
                     let record = settle(cell, out, budget, status)?;
-                    match record.state {
-                        CellState::Done => summary.done += 1,
+                    on_event(PoolEvent::CellEnded { cell, record: &record });
+                    let out_of_memory = record.state == CellState::Failed
+                        && record.error.as_deref().is_some_and(gpu_share::is_out_of_memory);
+                    match (ended.gpu, record.state) {
+                        (_, CellState::Done) => summary.done += 1,
+                        (Some(ordinal), _) if out_of_memory && requeued[cell.index] < OUT_OF_MEMORY_RETRIES => {
+                            requeued[cell.index] += 1;
+                            let still = running.iter().filter(|r| r.gpu == Some(ordinal)).count();
+                            let k = share_index(&shares, ordinal);
+                            shares[k].out_of_memory(still);
+                            let place = Placement {
+                                gpu: Some(ordinal),
+                                seed_frames: 0,
+                            };
+                            queue.push_front((cell, place));
+                            on_event(PoolEvent::CellRequeued {
+                                cell,
+                                share: &shares[k],
+                            });
+                        }
                         _ => summary.failed += 1,
                     }
-                    on_event(PoolEvent::CellEnded { cell, record: &record });
                 }
             }
         }
         if last_progress.elapsed() >= Duration::from_secs(1) {
-            let frames = running
-                .iter()
-                .filter_map(|(cell, _)| CellRecord::read(&cell.dir(out)).ok().flatten())
-                .map(|r| r.frames_done)
-                .sum::<u64>();
+            let mut frames = 0;
+            for r in &mut running {
+                let done = CellRecord::read(&r.cell.dir(out))
+                    .ok()
+                    .flatten()
+                    .map_or(0, |rec| rec.frames_done);
+                frames += done;
+                r.warm |= done > r.warm_after;
+            }
             on_event(PoolEvent::Progress { frames });
+            for share in &mut shares {
+                let on_it = running.iter().filter(|r| r.gpu == Some(share.ordinal));
+                let (count, warm) = on_it.fold((0, 0), |(n, w), r| (n + 1, w + usize::from(r.warm)));
+                if share.wants_reading(count, warm) {
+                    // A failed reading leaves the cap where it is until the next one.
+                    if let Ok(reading) = gpu_share::read_gpu_memory(share.ordinal) {
+                        if share.observe(reading, count) {
+                            on_event(PoolEvent::GpuShare {
+                                share,
+                                reading: Some(reading),
+                            });
+                        }
+                    }
+                }
+            }
             last_progress = Instant::now();
         }
         std::thread::sleep(Duration::from_millis(100));
