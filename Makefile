@@ -213,7 +213,7 @@ BENCH_TORCH_PYTHON ?= .venv-bench/bin/python
 BENCH_PRETRAIN_PLAN ?= 32:4,128:3,512:2
 bench-pretrain:
 	$(CARGO) build --release --locked --example bench_pretrain
-	python3 eval/bench/compare.py --suite pretrain --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_PRETRAIN_PLAN) --repeats 2
+	python3 eval/bench/compare.py --suite pretrain --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_PRETRAIN_PLAN) --repeats 3
 
 # The encoder on the CPU, forward and forward+backward at B = 32, 128, 512: our conv ops under
 # candle's autograd and the pre-trainer's tape vs PyTorch (interleaved, medians); then candle's
@@ -222,7 +222,7 @@ bench-pretrain:
 BENCH_ENCODER_PLAN ?= 32:5,128:3,512:3
 bench-encoder:
 	$(CARGO) build --release --locked --example bench_conv
-	python3 eval/bench/compare.py --suite encoder --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_ENCODER_PLAN) --repeats 2
+	python3 eval/bench/compare.py --suite encoder --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_ENCODER_PLAN) --repeats 3
 	target/release/examples/bench_conv --batch 32,128,512 --repeats 3 --stock-backward-max 128
 	target/release/examples/bench_conv --kernels --batch 32,128 --repeats 5
 
@@ -363,7 +363,7 @@ BENCH_SAC_PLAN ?= 128:4,512:2
 BENCH_SAC_FEATURES_PLAN ?= 128:8,512:4
 bench-sac:
 	$(CARGO) build --release --locked --example bench_sac
-	python3 eval/bench/compare.py --suite sac --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_SAC_PLAN) --repeats 2
+	python3 eval/bench/compare.py --suite sac --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_SAC_PLAN) --repeats 3
 	python3 eval/bench/compare.py --suite sac-features --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_SAC_FEATURES_PLAN) --repeats 3
 
 # One agent step of `lfs train` after the seed frames (docs/design.md §7, the paper's Algorithm
@@ -374,7 +374,7 @@ bench-sac:
 BENCH_E2E_PLAN ?= 128:3,512:2
 bench-e2e:
 	$(CARGO) build --release --locked --example bench_e2e
-	python3 eval/bench/compare.py --suite e2e --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_E2E_PLAN) --repeats 2
+	python3 eval/bench/compare.py --suite e2e --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_E2E_PLAN) --repeats 3
 
 # One DrQ-v2 update as `lfs train` runs it (shift, encoder with its tape, critic, actor,
 # target, the encoder's step): candle (examples/bench_drqv2.rs) vs PyTorch (eval/bench/
@@ -384,8 +384,8 @@ BENCH_DRQV2_PLAN ?= 256:3,512:2
 BENCH_TACO_PLAN ?= 256:3
 bench-drqv2:
 	$(CARGO) build --release --locked --example bench_drqv2
-	python3 eval/bench/compare.py --suite drqv2 --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_DRQV2_PLAN) --repeats 2
-	python3 eval/bench/compare.py --suite taco --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_TACO_PLAN) --repeats 2
+	python3 eval/bench/compare.py --suite drqv2 --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_DRQV2_PLAN) --repeats 3
+	python3 eval/bench/compare.py --suite taco --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_TACO_PLAN) --repeats 3
 
 # ---- Benchmark suite (issue 12) ----------------------------------------------------------
 # make suite [SUITE=eval/suites/mini.toml] [JOBS=N]: every unfinished cell of the suite in a

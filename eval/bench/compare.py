@@ -1,11 +1,13 @@
-"""candle vs PyTorch CPU in one run, interleaved, medians per (workload, batch).
+"""candle vs PyTorch CPU in one run, interleaved; per (workload, batch) each side's median and
+the median of the same-repeat ratios, with every repeat's ratio and each side's per-repeat
+medians (its spread).
 
-    python3 eval/bench/compare.py --suite pretrain --plan 32:4,128:3,512:2 --repeats 2   # make bench-pretrain
-    python3 eval/bench/compare.py --suite encoder --plan 32:5,128:3,512:3 --repeats 2    # make bench-encoder
-    python3 eval/bench/compare.py --suite e2e --plan 128:3,512:2 --repeats 2             # make bench-e2e
+    python3 eval/bench/compare.py --suite pretrain --plan 32:4,128:3,512:2 --repeats 3   # make bench-pretrain
+    python3 eval/bench/compare.py --suite encoder --plan 32:5,128:3,512:3 --repeats 3   # make bench-encoder
+    python3 eval/bench/compare.py --suite e2e --plan 128:3,512:2 --repeats 3   # make bench-e2e
     python3 eval/bench/compare.py --suite sac-features --plan 128:8,512:4 --repeats 3    # make bench-sac
-    python3 eval/bench/compare.py --suite drqv2 --plan 256:3,512:2 --repeats 2           # make bench-drqv2
-    python3 eval/bench/compare.py --suite taco --plan 256:3 --repeats 2                  # make bench-drqv2
+    python3 eval/bench/compare.py --suite drqv2 --plan 256:3,512:2 --repeats 3   # make bench-drqv2
+    python3 eval/bench/compare.py --suite taco --plan 256:3 --repeats 3   # make bench-drqv2
 
 Suites:
 - pretrain: seconds per LFS update, examples/bench_pretrain.rs vs eval/bench/pretrain_torch.py
@@ -118,7 +120,7 @@ def main():
                    default="pretrain")
     p.add_argument("--torch-python", default=os.path.join(ROOT, ".venv-bench/bin/python"))
     p.add_argument("--plan", default="32:4,128:3,512:2", help="batch:n,... (n: timed updates or repeats)")
-    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=3, help="interleaved rounds (>= 3 for a ratio to quote)")
     p.add_argument("--out", default=None, help="default bench-out/<suite>.json")
     p.add_argument("--threads", type=int, default=0, help="threads of each side (0: every core, candle's default)")
     a = p.parse_args()
@@ -131,6 +133,7 @@ def main():
     if not has_torch:
         print(f"NOTE: no torch at {a.torch_python}; timing candle only", file=sys.stderr)
     times = {}  # (impl, workload, batch) -> [seconds]
+    by_round = {}  # (impl, workload, batch) -> {repeat: [seconds]}: the same-round ratios
     gflop = {}  # (workload, batch) -> GFLOP of the work (encoder suite: from the reported GFLOP/s)
     for rep in range(a.repeats):
         for batch, n in plan:
@@ -140,22 +143,37 @@ def main():
             for r in rows:
                 for imp, workload, secs in records(r):
                     times.setdefault((imp, workload, batch), []).append(secs)
+                    by_round.setdefault((imp, workload, batch), {}).setdefault(rep, []).append(secs)
                     if "gflops" in r:
                         gflop[(workload, batch)] = r["gflops"] * secs
             print(f"repeat {rep + 1}/{a.repeats} batch {batch}: {time.time() - t0:.0f} s", file=sys.stderr)
     result = {"suite": a.suite, "threads": threads, "machine": platform.processor() or platform.machine(),
               "cpu": cpu_description(),
               "plan": a.plan, "repeats": a.repeats,
-              "seconds": {f"{k[0]}/{k[1]}@{k[2]}": v for k, v in times.items()}}
+              "seconds": {f"{k[0]}/{k[1]}@{k[2]}": v for k, v in times.items()},
+              "seconds_by_repeat": {f"{k[0]}/{k[1]}@{k[2]}": [v.get(r, []) for r in range(a.repeats)]
+                                    for k, v in by_round.items()}}
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     with open(out_path, "w") as f:
         json.dump(result, f, indent=2)
 
     med = {k: statistics.median(v) for k, v in times.items()}
+    # Each side's median per repeat (its spread), and the ratio within each repeat: the table's
+    # ratio is the median of those same-round ratios, never one side's pooled median against
+    # the other's.
+    round_med = {k: [statistics.median(v[r]) for r in sorted(v)] for k, v in by_round.items()}
+    spread = lambda k: (f" [{min(round_med[k]):.4f}–{max(round_med[k]):.4f}]"
+                        if len(round_med.get(k, [])) > 1 else "")
+
+    def ratios(imp, workload, batch):
+        c, t = by_round.get((imp, workload, batch), {}), by_round.get(("torch", workload, batch), {})
+        return [statistics.median(c[r]) / statistics.median(t[r]) for r in sorted(c) if r in t]
     candle_impls = sorted({k[0] for k in times if k[0] != "torch"})
     workloads = sorted({k[1] for k in times}, key=lambda w: (E2E_WORKLOADS.index(w) if w in E2E_WORKLOADS else -1, w))
     rate = lambda imp, w, b: f" ({gflop[(w, b)] / med[(imp, w, b)]:.0f} GFLOP/s)" if (w, b) in gflop else ""
-    head = "| workload | batch | torch s (n) | " + " | ".join(f"{i} s (n) | {i}/torch" for i in candle_impls) + " |"
+    head = ("| workload | batch | torch s (n) [per-repeat medians] | "
+            + " | ".join(f"{i} s (n) [per-repeat medians] | {i}/torch, median of same-repeat ratios (each)"
+                         for i in candle_impls) + " |")
     print(f"cpu: {cpu_line(result['cpu'])}; {threads} threads each side")
     print(head)
     print("|" + "---|" * (3 + 2 * len(candle_impls)))
@@ -163,11 +181,14 @@ def main():
         for batch, _ in plan:
             t = med.get(("torch", workload, batch), float("nan"))
             n_t = len(times.get(("torch", workload, batch), []))
-            cells = [workload, str(batch), f"{t:.4f} ({n_t}){rate('torch', workload, batch) if n_t else ''}"]
+            cells = [workload, str(batch),
+                     f"{t:.4f} ({n_t}){spread(('torch', workload, batch))}{rate('torch', workload, batch) if n_t else ''}"]
             for i in candle_impls:
                 c = med.get((i, workload, batch), float("nan"))
-                cells += [f"{c:.4f} ({len(times.get((i, workload, batch), []))}){rate(i, workload, batch)}",
-                          f"{c / t:.2f}x"]
+                rs = ratios(i, workload, batch)
+                ratio = (f"**{statistics.median(rs):.2f}x** ({', '.join(f'{r:.2f}' for r in rs)})" if rs else "-")
+                cells += [f"{c:.4f} ({len(times.get((i, workload, batch), []))}){spread((i, workload, batch))}"
+                          f"{rate(i, workload, batch)}", ratio]
             print("| " + " | ".join(cells) + " |")
 
 
