@@ -357,6 +357,10 @@ fn share_index(shares: &[GpuShare], ordinal: usize) -> usize {
         .expect("every queued cell's GPU has a share")
 }
 
+/// How often the pool reads a GPU's memory while its cells run (only while the reading can
+/// change the number of cells).
+const GPU_READING_EVERY: Duration = Duration::from_secs(5);
+
 /// Times a cell that ran out of GPU memory goes back in the queue before it counts as failed.
 const OUT_OF_MEMORY_RETRIES: u32 = 2;
 
@@ -407,14 +411,15 @@ pub fn run_pool(
         jobs,
         threads_per_cell: threads,
     });
-    let mut shares = gpu_shares(todo.iter().filter_map(|(_, p)| p.gpu), jobs, &options);
-    for (share, reading) in &shares {
+    let first_readings = gpu_shares(todo.iter().filter_map(|(_, p)| p.gpu), jobs, &options);
+    for (share, reading) in &first_readings {
         on_event(PoolEvent::GpuShare {
             share,
             reading: *reading,
         });
     }
-    let mut shares: Vec<GpuShare> = shares.drain(..).map(|(share, _)| share).collect();
+    let mut shares: Vec<GpuShare> = first_readings.into_iter().map(|(share, _)| share).collect();
+    let mut last_reading: Option<Instant> = None;
 
     let mut queue: VecDeque<(&Cell, Placement)> = todo.into_iter().collect();
     let mut requeued = vec![0u32; cells.len()];
@@ -503,10 +508,13 @@ pub fn run_pool(
                 r.warm |= done > r.warm_after;
             }
             on_event(PoolEvent::Progress { frames });
+            // nvidia-smi costs tens of ms of a core: every few seconds is enough.
+            let reading_due = last_reading.is_none_or(|t| t.elapsed() >= GPU_READING_EVERY);
             for share in &mut shares {
                 let on_it = running.iter().filter(|r| r.gpu == Some(share.ordinal));
                 let (count, warm) = on_it.fold((0, 0), |(n, w), r| (n + 1, w + usize::from(r.warm)));
-                if share.wants_reading(count, warm) {
+                if reading_due && share.wants_reading(count, warm) {
+                    last_reading = Some(Instant::now());
                     // A failed reading leaves the cap where it is until the next one.
                     if let Ok(reading) = gpu_share::read_gpu_memory(share.ordinal) {
                         if share.observe(reading, count) {
