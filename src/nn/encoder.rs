@@ -425,8 +425,7 @@ impl Encoder {
     fn backward_graph(&self, h: &Tensor, x: &Tensor, rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
         let device = h.device();
         let b = h.dim(0)?;
-        let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-        let idx = Tensor::from_vec(idx, rows.len(), device)?;
+        let idx = row_index(rows, b, device)?;
         let dh = dh.detach().to_device(device)?; // (rows, repr)
         let distinct = rows.iter().collect::<std::collections::BTreeSet<_>>().len();
         let h_rows = if 3 * distinct < 2 * b {
@@ -477,9 +476,16 @@ impl Encoder {
 }
 
 /// Errors unless every row is < b.
-pub(crate) fn check_rows(rows: &[usize], b: usize) -> Result<()> {
+fn check_rows(rows: &[usize], b: usize) -> Result<()> {
     match rows.iter().find(|&&r| r >= b) {
         Some(bad) => Err(Error::Shape(format!("encoder: row {bad} of a {b}-sample forward"))),
         None => Ok(()),
     }
+}
+
+/// `rows` as an index tensor on `device`, each checked < b.
+pub(crate) fn row_index(rows: &[usize], b: usize, device: &Device) -> Result<Tensor> {
+    check_rows(rows, b)?;
+    let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+    Ok(Tensor::from_vec(idx, rows.len(), device)?)
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use candle_core::Tensor;
 use rand::Rng;
 
-use super::encoder::{check_rows, Encoded, NamedGrads};
+use super::encoder::{row_index, Encoded, NamedGrads};
 use super::kernels::row_split::constant_product;
 use super::{Encoder, EncoderConfig, Params, Projector};
 use crate::{Error, Result};
@@ -131,11 +131,4 @@ impl EncoderProjector {
         grads.push((bias, d_proj_b));
         Ok(grads)
     }
-}
-
-/// `rows` as an index tensor on `device`, each checked < b.
-fn row_index(rows: &[usize], b: usize, device: &candle_core::Device) -> Result<Tensor> {
-    check_rows(rows, b)?;
-    let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
-    Ok(Tensor::from_vec(idx, rows.len(), device)?)
 }
