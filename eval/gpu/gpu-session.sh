@@ -343,7 +343,9 @@ if has drqv2-seeds; then
         mark "skip stage=drqv2-seeds reason=needs-lfs-and-$CARRY/drqv2 (eval/gpu/pack-e2e.sh, eval/gpu/pack-drqv2.sh)"
     elif fits drqv2-seeds 420; then
         upstream_site
-        limit=$(( (BUDGET + 30 - (SECONDS - T0) - 20) ))
+        # its own cap, so that a stage after it in the same command still runs
+        limit=$(( BUDGET + 30 - (SECONDS - T0) - 20 ))
+        [ "$limit" -gt $((480 * SCALE)) ] && limit=$((480 * SCALE))
         mark "drqv2-seeds task=$DRQ_TASK seeds=[${GPU_SESSION_DRQV2_SEEDS:-1 2 3}] frames=$SEED_RUN_FRAMES limit=${limit}s"
         pids=()
         for seed in ${GPU_SESSION_DRQV2_SEEDS:-1 2 3}; do
