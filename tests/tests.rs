@@ -76,6 +76,9 @@ mod readme;
 // gradients, one update of each pre-training method and of SAC from pixels, checkpoints across
 // the two; `run.device` in configs; `--device cuda` refused by a CPU build.
 mod device;
+// eval/gpu/session_summary.py over the committed dry runs of the GPU session's pool and
+// drqv2-seeds stages: its same-round ratios and returns against the log's own lines.
+mod gpu_summary;
 // APT (URLB's icm_apt, `lfs explore`): the ICM's loss, gradients and Adam steps, the PBE reward in
 // every kNN setting and DrQ-v2's DDPG on it vs a float64 transcription of url_benchmark; the
 // export's folded input offset; the explorer's state resumed exactly.

@@ -1,0 +1,138 @@
+//! `eval/gpu/session_summary.py`, the GPU session's summary, over the committed dry runs of its
+//! `pool` and `drqv2-seeds` stages (`results/gpu-session-dry-2026-11-27b/`): the same-round
+//! ratios and the returns it reports against what the log's own lines say, recomputed here.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{repo, temp_dir};
+
+const DRY: &str = "results/gpu-session-dry-2026-11-27b";
+
+/// The lines of `log` under each `== KIND key=value…` marker: (kind, keys, lines).
+fn sections(log: &Path) -> Vec<(String, BTreeMap<String, String>, Vec<String>)> {
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("== ") {
+            let mut words = rest.split_whitespace();
+            let kind = words.next().unwrap_or_default().to_string();
+            let keys = words
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            out.push((kind, keys, Vec::new()));
+        } else if let Some(last) = out.last_mut() {
+            last.2.push(line.to_string());
+        }
+    }
+    out
+}
+
+/// The summary's JSON for `log`.
+fn summary(log: &Path) -> serde_json::Value {
+    let dir = temp_dir("gpu-summary");
+    let json = dir.join("summary.json");
+    let out = Command::new("python3")
+        .arg(repo().join("eval/gpu/session_summary.py"))
+        .arg(log)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn the_pool_ratios_are_same_round_ratios_of_the_logged_windows() {
+    let log = repo().join(DRY).join("pool/log.txt");
+    // (round, arm) -> (frames, pace) from the JSON line each window wrote.
+    let mut windows = BTreeMap::new();
+    for (kind, _, lines) in sections(&log) {
+        if kind != "pool" {
+            continue;
+        }
+        for line in lines.iter().filter(|l| l.starts_with('{')) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let key = (v["round"].as_u64().unwrap(), v["pool"].as_str().unwrap().to_string());
+            windows.insert(key, (v["frames"].as_f64().unwrap(), v["pace_fps"].as_f64().unwrap()));
+        }
+    }
+    let rounds: Vec<u64> = windows
+        .keys()
+        .map(|(r, _)| *r)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(rounds, [1, 2, 3], "{windows:?}");
+    let ratio = |r: u64, which: fn(&(f64, f64)) -> f64| {
+        which(&windows[&(r, "default".to_string())]) / which(&windows[&(r, "j1".to_string())])
+    };
+    let expected_frames: Vec<f64> = rounds.iter().map(|&r| ratio(r, |w| w.0)).collect();
+    let expected_pace: Vec<f64> = rounds.iter().map(|&r| ratio(r, |w| w.1)).collect();
+    let got = summary(&log);
+    let got_list = |key: &str| -> Vec<f64> {
+        got["pool"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("no pool.{key} in {got}"))
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    for (key, expected) in [("frames_ratio", expected_frames), ("pace_ratio", expected_pace)] {
+        let got = got_list(key);
+        assert_eq!(got.len(), expected.len(), "{key}");
+        for (g, e) in got.iter().zip(&expected) {
+            assert!((g - e).abs() < 1e-9, "{key}: {got:?} against {expected:?}");
+        }
+    }
+}
+
+#[test]
+fn the_drqv2_seeds_returns_are_the_logged_evaluations() {
+    let log = repo().join(DRY).join("drqv2-seeds/log.txt");
+    let mut expected: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for (kind, keys, lines) in sections(&log) {
+        let Some(name) = keys
+            .get("name")
+            .filter(|n| kind == "eval.csv" && n.starts_with("drqv2-seeds-"))
+        else {
+            continue;
+        };
+        let mut rows = lines.iter().filter(|l| !l.trim().is_empty());
+        let Some(header) = rows.next() else {
+            expected.insert(name.clone(), BTreeMap::new());
+            continue;
+        };
+        let cols: Vec<&str> = header.split(',').collect();
+        let at = |c: &str| cols.iter().position(|x| *x == c).unwrap();
+        let (frame, reward) = (at("frame"), at("episode_reward"));
+        let evals = rows
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                let frame = f[frame].parse::<f64>().unwrap() as u64;
+                (frame.to_string(), f[reward].parse::<f64>().unwrap())
+            })
+            .collect();
+        expected.insert(name.clone(), evals);
+    }
+    // lfs's run evaluated at 0 and at its end; upstream's was stopped after its first.
+    assert_eq!(expected["drqv2-seeds-lfs-s1"].len(), 2, "{expected:?}");
+    assert_eq!(expected["drqv2-seeds-up-s1"].len(), 1, "{expected:?}");
+    let got = summary(&log);
+    let got: BTreeMap<String, BTreeMap<String, f64>> =
+        serde_json::from_value(got["drqv2_seeds"].clone()).unwrap_or_else(|e| panic!("{e}: {got}"));
+    assert_eq!(got.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+    for (name, evals) in &expected {
+        assert_eq!(got[name].len(), evals.len(), "{name}");
+        for (frame, r) in evals {
+            assert!(
+                (got[name][frame] - r).abs() < 1e-9,
+                "{name} at {frame}: {} against {r}",
+                got[name][frame]
+            );
+        }
+    }
+}
