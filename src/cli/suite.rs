@@ -152,7 +152,7 @@ fn run_one(file: &SuiteFile, out: &std::path::Path, index: usize) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-/// `GPU 0: 1 cell at once until it is warm, then as many as its memory holds (79 GiB free of 80)`.
+/// `GPU 0: 1 cell at once until it is warm, then as many as its memory holds (79.0 GiB free of 80.0)`.
 fn gpu_share_line(share: &GpuShare, reading: Option<GpuMemory>) -> String {
     let gib = |mib: u64| mib as f64 / 1024.0;
     let memory = reading
