@@ -201,6 +201,22 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
         );
         assert!(!out.exists());
     }
+    // -j fixes the number of cells; a GPU footprint beside it would be ignored, so it is refused.
+    refused(
+        &mut lfs_command(&[
+            "suite",
+            "run",
+            "eval/suites/tiny.toml",
+            "--out",
+            out_s,
+            "-j",
+            "2",
+            "--gpu-memory-per-cell",
+            "4096",
+        ]),
+        "cannot be used with",
+    );
+    assert!(!out.exists());
     // Duplicate encoder labels.
     let dup = tiny
         .replace("name = \"lfs-tiny\"", "name = \"random\"")

@@ -38,8 +38,9 @@ pub enum SuiteCommand {
         /// (`nvidia-smi`); the first lines say.
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
-        /// MiB of GPU memory one cell takes, instead of measuring it (ignored with -j).
-        #[arg(long, value_name = "MIB")]
+        /// MiB of GPU memory one cell takes, instead of measuring it (not with -j, which
+        /// fixes the number of cells).
+        #[arg(long, value_name = "MIB", conflicts_with = "jobs")]
         gpu_memory_per_cell: Option<u64>,
         /// Run this cell only, in this process.
         #[arg(long)]
