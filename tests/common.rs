@@ -165,12 +165,9 @@ pub fn ffmpeg_rgb_filtered(path: &Path, vf: &str) -> Vec<u8> {
 /// guard drops, unless the test is failing: a failed test's files stay for a look (their path is
 /// in its messages). A README walk leaves 1-3.6 GB; kept, 575 of them once filled the disk.
 pub fn temp_dir(name: &str) -> TestDir {
-    let path = tempfile::Builder::new()
-        .prefix(&format!("lfs-{name}-"))
-        .tempdir()
-        .unwrap()
-        .keep();
-    TestDir { path }
+    TestDir {
+        path: fixture_dir(name),
+    }
 }
 
 /// A fresh temporary folder for a fixture that tests share through a static (`OnceLock`): kept,

@@ -280,7 +280,7 @@ def seeds_table(sections, lines, result):
             rows = list(csv.DictReader(io.StringIO("\n".join(other)))) if other else []
             evals[keys["name"]] = {int(float(r["frame"])): float(r["episode_reward"]) for r in rows if r.get("frame")}
     if not evals:
-        return []
+        return
     lines.append("\n## DrQ-v2, lfs and upstream's train.py side by side (evaluation return by frame; the test of "
                  "the difference is in the results README, not here)")
     frames = sorted({f for e in evals.values() for f in e})
@@ -289,7 +289,6 @@ def seeds_table(sections, lines, result):
             lines.append(f"  {label} {name.rsplit('-', 1)[1]}: " + ", ".join(
                 f"{f}: {evals[name][f]:.1f}" if f in evals[name] else f"{f}: -" for f in frames))
     result["drqv2_seeds"] = evals
-    return []
 
 
 def pool_table(sections, lines, result):
@@ -302,7 +301,7 @@ def pool_table(sections, lines, result):
                     rounds.setdefault(o["round"], {})[o["pool"]] = o
     pairs = {r: a for r, a in sorted(rounds.items()) if "j1" in a and "default" in a}
     if not pairs:
-        return []
+        return
     lines.append("\n## many cells on one GPU (lfs suite run: default pool / -j 1, same window length, from empty folders)")
     frames, pace = [], []
     for r, a in pairs.items():
@@ -320,7 +319,6 @@ def pool_table(sections, lines, result):
                  f"[{fmt(min(frames, default=None), 'x')}, {fmt(max(frames, default=None), 'x')}]; "
                  f"paces {fmt(med(pace), 'x')} [{fmt(min(pace, default=None), 'x')}, {fmt(max(pace, default=None), 'x')}]")
     result["pool"] = {"rounds": pairs, "frames_ratio": frames, "pace_ratio": pace}
-    return []
 
 
 def main():
@@ -348,8 +346,8 @@ def main():
     anchors_table(sections, lines, result)
     history_table(sections, lines, result)
     checks += e2e_tables(sections, lines, result)
-    checks += seeds_table(sections, lines, result)
-    checks += pool_table(sections, lines, result)
+    seeds_table(sections, lines, result)
+    pool_table(sections, lines, result)
     for arm in ("lfs", "lfs-cudnn"):
         parity = [o for kind, keys, objs, _ in sections if kind == "parity" and keys.get("arm", "lfs") == arm
                   for o in objs if "check" in o]

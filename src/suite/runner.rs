@@ -3,7 +3,7 @@
 //! ([`run_pool`]). Either way a cell resumes from its checkpoint, a finished cell is skipped,
 //! and a failed one is recorded and retried on the next run.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -312,7 +312,7 @@ fn placement(suite: &SuiteFile, cell: &Cell) -> Result<Placement> {
 struct Running<'a> {
     cell: &'a Cell,
     child: Child,
-    gpu: Option<usize>,
+    place: Placement,
     /// Warm once its record's frames pass this.
     warm_after: u64,
     warm: bool,
@@ -348,13 +348,6 @@ fn gpu_shares(
             }
         })
         .collect()
-}
-
-fn share_index(shares: &[GpuShare], ordinal: usize) -> usize {
-    shares
-        .iter()
-        .position(|s| s.ordinal == ordinal)
-        .expect("every queued cell's GPU has a share")
 }
 
 /// How often the pool reads a GPU's memory while its cells run (only while the reading can
@@ -418,7 +411,11 @@ pub fn run_pool(
             reading: *reading,
         });
     }
-    let mut shares: Vec<GpuShare> = first_readings.into_iter().map(|(share, _)| share).collect();
+    // By ordinal: every queued GPU cell's GPU has one.
+    let mut shares: BTreeMap<usize, GpuShare> = first_readings
+        .into_iter()
+        .map(|(share, _)| (share.ordinal, share))
+        .collect();
     let mut last_reading: Option<Instant> = None;
 
     let mut queue: VecDeque<(&Cell, Placement)> = todo.into_iter().collect();
@@ -429,8 +426,8 @@ pub fn run_pool(
         while running.len() < jobs {
             let Some(&(cell, place)) = queue.front() else { break };
             if let Some(ordinal) = place.gpu {
-                let on_it = running.iter().filter(|r| r.gpu == Some(ordinal)).count();
-                if on_it >= shares[share_index(&shares, ordinal)].cap {
+                let on_it = running.iter().filter(|r| r.place.gpu == Some(ordinal)).count();
+                if on_it >= shares[&ordinal].cap {
                     break;
                 }
             }
@@ -446,7 +443,7 @@ pub fn run_pool(
             running.push(Running {
                 cell,
                 child,
-                gpu: place.gpu,
+                place,
                 warm_after: frames_before.max(place.seed_frames),
                 warm: false,
             });
@@ -475,22 +472,15 @@ pub fn run_pool(
                     on_event(PoolEvent::CellEnded { cell, record: &record });
                     let out_of_memory = record.state == CellState::Failed
                         && record.error.as_deref().is_some_and(gpu_share::is_out_of_memory);
-                    match (ended.gpu, record.state) {
+                    match (ended.place.gpu, record.state) {
                         (_, CellState::Done) => summary.done += 1,
                         (Some(ordinal), _) if out_of_memory && requeued[cell.index] < OUT_OF_MEMORY_RETRIES => {
                             requeued[cell.index] += 1;
-                            let still = running.iter().filter(|r| r.gpu == Some(ordinal)).count();
-                            let k = share_index(&shares, ordinal);
-                            shares[k].out_of_memory(still);
-                            let place = Placement {
-                                gpu: Some(ordinal),
-                                seed_frames: 0,
-                            };
-                            queue.push_front((cell, place));
-                            on_event(PoolEvent::CellRequeued {
-                                cell,
-                                share: &shares[k],
-                            });
+                            let still = running.iter().filter(|r| r.place.gpu == Some(ordinal)).count();
+                            let share = shares.get_mut(&ordinal).expect("a GPU cell's GPU has a share");
+                            share.out_of_memory(still);
+                            queue.push_front((cell, ended.place));
+                            on_event(PoolEvent::CellRequeued { cell, share });
                         }
                         _ => summary.failed += 1,
                     }
@@ -510,8 +500,8 @@ pub fn run_pool(
             on_event(PoolEvent::Progress { frames });
             // nvidia-smi costs tens of ms of a core: every few seconds is enough.
             let reading_due = last_reading.is_none_or(|t| t.elapsed() >= GPU_READING_EVERY);
-            for share in &mut shares {
-                let on_it = running.iter().filter(|r| r.gpu == Some(share.ordinal));
+            for share in shares.values_mut() {
+                let on_it = running.iter().filter(|r| r.place.gpu == Some(share.ordinal));
                 let (count, warm) = on_it.fold((0, 0), |(n, w), r| (n + 1, w + usize::from(r.warm)));
                 if reading_due && share.wants_reading(count, warm) {
                     last_reading = Some(Instant::now());
