@@ -216,6 +216,16 @@ fn bad_suites_and_job_indices_are_refused_with_nothing_written() {
         ]),
         "cannot be used with",
     );
+    // Zero cells at once, or cells of no memory, are refused before anything is written.
+    for (flag, expected) in [
+        ("-j", "-j must be >= 1"),
+        ("--gpu-memory-per-cell", "--gpu-memory-per-cell must be >= 1 (MiB)"),
+    ] {
+        refused(
+            &mut lfs_command(&["suite", "run", "eval/suites/tiny.toml", "--out", out_s, flag, "0"]),
+            expected,
+        );
+    }
     assert!(!out.exists());
     // Duplicate encoder labels.
     let dup = tiny
