@@ -20,7 +20,9 @@
 //! On a build without CUDA, `--device cpu` checks candle's CPU ops, the code a GPU runs
 //! (`tests/device.rs`); `make gpu-check` runs `--device cuda` on a lent GPU.
 //!
-//!     cargo run --release --example device_check -- --device cpu [--bench | --bench-only]
+//! `--precision tf32` (a CUDA device) runs candle's f32 GEMMs in TF32, as `run.precision`.
+//!
+//!     cargo run --release --example device_check -- --device cpu [--bench | --bench-only] [--precision tf32]
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -29,7 +31,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use candle_core::{Device, Tensor, Var};
 use lfs::data::moving_squares::moving_square_episodes;
-use lfs::device::{Backend, DeviceChoice};
+use lfs::device::{Backend, DeviceChoice, Precision};
 use lfs::nn::checkpoint;
 use lfs::nn::encoder::Encoded;
 use lfs::nn::{Adam, AdamConfig, Encoder, EncoderConfig, Params};
@@ -64,7 +66,16 @@ fn main() -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?,
         None => DeviceChoice::Cpu,
     };
-    let device = choice.open()?;
+    // `--precision tf32`: candle's f32 GEMMs on the tensor cores (run.precision).
+    let precision: Precision = match argv.iter().position(|a| a == "--precision") {
+        Some(i) => argv
+            .get(i + 1)
+            .context("--precision needs a value")?
+            .parse()
+            .map_err(anyhow::Error::msg)?,
+        None => Precision::Fp32,
+    };
+    let device = choice.open(precision)?;
     // The side under test: candle's ops on the device (on the CPU too).
     let tested = Backend::candle(&device);
     let reference = Backend::default();

@@ -57,20 +57,58 @@ impl DeviceChoice {
         ))
     }
 
-    /// Opens the device. A CUDA device on a build without the cargo feature `cuda`, or one the
-    /// driver cannot open, is an error naming `run.device` and the reason.
-    pub fn open(&self) -> Result<Device> {
+    /// Opens the device, its matrix products at `precision`. A CUDA device on a build without
+    /// the cargo feature `cuda`, one the driver cannot open, or TF32 on the CPU is an error
+    /// naming the field and the reason.
+    pub fn open(&self, precision: Precision) -> Result<Device> {
+        precision.check(self)?;
         match *self {
             DeviceChoice::Cpu => Ok(Device::Cpu),
-            DeviceChoice::Cuda(ordinal) => Device::new_cuda(ordinal).map_err(|e| match e {
-                candle_core::Error::NotCompiledWithCudaSupport => self.not_built(),
-                // The driver's reason, without the backtrace candle may attach to it.
-                other => Error::Config(format!(
-                    "run.device = \"{self}\": cannot open it: {}",
-                    other.to_string().lines().next().unwrap_or_default()
-                )),
-            }),
+            DeviceChoice::Cuda(ordinal) => {
+                let device = Device::new_cuda(ordinal).map_err(|e| match e {
+                    candle_core::Error::NotCompiledWithCudaSupport => self.not_built(),
+                    // The driver's reason, without the backtrace candle may attach to it.
+                    other => Error::Config(format!(
+                        "run.device = \"{self}\": cannot open it: {}",
+                        other.to_string().lines().next().unwrap_or_default()
+                    )),
+                })?;
+                // A process-wide switch of candle's CUDA backend (its f32 GEMMs, the
+                // convolutions' im2col products and lfs's GEMM backward among them).
+                candle_core::cuda::set_gemm_reduced_precision_f32(precision == Precision::Tf32);
+                Ok(device)
+            }
         }
+    }
+}
+
+/// The precision of a run's f32 matrix products, `run.precision`: `fp32` (the default, unwritten
+/// in configs, so their text and resume keys are those of runs made before the field existed)
+/// or `tf32` (a CUDA device only: candle's f32 GEMMs on the tensor cores with 10-bit mantissas,
+/// as PyTorch's `allow_tf32`). Tensors stay f32 either way. cuDNN's convolutions (the cargo
+/// feature `cudnn`) follow cuDNN's default math type whatever this says, which allows TF32 on
+/// Hopper: `NVIDIA_TF32_OVERRIDE=0` in the environment keeps them FP32 (eval/gpu/README.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    #[default]
+    Fp32,
+    Tf32,
+}
+
+impl Precision {
+    pub fn is_fp32(&self) -> bool {
+        *self == Precision::Fp32
+    }
+
+    /// TF32 needs a CUDA device: the CPU computes f32 in FP32.
+    pub fn check(&self, device: &DeviceChoice) -> Result<()> {
+        if *self == Precision::Tf32 && device.is_cpu() {
+            return Err(Error::Config(
+                "run.precision = \"tf32\" needs a CUDA device (run.device = \"cuda\"): the CPU computes in FP32".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -177,6 +215,18 @@ impl Default for Backend {
     }
 }
 
+impl FromStr for Precision {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "fp32" => Ok(Precision::Fp32),
+            "tf32" => Ok(Precision::Tf32),
+            _ => Err(format!("precision \"{s}\": expected fp32 or tf32")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,7 +251,7 @@ mod tests {
     #[test]
     fn cuda_on_a_cpu_build_is_a_clear_error() {
         for err in [
-            DeviceChoice::Cuda(1).open().unwrap_err().to_string(),
+            DeviceChoice::Cuda(1).open(Precision::Fp32).unwrap_err().to_string(),
             DeviceChoice::Cuda(1).ensure_built().unwrap_err().to_string(),
         ] {
             assert!(
@@ -210,5 +260,18 @@ mod tests {
             );
         }
         assert!(DeviceChoice::Cpu.ensure_built().is_ok());
+    }
+
+    #[test]
+    fn tf32_on_the_cpu_is_refused_by_name() {
+        let err = DeviceChoice::Cpu.open(Precision::Tf32).unwrap_err().to_string();
+        assert!(
+            err.contains("run.precision = \"tf32\"") && err.contains("CUDA"),
+            "{err}"
+        );
+        assert!(DeviceChoice::Cpu.open(Precision::Fp32).unwrap().is_cpu());
+        assert!(Precision::Tf32.check(&DeviceChoice::Cuda(0)).is_ok());
+        assert_eq!("tf32".parse::<Precision>().unwrap(), Precision::Tf32);
+        assert!("TF32".parse::<Precision>().unwrap_err().contains("fp32 or tf32"));
     }
 }

@@ -138,3 +138,59 @@ fn device_cuda_on_a_cpu_build_is_refused_before_anything_is_written() {
         "{text}"
     );
 }
+
+/// `run.precision = "tf32"` is for a CUDA device: on the CPU every command refuses it by name
+/// before it writes anything, and a precision that does not exist is refused by the config.
+#[test]
+fn tf32_on_the_cpu_is_refused_before_anything_is_written() {
+    let dir = temp_dir("precision-refused");
+    for (command, args) in [
+        ("pretrain", vec!["--config", "pipelines/tiny.toml"]),
+        (
+            "eval",
+            vec![
+                "--config",
+                "pipelines/sac/tiny.toml",
+                "--encoder",
+                "random",
+                "--task",
+                "cartpole_swingup",
+            ],
+        ),
+        (
+            "train",
+            vec!["--config", "pipelines/e2e/tiny.toml", "--task", "cartpole_swingup"],
+        ),
+    ] {
+        let out_dir = dir.join(command);
+        let out = lfs_in_repo()
+            .arg(command)
+            .args(&args)
+            .args(["--set", "run.precision=tf32", "--out-dir"])
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        let text = output_text(&out);
+        assert!(!out.status.success(), "{command}: {text}");
+        assert!(
+            text.contains("run.precision = \"tf32\" needs a CUDA device"),
+            "{command}: {text}"
+        );
+        assert!(!out_dir.exists(), "{command} wrote {}", out_dir.display());
+    }
+    let out = lfs_in_repo()
+        .args([
+            "pretrain",
+            "--config",
+            "pipelines/tiny.toml",
+            "--set",
+            "run.precision=tf16",
+            "--out-dir",
+        ])
+        .arg(dir.join("tf16"))
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert!(!out.status.success() && text.contains("tf16"), "{text}");
+    assert!(!dir.join("tf16").exists());
+}

@@ -48,13 +48,14 @@
 #            ramp in every window; frames done per window (episodes that ended) and the
 #            cells' own paces                                                                ~480 s
 #
-# Precision: lfs's CUDA build has no TF32 switch (candle's f32 GEMMs stay FP32 unless the
-# program calls set_gemm_reduced_precision_f32, which lfs does not; its convolutions are
-# im2col + those GEMMs), so lfs runs FP32 and the rounds compare FP32 with FP32. The cuDNN
-# build's convolutions would be allowed TF32 (candle leaves cuDNN's math type at its default),
-# so its fp32 arms run with NVIDIA_TF32_OVERRIDE=0; parts adds one unblocked run without it. PyTorch's TF32
-# numbers (anchors) are for the record. If a later lfs gains a switch, name its arguments in
-# GPU_SESSION_LFS_TF32_ARGS and add tf32 to GPU_SESSION_PRECISIONS: the rounds then run both.
+# Precision: lfs computes FP32 unless a run says run.precision = "tf32" (device_check:
+# --precision tf32), which turns on candle's TF32 GEMMs (its convolutions' im2col products and
+# lfs's GEMM backward among them). The cuDNN build's convolutions would be allowed TF32 whatever
+# that says (candle leaves cuDNN's math type at its default), so its fp32 arms run with
+# NVIDIA_TF32_OVERRIDE=0; parts adds one unblocked run without it. The rounds run each of
+# GPU_SESSION_PRECISIONS (fp32), both sides at the same precision; tf32 rounds are a command of
+# their own (GPU_SESSION_STAGES='info rounds' GPU_SESSION_PRECISIONS=tf32, ~3 min), lfs's
+# arguments for them GPU_SESSION_LFS_TF32_ARGS ("--precision tf32").
 #
 # Output under $OUT (at most 8 files come back): info.txt, log.txt (every command's raw output
 # between "== stage key=value" markers), smi.csv (utilisation, memory, clocks every 500 ms),
@@ -76,6 +77,7 @@ STAGES=${GPU_SESSION_STAGES:-info parity rounds parts e2e anchors history}
 BUDGET=${GPU_SESSION_BUDGET:-540}
 ROUNDS=${GPU_SESSION_ROUNDS:-3}
 PRECISIONS=${GPU_SESSION_PRECISIONS:-fp32}
+LFS_TF32_ARGS=${GPU_SESSION_LFS_TF32_ARGS-"--precision tf32"}
 CARRY=${GPU_SESSION_CARRY:-.gpu-carry}
 PY=${GPU_SESSION_PYTHON:-python3}
 UPDATES=${GPU_SESSION_UPDATES:-10}
@@ -204,7 +206,7 @@ fi
 # ---- rounds -------------------------------------------------------------------------------
 lfs_arm() {  # round precision [cudnn]: device_check, or with "cudnn" its cuDNN build
     local extra= arm=lfs bin=$DC
-    [ "$2" = tf32 ] && extra=${GPU_SESSION_LFS_TF32_ARGS:-}
+    [ "$2" = tf32 ] && extra=$LFS_TF32_ARGS
     if [ "${3:-}" = cudnn ]; then
         [ -n "$DC_CUDNN" ] || return 0
         arm=lfs-cudnn bin=$DC_CUDNN
@@ -222,7 +224,7 @@ torch_arm() {
 }
 if has rounds && [ -n "$DC" ]; then
     for prec in $PRECISIONS; do
-        if [ "$prec" = tf32 ] && [ -z "${GPU_SESSION_LFS_TF32_ARGS:-}" ]; then
+        if [ "$prec" = tf32 ] && [ -z "$LFS_TF32_ARGS" ]; then
             mark "skip stage=rounds precision=tf32 reason=lfs-has-no-tf32-switch"
             continue
         fi

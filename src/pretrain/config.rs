@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::collapse::CollapseConfig;
 use crate::config::{self, StageConfig};
 use crate::data::TaskBatching;
-use crate::device::DeviceChoice;
+use crate::device::{DeviceChoice, Precision};
 use crate::nn::AdamConfig;
 /// The sections the objective engine is built from live beside it.
 pub use crate::objectives::config::{LncLatent, Method, ModelConfig, ObjectiveConfig};
@@ -58,6 +58,10 @@ pub struct RunConfig {
     /// device-independent.
     #[serde(skip_serializing_if = "DeviceChoice::is_cpu")]
     pub device: DeviceChoice,
+    /// The precision of the f32 matrix products: `fp32`, or `tf32` on a CUDA device
+    /// ([`Precision`]). May change on resume, as the device may.
+    #[serde(skip_serializing_if = "Precision::is_fp32")]
+    pub precision: Precision,
 }
 
 impl Default for RunConfig {
@@ -70,6 +74,7 @@ impl Default for RunConfig {
             checkpoint_every_updates: 1000,
             tensorboard: true,
             device: DeviceChoice::Cpu,
+            precision: Precision::Fp32,
         }
     }
 }
@@ -130,18 +135,19 @@ impl PretrainConfig {
     /// Where the networks live ([`RunConfig::device`]), opened: the one place pre-training
     /// chooses a device.
     pub fn device(&self) -> Result<Device> {
-        self.run.device.open()
+        self.run.device.open(self.run.precision)
     }
 
     /// The settings a resumed run must share with its checkpoint: everything except the run
-    /// length and checkpoint cadence (which may be extended), the TensorBoard switch, the
-    /// collapse monitor and the online probe.
+    /// length and checkpoint cadence (which may be extended), the TensorBoard switch, the device
+    /// and its precision, the collapse monitor and the online probe.
     pub fn resume_key(&self) -> Result<String> {
         let mut c = self.clone();
         c.run.num_updates = 0;
         c.run.checkpoint_every_updates = 0;
         c.run.tensorboard = true;
         c.run.device = DeviceChoice::Cpu;
+        c.run.precision = Precision::Fp32;
         c.collapse = CollapseConfig::default();
         c.probe = OnlineProbeConfig::default();
         c.to_toml()

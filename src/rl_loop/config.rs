@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::{self, StageConfig};
-use crate::device::DeviceChoice;
+use crate::device::{DeviceChoice, Precision};
 use crate::env::RenderQuality;
 use crate::rl::AgentConfig;
 use crate::rl::FeatureDtype;
@@ -69,11 +69,15 @@ pub struct LoopRunConfig {
     /// are device-independent.
     #[serde(skip_serializing_if = "DeviceChoice::is_cpu")]
     pub device: DeviceChoice,
+    /// The precision of the f32 matrix products: `fp32`, or `tf32` on a CUDA device
+    /// ([`Precision`]). May change on resume, as the device may.
+    #[serde(skip_serializing_if = "Precision::is_fp32")]
+    pub precision: Precision,
 }
 
 impl LoopRunConfig {
     /// These settings with the fields a resumed run may change (the budget, the checkpoint
-    /// cadence, TensorBoard, the device) set to fixed values: what every command's resume key
+    /// cadence, TensorBoard, the device and its precision) set to fixed values: what every command's resume key
     /// holds of `[run]`.
     pub fn for_resume_key(&self) -> Self {
         Self {
@@ -81,6 +85,7 @@ impl LoopRunConfig {
             checkpoint_every_frames: Frames(0),
             tensorboard: true,
             device: DeviceChoice::Cpu,
+            precision: Precision::Fp32,
             ..self.clone()
         }
     }
@@ -97,6 +102,7 @@ impl Default for LoopRunConfig {
             checkpoint_every_frames: Frames(20_000),
             tensorboard: true,
             device: DeviceChoice::Cpu,
+            precision: Precision::Fp32,
         }
     }
 }

@@ -22,7 +22,7 @@ pub fn run(
     if let Some(why) = cfg.agent.settings().frozen_encoder_refusal() {
         return Err(Error::Config(why));
     }
-    let backend = Backend::new(&cfg.run.device.open()?);
+    let backend = Backend::new(&cfg.run.device.open(cfg.run.precision)?);
     let representation = FrozenFeatures::new(&spec.encoder, cfg.run.seed, &backend)?;
     let mut rl = cfg.clone();
     let render_source = rl_loop::resolve_render_quality(&mut rl.env, &representation, spec)?;

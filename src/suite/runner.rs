@@ -299,6 +299,7 @@ fn placement(suite: &SuiteFile, cell: &Cell) -> Result<Placement> {
         RowCommand::Train => suite.train_config(&cell.encoder, cell.task)?.run,
     };
     run.device.ensure_built()?;
+    run.precision.check(&run.device)?;
     Ok(Placement {
         gpu: match run.device {
             DeviceChoice::Cpu => None,

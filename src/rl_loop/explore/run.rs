@@ -294,7 +294,7 @@ fn explore<A: Registered>(
     on_event: &mut dyn FnMut(ExploreEvent),
 ) -> Result<ExploreSummary> {
     let tasks = cfg.tasks()?;
-    let backend = Backend::new(&cfg.run.device.open()?);
+    let backend = Backend::new(&cfg.run.device.open(cfg.run.precision)?);
     let checkpoint_dir = out_dir.join(CHECKPOINT_DIR);
     recover_checkpoint_dir(&checkpoint_dir)?;
     let explorer: SharedExplorer = Rc::new(RefCell::new(build_explorer(cfg, tasks.len(), &backend)?));

@@ -31,7 +31,7 @@ pub fn run(
     on_event: &mut dyn FnMut(LoopEvent),
 ) -> Result<LoopSummary> {
     cfg.validate()?;
-    let backend = Backend::new(&cfg.run.device.open()?);
+    let backend = Backend::new(&cfg.run.device.open(cfg.run.precision)?);
     let representation: Box<dyn Representation> = if cfg.encoder_changes() {
         Box::new(OnlineRepresentation::new(cfg, &spec.encoder, &backend)?)
     } else {
