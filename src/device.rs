@@ -18,6 +18,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use candle_core::Device;
 use serde::{Deserialize, Serialize};
@@ -170,6 +171,21 @@ impl Compute {
             Compute::Candle
         }
     }
+}
+
+/// Whether the pre-training update computes its statistics (LNC's distances, Sinkhorn, the
+/// spread and entropy metrics) on the host in f64, as it does on the CPU, rather than with
+/// candle's ops in f64 on `device`, read with the loss in one device→host copy, as it does on a
+/// GPU. `LFS_UPDATE_STATISTICS=host` or `=device` overrides the device's choice: `host` times
+/// the CPU's way on a GPU (an A/B switch), `device` runs the GPU's code on the CPU (tests).
+pub fn statistics_on_host(device: &Device) -> bool {
+    static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
+    let forced = CHOICE.get_or_init(|| match std::env::var("LFS_UPDATE_STATISTICS").as_deref() {
+        Ok("host") => Some(true),
+        Ok("device") => Some(false),
+        _ => None,
+    });
+    forced.unwrap_or_else(|| device.is_cpu())
 }
 
 /// A device and how the encoder computes on it: where a network's parameters live.

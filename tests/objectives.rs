@@ -396,3 +396,103 @@ fn curl_with_upstream_layer_norm_matches_curl_sac() {
         assert!(grads.get(var.as_tensor()).is_none(), "{name}");
     }
 }
+
+// ---- the update's statistics on a GPU: candle's ops in f64, against the host's f64 code
+
+/// Uniform(−scale, scale) f32 values from `seed`.
+fn uniform(n: usize, scale: f32, seed: u64) -> Vec<f32> {
+    use rand::Rng;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(-scale..scale)).collect()
+}
+
+#[test]
+fn sinkhorn_and_its_entropy_on_the_device_match_the_host() {
+    use lfs::objectives::sinkhorn::{assignment_entropy_on_device, sinkhorn_on_device, sinkhorn_on_host};
+    let mut scores = uniform(64 * 16, 1.0, 3);
+    // Prototype 5 scores so low that exp underflows to 0 for every sample: its row of Q is all
+    // zero and its row factor infinite, which both replace by the largest finite factor.
+    (0..64).for_each(|i| scores[i * 16 + 5] = -1e4);
+    for (scores, temperature, iters) in [
+        (uniform(64 * 16, 1.0, 2), 0.1, 3),
+        (scores, 0.1, 3),
+        (uniform(64 * 16, 1.0, 4), 0.5, 10),
+    ] {
+        let s = Tensor::from_vec(scores, (64, 16), &Device::Cpu).unwrap();
+        let host = sinkhorn_on_host(&s, temperature, iters).unwrap();
+        let device = sinkhorn_on_device(&s, temperature, iters).unwrap();
+        assert_eq!(device.dims(), [64, 16]);
+        let (h, d) = (values(&host), values(&device));
+        let worst = h.iter().zip(&d).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(worst < 1e-7, "sinkhorn: worst difference {worst}");
+        let entropy = assignment_entropy_on_device(&host).unwrap().to_scalar::<f64>().unwrap();
+        let expected = assignment_entropy(&host).unwrap();
+        assert!(
+            (entropy - expected).abs() < 1e-12 * expected.abs().max(1.0),
+            "{entropy} vs {expected}"
+        );
+    }
+}
+
+#[test]
+fn spread_sums_on_the_device_match_the_host() {
+    use lfs::objectives::spread::{device_sums, host_sums, Spread};
+    let mut z = uniform(40 * 12, 2.0, 5);
+    z[7 * 12..8 * 12].fill(0.0); // a row of norm 0 counts in the mean norm, not in the cosines
+    let z = Tensor::from_vec(z, (40, 12), &Device::Cpu).unwrap();
+    let host = host_sums(&z).unwrap();
+    let device: Vec<f64> = device_sums(&z).unwrap().to_vec1().unwrap();
+    assert_eq!(host[1], 39.0);
+    for (h, d) in host.iter().zip(&device) {
+        assert!((h - d).abs() <= 1e-12 * h.abs().max(1.0), "{host:?} vs {device:?}");
+    }
+    let (a, b) = (
+        Spread::from_sums(host, 40),
+        Spread::from_sums(device.try_into().unwrap(), 40),
+    );
+    assert!(
+        (a.mean_pairwise_cosine - b.mean_pairwise_cosine).abs() < 1e-12,
+        "{a:?} vs {b:?}"
+    );
+}
+
+#[test]
+fn lnc_on_the_device_selects_as_the_host() {
+    use lfs::objectives::lnc::lnc_select_on_device;
+    // (rows, dim, k): the projector's small latent; k > 1 with ties (a real row repeated, so
+    // distances of 0 beside self's); the conv latent's width, which the device takes in chunks.
+    for (n, dim, k, seed) in [(48, 8, 1, 1), (48, 8, 3, 2), (32, 39_200, 1, 3)] {
+        let mut real = uniform(n * dim, 1.0, seed);
+        let copy = real[..dim].to_vec();
+        real[dim..2 * dim].copy_from_slice(&copy);
+        // Candidate j's values scaled by 0.8 + 0.8·j/n: their distances to the real rows run from
+        // ~0.9 D to ~1.3 D, so the window 1.0–1.2 D holds some of them and not all.
+        let synthetic: Vec<f32> = uniform(n * dim, 1.0, seed + 10)
+            .chunks(dim)
+            .enumerate()
+            .flat_map(|(j, row)| row.iter().map(move |v| v * (0.8 + 0.8 * j as f32 / n as f32)))
+            .collect();
+        let cfg = LncConfig { k, c: 1.1, r: 0.2 };
+        let host = lnc_select(&real, &synthetic, dim, &cfg).unwrap();
+        let on = |v: &[f32]| Tensor::from_vec(v.to_vec(), (n, dim), &Device::Cpu).unwrap();
+        let device = lnc_select_on_device(&on(&real), &on(&synthetic), &cfg).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(1.0);
+        assert!(
+            close(host.d_internal, device.d_internal),
+            "{} vs {}",
+            host.d_internal,
+            device.d_internal
+        );
+        assert!(host
+            .d_synthetic
+            .iter()
+            .zip(&device.d_synthetic)
+            .all(|(a, b)| close(*a, *b)));
+        assert_eq!(host.selected, device.selected, "n {n} dim {dim} k {k}");
+        assert!(
+            !host.selected.is_empty() && host.selected.len() < n,
+            "{:?}",
+            host.selected
+        );
+    }
+}

@@ -362,6 +362,55 @@ fn lfs(args: &[&str]) -> String {
     text
 }
 
+/// The GPU's way of computing an update's statistics (LNC's distances, Sinkhorn, the spread and
+/// entropy with candle's ops in f64, read with the loss in one copy), run on the CPU with
+/// `LFS_UPDATE_STATISTICS=device`, logs what the host's f64 code logs: 12 LFS updates at batch
+/// 8 on the embedded sample, every line's numbers compared.
+#[test]
+fn update_statistics_on_the_device_log_what_the_host_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("dataset");
+    let videos = repo().join("datasets/tiny/videos");
+    lfs(&["ingest", videos.to_str().unwrap(), "--out", dataset.to_str().unwrap()]);
+    let datasets_arg = format!("data.datasets=[{:?}]", dataset.to_str().unwrap());
+    let run = |statistics: &str| {
+        let out_dir = dir.path().join(statistics);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_lfs"))
+            .args(["pretrain", "--config", "pipelines/tiny.toml", "--set", &datasets_arg])
+            .args(["--set", "run.num_updates=12", "--set", "run.batch_size=8", "--out-dir"])
+            .arg(&out_dir)
+            .env("LFS_UPDATE_STATISTICS", statistics)
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        read_metrics(&out_dir)
+    };
+    let (host, device) = (run("host"), run("device"));
+    assert_eq!(host.len(), 12);
+    let mut synthetic = 0;
+    for (h, d) in host.iter().zip(&device) {
+        assert_eq!(h["pretrain/num_synthetic"], d["pretrain/num_synthetic"], "{h}\n{d}");
+        synthetic += h["pretrain/num_synthetic"].as_u64().unwrap();
+        for key in [
+            "loss",
+            "lnc_d",
+            "clip_low",
+            "sinkhorn_entropy",
+            "target_cosine",
+            "target_norm",
+        ] {
+            let key = format!("pretrain/{key}");
+            let (a, b) = (h[&key].as_f64().unwrap(), d[&key].as_f64().unwrap());
+            assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{key}: {a} vs {b}");
+        }
+    }
+    assert!(
+        synthetic > 0,
+        "LNC kept no candidate in 12 updates: the test would not see it"
+    );
+}
+
 #[test]
 fn cli_ingest_pretrain_export_on_the_embedded_sample() {
     // What `make pretrain` does, on datasets/tiny/videos, shortened to 2 updates at batch 8.

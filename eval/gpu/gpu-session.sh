@@ -39,6 +39,10 @@
 #            GPU_SESSION_DRQV2_TASK, seeds GPU_SESSION_DRQV2_SEEDS ("1 2 3"), all 2 × 3 at once
 #            (2 threads each), GPU_SESSION_DRQV2_SEED_RUN_FRAMES (10000) frames, evaluated at 0
 #            and at the end with 10 episodes as upstream does; every eval.csv into the log  ~480 s
+#   stats    (not in the default list; GPU_SESSION_STAGES="info stats") the LFS update with its
+#            statistics on the device (the GPU default) against the host
+#            (LFS_UPDATE_STATISTICS=host), GPU_SESSION_ROUNDS rounds in ABBA order, the cuDNN
+#            build when carried                                                             ~120 s
 #   pool     (not in the default list; GPU_SESSION_STAGES="info pool" as its own command) `lfs
 #            suite run` of GPU_SESSION_POOL_CELLS (16) sac/mini cells on this GPU (walker_walk,
 #            random encoder, seeds 1..N, budgets no window reaches): one cell at a time (-j 1)
@@ -256,6 +260,24 @@ if has parts && [ -n "$DC" ]; then
             run 150 "$DC" --device "$DEVICE" --bench-only $GPU_SESSION_LFS_PARTS_ARGS
         fi
     }
+fi
+
+# ---- stats --------------------------------------------------------------------------------
+# The LFS update's statistics (LNC's distances, Sinkhorn, spread, entropy) on the device, read
+# with the loss in one copy (the default on a GPU), against the CPU's way on the host
+# (LFS_UPDATE_STATISTICS=host): ABBA rounds of device_check --bench-only, FP32, on the cuDNN
+# build when carried (its update is the fastest, so its host stops weigh the most).
+if has stats && [ -n "$DC" ]; then
+    stats_bin=${DC_CUDNN:-$DC}
+    stats_arm() {  # round statistics
+        mark "stats round=$1 statistics=$2 build=$(basename "$stats_bin")"
+        NVIDIA_TF32_OVERRIDE=0 LFS_UPDATE_STATISTICS=$2 run 120 "$stats_bin" --device "$DEVICE" --bench-only
+    }
+    for r in $(seq 1 "$ROUNDS"); do
+        fits "stats-$r" 40 || break
+        if [ $((r % 2)) = 1 ]; then stats_arm "$r" device; stats_arm "$r" host
+        else stats_arm "$r" host; stats_arm "$r" device; fi
+    done
 fi
 
 # ---- e2e ----------------------------------------------------------------------------------

@@ -291,6 +291,37 @@ def seeds_table(sections, lines, result):
     result["drqv2_seeds"] = evals
 
 
+def stats_table(sections, lines, result):
+    """The LFS update with its statistics on the device / on the host, same-round ratios."""
+    rounds = {}
+    for kind, keys, objs, _ in sections:
+        if kind == "stats":
+            benches = lfs_benches(objs)
+            rounds.setdefault(int(keys.get("round", 0)), {})[keys.get("statistics")] = benches
+    pairs = {r: a for r, a in sorted(rounds.items()) if "device" in a and "host" in a}
+    if not pairs:
+        return
+    build = next((k.get("build") for kind, k, _, _ in sections if kind == "stats"), "?")
+    lines.append(f"\n## LFS update, statistics on the device / on the host (LFS_UPDATE_STATISTICS=host), {build}, FP32")
+    out = {}
+    for key in sorted({k for a in pairs.values() for k in a["device"] if k[0] == "lfs"}):
+        ratios, dev, host = [], [], []
+        for r, a in pairs.items():
+            d, h = a["device"].get(key), a["host"].get(key)
+            if d is None or h is None:
+                continue
+            dev.append(d)
+            host.append(h)
+            ratios.append(d / h)
+            lines.append(f"  round {r}: device {fmt(d)}, host {fmt(h)}, ratio {d / h:.3f}")
+        lines.append(f"  B={key[1]}: median ratio {fmt(med(ratios), 'x')} over {len(ratios)} rounds "
+                     f"[{fmt(min(ratios, default=None), 'x')}, {fmt(max(ratios, default=None), 'x')}]; "
+                     f"device {fmt(med(dev))} ({fmt(min(dev, default=None))}-{fmt(max(dev, default=None))}), "
+                     f"host {fmt(med(host))} ({fmt(min(host, default=None))}-{fmt(max(host, default=None))})")
+        out[f"lfs/{key[1]}"] = {"ratios": ratios, "device_s": dev, "host_s": host}
+    result["stats"] = out
+
+
 def pool_table(sections, lines, result):
     """`lfs suite run` on one GPU: the default pool against one cell at a time, same-round ratios."""
     rounds = {}
@@ -334,7 +365,7 @@ def main():
     lines.append(f"# GPU session: {env.get('gpu', head.get('device', '?'))}; torch {env.get('torch', '?')} "
                  f"(CUDA {env.get('cuda', '-')}, cuDNN {env.get('cudnn', '-')}); lfs at {head.get('commit', '?')}; "
                  f"{done.get('at', '?')} in all")
-    lines.append("precision: lfs FP32 (its CUDA build has no TF32 switch); strong PyTorch as each line says "
+    lines.append("precision: lfs FP32, or TF32 in rounds of precision tf32 (run.precision); strong PyTorch as each line says "
                  "(rounds: fp32 = TF32 off for matmuls and cuDNN)")
     skipped = [f"{k.get('stage')} ({k.get('reason') or 'needed ' + k.get('needs', '?') + ', had ' + k.get('left', '?')})"
                for kind, k, _, _ in sections if kind == "skip"]
@@ -347,6 +378,7 @@ def main():
     history_table(sections, lines, result)
     checks += e2e_tables(sections, lines, result)
     seeds_table(sections, lines, result)
+    stats_table(sections, lines, result)
     pool_table(sections, lines, result)
     for arm in ("lfs", "lfs-cudnn"):
         parity = [o for kind, keys, objs, _ in sections if kind == "parity" and keys.get("arm", "lfs") == arm

@@ -15,7 +15,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::infonce::bilinear_info_nce;
-use super::objective::{real_pairs, Draw, Drawn, Objective};
+use super::objective::{real_pairs, Draw, Drawn, Objective, ObjectiveLoss};
 use super::update_metrics::UpdateMetrics;
 use crate::nn::init::orthogonal;
 use crate::nn::{Params, Predictor};
@@ -98,8 +98,8 @@ impl Objective for Atc {
         real_pairs(d)
     }
 
-    fn loss(&self, z: &Tensor, t: &Tensor, _metrics: &mut UpdateMetrics) -> Result<Tensor> {
-        self.head.loss(z, t)
+    fn loss(&self, z: &Tensor, t: &Tensor) -> Result<ObjectiveLoss> {
+        Ok(ObjectiveLoss::alone(self.head.loss(z, t)?))
     }
 
     fn clip_grad_norm(&self) -> f64 {

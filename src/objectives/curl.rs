@@ -11,7 +11,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::infonce::bilinear_info_nce;
-use super::objective::{two_shifts, Draw, Drawn, Objective};
+use super::objective::{two_shifts, Draw, Drawn, Objective, ObjectiveLoss};
 use super::update_metrics::UpdateMetrics;
 use crate::nn::init::orthogonal;
 use crate::nn::Params;
@@ -152,8 +152,8 @@ impl Objective for Curl {
         two_shifts(d)
     }
 
-    fn loss(&self, z: &Tensor, t: &Tensor, _metrics: &mut UpdateMetrics) -> Result<Tensor> {
-        self.head.loss(z, t)
+    fn loss(&self, z: &Tensor, t: &Tensor) -> Result<ObjectiveLoss> {
+        Ok(ObjectiveLoss::alone(self.head.loss(z, t)?))
     }
 
     fn attach_target(&mut self, target: &mut Params) -> Result<()> {

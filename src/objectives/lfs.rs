@@ -7,8 +7,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::lnc::{lnc_pairs, LncConfig, LncLatent};
-use super::objective::{fixed_share_pairs, real_pairs, Draw, Drawn, Objective};
-use super::sinkhorn::{assignment_entropy, sinkhorn};
+use super::objective::{fixed_share_pairs, real_pairs, Draw, Drawn, Objective, ObjectiveLoss};
+use super::sinkhorn::{assignment_entropy_tensor, sinkhorn};
 use super::update_metrics::UpdateMetrics;
 use crate::nn::prototypes::{l2_normalize, Prototypes};
 use crate::nn::{Params, Predictor};
@@ -38,8 +38,8 @@ impl Default for ClusteringConfig {
 pub struct ClusteringOutput {
     /// Scalar loss J (differentiable w.r.t. the predictor input and the prototypes).
     pub loss: Tensor,
-    /// Mean Sinkhorn assignment entropy (nats).
-    pub sinkhorn_entropy: f64,
+    /// Mean Sinkhorn assignment entropy (nats), an f64 scalar on the loss's device.
+    pub sinkhorn_entropy: Tensor,
 }
 
 /// Shapes: `predicted` (b, latent) = v(g(f(O_prev))) before normalisation; `target` (b, latent)
@@ -60,7 +60,7 @@ pub fn clustering_loss(
     let loss = (q.mul(&log_p)?.sum(1)?.mean(0)? * -1.0)?;
     Ok(ClusteringOutput {
         loss,
-        sinkhorn_entropy: assignment_entropy(&q)?,
+        sinkhorn_entropy: assignment_entropy_tensor(&q)?,
     })
 }
 
@@ -115,9 +115,11 @@ impl Objective for Lfs {
         }
     }
 
-    fn loss(&self, z: &Tensor, t: &Tensor, metrics: &mut UpdateMetrics) -> Result<Tensor> {
+    fn loss(&self, z: &Tensor, t: &Tensor) -> Result<ObjectiveLoss> {
         let out = clustering_loss(&self.predictor.forward(z)?, t, &self.prototypes, &self.clustering)?;
-        metrics.sinkhorn_entropy = Some(out.sinkhorn_entropy);
-        Ok(out.loss)
+        Ok(ObjectiveLoss {
+            loss: out.loss,
+            sinkhorn_entropy: Some(out.sinkhorn_entropy),
+        })
     }
 }

@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::infonce::cosine_info_nce;
 use super::lnc::{lnc_pairs, LncConfig, LncLatent};
-use super::objective::{Draw, Drawn, Objective};
+use super::objective::{Draw, Drawn, Objective, ObjectiveLoss};
 use super::update_metrics::UpdateMetrics;
 use crate::nn::{Params, Predictor};
 use crate::Result;
@@ -46,7 +46,11 @@ impl Objective for LfsCl {
         lnc_pairs(d, &self.lnc, self.latent, metrics)
     }
 
-    fn loss(&self, z: &Tensor, t: &Tensor, _metrics: &mut UpdateMetrics) -> Result<Tensor> {
-        cosine_info_nce(&self.predictor.forward(z)?, t, self.temperature)
+    fn loss(&self, z: &Tensor, t: &Tensor) -> Result<ObjectiveLoss> {
+        Ok(ObjectiveLoss::alone(cosine_info_nce(
+            &self.predictor.forward(z)?,
+            t,
+            self.temperature,
+        )?))
     }
 }

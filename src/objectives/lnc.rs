@@ -1,13 +1,17 @@
 //! Latent Nearest-neighbour Clip (paper §3.2, Eq. 3–4, appendix "PyTorch-style pseudo code for
 //! LNC"; docs/design.md §3). Distances are computed exactly (‖a − b‖, as `torch.norm` of the difference,
-//! not via the ‖a‖² + ‖b‖² − 2ab expansion) in f64 on the host.
+//! not via the ‖a‖² + ‖b‖² − 2ab expansion) in f64: on the host for CPU latents, with candle's
+//! ops on any other device, which then copies back only the M + 1 numbers the selection needs
+//! ([`crate::device::statistics_on_host`]).
 
+use candle_core::{DType, Tensor, D};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::objective::{Draw, Drawn, OnlinePass};
 use super::update_metrics::UpdateMetrics;
 use crate::data::PairKind;
+use crate::device::statistics_on_host;
 use crate::{Error, Result};
 
 /// Which latent LNC measures distances in.
@@ -87,21 +91,89 @@ pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) 
         .into_par_iter()
         .map(|j| kth(&row(synthetic, j), cfg.k - 1))
         .collect();
-    let clip_low = d_internal * (cfg.c - cfg.r / 2.0);
-    let clip_high = d_internal * (cfg.c + cfg.r / 2.0);
-    let selected = d_synthetic
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| **d > clip_low && **d < clip_high)
-        .map(|(j, _)| j)
-        .collect();
-    Ok(LncSelection {
-        selected,
-        d_internal,
-        clip_low,
-        clip_high,
-        d_synthetic,
-    })
+    Ok(LncSelection::clip(d_internal, d_synthetic, cfg))
+}
+
+/// [`lnc_select`] on `real` (n, dim) and `synthetic` (m, dim) latents on their device: the
+/// distances and k-th neighbours with candle's ops in f64, then one copy of D and the m
+/// distances D_j to the host.
+pub fn lnc_select_on_device(real: &Tensor, synthetic: &Tensor, cfg: &LncConfig) -> Result<LncSelection> {
+    let (n_real, dim) = real.dims2()?;
+    if synthetic.dim(1)? != dim {
+        return Err(Error::Shape(format!(
+            "lnc: real latents of {dim} and synthetic ones of {}",
+            synthetic.dim(1)?
+        )));
+    }
+    if cfg.k == 0 || cfg.k >= n_real {
+        return Err(Error::Config(format!(
+            "lnc: k = {} needs 1 <= k < real batch size {n_real}",
+            cfg.k
+        )));
+    }
+    let real = real.detach().to_dtype(DType::F64)?;
+    let synthetic = synthetic.detach().to_dtype(DType::F64)?;
+    // Eq. 3: the k-th smallest distance to the real rows, self (0) included at index 0.
+    let d_real = kth_distances(&real, &real, cfg.k, CHUNK_ELEMENTS)?; // (n)
+                                                                      // Eq. 4: the (k − 1)-th, 0-based.
+    let d_synthetic = kth_distances(&synthetic, &real, cfg.k - 1, CHUNK_ELEMENTS)?; // (m)
+    let both = Tensor::cat(&[d_real.mean_keepdim(0)?, d_synthetic], 0)?.to_vec1::<f64>()?; // (1 + m)
+    Ok(LncSelection::clip(both[0], both[1..].to_vec(), cfg))
+}
+
+/// The differences [`kth_distances`] holds at once: 2^25 f64, 256 MB.
+const CHUNK_ELEMENTS: usize = 1 << 25;
+
+/// For each row of `a` (n, dim), the `idx`-th smallest (0-based) of its exact distances ‖a_i − b_j‖
+/// to the rows of `b` (m, dim): (n). Rows are taken in chunks so that a chunk's differences
+/// (rows, m, dim) stay near `chunk_elements` whatever the latent's width (the conv latent's
+/// 39,200 at M = 512 takes 1 row at a time, the projector's 128 takes all 512).
+fn kth_distances(a: &Tensor, b: &Tensor, idx: usize, chunk_elements: usize) -> Result<Tensor> {
+    let (n, dim) = a.dims2()?;
+    let m = b.dim(0)?;
+    let rows = (chunk_elements / (m * dim).max(1)).clamp(1, n.max(1));
+    let mut out = Vec::with_capacity(n.div_ceil(rows));
+    for start in (0..n).step_by(rows) {
+        let len = rows.min(n - start);
+        let chunk = a.narrow(0, start, len)?.unsqueeze(1)?; // (len, 1, dim)
+        let mut d = chunk
+            .broadcast_sub(&b.unsqueeze(0)?)? // (len, m, dim)
+            .sqr()?
+            .sum(D::Minus1)?
+            .sqrt()?; // (len, m)
+                      // The idx-th smallest: remove the smallest idx times (one entry each, so ties count as
+                      // a sort counts them), then the smallest left.
+        let columns = Tensor::arange(0u32, m as u32, d.device())?.unsqueeze(0)?; // (1, m)
+        let removed = Tensor::full(f64::INFINITY, (len, m), d.device())?;
+        for _ in 0..idx {
+            let smallest = d.argmin_keepdim(1)?; // (len, 1)
+            let hit = columns.broadcast_eq(&smallest)?; // (len, m)
+            d = hit.where_cond(&removed, &d)?;
+        }
+        out.push(d.min(1)?); // (len)
+    }
+    Ok(Tensor::cat(&out, 0)?)
+}
+
+impl LncSelection {
+    /// The clip of Eq. 4 around D (`d_internal`) applied to the candidates' distances.
+    fn clip(d_internal: f64, d_synthetic: Vec<f64>, cfg: &LncConfig) -> LncSelection {
+        let clip_low = d_internal * (cfg.c - cfg.r / 2.0);
+        let clip_high = d_internal * (cfg.c + cfg.r / 2.0);
+        let selected = d_synthetic
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| **d > clip_low && **d < clip_high)
+            .map(|(j, _)| j)
+            .collect();
+        LncSelection {
+            selected,
+            d_internal,
+            clip_low,
+            clip_high,
+            d_synthetic,
+        }
+    }
 }
 
 /// LFS data (docs/design.md §3): M real pairs and M synthetic candidates, both shifted; LNC
@@ -121,10 +193,13 @@ pub fn lnc_pairs(d: Draw, cfg: &LncConfig, latent: LncLatent, metrics: &mut Upda
         LncLatent::Projector => &features.z,
         LncLatent::Conv => &features.encoded.h,
     }; // (2M, dim)
-    let dim = latent.dim(1)?;
-    let real_latent = latent.narrow(0, 0, m)?.flatten_all()?.to_vec1::<f32>()?;
-    let syn_latent = latent.narrow(0, m, m)?.flatten_all()?.to_vec1::<f32>()?;
-    let sel = lnc_select(&real_latent, &syn_latent, dim, cfg)?;
+    let (real_latent, syn_latent) = (latent.narrow(0, 0, m)?, latent.narrow(0, m, m)?); // (M, dim) each
+    let sel = if statistics_on_host(latent.device()) {
+        let host = |t: &Tensor| t.flatten_all()?.to_vec1::<f32>();
+        lnc_select(&host(&real_latent)?, &host(&syn_latent)?, latent.dim(1)?, cfg)?
+    } else {
+        lnc_select_on_device(&real_latent, &syn_latent, cfg)?
+    };
     let n = sel.selected.len();
     let mut real_idx = rand::seq::index::sample(&mut *d.rng, m, m - n).into_vec();
     real_idx.sort_unstable();

@@ -56,14 +56,34 @@ impl Drawn {
     }
 }
 
+/// What an objective's loss gives the trainer. Its terms stay on the loss's device until the
+/// trainer reads them, with the loss, in one copy (a GPU stops once for them all).
+#[derive(Debug, Clone)]
+pub struct ObjectiveLoss {
+    /// The scalar loss J.
+    pub loss: Tensor,
+    /// LFS: the mean Sinkhorn assignment entropy (nats), an f64 scalar.
+    pub sinkhorn_entropy: Option<Tensor>,
+}
+
+impl ObjectiveLoss {
+    /// A loss with no terms of its own (ATC, CURL).
+    pub fn alone(loss: Tensor) -> Self {
+        Self {
+            loss,
+            sinkhorn_entropy: None,
+        }
+    }
+}
+
 /// A pre-training objective on the encoder (docs/design.md §3–§5).
 pub trait Objective: Debug {
     /// The update's training pairs; records what it drew in `metrics` (`num_synthetic`, LNC's).
     fn draw(&self, d: Draw, metrics: &mut UpdateMetrics) -> Result<Drawn>;
 
-    /// The loss on the online projections `z` (M, latent) and the target ones `t` (M, latent);
-    /// records the objective's own terms in `metrics`.
-    fn loss(&self, z: &Tensor, t: &Tensor, metrics: &mut UpdateMetrics) -> Result<Tensor>;
+    /// The loss on the online projections `z` (M, latent) and the target ones `t` (M, latent),
+    /// with the objective's own terms as tensors: the trainer reads them with the loss, at once.
+    fn loss(&self, z: &Tensor, t: &Tensor) -> Result<ObjectiveLoss>;
 
     /// Clip the global gradient norm at this value before the Adam step; 0: no clipping.
     fn clip_grad_norm(&self) -> f64 {

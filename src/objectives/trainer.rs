@@ -15,12 +15,13 @@ use std::path::Path;
 use std::time::Instant;
 
 use candle_core::backprop::GradStore;
-use candle_core::{Tensor, Var};
+use candle_core::{DType, Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::config::{ModelConfig, ObjectiveConfig};
-use super::objective::{Draw, Drawn, Objective, OnlinePass};
+use super::objective::{Draw, Drawn, Objective, ObjectiveLoss, OnlinePass};
+use super::spread::{spread_sums, Spread, SPREAD_SUMS};
 use super::update_metrics::UpdateMetrics;
 use crate::data::{PairBatch, PairSource, RandomShift};
 use crate::device::Backend;
@@ -249,10 +250,8 @@ impl Trainer {
         let z_leaf = Var::from_tensor(&online.features.z_rows(&online.rows)?)?; // (M, latent)
                                                                                 // The target branch builds no graph, so backward never reaches its parameters.
         let t = self.target_net.forward_pixels(&batch.cur, batch.len, false)?.z; // (M, latent)
-        let spread = super::spread::spread(&t)?;
-        metrics.target_cosine = spread.mean_pairwise_cosine;
-        metrics.target_norm = spread.mean_norm;
-        let loss = self.loss(z_leaf.as_tensor(), &t, &mut metrics)?;
+        let spread_sums = spread_sums(&t)?; // (3)
+        let loss = self.loss(z_leaf.as_tensor(), &t, &spread_sums, &mut metrics)?;
 
         // ---- optimise: Adam on the online network, then EMA into the target
         let forward_done = Instant::now();
@@ -280,10 +279,24 @@ impl Trainer {
     }
 
     /// The method's loss on the online projections `z` (M, latent) and the target ones `t`;
-    /// errors if it is not finite.
-    fn loss(&self, z: &Tensor, t: &Tensor, metrics: &mut UpdateMetrics) -> Result<Tensor> {
-        let loss = self.objective.loss(z, t, metrics)?;
-        metrics.loss = loss.to_scalar::<f32>()? as f64;
+    /// errors if it is not finite. The loss, its terms and the target's `spread_sums` are read
+    /// into `metrics` in one copy, the update's last read of the device (LNC's selection is the other).
+    fn loss(&self, z: &Tensor, t: &Tensor, spread_sums: &Tensor, metrics: &mut UpdateMetrics) -> Result<Tensor> {
+        let ObjectiveLoss { loss, sinkhorn_entropy } = self.objective.loss(z, t)?;
+        let mut parts = vec![loss.to_dtype(DType::F64)?.reshape(1)?, spread_sums.clone()];
+        parts.extend(
+            sinkhorn_entropy
+                .iter()
+                .map(|e| e.reshape(1))
+                .collect::<candle_core::Result<Vec<_>>>()?,
+        );
+        let read = Tensor::cat(&parts, 0)?.to_vec1::<f64>()?; // (1 + 3 [+ 1])
+        let spread_at = 1..1 + SPREAD_SUMS;
+        let spread = Spread::from_sums(read[spread_at.clone()].try_into().expect("three sums"), t.dim(0)?);
+        metrics.target_cosine = spread.mean_pairwise_cosine;
+        metrics.target_norm = spread.mean_norm;
+        metrics.sinkhorn_entropy = read.get(spread_at.end).copied();
+        metrics.loss = read[0];
         if !metrics.loss.is_finite() {
             return Err(Error::Training(format!(
                 "update {}: loss is {}",
