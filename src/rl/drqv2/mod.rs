@@ -20,7 +20,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::action_encoding::ActionEncoding;
-use super::agent_state::{self, check_finite, scalar, Optimised};
+use super::agent_state::{self, check_finite, read_scalars, Optimised};
 use super::batch::Batch;
 use super::critic::{critic_loss, Critic, NetworkDims, TwinQ};
 use super::mlp::TrunkOutput;
@@ -347,7 +347,6 @@ impl DrQv2Agent {
             self.cfg.critic_target_tau,
         )?;
         metrics.actor_stddev = std;
-        metrics.batch_reward = scalar(&batch.reward.mean_all()?)?;
         Ok((metrics, obs_grad))
     }
 
@@ -400,11 +399,20 @@ impl DrQv2Agent {
     ) -> Result<(DrQv2Metrics, Option<Tensor>)> {
         let next_eps = self.noise(batch.obs.dim(0)?, batch.obs.device(), rng)?;
         let CriticLosses { loss, q, target_q } = self.critic_losses(batch, std, &next_eps)?;
+        // One read of the critic's numbers and the batch's reward (a GPU stops once for them).
+        let [critic_loss, critic_q1, critic_q2, critic_target_q, batch_reward] = read_scalars([
+            &loss,
+            &q.q1.mean_all()?,
+            &q.q2.mean_all()?,
+            &target_q.mean_all()?,
+            &batch.reward.mean_all()?,
+        ])?;
         let metrics = DrQv2Metrics {
-            critic_loss: scalar(&loss)?,
-            critic_q1: scalar(&q.q1.mean_all()?)?,
-            critic_q2: scalar(&q.q2.mean_all()?)?,
-            critic_target_q: scalar(&target_q.mean_all()?)?,
+            critic_loss,
+            critic_q1,
+            critic_q2,
+            critic_target_q,
+            batch_reward,
             ..DrQv2Metrics::default()
         };
         check_finite("critic loss", metrics.critic_loss)?;
@@ -429,8 +437,8 @@ impl DrQv2Agent {
     ) -> Result<()> {
         let eps = self.noise(obs.dim(0)?, obs.device(), rng)?;
         let ActorLosses { loss, dist, action } = self.actor_losses(obs, std, &eps)?;
-        metrics.actor_loss = scalar(&loss)?;
-        metrics.actor_logprob = scalar(&dist.log_prob(&action.detach())?.mean_all()?)?;
+        [metrics.actor_loss, metrics.actor_logprob] =
+            read_scalars([&loss, &dist.log_prob(&action.detach())?.mean_all()?])?;
         metrics.actor_ent = dist.entropy(self.action_dim);
         check_finite("actor loss", metrics.actor_loss)?;
         let grads = loss.backward()?;

@@ -24,6 +24,7 @@ use super::host_matrix::{column_sums, concat_columns, matmul, sum_of_columns, Ma
 use crate::nn::kernels::cpu_storage::host_f32;
 use crate::nn::kernels::row_split::{row_split_parts, row_split_product};
 use crate::nn::Params;
+use crate::rl::agent_state::scalar;
 use crate::rl::batch::Batch;
 use crate::rl::critic::NetworkDims;
 use crate::rl::mlp::LAYER_NORM_EPS;
@@ -602,10 +603,12 @@ fn actor_step(nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<
     let mut grads = NamedGrads::new();
     grads.trunk("trunk", &actor.trunk, trunk_grads)?;
     grads.mlp("policy", &actor.policy, g_policy.layers)?;
+    let log_prob = Tensor::from_vec(sample.log_prob, (b, 1), &Device::Cpu)?; // (b, 1)
     Ok(ActorGradients {
         grads: grads.0,
         loss: actor_loss,
-        log_prob: Tensor::from_vec(sample.log_prob, (b, 1), &Device::Cpu)?, // (b, 1)
+        entropy: -scalar(&log_prob.mean_all()?)?,
+        log_prob,
     })
 }
 

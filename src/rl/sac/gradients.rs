@@ -20,7 +20,7 @@ use candle_core::Tensor;
 use super::actor::Actor;
 use super::{actor_loss, critic_target};
 use crate::nn::Params;
-use crate::rl::agent_state::scalar;
+use crate::rl::agent_state::read_scalars;
 use crate::rl::batch::Batch;
 use crate::rl::critic::{critic_loss, Critic, NetworkDims};
 use crate::Result;
@@ -54,6 +54,8 @@ pub(crate) struct CriticGradients {
 pub(crate) struct ActorGradients {
     pub grads: BTreeMap<String, Tensor>,
     pub loss: f64,
+    /// The policy's entropy estimate on the batch, −mean log π.
+    pub entropy: f64,
     /// log π of each sampled action (b, 1), constant: α's step reads it.
     pub log_prob: Tensor,
 }
@@ -117,11 +119,13 @@ impl Gradients for Autograd {
         let next_eps = noise(next_eps, &batch.obs, nets.dims.action_dim)?; // (b, A)
         let (loss, q1, target_q) = Self::critic_graph(nets, batch, &next_eps, alpha)?;
         let grads = loss.backward()?;
+        // One read of the three numbers (a GPU stops once for them).
+        let [loss, q1, target_q] = read_scalars([&loss, &q1.mean_all()?, &target_q.mean_all()?])?;
         Ok(CriticGradients {
             grads: by_name(&grads, nets.critic_params),
-            loss: scalar(&loss)?,
-            q1: scalar(&q1.mean_all()?)?,
-            target_q: scalar(&target_q.mean_all()?)?,
+            loss,
+            q1,
+            target_q,
             obs_grad: match batch.obs.track_op() {
                 true => grads.get(&batch.obs).cloned(),
                 false => None,
@@ -135,9 +139,11 @@ impl Gradients for Autograd {
         // Only the actor's gradients are kept: the critic is detached, so this loss gives it
         // none (Proto-RL computes them and zeroes them before the critic's next step).
         let grads = loss.backward()?;
+        let [loss, mean_log_prob] = read_scalars([&loss, &log_prob.mean_all()?])?;
         Ok(ActorGradients {
             grads: by_name(&grads, nets.actor_params),
-            loss: scalar(&loss)?,
+            loss,
+            entropy: -mean_log_prob,
             log_prob: log_prob.detach(),
         })
     }

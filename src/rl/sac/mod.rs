@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
-use crate::rl::agent_state::{self, check_finite, scalar, Optimised};
+use crate::rl::agent_state::{self, check_finite, read_scalars, Optimised};
 use crate::rl::batch::Batch;
 use crate::rl::critic::{Critic, NetworkDims};
 use crate::rl::mlp::TrunkOutput;
@@ -191,6 +191,19 @@ impl GradientPath {
 /// The name of log α in its store and in checkpoints (Proto-RL's attribute).
 const LOG_ALPHA: &str = "log_alpha";
 
+/// log α's tensor in its store.
+fn log_alpha(alpha_params: &Params) -> Result<&Tensor> {
+    alpha_params
+        .get(LOG_ALPHA)
+        .map(|v| v.as_tensor())
+        .ok_or_else(|| Error::Shape("sac: no log_alpha".into()))
+}
+
+/// α = exp(log α), read from the store.
+fn read_alpha(alpha_params: &Params) -> Result<f64> {
+    Ok(log_alpha(alpha_params)?.exp()?.to_vec1::<f32>()?[0] as f64)
+}
+
 /// The agent: networks, their stores and their optimisers.
 pub struct SacAgent {
     cfg: SacConfig,
@@ -207,6 +220,10 @@ pub struct SacAgent {
     alpha_opt: Adam,
     /// How its updates are differentiated, chosen at construction.
     gradient_path: GradientPath,
+    /// α = exp(log α) as last read from its tensor (at construction, after each α step and on
+    /// loading a state): the update's graphs take it as a number, and reading it anew would stop
+    /// a GPU once more per update.
+    alpha: f64,
 }
 
 impl SacAgent {
@@ -237,6 +254,7 @@ impl SacAgent {
         let critic_target = Critic::from_params(dims, TrunkOutput::LayerNorm, "", &critic_target_params)?;
         let mut alpha_params = Params::new(device);
         alpha_params.insert(LOG_ALPHA, Tensor::new(&[cfg.init_temperature.ln() as f32], device)?)?;
+        let alpha = read_alpha(&alpha_params)?;
         Ok(Self {
             actor_opt: Adam::new(cfg.optimizer.clone(), &actor_params),
             critic_opt: Adam::new(cfg.optimizer.clone(), &critic_params),
@@ -251,6 +269,7 @@ impl SacAgent {
             critic_target_params,
             alpha_params,
             gradient_path,
+            alpha,
         })
     }
 
@@ -269,15 +288,12 @@ impl SacAgent {
     }
 
     /// Current α.
-    pub fn alpha(&self) -> Result<f64> {
-        Ok(self.log_alpha()?.exp()?.to_vec1::<f32>()?[0] as f64)
+    pub fn alpha(&self) -> f64 {
+        self.alpha
     }
 
     fn log_alpha(&self) -> Result<&Tensor> {
-        self.alpha_params
-            .get(LOG_ALPHA)
-            .map(|v| v.as_tensor())
-            .ok_or_else(|| Error::Shape("sac: no log_alpha".into()))
+        log_alpha(&self.alpha_params)
     }
 
     /// Every trainable store by checkpoint prefix: what the optimisers can reach.
@@ -351,7 +367,7 @@ impl SacAgent {
         rng: &mut R,
     ) -> Result<(SacMetrics, Option<Tensor>)> {
         let gradients = self.gradient_path.gradients();
-        let alpha = self.alpha()?;
+        let alpha = self.alpha;
         let b = batch.obs.dim(0)?;
 
         // The critic, on y = r + γ·(min Q'(s', a') − α·log π(a'|s')), a' ~ π(·|s').
@@ -371,7 +387,7 @@ impl SacAgent {
             let eps = self.noise(b, rng); // (b, A)
             let actor = gradients.actor(&self.nets(), &batch.obs.detach(), &eps, alpha)?;
             metrics.actor_loss = Some(actor.loss);
-            metrics.actor_entropy = Some(-scalar(&actor.log_prob.mean_all()?)?);
+            metrics.actor_entropy = Some(actor.entropy);
             check_finite("actor loss", actor.loss)?;
             self.actor_opt.step_named(&self.actor_params, &actor.grads)?;
             self.update_alpha(&actor.log_prob, &mut metrics)?;
@@ -385,16 +401,18 @@ impl SacAgent {
                 self.cfg.critic_target_tau,
             )?;
         }
-        metrics.alpha = self.alpha()?;
+        metrics.alpha = self.alpha;
         Ok((metrics, critic.obs_grad))
     }
 
-    /// α's step on the actor step's log π (b, 1).
+    /// α's step on the actor step's log π (b, 1); its loss and the new α are read together.
     fn update_alpha(&mut self, log_prob: &Tensor, metrics: &mut SacMetrics) -> Result<()> {
         let loss = alpha_loss(self.log_alpha()?, log_prob, self.target_entropy())?;
-        metrics.alpha_loss = Some(scalar(&loss)?);
         let grads = loss.backward()?;
         self.alpha_opt.step(&self.alpha_params, &grads)?;
+        let [loss, alpha] = read_scalars([&loss, &self.log_alpha()?.exp()?])?;
+        metrics.alpha_loss = Some(loss);
+        self.alpha = alpha;
         Ok(())
     }
 
@@ -413,7 +431,9 @@ impl SacAgent {
         let (a, c, l) = (&self.actor_params, &self.critic_params, &self.alpha_params);
         agent_state::load_optimiser("actor_opt", &mut self.actor_opt, a, tensors, meta)?;
         agent_state::load_optimiser("critic_opt", &mut self.critic_opt, c, tensors, meta)?;
-        agent_state::load_optimiser("alpha_opt", &mut self.alpha_opt, l, tensors, meta)
+        agent_state::load_optimiser("alpha_opt", &mut self.alpha_opt, l, tensors, meta)?;
+        self.alpha = read_alpha(&self.alpha_params)?;
+        Ok(())
     }
 
     fn optimised(&self) -> [Optimised<'_>; 3] {
@@ -481,7 +501,7 @@ mod tests {
             }
             let batch = batch(repr, 16, 3, &mut rng);
             let eps = agent.noise(16, &mut rng); // (b, A)
-            let alpha = agent.alpha().unwrap();
+            let alpha = agent.alpha();
             let nets = agent.nets();
             let close = |ours: f64, reference: f64| (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0);
 

@@ -20,7 +20,7 @@ use candle_nn::Linear;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::agent_state::{self, check_finite, scalar, Optimised};
+use super::agent_state::{self, check_finite, read_scalar_list, Optimised};
 use super::batch::{Batch, SequenceViews};
 use super::drqv2::{DrQv2Agent, DrQv2Config, DrQv2Metrics, LatentActions};
 use super::mlp::{join, linear, Trunk, TrunkOutput};
@@ -285,10 +285,17 @@ impl TacoAgent {
         metrics: &mut TacoMetrics,
     ) -> Result<Option<Tensor>> {
         let losses = self.taco_losses(views, reward)?;
-        metrics.taco_loss = scalar(&losses.taco)?;
-        metrics.curl_loss = losses.curl.as_ref().map(scalar).transpose()?;
-        metrics.reward_loss = losses.reward.as_ref().map(scalar).transpose()?;
-        check_finite("taco loss", scalar(&losses.total)?)?;
+        // One read of the losses (a GPU stops once for them): TACO's, the total, then CURL's
+        // and the reward's when the config has them.
+        let optional = [&losses.curl, &losses.reward];
+        let mut read = vec![&losses.taco, &losses.total];
+        read.extend(optional.iter().filter_map(|l| l.as_ref()));
+        let values = read_scalar_list(&read)?;
+        let mut rest = values[2..].iter().copied();
+        metrics.taco_loss = values[0];
+        metrics.curl_loss = losses.curl.as_ref().and_then(|_| rest.next());
+        metrics.reward_loss = losses.reward.as_ref().and_then(|_| rest.next());
+        check_finite("taco loss", values[1])?;
         let grads = losses.total.backward()?;
         self.heads_opt.step(&self.heads_params, &grads)?;
         let act_tok = &self
