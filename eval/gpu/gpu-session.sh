@@ -18,8 +18,8 @@
 #            cuDNN's convolutions (device_check-cudnn, when carried) and strong PyTorch (the same
 #            three updates, 10 timed after 5 warm-ups), each precision of
 #            GPU_SESSION_PRECISIONS (fp32)                                                  ~55 s a round
-#   parts    lfs's LFS update with a true split: under CUDA_LAUNCH_BLOCKING=1, and with
-#            GPU_SESSION_LFS_PARTS_ARGS if set (a profiling flag of a later device_check);
+#   parts    lfs's LFS update with a true split: LFS_SYNC_PARTS=1 (the trainer waits for the
+#            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
 #            the conv backward as lfs's GEMMs and as candle's own (LFS_CONV_BACKWARD=candle,
 #            src/nn/gemm_conv.rs), and the cuDNN build's (when carried), a split each      ~75 s
 #   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
@@ -246,12 +246,12 @@ fi
 if has parts && [ -n "$DC" ]; then
     fits parts 75 && {
         for conv in gemm candle; do
-            mark "parts arm=lfs mode=CUDA_LAUNCH_BLOCKING conv=$conv"
-            LFS_CONV_BACKWARD=$conv CUDA_LAUNCH_BLOCKING=1 run 150 "$DC" --device "$DEVICE" --bench-only
+            mark "parts arm=lfs mode=LFS_SYNC_PARTS conv=$conv"
+            LFS_CONV_BACKWARD=$conv LFS_SYNC_PARTS=1 run 150 "$DC" --device "$DEVICE" --bench-only
         done
         if [ -n "$DC_CUDNN" ]; then
-            mark "parts arm=lfs-cudnn mode=CUDA_LAUNCH_BLOCKING conv=gemm"
-            NVIDIA_TF32_OVERRIDE=0 CUDA_LAUNCH_BLOCKING=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=gemm"
+            NVIDIA_TF32_OVERRIDE=0 LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=unblocked-tf32-allowed conv=gemm"
             run 120 "$DC_CUDNN" --device "$DEVICE" --bench-only
         fi

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use candle_core::backprop::GradStore;
@@ -31,6 +32,13 @@ use crate::nn::ema::ema_update;
 use crate::nn::kernels::conv_nhwc::OB;
 use crate::nn::{Adam, AdamConfig, EncoderProjector, Params};
 use crate::{Error, Result};
+
+/// Whether `LFS_SYNC_PARTS=1` asks the update to wait for the device at each part's end
+/// ([`Trainer::update`]'s timers).
+fn sync_parts() -> bool {
+    static SYNC: OnceLock<bool> = OnceLock::new();
+    *SYNC.get_or_init(|| std::env::var("LFS_SYNC_PARTS").is_ok_and(|v| v == "1"))
+}
 
 /// What the objective engine is built from: the model, optimizer and objective sections of a
 /// config, with the run's seed, the batch size M and the shift padding. `lfs pretrain` makes it
@@ -239,7 +247,7 @@ impl Trainer {
         metrics.num_real = batch.len - metrics.num_synthetic;
 
         // ---- loss: online z (a leaf; its gradient goes through EncoderProjector::backward)
-        let data_done = Instant::now();
+        let data_done = self.part_done()?;
         let online = match online {
             Some(online) => online,
             None => OnlinePass {
@@ -254,13 +262,13 @@ impl Trainer {
         let loss = self.loss(z_leaf.as_tensor(), &t, &spread_sums, &mut metrics)?;
 
         // ---- optimise: Adam on the online network, then EMA into the target
-        let forward_done = Instant::now();
+        let forward_done = self.part_done()?;
         let mut grads = self.backward(&loss, &z_leaf, &online)?;
         let clip = self.objective.clip_grad_norm();
         if clip > 0.0 {
             metrics.grad_norm = Some(clip_grad_norm(&self.online_params, &mut grads, clip)?);
         }
-        let backward_done = Instant::now();
+        let backward_done = self.part_done()?;
         self.adam.step(&self.online_params, &grads)?;
         ema_update(
             &self.online_params,
@@ -268,7 +276,7 @@ impl Trainer {
             self.cfg.objective.target_tau(),
         )?;
         self.step += 1;
-        let end = Instant::now();
+        let end = self.part_done()?;
         metrics.seconds_data = (data_done - start).as_secs_f64();
         metrics.seconds_forward = (forward_done - data_done).as_secs_f64();
         metrics.seconds_backward = (backward_done - forward_done).as_secs_f64();
@@ -276,6 +284,17 @@ impl Trainer {
         metrics.update_seconds = (end - start).as_secs_f64();
         metrics.updates_per_s = 1.0 / metrics.update_seconds.max(1e-9);
         Ok(metrics)
+    }
+
+    /// The end of one part of an update (data, forward, backward, optimiser) for its timer. A
+    /// GPU runs the launched work later, so a part's host timer stops at its launches, not at
+    /// its end; `LFS_SYNC_PARTS=1` waits for the device at each part's end, so that each timer
+    /// holds its own GPU work (a profiling mode: the waits cost the overlap they remove).
+    fn part_done(&self) -> Result<Instant> {
+        if sync_parts() {
+            self.online_params.device().synchronize()?;
+        }
+        Ok(Instant::now())
     }
 
     /// The method's loss on the online projections `z` (M, latent) and the target ones `t`;
