@@ -3,7 +3,7 @@
 //! and resume keys, and `--device cuda` refused by a build without CUDA before anything is
 //! written.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use lfs::pretrain::PretrainConfig;
@@ -79,12 +79,10 @@ fn run_device_is_written_only_off_the_cpu_and_never_joins_the_resume_key() {
     assert!(err.to_string().contains("expected cpu, cuda or cuda:N"), "{err}");
 }
 
-#[cfg(not(feature = "cuda"))]
-#[test]
-fn device_cuda_on_a_cpu_build_is_refused_before_anything_is_written() {
-    let dir = temp_dir("device-refused");
-    for (command, args, device) in [
-        ("pretrain", vec!["--config", "pipelines/tiny.toml"], "cuda"),
+/// The three commands that train, each with the arguments of a tiny run (all but `--out-dir`).
+fn training_commands() -> [(&'static str, Vec<&'static str>); 3] {
+    [
+        ("pretrain", vec!["--config", "pipelines/tiny.toml"]),
         (
             "eval",
             vec![
@@ -95,31 +93,48 @@ fn device_cuda_on_a_cpu_build_is_refused_before_anything_is_written() {
                 "--task",
                 "cartpole_swingup",
             ],
-            "cuda:1",
         ),
         (
             "train",
             vec!["--config", "pipelines/e2e/tiny.toml", "--task", "cartpole_swingup"],
-            "cuda",
         ),
-    ] {
+    ]
+}
+
+/// Runs each training command with `extra` arguments into its own folder under `dir`; each must
+/// fail with output that `refused` accepts, and write nothing.
+fn refused_before_writing(dir: &Path, extra: impl Fn(&str) -> Vec<String>, refused: impl Fn(&str, &str) -> bool) {
+    for (command, args) in training_commands() {
         let out_dir = dir.join(command);
         let out = lfs_in_repo()
             .arg(command)
             .args(&args)
-            .args(["--device", device, "--out-dir"])
+            .args(extra(command))
+            .arg("--out-dir")
             .arg(&out_dir)
             .output()
             .unwrap();
         let text = output_text(&out);
         assert!(!out.status.success(), "{command}: {text}");
-        let choice: lfs::device::DeviceChoice = device.parse().unwrap();
-        assert!(
-            text.contains(&format!("run.device = \"{choice}\"")) && text.contains("make build-cuda"),
-            "{command}: {text}"
-        );
+        assert!(refused(command, &text), "{command}: {text}");
         assert!(!out_dir.exists(), "{command} wrote {}", out_dir.display());
     }
+}
+
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn device_cuda_on_a_cpu_build_is_refused_before_anything_is_written() {
+    let dir = temp_dir("device-refused");
+    // eval names a GPU other than the first
+    let device = |command: &str| if command == "eval" { "cuda:1" } else { "cuda" };
+    refused_before_writing(
+        &dir,
+        |command| vec!["--device".into(), device(command).into()],
+        |command, text| {
+            let choice: lfs::device::DeviceChoice = device(command).parse().unwrap();
+            text.contains(&format!("run.device = \"{choice}\"")) && text.contains("make build-cuda")
+        },
+    );
     let out = lfs_in_repo()
         .args([
             "pretrain",
@@ -144,40 +159,11 @@ fn device_cuda_on_a_cpu_build_is_refused_before_anything_is_written() {
 #[test]
 fn tf32_on_the_cpu_is_refused_before_anything_is_written() {
     let dir = temp_dir("precision-refused");
-    for (command, args) in [
-        ("pretrain", vec!["--config", "pipelines/tiny.toml"]),
-        (
-            "eval",
-            vec![
-                "--config",
-                "pipelines/sac/tiny.toml",
-                "--encoder",
-                "random",
-                "--task",
-                "cartpole_swingup",
-            ],
-        ),
-        (
-            "train",
-            vec!["--config", "pipelines/e2e/tiny.toml", "--task", "cartpole_swingup"],
-        ),
-    ] {
-        let out_dir = dir.join(command);
-        let out = lfs_in_repo()
-            .arg(command)
-            .args(&args)
-            .args(["--set", "run.precision=tf32", "--out-dir"])
-            .arg(&out_dir)
-            .output()
-            .unwrap();
-        let text = output_text(&out);
-        assert!(!out.status.success(), "{command}: {text}");
-        assert!(
-            text.contains("run.precision = \"tf32\" needs a CUDA device"),
-            "{command}: {text}"
-        );
-        assert!(!out_dir.exists(), "{command} wrote {}", out_dir.display());
-    }
+    refused_before_writing(
+        &dir,
+        |_| vec!["--set".into(), "run.precision=tf32".into()],
+        |_, text| text.contains("run.precision = \"tf32\" needs a CUDA device"),
+    );
     let out = lfs_in_repo()
         .args([
             "pretrain",
