@@ -58,23 +58,9 @@ const PREFIX: &str = "encoder";
 fn main() -> anyhow::Result<()> {
     lfs::alloc::keep_freed_memory();
     let argv: Vec<String> = std::env::args().collect();
-    let choice: DeviceChoice = match argv.iter().position(|a| a == "--device") {
-        Some(i) => argv
-            .get(i + 1)
-            .context("--device needs a value")?
-            .parse()
-            .map_err(anyhow::Error::msg)?,
-        None => DeviceChoice::Cpu,
-    };
+    let choice: DeviceChoice = flag_value(&argv, "--device")?.unwrap_or_default();
     // `--precision tf32`: candle's f32 GEMMs on the tensor cores (run.precision).
-    let precision: Precision = match argv.iter().position(|a| a == "--precision") {
-        Some(i) => argv
-            .get(i + 1)
-            .context("--precision needs a value")?
-            .parse()
-            .map_err(anyhow::Error::msg)?,
-        None => Precision::Fp32,
-    };
+    let precision: Precision = flag_value(&argv, "--precision")?.unwrap_or_default();
     let device = choice.open(precision)?;
     // The side under test: candle's ops on the device (on the CPU too).
     let tested = Backend::candle(&device);
@@ -121,6 +107,15 @@ fn main() -> anyhow::Result<()> {
         bail!("{} check(s) over {LIMIT:e}: {}", failed.len(), failed.join(", "));
     }
     Ok(())
+}
+
+/// The value after `flag` in `argv`, parsed; `None` without the flag.
+fn flag_value<T: std::str::FromStr<Err = String>>(argv: &[String], flag: &str) -> anyhow::Result<Option<T>> {
+    let Some(i) = argv.iter().position(|a| a == flag) else {
+        return Ok(None);
+    };
+    let text = argv.get(i + 1).with_context(|| format!("{flag} needs a value"))?;
+    Ok(Some(text.parse().map_err(anyhow::Error::msg)?))
 }
 
 /// The largest relative error of a check, and the tensor it was on.
