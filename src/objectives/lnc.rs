@@ -115,7 +115,8 @@ pub fn lnc_select_on_device(real: &Tensor, synthetic: &Tensor, cfg: &LncConfig) 
     let synthetic = synthetic.detach().to_dtype(DType::F64)?;
     // Eq. 3: the k-th smallest distance to the real rows, self (0) included at index 0.
     let d_real = kth_distances(&real, &real, cfg.k, CHUNK_ELEMENTS)?; // (n)
-                                                                      // Eq. 4: the (k − 1)-th, 0-based.
+
+    // Eq. 4: the (k − 1)-th, 0-based.
     let d_synthetic = kth_distances(&synthetic, &real, cfg.k - 1, CHUNK_ELEMENTS)?; // (m)
     let both = Tensor::cat(&[d_real.mean_keepdim(0)?, d_synthetic], 0)?.to_vec1::<f64>()?; // (1 + m)
     Ok(LncSelection::clip(both[0], both[1..].to_vec(), cfg))
@@ -141,8 +142,9 @@ fn kth_distances(a: &Tensor, b: &Tensor, idx: usize, chunk_elements: usize) -> R
             .sqr()?
             .sum(D::Minus1)?
             .sqrt()?; // (len, m)
-                      // The idx-th smallest: remove the smallest idx times (one entry each, so ties count as
-                      // a sort counts them), then the smallest left.
+
+        // The idx-th smallest: remove the smallest idx times (one entry each, so ties count as
+        // a sort counts them), then the smallest left.
         let columns = Tensor::arange(0u32, m as u32, d.device())?.unsqueeze(0)?; // (1, m)
         let removed = Tensor::full(f64::INFINITY, (len, m), d.device())?;
         for _ in 0..idx {

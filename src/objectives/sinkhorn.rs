@@ -115,7 +115,8 @@ pub fn assignment_entropy_tensor(q: &Tensor) -> Result<Tensor> {
 /// [`assignment_entropy`] with candle's ops in f64 on q's device: an f64 scalar tensor.
 pub fn assignment_entropy_on_device(q: &Tensor) -> Result<Tensor> {
     let q = q.detach().to_dtype(DType::F64)?; // (b, k)
-                                              // −p ln p, with 0 for p = 0 (ln of a zero entry is replaced by 0 before the product)
+
+    // −p ln p, with 0 for p = 0 (ln of a zero entry is replaced by 0 before the product)
     let positive = q.gt(0f64)?;
     let log = positive.where_cond(&q, &q.ones_like()?)?.log()?;
     let per_sample = q.mul(&log)?.sum(D::Minus1)?.neg()?; // (b)

@@ -61,7 +61,8 @@ pub fn device_sums(z: &Tensor) -> Result<Tensor> {
     let z = z.detach().to_dtype(DType::F64)?; // (b, d)
     let norms = z.sqr()?.sum_keepdim(1)?.sqrt()?; // (b, 1)
     let nonzero = norms.gt(0f64)?; // (b, 1) u8
-                                   // Rows of norm 0 divide by 1 and stay 0, so they add nothing to the sum of unit vectors.
+
+    // Rows of norm 0 divide by 1 and stay 0, so they add nothing to the sum of unit vectors.
     let safe = nonzero.where_cond(&norms, &norms.ones_like()?)?; // (b, 1)
     let unit_sum = z.broadcast_div(&safe)?.sum(0)?; // (d)
     Ok(Tensor::stack(

@@ -256,7 +256,8 @@ impl Trainer {
             },
         };
         let z_leaf = Var::from_tensor(&online.features.z_rows(&online.rows)?)?; // (M, latent)
-                                                                                // The target branch builds no graph, so backward never reaches its parameters.
+
+        // The target branch builds no graph, so backward never reaches its parameters.
         let t = self.target_net.forward_pixels(&batch.cur, batch.len, false)?.z; // (M, latent)
         let spread_sums = spread_sums(&t)?; // (3)
         let loss = self.loss(z_leaf.as_tensor(), &t, &spread_sums, &mut metrics)?;
