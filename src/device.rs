@@ -173,6 +173,18 @@ impl Compute {
     }
 }
 
+impl FromStr for Precision {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "fp32" => Ok(Precision::Fp32),
+            "tf32" => Ok(Precision::Tf32),
+            _ => Err(format!("precision \"{s}\": expected fp32 or tf32")),
+        }
+    }
+}
+
 /// Whether the pre-training update computes its statistics (LNC's distances, Sinkhorn, the
 /// spread and entropy metrics) on the host in f64, as it does on the CPU, rather than with
 /// candle's ops in f64 on `device`, read with the loss in one device→host copy, as it does on a
@@ -228,18 +240,6 @@ impl From<&Backend> for Backend {
 impl Default for Backend {
     fn default() -> Self {
         Self::new(&Device::Cpu)
-    }
-}
-
-impl FromStr for Precision {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "fp32" => Ok(Precision::Fp32),
-            "tf32" => Ok(Precision::Tf32),
-            _ => Err(format!("precision \"{s}\": expected fp32 or tf32")),
-        }
     }
 }
 
