@@ -20,7 +20,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use candle_core::Device;
+use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
@@ -198,6 +198,24 @@ pub fn statistics_on_host(device: &Device) -> bool {
         _ => None,
     });
     forced.unwrap_or_else(|| device.is_cpu())
+}
+
+/// Single-value tensors of one device read to the host in one copy, each as f64 (a GPU stops
+/// once for them all).
+pub fn read_scalars<const N: usize>(ts: [&Tensor; N]) -> Result<[f64; N]> {
+    read_scalar_list(&ts)?
+        .try_into()
+        .map_err(|v: Vec<f64>| Error::Shape(format!("read_scalars: {} values from {N} tensors", v.len())))
+}
+
+/// Small tensors of one device (of any float dtype), each flattened, read to the host in one
+/// copy as f64, in order: [`read_scalars`] for a list whose length is known at run time.
+pub fn read_scalar_list(ts: &[&Tensor]) -> Result<Vec<f64>> {
+    let flat = ts
+        .iter()
+        .map(|t| t.flatten_all()?.to_dtype(DType::F64))
+        .collect::<candle_core::Result<Vec<_>>>()?;
+    Ok(Tensor::cat(&flat, 0)?.to_vec1::<f64>()?)
 }
 
 /// A device and how the encoder computes on it: where a network's parameters live.

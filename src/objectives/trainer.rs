@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use candle_core::backprop::GradStore;
-use candle_core::{DType, Tensor, Var};
+use candle_core::{Tensor, Var};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -25,7 +25,7 @@ use super::objective::{Draw, Drawn, Objective, ObjectiveLoss, OnlinePass};
 use super::spread::{spread_sums, Spread, SPREAD_SUMS};
 use super::update_metrics::UpdateMetrics;
 use crate::data::{PairBatch, PairSource, RandomShift};
-use crate::device::Backend;
+use crate::device::{read_scalar_list, Backend};
 use crate::nn::checkpoint::{rng_from_string, rng_to_string, strip_prefix};
 use crate::nn::clip_grad::clip_grad_norm;
 use crate::nn::ema::ema_update;
@@ -303,14 +303,9 @@ impl Trainer {
     /// into `metrics` in one copy, the update's last read of the device (LNC's selection is the other).
     fn loss(&self, z: &Tensor, t: &Tensor, spread_sums: &Tensor, metrics: &mut UpdateMetrics) -> Result<Tensor> {
         let ObjectiveLoss { loss, sinkhorn_entropy } = self.objective.loss(z, t)?;
-        let mut parts = vec![loss.to_dtype(DType::F64)?.reshape(1)?, spread_sums.clone()];
-        parts.extend(
-            sinkhorn_entropy
-                .iter()
-                .map(|e| e.reshape(1))
-                .collect::<candle_core::Result<Vec<_>>>()?,
-        );
-        let read = Tensor::cat(&parts, 0)?.to_vec1::<f64>()?; // (1 + 3 [+ 1])
+        let mut parts = vec![&loss, spread_sums];
+        parts.extend(sinkhorn_entropy.as_ref());
+        let read = read_scalar_list(&parts)?; // (1 + 3 [+ 1])
         let spread_at = 1..1 + SPREAD_SUMS;
         let spread = Spread::from_sums(read[spread_at.clone()].try_into().expect("three sums"), t.dim(0)?);
         metrics.target_cosine = spread.mean_pairwise_cosine;

@@ -77,25 +77,6 @@ pub fn scalar(t: &Tensor) -> Result<f64> {
     Ok(t.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?)
 }
 
-/// Single-value tensors of one device read in one copy, each as [`scalar`] reads it (a GPU
-/// stops once for them all).
-pub fn read_scalars<const N: usize>(ts: [&Tensor; N]) -> Result<[f64; N]> {
-    read_scalar_list(&ts)?
-        .try_into()
-        .map_err(|v: Vec<f64>| crate::Error::Shape(format!("read_scalars: {} values from {N} tensors", v.len())))
-}
-
-/// [`read_scalars`] for a list whose length is known at run time.
-pub fn read_scalar_list(ts: &[&Tensor]) -> Result<Vec<f64>> {
-    let flat = ts
-        .iter()
-        .map(|t| t.flatten_all())
-        .collect::<candle_core::Result<Vec<_>>>()?;
-    Ok(Tensor::cat(&flat, 0)?
-        .to_dtype(candle_core::DType::F64)?
-        .to_vec1::<f64>()?)
-}
-
 /// An error naming `what` unless `v` is finite (a diverged loss stops the run).
 pub fn check_finite(what: &str, v: f64) -> Result<()> {
     if v.is_finite() {

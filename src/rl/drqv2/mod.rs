@@ -20,10 +20,11 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use super::action_encoding::ActionEncoding;
-use super::agent_state::{self, check_finite, read_scalars, Optimised};
+use super::agent_state::{self, check_finite, Optimised};
 use super::batch::Batch;
 use super::critic::{critic_loss, Critic, NetworkDims, TwinQ};
 use super::mlp::TrunkOutput;
+use crate::device::read_scalars;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};

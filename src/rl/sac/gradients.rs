@@ -19,8 +19,8 @@ use candle_core::Tensor;
 
 use super::actor::Actor;
 use super::{actor_loss, critic_target};
+use crate::device::read_scalars;
 use crate::nn::Params;
-use crate::rl::agent_state::read_scalars;
 use crate::rl::batch::Batch;
 use crate::rl::critic::{critic_loss, Critic, NetworkDims};
 use crate::Result;

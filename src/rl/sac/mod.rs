@@ -16,10 +16,11 @@ use candle_core::{Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::device::read_scalars;
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
-use crate::rl::agent_state::{self, check_finite, read_scalars, Optimised};
+use crate::rl::agent_state::{self, check_finite, Optimised};
 use crate::rl::batch::Batch;
 use crate::rl::critic::{Critic, NetworkDims};
 use crate::rl::mlp::TrunkOutput;
@@ -201,7 +202,8 @@ fn log_alpha(alpha_params: &Params) -> Result<&Tensor> {
 
 /// α = exp(log α), read from the store.
 fn read_alpha(alpha_params: &Params) -> Result<f64> {
-    Ok(log_alpha(alpha_params)?.exp()?.to_vec1::<f32>()?[0] as f64)
+    let [alpha] = read_scalars([&log_alpha(alpha_params)?.exp()?])?;
+    Ok(alpha)
 }
 
 /// The agent: networks, their stores and their optimisers.

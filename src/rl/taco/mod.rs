@@ -20,10 +20,11 @@ use candle_nn::Linear;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::agent_state::{self, check_finite, read_scalar_list, Optimised};
+use super::agent_state::{self, check_finite, Optimised};
 use super::batch::{Batch, SequenceViews};
 use super::drqv2::{DrQv2Agent, DrQv2Config, DrQv2Metrics, LatentActions};
 use super::mlp::{join, linear, Trunk, TrunkOutput};
+use crate::device::read_scalar_list;
 use crate::nn::projector::init_linear;
 use crate::nn::{Adam, Params};
 use crate::objectives::infonce::bilinear_info_nce;
