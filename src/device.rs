@@ -192,10 +192,29 @@ impl FromStr for Precision {
 /// the CPU's way on a GPU (an A/B switch), `device` runs the GPU's code on the CPU (tests).
 pub fn statistics_on_host(device: &Device) -> bool {
     static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
-    let forced = CHOICE.get_or_init(|| match std::env::var("LFS_UPDATE_STATISTICS").as_deref() {
-        Ok("host") => Some(true),
-        Ok("device") => Some(false),
-        _ => None,
+    on_host("LFS_UPDATE_STATISTICS", &CHOICE, device)
+}
+
+/// Whether the RL loop's feature cache lives in host memory (the CPU's way: rows gathered on
+/// the host and uploaded with each batch) rather than on `device` (a GPU's way,
+/// [`DeviceFeatureCache`](crate::rl::DeviceFeatureCache)). `LFS_FEATURE_CACHE=host` or
+/// `=device` overrides the device's choice, as `LFS_UPDATE_STATISTICS` does.
+pub fn feature_cache_on_host(device: &Device) -> bool {
+    static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
+    on_host("LFS_FEATURE_CACHE", &CHOICE, device)
+}
+
+/// A host-or-device switch: `var` = `host` or `device` if set (read once, into `choice`; any
+/// other value is named on stderr and ignored), else host on the CPU and device on a GPU.
+fn on_host(var: &str, choice: &OnceLock<Option<bool>>, device: &Device) -> bool {
+    let forced = choice.get_or_init(|| match std::env::var(var) {
+        Ok(v) if v == "host" => Some(true),
+        Ok(v) if v == "device" => Some(false),
+        Ok(v) => {
+            eprintln!("lfs: {var}={v:?} is neither \"host\" nor \"device\"; ignored");
+            None
+        }
+        Err(_) => None,
     });
     forced.unwrap_or_else(|| device.is_cpu())
 }

@@ -236,6 +236,58 @@ fn a_killed_run_sampling_as_drqv2s_loader_resumes_to_the_same_results() {
     assert!(text(&result).contains("replay.sampling"), "{}", text(&result));
 }
 
+#[test]
+fn the_feature_cache_on_the_device_resumes_to_the_host_caches_results() {
+    // LFS_FEATURE_CACHE=device runs a GPU's cache (src/rl/device_feature_cache.rs) on the CPU:
+    // f16 rows, a replay of 700 transitions that drops its oldest episodes, killed once its
+    // first checkpoint is on disk and resumed (the rows computed again on restore). It must end
+    // with the evaluations and episode logs of the host cache's uninterrupted run.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--encoder",
+        "random",
+        "--task",
+        "cartpole_swingup",
+        "--set",
+        "replay.feature_cache_dtype=\"f16\"",
+        "--set",
+        "replay.capacity=700",
+    ];
+    let host = dir.path().join("host");
+    let result = eval_command(&host, &args)
+        .env("LFS_FEATURE_CACHE", "host")
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", text(&result));
+    assert!(
+        !text(&result).contains("feature cache on the device"),
+        "{}",
+        text(&result)
+    );
+    let device = dir.path().join("device");
+    let mut child = spawn_quiet(eval_command(&device, &args).env("LFS_FEATURE_CACHE", "device"));
+    wait_for(&mut child, 300, "the first checkpoint", || {
+        device.join("checkpoint.safetensors").exists()
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = results(&device);
+    let result = eval_command(&device, &args)
+        .env("LFS_FEATURE_CACHE", "device")
+        .output()
+        .unwrap();
+    let said = text(&result);
+    assert!(result.status.success(), "{said}");
+    assert!(said.contains("resuming at frame"), "{said}");
+    // 700 transitions, 7 first observations and 1001 rows of room, the random encoder's 39200
+    // features each.
+    assert!(
+        said.contains("feature cache on the device: 1708 rows of 39200 f16"),
+        "{said}"
+    );
+    assert_eq!(results(&device), results(&host), "killed after {before:?}");
+}
+
 /// Starts `cmd` with its output discarded.
 fn spawn_quiet(cmd: &mut Command) -> std::process::Child {
     cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()

@@ -43,6 +43,10 @@
 #            statistics on the device (the GPU default) against the host
 #            (LFS_UPDATE_STATISTICS=host), GPU_SESSION_ROUNDS rounds in ABBA order, the cuDNN
 #            build when carried                                                             ~120 s
+#   cache    (not in the default list; GPU_SESSION_STAGES="info cache") e2e's sac/mini with its
+#            feature cache on the device (the GPU default, src/rl/device_feature_cache.rs)
+#            against on the host (LFS_FEATURE_CACHE=host: rows gathered on the host and uploaded
+#            with every batch), GPU_SESSION_ROUNDS rounds in ABBA order                     ~360 s
 #   pool     (not in the default list; GPU_SESSION_STAGES="info pool" as its own command) `lfs
 #            suite run` of GPU_SESSION_POOL_CELLS (16) sac/mini cells on this GPU (walker_walk,
 #            random encoder, seeds 1..N, budgets no window reaches): one cell at a time (-j 1)
@@ -292,15 +296,28 @@ lfs_run() {
     mark "eval.csv name=$name"
     cat "$dir/eval.csv" >> "$LOG" 2>/dev/null
 }
+common=(--task walker_walk --device "$DEVICE" --encoder random --set run.num_train_frames="$E2E_FRAMES"
+        --set run.num_seed_frames=1000 --set run.eval_every_frames="$E2E_FRAMES" --set run.num_eval_episodes=1
+        --set run.tensorboard=false)
+extra=()
+for s in ${GPU_SESSION_E2E_SET:-}; do extra+=(--set "$s"); done
 if has e2e && [ -n "$LFS" ]; then
-    common=(--task walker_walk --device "$DEVICE" --encoder random --set run.num_train_frames="$E2E_FRAMES"
-            --set run.num_seed_frames=1000 --set run.eval_every_frames="$E2E_FRAMES" --set run.num_eval_episodes=1
-            --set run.tensorboard=false)
-    extra=()
-    for s in ${GPU_SESSION_E2E_SET:-}; do extra+=(--set "$s"); done
     fits e2e-sac-mini 60 && lfs_run sac-mini 150 eval --config pipelines/sac/mini.toml "${common[@]}" \
         --set 'env.render_quality="fast"' "${extra[@]}"
     fits e2e-sac-paper 90 && lfs_run sac-paper 200 eval --config pipelines/sac/paper.toml "${common[@]}" "${extra[@]}"
+fi
+
+# ---- cache ----------------------------------------------------------------------------------
+if has cache && [ -n "$LFS" ]; then
+    cache_arm() {  # round where
+        LFS_FEATURE_CACHE=$2 lfs_run "cache-$2-r$1" 150 eval --config pipelines/sac/mini.toml "${common[@]}" \
+            --set 'env.render_quality="fast"' "${extra[@]}"
+    }
+    for r in $(seq 1 "$ROUNDS"); do
+        fits "cache-$r" 120 || break
+        if [ $((r % 2)) = 1 ]; then cache_arm "$r" device; cache_arm "$r" host
+        else cache_arm "$r" host; cache_arm "$r" device; fi
+    done
 fi
 
 # ---- anchors, compile -----------------------------------------------------------------------

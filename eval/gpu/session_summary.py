@@ -322,6 +322,31 @@ def stats_table(sections, lines, result):
     result["stats"] = out
 
 
+def cache_table(sections, lines, result):
+    """sac/mini with the feature cache on the device / on the host: same-round ratios of agent steps/s."""
+    steady = {}
+    for kind, keys, objs, _ in sections:
+        m = re.fullmatch(r"cache-(device|host)-r(\d+)", keys.get("name", "")) if kind == "train.jsonl" else None
+        if m:
+            train = [e for e in lfs_episodes(objs) if e[2]]
+            rest = train[1:] if len(train) > 1 else train
+            if rest:
+                steady.setdefault(int(m.group(2)), {})[m.group(1)] = med([e[1] for e in rest]) / 2
+    pairs = {r: a for r, a in sorted(steady.items()) if "device" in a and "host" in a}
+    if not pairs:
+        return
+    lines.append("\n## sac/mini, feature cache on the device / on the host (LFS_FEATURE_CACHE=host), agent steps/s")
+    for r, a in pairs.items():
+        lines.append(f"  round {r}: device {a['device']:.1f}, host {a['host']:.1f}, ratio {a['device'] / a['host']:.3f}")
+    ratios = [a["device"] / a["host"] for a in pairs.values()]
+    dev = [a["device"] for a in pairs.values()]
+    host = [a["host"] for a in pairs.values()]
+    lines.append(f"  median speed-up {fmt(med(ratios), 'x')} over {len(ratios)} rounds "
+                 f"[{fmt(min(ratios), 'x')}, {fmt(max(ratios), 'x')}]; device {med(dev):.1f} "
+                 f"({min(dev):.1f}-{max(dev):.1f}), host {med(host):.1f} ({min(host):.1f}-{max(host):.1f}) agent steps/s")
+    result["cache"] = {"ratios": ratios, "device_steps_per_s": dev, "host_steps_per_s": host}
+
+
 def pool_table(sections, lines, result):
     """`lfs suite run` on one GPU: the default pool against one cell at a time, same-round ratios."""
     rounds = {}
@@ -379,6 +404,7 @@ def main():
     checks += e2e_tables(sections, lines, result)
     seeds_table(sections, lines, result)
     stats_table(sections, lines, result)
+    cache_table(sections, lines, result)
     pool_table(sections, lines, result)
     for arm in ("lfs", "lfs-cudnn"):
         parity = [o for kind, keys, objs, _ in sections if kind == "parity" and keys.get("arm", "lfs") == arm

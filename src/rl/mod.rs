@@ -14,6 +14,7 @@ pub mod agent_config;
 mod agent_state;
 mod batch;
 pub mod critic;
+pub mod device_feature_cache;
 pub mod feature_cache;
 pub(crate) mod mlp;
 pub mod replay_buffer;
@@ -28,6 +29,7 @@ pub use agent::{Agent, AgentSettings, AgentState, AgentUpdate, EpisodeSums, Feat
 pub use agent_config::{AgentVisitor, Registered};
 pub use batch::{Batch, SequenceViews};
 pub use critic::{Critic, NetworkDims};
+pub use device_feature_cache::DeviceFeatureCache;
 pub use drqv2::{DrQv2Agent, DrQv2Config, DrQv2Metrics, DrQv2Sums};
 pub use feature_cache::{CachedFeatures, FeatureDtype};
 pub use mlp::TrunkOutput;

@@ -86,7 +86,7 @@ pub struct NStep {
 #[derive(Debug, Clone)]
 pub struct Transitions {
     pub len: usize,
-    /// O_t (len, 9, h, w) uint8; empty when features are cached.
+    /// O_t (len, 9, h, w) uint8; empty when features are cached (or kept by the caller).
     pub obs: Vec<u8>,
     /// O_{t+n}, what the target bootstraps from (O_{t+1} for one-step returns).
     pub next_obs: Vec<u8>,
@@ -134,6 +134,9 @@ pub struct ReplayBuffer {
     first_episode: u64,
     /// How batches are drawn, and the sampler's state.
     sampler: Sampler,
+    /// Whether batches without the cache carry stacked pixels (false: the caller keeps the
+    /// observations' features on its device and gathers them at `locations`).
+    pixels: bool,
 }
 
 impl ReplayBuffer {
@@ -157,7 +160,16 @@ impl ReplayBuffer {
             num_transitions: 0,
             first_episode: 0,
             sampler: Sampler::Uniform,
+            pixels: true,
         }
+    }
+
+    /// The buffer drawing batches without pixels: their `locations`, actions, rewards and
+    /// discounts only, for a caller that keeps the observations' features itself (the feature
+    /// cache on the device, [`DeviceFeatureCache`](super::DeviceFeatureCache)).
+    pub fn without_pixels(mut self) -> Self {
+        self.pixels = false;
+        self
     }
 
     /// The buffer drawing batches as `sampling` says (uniformly without this).
@@ -333,7 +345,8 @@ impl ReplayBuffer {
             return Err(Error::Shape("replay: n-step returns need n >= 1".into()));
         }
         let cached = self.feature_dim > 0;
-        if cached && k > 0 {
+        let pixels = self.pixels && !cached;
+        if !pixels && k > 0 {
             return Err(Error::Shape(
                 "replay: action sequences are sampled with pixels, not with the feature cache".into(),
             ));
@@ -356,8 +369,8 @@ impl ReplayBuffer {
         let a = self.action_dim;
         let mut out = Transitions {
             len: n,
-            obs: if cached { Vec::new() } else { vec![0u8; n * obs_len] },
-            next_obs: if cached { Vec::new() } else { vec![0u8; n * obs_len] },
+            obs: if pixels { vec![0u8; n * obs_len] } else { Vec::new() },
+            next_obs: if pixels { vec![0u8; n * obs_len] } else { Vec::new() },
             obs_features: Vec::with_capacity(if cached { n * self.feature_dim } else { 0 }),
             next_obs_features: Vec::with_capacity(if cached { n * self.feature_dim } else { 0 }),
             action: Vec::with_capacity(n * a),
@@ -372,7 +385,7 @@ impl ReplayBuffer {
         let weights: Vec<f64> = (0..returns.n).map(|i| returns.discount.powi(i as i32)).collect();
         let bootstrap_discount = returns.discount.powi(returns.n as i32) as f32;
         let drawn = self.sampler.draw(n, &counts, self.first_episode, rng)?;
-        if !cached {
+        if pixels {
             self.stack_observations(&drawn, returns.n, k, &mut out);
         }
         for (e, t) in drawn {

@@ -192,11 +192,21 @@ impl<A: Agent> Workspace<A> {
         }
         if self.stage.rl.replay.feature_cache {
             // The cache is not stored: the frozen encoder recomputes it exactly.
+            if let Some(cache) = &mut self.device_cache {
+                cache.clear(self.replay.first_episode());
+            }
             for e in 0..self.replay.episodes().len() {
                 let obs = self.replay.observations_without_features(e);
                 let flat: Vec<u8> = obs.concat();
-                let h = self.encode(&flat, obs.len())?.flatten_all()?.to_vec1::<f32>()?;
-                self.replay.fill_features(e, &h)?;
+                // h (observations, repr)
+                let h = self.encode(&flat, obs.len())?;
+                match &mut self.device_cache {
+                    Some(cache) => {
+                        cache.start_episode(self.replay.first_episode());
+                        cache.push(&h)?;
+                    }
+                    None => self.replay.fill_features(e, &h.flatten_all()?.to_vec1::<f32>()?)?,
+                }
             }
         }
         self.step = number(key::STEP)?;

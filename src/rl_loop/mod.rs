@@ -123,6 +123,7 @@ pub fn run_agent<A: Registered>(
         num_train_frames,
         resumed: resumed_from_frame.is_some(),
         encoder: ws.representation.id(),
+        device_cache: ws.device_cache.as_ref().map(|cache| cache.describe()),
     }));
 
     // ---- the loop

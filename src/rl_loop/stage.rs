@@ -29,14 +29,20 @@ pub struct LoopStart<'a> {
     pub resumed: bool,
     /// The representation's identity.
     pub encoder: &'a str,
+    /// Where the feature cache lives when it is on the device: its rows and their size.
+    pub device_cache: Option<String>,
 }
 
 impl LoopStart<'_> {
     /// "starting, N frames" or "resuming at frame F of N", for messages.
     pub fn how(&self) -> String {
-        match self.resumed {
+        let how = match self.resumed {
             true => format!("resuming at frame {} of {}", self.start_frame, self.num_train_frames),
             false => format!("starting, {} frames", self.num_train_frames),
+        };
+        match &self.device_cache {
+            Some(cache) => format!("{how}, {cache}"),
+            None => how,
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::log_files::MetricsLog;
 use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
 use crate::rl::{Agent, AgentUpdate, EpisodeSums, Registered};
-use crate::rl::{Batch, Features, ReplayBuffer, SequenceViews, Transitions};
+use crate::rl::{Batch, DeviceFeatureCache, Features, ReplayBuffer, SequenceViews, Transitions};
 use crate::{Error, Result};
 
 /// The environment seeds (dm_control takes 0..2³²): training episode `e`, and evaluation
@@ -54,6 +54,9 @@ pub(super) struct Workspace<A: Agent> {
     pool: EnvPool,
     pub(super) agent: A,
     pub(super) replay: ReplayBuffer,
+    /// The feature cache's rows on the run's device, when it is on and lives there (a GPU's
+    /// default, `device::feature_cache_on_host`); the replay then keeps no features.
+    pub(super) device_cache: Option<DeviceFeatureCache>,
     shift: RandomShift,
     pub(super) rng: ChaCha8Rng,
     /// Where the agent's tensors live.
@@ -140,16 +143,39 @@ impl<A: Registered> Workspace<A> {
             encoder_tape: representation.critic_trains_encoder(),
         };
         let agent = A::new(cfg.agent.get::<A>()?, features, action_dim, &device, &mut rng)?;
-        let feature_dim = if cfg.replay.feature_cache { repr } else { 0 };
+        let on_device = cfg.replay.feature_cache && !crate::device::feature_cache_on_host(&device);
+        let feature_dim = if cfg.replay.feature_cache && !on_device {
+            repr
+        } else {
+            0
+        };
+        let replay = ReplayBuffer::new(
+            cfg.replay.capacity,
+            FRAME_BYTES,
+            action_dim,
+            feature_dim,
+            cfg.replay.feature_cache_dtype,
+        )
+        .with_sampling(cfg.replay.sampling);
+        let device_cache = match on_device {
+            true => {
+                // The transitions the replay can hold, their episodes' first observations and
+                // room for an episode beyond the capacity: DMC's (≤ 1000 steps) never grow it.
+                let steps = cfg.run.num_train_frames.to_steps(cfg.env.action_repeat) as usize;
+                let held = cfg.replay.capacity.min(steps + 1);
+                let rows = held + held / 100 + 1001;
+                Some(DeviceFeatureCache::new(
+                    rows,
+                    repr,
+                    cfg.replay.feature_cache_dtype,
+                    &device,
+                )?)
+            }
+            false => None,
+        };
         Ok(Self {
-            replay: ReplayBuffer::new(
-                cfg.replay.capacity,
-                FRAME_BYTES,
-                action_dim,
-                feature_dim,
-                cfg.replay.feature_cache_dtype,
-            )
-            .with_sampling(cfg.replay.sampling),
+            replay: if on_device { replay.without_pixels() } else { replay },
+            device_cache,
             shift: RandomShift {
                 pad: cfg.replay.random_shift_pad,
             },
@@ -217,6 +243,11 @@ impl<A: Agent> Workspace<A> {
             }
         };
         self.replay.start_episode(&env_frame_to_chw(&first.frame))?;
+        if let Some(cache) = &mut self.device_cache {
+            // One read per episode: whether the f16 rows held what the last episode stored.
+            cache.check()?;
+            cache.start_episode(self.replay.first_episode());
+        }
         self.cache_latest_features()?;
         Ok(EpisodeState {
             reward: 0.0,
@@ -238,8 +269,16 @@ impl<A: Agent> Workspace<A> {
             return Ok(());
         }
         let obs = self.latest_observation()?;
-        let h = self.encode(&obs, 1)?.flatten_all()?.to_vec1::<f32>()?;
-        self.replay.set_features(&h)
+        // h (1, repr)
+        let h = self.encode(&obs, 1)?;
+        match &mut self.device_cache {
+            Some(cache) => {
+                // The replay may have dropped episodes when it stored this frame.
+                cache.drop_before(self.replay.first_episode());
+                cache.push(&h)
+            }
+            None => self.replay.set_features(&h.flatten_all()?.to_vec1::<f32>()?),
+        }
     }
 
     fn latest_observation(&self) -> Result<Vec<u8>> {
@@ -250,6 +289,9 @@ impl<A: Agent> Workspace<A> {
 
     /// The features the agent acts on: (1, repr).
     fn latest_features(&self) -> Result<Tensor> {
+        if let Some(cache) = &self.device_cache {
+            return cache.latest();
+        }
         if let Some(h) = self.replay.latest_features() {
             return Ok(Tensor::from_vec(h, (1, self.representation.repr_dim()), &self.device)?);
         }
@@ -366,7 +408,9 @@ impl<A: Agent> Workspace<A> {
         let mut critic = None;
         // O_t's tape for an intrinsic reward that trains the encoder through it (APT).
         let mut obs_tape = None;
-        let (obs, next_obs) = if self.stage.rl.replay.feature_cache {
+        let (obs, next_obs) = if let Some(cache) = &self.device_cache {
+            cache.gather(&t.locations, t.nstep)?
+        } else if self.stage.rl.replay.feature_cache {
             let repr = self.representation.repr_dim();
             (
                 Tensor::from_vec(std::mem::take(&mut t.obs_features), (n, repr), &self.device)?,
