@@ -204,6 +204,15 @@ pub fn feature_cache_on_host(device: &Device) -> bool {
     on_host("LFS_FEATURE_CACHE", &CHOICE, device)
 }
 
+/// Whether pixel batches are stacked and shifted on the host (the CPU's way) rather than from a
+/// copy of the replay's frames on `device` ([`DeviceFrames`](crate::rl::DeviceFrames), a GPU's
+/// way when a frozen encoder encodes them). `LFS_REPLAY_FRAMES=host` or `=device` overrides the
+/// device's choice, as `LFS_UPDATE_STATISTICS` does.
+pub fn frames_on_host(device: &Device) -> bool {
+    static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
+    on_host("LFS_REPLAY_FRAMES", &CHOICE, device)
+}
+
 /// A host-or-device switch: `var` = `host` or `device` if set (read once, into `choice`; any
 /// other value is named on stderr and ignored), else host on the CPU and device on a GPU.
 fn on_host(var: &str, choice: &OnceLock<Option<bool>>, device: &Device) -> bool {

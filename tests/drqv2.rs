@@ -400,6 +400,9 @@ fn an_update_trains_the_critic_actor_and_target_and_gives_the_encoder_a_gradient
 #[test]
 fn a_killed_drqv2_run_resumes_to_the_same_results() {
     // DrQ-v2 end to end: the critic alone trains the encoder, an update every 2 agent steps.
+    // The killed and resumed run makes its batches from the replay's frames on the device (a
+    // GPU's way, src/rl/device_frames.rs, here on the CPU), the whole run on the host: the
+    // same bytes, so the same results.
     crate::e2e::killed_run_resumes_to_the_same_results(crate::e2e::Resumed {
         config: "pipelines/drqv2/tiny.toml",
         extra: &[],
@@ -407,6 +410,8 @@ fn a_killed_drqv2_run_resumes_to_the_same_results() {
         objective: false,
         first_episode_updates: 100,
         another: &["--set", "agent.nstep=1"],
+        resumed_env: &[("LFS_REPLAY_FRAMES", "device")],
+        resumed_says: "replay frames on the device",
     });
 }
 

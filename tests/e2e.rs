@@ -267,6 +267,8 @@ fn a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
         objective: true,
         first_episode_updates: 200,
         another: &["--set", "aux.method=lfs-cl"],
+        resumed_env: &[],
+        resumed_says: "",
     });
 }
 
@@ -281,6 +283,8 @@ fn a_killed_sac_pixel_run_resumes_to_the_same_results() {
         objective: false,
         first_episode_updates: 200,
         another: &["--set", "aux.method=lfs-cl"],
+        resumed_env: &[],
+        resumed_says: "",
     });
 }
 
@@ -298,6 +302,11 @@ pub(crate) struct Resumed<'a> {
     pub first_episode_updates: u64,
     /// Arguments that make another config, which must not resume the checkpoint.
     pub another: &'a [&'a str],
+    /// Environment variables of the killed and resumed run only (the whole run's are unset):
+    /// a way of computing that must give the same results.
+    pub resumed_env: &'a [(&'a str, &'a str)],
+    /// What the resumed run says it does differently ("" when nothing).
+    pub resumed_says: &'a str,
 }
 
 /// Runs `lfs train` whole, and again killed after its checkpoint and resumed: both end with
@@ -310,6 +319,8 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
         objective,
         first_episode_updates,
         another,
+        resumed_env,
+        resumed_says,
     } = run;
     let train_command = |out: &Path, extra: &[&str]| train_command_with(config, out, extra);
     let dir = tempfile::tempdir().unwrap();
@@ -354,6 +365,7 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
     // Killed once its checkpoint (frame 1000) is on disk, then run again.
     let killed = dir.path().join("killed");
     let mut child = train_command(&killed, extra)
+        .envs(resumed_env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -363,10 +375,14 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
     });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let result = train_command(&killed, extra).output().unwrap();
+    let result = train_command(&killed, extra)
+        .envs(resumed_env.iter().copied())
+        .output()
+        .unwrap();
     let said = text(&result);
     assert!(result.status.success(), "{said}");
     assert!(said.contains("resuming at frame 1000"), "{said}");
+    assert!(said.contains(resumed_says), "{said}");
     assert_eq!(run_results(&killed), run_results(&whole));
     // TensorBoard's copy of each (with aux.jsonl's updates): every point once.
     crate::common::check_tensorboard(&whole);

@@ -288,6 +288,62 @@ fn the_feature_cache_on_the_device_resumes_to_the_host_caches_results() {
     assert_eq!(results(&device), results(&host), "killed after {before:?}");
 }
 
+#[test]
+fn replay_frames_on_the_device_resume_to_the_host_replays_results() {
+    // LFS_REPLAY_FRAMES=device runs a GPU's pixel batches (src/rl/device_frames.rs: the
+    // replay's frames copied to the device, each batch stacked and shifted there) on the CPU:
+    // pixel SAC without the feature cache, a replay of 700 transitions that drops its oldest
+    // episodes, killed once its first checkpoint is on disk and resumed (the frames uploaded
+    // again on restore). It must end with the host replay's uninterrupted run's evaluations
+    // and episode logs.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--encoder",
+        "random",
+        "--task",
+        "cartpole_swingup",
+        "--set",
+        "replay.feature_cache=false",
+        "--set",
+        "replay.capacity=700",
+        "--set",
+        "run.num_train_frames=2000",
+        "--set",
+        "run.eval_every_frames=2000",
+    ];
+    let host = dir.path().join("host");
+    let result = eval_command(&host, &args)
+        .env("LFS_REPLAY_FRAMES", "host")
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", text(&result));
+    assert!(!text(&result).contains("on the device"), "{}", text(&result));
+    let device = dir.path().join("device");
+    let mut child = spawn_quiet(eval_command(&device, &args).env("LFS_REPLAY_FRAMES", "device"));
+    wait_for(&mut child, 300, "the first checkpoint", || {
+        device.join("checkpoint.safetensors").exists()
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = results(&device);
+    let result = eval_command(&device, &args)
+        .env("LFS_REPLAY_FRAMES", "device")
+        .output()
+        .unwrap();
+    let said = text(&result);
+    assert!(result.status.success(), "{said}");
+    assert!(said.contains("resuming at frame"), "{said}");
+    // 700 transitions, 7 first frames and 1001 frames of room, 21168 bytes each.
+    assert!(
+        said.contains("replay frames on the device: 1708 frames (0.04 GB)"),
+        "{said}"
+    );
+    let (rows, episodes) = results(&host);
+    assert_eq!((rows.len(), episodes.len()), (3, 2), "{rows:?}");
+    assert!(episodes[1]["train/num_updates"].as_u64().unwrap() > 0);
+    assert_eq!(results(&device), (rows, episodes), "killed after {before:?}");
+}
+
 /// Starts `cmd` with its output discarded.
 fn spawn_quiet(cmd: &mut Command) -> std::process::Child {
     cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()

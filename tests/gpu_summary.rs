@@ -1,6 +1,7 @@
 //! `eval/gpu/session_summary.py`, the GPU session's summary, over the committed dry runs of its
-//! `pool` and `drqv2-seeds` stages (`results/gpu-session-dry-2026-11-27b/`): the same-round
-//! ratios and the returns it reports against what the log's own lines say, recomputed here.
+//! `pool` and `drqv2-seeds` stages (`results/gpu-session-dry-2026-11-27b/`) and its `cache`
+//! stage (`results/gpu-session-dry-2026-11-27c/`): the same-round ratios and the returns it
+//! reports against what the log's own lines say, recomputed here.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -87,6 +88,55 @@ fn the_pool_ratios_are_same_round_ratios_of_the_logged_windows() {
         for (g, e) in got.iter().zip(&expected) {
             assert!((g - e).abs() < 1e-9, "{key}: {got:?} against {expected:?}");
         }
+    }
+}
+
+#[test]
+fn the_cache_ratios_are_same_round_ratios_of_the_logged_episodes() {
+    let log = repo().join("results/gpu-session-dry-2026-11-27c/cache/log.txt");
+    // (round, arm) -> agent steps/s of the run's training episodes after the first (frames/s
+    // over the action repeat of 2; the median of one or two).
+    let mut steady = BTreeMap::new();
+    for (kind, keys, lines) in sections(&log) {
+        let name = keys.get("name").cloned().unwrap_or_default();
+        let Some((arm, round)) = name.strip_prefix("cache-").and_then(|r| r.split_once("-r")) else {
+            continue;
+        };
+        if kind != "train.jsonl" {
+            continue;
+        }
+        let fps: Vec<f64> = lines
+            .iter()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["train/num_updates"].as_u64().unwrap_or(0) > 0)
+            .map(|v| v["train/fps"].as_f64().unwrap())
+            .collect();
+        let rest = if fps.len() > 1 { &fps[1..] } else { &fps[..] };
+        let mut rest = rest.to_vec();
+        rest.sort_by(f64::total_cmp);
+        let m = rest.len();
+        assert!(m > 0, "{name}: no training episode");
+        let median = if m % 2 == 1 {
+            rest[m / 2]
+        } else {
+            (rest[m / 2 - 1] + rest[m / 2]) / 2.0
+        };
+        steady.insert((round.parse::<u64>().unwrap(), arm.to_string()), median / 2.0);
+    }
+    let expected: Vec<f64> = (1..=3)
+        .map(|r| steady[&(r, "device".to_string())] / steady[&(r, "host".to_string())])
+        .collect();
+    let got = summary(&log);
+    let ratios: Vec<f64> = got["cache"]["ratios"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no cache.ratios in {got}"))
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(ratios.len(), 3, "{ratios:?}");
+    for (g, e) in ratios.iter().zip(&expected) {
+        assert!((g - e).abs() < 1e-9, "{ratios:?} against {expected:?}");
     }
 }
 

@@ -235,6 +235,8 @@ fn a_killed_taco_run_resumes_to_the_same_results() {
         objective: false,
         first_episode_updates: 100,
         another: &["--set", "agent.taco.curl=false"],
+        resumed_env: &[],
+        resumed_says: "",
     });
 }
 

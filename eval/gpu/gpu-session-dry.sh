@@ -9,6 +9,7 @@
 #   DRY_PYTHON   a python with torch (and, for the drqv2 stage, upstream drqv2's packages:
 #                torchvision, tensorboard, opencv, imageio, dm-control)   default .venv-bench/bin/python
 #   OUT          where the raw files go (default gpu-check-out/dry)
+#   DRY_LFS      the lfs binary (default target/release/lfs)
 #   GPU_SESSION_STAGES as gpu-session.sh (default here: every stage but compile)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,7 +30,7 @@ export GPU_SESSION_TIMEOUT_SCALE=${GPU_SESSION_TIMEOUT_SCALE:-8}  # a shared 2-c
 export GPU_SESSION_DEVICE_CHECK=$W/device_check
 # the cuDNN build's arm too (the same CPU stand-in: it proves the arm's plumbing, not cuDNN)
 export GPU_SESSION_DEVICE_CHECK_CUDNN=${GPU_SESSION_DEVICE_CHECK_CUDNN:-$W/device_check}
-export GPU_SESSION_LFS=$ROOT/target/release/lfs
+export GPU_SESSION_LFS=${DRY_LFS:-$ROOT/target/release/lfs}  # DRY_LFS: a copy, so that builds may go on meanwhile
 export GPU_SESSION_PYTHON=${DRY_PYTHON:-$ROOT/.venv-bench/bin/python}
 export LFS_PYTHON=${LFS_PYTHON:-$ROOT/.venv/bin/python}
 export DRY_BATCH_LFS=16 DRY_BATCH_SAC=16,32

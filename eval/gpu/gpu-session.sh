@@ -47,6 +47,15 @@
 #            feature cache on the device (the GPU default, src/rl/device_feature_cache.rs)
 #            against on the host (LFS_FEATURE_CACHE=host: rows gathered on the host and uploaded
 #            with every batch), GPU_SESSION_ROUNDS rounds in ABBA order                     ~360 s
+#   frames   (not in the default list; GPU_SESSION_STAGES="info frames") sac/paper (pixels,
+#            B=512, frozen encoder) of GPU_SESSION_FRAMES_FRAMES (2000) frames with its batches
+#            stacked and shifted on the device from a copy of the replay's frames (the GPU
+#            default, src/rl/device_frames.rs) against on the host (LFS_REPLAY_FRAMES=host),
+#            GPU_SESSION_ROUNDS rounds in ABBA order                                       ~300 s
+#   frames-drqv2 (not in the default list) the same for lfs train's DrQ-v2
+#            (pipelines/drqv2/easy.toml, GPU_SESSION_DRQV2_TASK, B=256, the critic trains the
+#            encoder from the device's batches), GPU_SESSION_FRAMES_DRQV2_FRAMES (6000: the 4000
+#            seed frames, then two training episodes)                                       ~360 s
 #   pool     (not in the default list; GPU_SESSION_STAGES="info pool" as its own command) `lfs
 #            suite run` of GPU_SESSION_POOL_CELLS (16) sac/mini cells on this GPU (walker_walk,
 #            random encoder, seeds 1..N, budgets no window reaches): one cell at a time (-j 1)
@@ -307,17 +316,37 @@ if has e2e && [ -n "$LFS" ]; then
     fits e2e-sac-paper 90 && lfs_run sac-paper 200 eval --config pipelines/sac/paper.toml "${common[@]}" "${extra[@]}"
 fi
 
-# ---- cache ----------------------------------------------------------------------------------
-if has cache && [ -n "$LFS" ]; then
-    cache_arm() {  # round where
-        LFS_FEATURE_CACHE=$2 lfs_run "cache-$2-r$1" 150 eval --config pipelines/sac/mini.toml "${common[@]}" \
-            --set 'env.render_quality="fast"' "${extra[@]}"
-    }
+# ---- cache, frames ---------------------------------------------------------------------------
+# host_device STAGE VAR ESTIMATE ARGS...: ROUNDS rounds in ABBA order of one lfs eval with VAR=device
+# (a GPU's default) and with VAR=host, runs named STAGE-device-rN and STAGE-host-rN
+host_device() {
+    local stage=$1 var=$2 estimate=$3; shift 3
+    local r where order
     for r in $(seq 1 "$ROUNDS"); do
-        fits "cache-$r" 120 || break
-        if [ $((r % 2)) = 1 ]; then cache_arm "$r" device; cache_arm "$r" host
-        else cache_arm "$r" host; cache_arm "$r" device; fi
+        fits "$stage-$r" "$estimate" || break
+        order="device host"; [ $((r % 2)) = 0 ] && order="host device"
+        for where in $order; do
+            ( export "$var=$where"; lfs_run "$stage-$where-r$r" 150 "$@" )
+        done
     done
+}
+if has cache && [ -n "$LFS" ]; then
+    host_device cache LFS_FEATURE_CACHE 120 eval --config pipelines/sac/mini.toml "${common[@]}" \
+        --set 'env.render_quality="fast"' "${extra[@]}"
+fi
+if has frames && [ -n "$LFS" ]; then
+    frames=${GPU_SESSION_FRAMES_FRAMES:-2000}
+    host_device frames LFS_REPLAY_FRAMES 100 eval --config pipelines/sac/paper.toml "${common[@]}" \
+        --set run.num_train_frames="$frames" --set run.eval_every_frames="$frames" "${extra[@]}"
+fi
+if has frames-drqv2 && [ -n "$LFS" ]; then
+    # DrQ-v2's 4,000 seed frames, then two training episodes
+    frames=${GPU_SESSION_FRAMES_DRQV2_FRAMES:-6000}
+    drq_extra=()
+    for s in ${GPU_SESSION_DRQV2_SET:-}; do drq_extra+=(--set "$s"); done
+    host_device frames-drqv2 LFS_REPLAY_FRAMES 120 train --config pipelines/drqv2/easy.toml --task "$DRQ_TASK" \
+        --seed 1 --device "$DEVICE" --set run.num_train_frames="$frames" --set run.eval_every_frames=100000 \
+        --set run.num_eval_episodes=1 --set run.tensorboard=false "${drq_extra[@]}"
 fi
 
 # ---- anchors, compile -----------------------------------------------------------------------

@@ -322,11 +322,12 @@ def stats_table(sections, lines, result):
     result["stats"] = out
 
 
-def cache_table(sections, lines, result):
-    """sac/mini with the feature cache on the device / on the host: same-round ratios of agent steps/s."""
+def host_device_table(sections, lines, result, stage, title):
+    """One lfs eval with something on the device / on the host (runs STAGE-device-rN and STAGE-host-rN):
+    same-round ratios of agent steps/s, the training episodes after the first."""
     steady = {}
     for kind, keys, objs, _ in sections:
-        m = re.fullmatch(r"cache-(device|host)-r(\d+)", keys.get("name", "")) if kind == "train.jsonl" else None
+        m = re.fullmatch(stage + r"-(device|host)-r(\d+)", keys.get("name", "")) if kind == "train.jsonl" else None
         if m:
             train = [e for e in lfs_episodes(objs) if e[2]]
             rest = train[1:] if len(train) > 1 else train
@@ -335,7 +336,7 @@ def cache_table(sections, lines, result):
     pairs = {r: a for r, a in sorted(steady.items()) if "device" in a and "host" in a}
     if not pairs:
         return
-    lines.append("\n## sac/mini, feature cache on the device / on the host (LFS_FEATURE_CACHE=host), agent steps/s")
+    lines.append(f"\n## {title}, agent steps/s")
     for r, a in pairs.items():
         lines.append(f"  round {r}: device {a['device']:.1f}, host {a['host']:.1f}, ratio {a['device'] / a['host']:.3f}")
     ratios = [a["device"] / a["host"] for a in pairs.values()]
@@ -344,7 +345,7 @@ def cache_table(sections, lines, result):
     lines.append(f"  median speed-up {fmt(med(ratios), 'x')} over {len(ratios)} rounds "
                  f"[{fmt(min(ratios), 'x')}, {fmt(max(ratios), 'x')}]; device {med(dev):.1f} "
                  f"({min(dev):.1f}-{max(dev):.1f}), host {med(host):.1f} ({min(host):.1f}-{max(host):.1f}) agent steps/s")
-    result["cache"] = {"ratios": ratios, "device_steps_per_s": dev, "host_steps_per_s": host}
+    result[stage] = {"ratios": ratios, "device_steps_per_s": dev, "host_steps_per_s": host}
 
 
 def pool_table(sections, lines, result):
@@ -404,7 +405,12 @@ def main():
     checks += e2e_tables(sections, lines, result)
     seeds_table(sections, lines, result)
     stats_table(sections, lines, result)
-    cache_table(sections, lines, result)
+    host_device_table(sections, lines, result, "cache",
+                      "sac/mini, feature cache on the device / on the host (LFS_FEATURE_CACHE=host)")
+    host_device_table(sections, lines, result, "frames",
+                      "sac/paper, pixel batches from the replay's frames on the device / on the host (LFS_REPLAY_FRAMES=host)")
+    host_device_table(sections, lines, result, "frames-drqv2",
+                      "DrQ-v2 (lfs train), pixel batches from the replay's frames on the device / on the host (LFS_REPLAY_FRAMES=host)")
     pool_table(sections, lines, result)
     for arm in ("lfs", "lfs-cudnn"):
         parity = [o for kind, keys, objs, _ in sections if kind == "parity" and keys.get("arm", "lfs") == arm

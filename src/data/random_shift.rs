@@ -39,6 +39,17 @@ impl RandomShift {
         }
     }
 
+    /// The crop offsets (dy, dx) of `n` images, as [`RandomShift::apply_batch`] draws them:
+    /// in image order, dy then dx; none drawn with `pad` = 0 (every offset (0, 0)).
+    pub fn draw_offsets<R: Rng + ?Sized>(&self, n: usize, rng: &mut R) -> Vec<(usize, usize)> {
+        if self.pad == 0 {
+            return vec![(0, 0); n];
+        }
+        (0..n)
+            .map(|_| (rng.random_range(0..=2 * self.pad), rng.random_range(0..=2 * self.pad)))
+            .collect()
+    }
+
     /// Shifts every image of a batch (n, c, h, w) in place, each by its own random offset
     /// (drawn in image order, dy then dx; the images are then shifted in parallel).
     pub fn apply_batch<R: Rng + ?Sized>(
@@ -51,9 +62,7 @@ impl RandomShift {
             return;
         }
         let size = c * h * w;
-        let offsets: Vec<(usize, usize)> = (0..n)
-            .map(|_| (rng.random_range(0..=2 * self.pad), rng.random_range(0..=2 * self.pad)))
-            .collect();
+        let offsets = self.draw_offsets(n, rng);
         batch[..n * size].par_chunks_mut(size).zip(offsets).for_each_init(
             || vec![0u8; size],
             |tmp, (img, offset)| {

@@ -333,6 +333,23 @@ impl Encoder {
         })
     }
 
+    /// [`Encoder::encode`] of pixels already in a tensor: obs (b, 9, 84, 84) u8 -> h (b, 39200),
+    /// outside any graph, with what the backward needs when `keep`. candle's path takes them
+    /// where they are (the replay's frames on the GPU); the kernels' path (the CPU) reads them to
+    /// host memory first. The same `Encoded` as `encode` of the same bytes.
+    pub fn encode_tensor(&self, obs: &Tensor, keep: bool) -> Result<Encoded> {
+        if self.compute == Compute::Candle {
+            let x = obs.to_device(self.layers[0].weight.device())?.to_dtype(DType::F32)?; // (b, 9, 84, 84)
+            let h = self.forward_candle(&x)?; // (b, repr), joined to the parameters' graph
+            return Ok(Encoded {
+                h: h.detach(),
+                tape: keep.then_some(Kept::Graph { h, x }),
+            });
+        }
+        let b = obs.dim(0)?;
+        self.encode(&obs.flatten_all()?.to_vec1::<u8>()?, b, keep)
+    }
+
     /// Shapes: obs (b, 9, 84, 84) u8 pixels (host memory) -> h (b, 39200) on the encoder's
     /// device, outside any graph. With `keep`, what [`Encoder::backward`] needs is kept.
     /// [`Compute::Kernels`]: the kernels, without candle's autograd; [`Compute::Candle`]:
@@ -347,13 +364,8 @@ impl Encoder {
         }
         if self.compute == Compute::Candle {
             let first = &self.shapes[0];
-            let x = Tensor::from_slice(obs, (b, first.c, first.h, first.w), self.layers[0].weight.device())?
-                .to_dtype(DType::F32)?; // (b, 9, 84, 84)
-            let h = self.forward_candle(&x)?; // (b, repr), joined to the parameters' graph
-            return Ok(Encoded {
-                h: h.detach(),
-                tape: keep.then_some(Kept::Graph { h, x }),
-            });
+            let x = Tensor::from_slice(obs, (b, first.c, first.h, first.w), self.layers[0].weight.device())?;
+            return self.encode_tensor(&x, keep);
         }
         self.check_tiled()?;
         let weights = self.layer_weights()?;

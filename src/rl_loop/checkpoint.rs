@@ -190,6 +190,13 @@ impl<A: Agent> Workspace<A> {
                 .map_err(|e| err(format!("`{}`: {e}", key::REPLAY_SAMPLING)))?;
             self.replay.restore_sampling(state)?;
         }
+        if let Some(frames) = &mut self.device_frames {
+            frames.clear(self.replay.first_episode());
+            for episode in self.replay.episodes() {
+                frames.start_episode(self.replay.first_episode());
+                frames.push(&episode.frames)?;
+            }
+        }
         if self.stage.rl.replay.feature_cache {
             // The cache is not stored: the frozen encoder recomputes it exactly.
             if let Some(cache) = &mut self.device_cache {

@@ -123,7 +123,11 @@ pub fn run_agent<A: Registered>(
         num_train_frames,
         resumed: resumed_from_frame.is_some(),
         encoder: ws.representation.id(),
-        device_cache: ws.device_cache.as_ref().map(|cache| cache.describe()),
+        device_cache: ws
+            .device_cache
+            .as_ref()
+            .map(|cache| cache.describe())
+            .or_else(|| ws.device_frames.as_ref().map(|frames| frames.describe())),
     }));
 
     // ---- the loop

@@ -75,6 +75,26 @@ pub trait Representation {
     /// Shapes: obs (n, 9, 84, 84) u8 -> h (n, repr), constants.
     fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor>;
 
+    /// Whether nothing but the encoder reads a training batch's pixels (its forward, and the
+    /// critic's gradient through it; no auxiliary objective, no intrinsic reward): then the
+    /// replay's frames may live on the run's device, batches be made there and encoded by
+    /// [`Representation::encode_tensor`] and [`Representation::encode_tensor_for_critic`].
+    fn encodes_batches_only(&self) -> bool {
+        false
+    }
+
+    /// Shapes: obs (n, 9, 84, 84) u8 already on the run's device -> h (n, repr), constants.
+    fn encode_tensor(&self, _obs: &Tensor) -> Result<Tensor> {
+        Err(crate::Error::Training(
+            "this representation encodes pixels from host memory only".into(),
+        ))
+    }
+
+    /// [`Representation::encode_for_critic`] of pixels already on the run's device.
+    fn encode_tensor_for_critic(&self, _obs: &Tensor) -> Result<Option<CriticFeatures>> {
+        Ok(None)
+    }
+
     /// Whether the critic's gradient trains the encoder: then
     /// [`Representation::encode_for_critic`] gives features with their tape, and the agent is
     /// built for them ([`crate::rl::Features::encoder_tape`]).
@@ -204,5 +224,13 @@ impl Representation for FrozenFeatures {
 
     fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor> {
         Ok(self.encoder.encode(obs, n, false)?.h)
+    }
+
+    fn encodes_batches_only(&self) -> bool {
+        true
+    }
+
+    fn encode_tensor(&self, obs: &Tensor) -> Result<Tensor> {
+        Ok(self.encoder.encode_tensor(obs, false)?.h)
     }
 }

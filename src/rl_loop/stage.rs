@@ -29,7 +29,8 @@ pub struct LoopStart<'a> {
     pub resumed: bool,
     /// The representation's identity.
     pub encoder: &'a str,
-    /// Where the feature cache lives when it is on the device: its rows and their size.
+    /// What the run keeps on its device beside the agent (the feature cache's rows, or the
+    /// replay's frames), and its size.
     pub device_cache: Option<String>,
 }
 

@@ -25,7 +25,7 @@ use crate::log_files::MetricsLog;
 use crate::objectives::UpdateMetrics;
 use crate::observation::{env_frame_to_chw, FRAME_SIZE, FRAME_STACK};
 use crate::rl::{Agent, AgentUpdate, EpisodeSums, Registered};
-use crate::rl::{Batch, DeviceFeatureCache, Features, ReplayBuffer, SequenceViews, Transitions};
+use crate::rl::{Batch, DeviceFeatureCache, DeviceFrames, Features, ReplayBuffer, SequenceViews, Transitions};
 use crate::{Error, Result};
 
 /// The environment seeds (dm_control takes 0..2³²): training episode `e`, and evaluation
@@ -57,6 +57,10 @@ pub(super) struct Workspace<A: Agent> {
     /// The feature cache's rows on the run's device, when it is on and lives there (a GPU's
     /// default, `device::feature_cache_on_host`); the replay then keeps no features.
     pub(super) device_cache: Option<DeviceFeatureCache>,
+    /// A copy of the replay's frames on the run's device, when pixel batches are only encoded
+    /// (a frozen encoder without the cache) and a GPU runs them (`device::frames_on_host`):
+    /// batches are then stacked and shifted there.
+    pub(super) device_frames: Option<DeviceFrames>,
     shift: RandomShift,
     pub(super) rng: ChaCha8Rng,
     /// Where the agent's tensors live.
@@ -144,6 +148,10 @@ impl<A: Registered> Workspace<A> {
         };
         let agent = A::new(cfg.agent.get::<A>()?, features, action_dim, &device, &mut rng)?;
         let on_device = cfg.replay.feature_cache && !crate::device::feature_cache_on_host(&device);
+        let frames_on_device = !cfg.replay.feature_cache
+            && representation.encodes_batches_only()
+            && cfg.agent.action_sequence() == 0
+            && !crate::device::frames_on_host(&device);
         let feature_dim = if cfg.replay.feature_cache && !on_device {
             repr
         } else {
@@ -157,25 +165,32 @@ impl<A: Registered> Workspace<A> {
             cfg.replay.feature_cache_dtype,
         )
         .with_sampling(cfg.replay.sampling);
+        // Rows for the transitions the replay can hold, their episodes' first observations and
+        // an episode beyond the capacity: DMC's episodes (≤ 1000 steps) never grow them.
+        let steps = cfg.run.num_train_frames.to_steps(cfg.env.action_repeat) as usize;
+        let held = cfg.replay.capacity.min(steps + 1);
+        let rows = held + held / 100 + 1001;
         let device_cache = match on_device {
-            true => {
-                // The transitions the replay can hold, their episodes' first observations and
-                // room for an episode beyond the capacity: DMC's (≤ 1000 steps) never grow it.
-                let steps = cfg.run.num_train_frames.to_steps(cfg.env.action_repeat) as usize;
-                let held = cfg.replay.capacity.min(steps + 1);
-                let rows = held + held / 100 + 1001;
-                Some(DeviceFeatureCache::new(
-                    rows,
-                    repr,
-                    cfg.replay.feature_cache_dtype,
-                    &device,
-                )?)
-            }
+            true => Some(DeviceFeatureCache::new(
+                rows,
+                repr,
+                cfg.replay.feature_cache_dtype,
+                &device,
+            )?),
+            false => None,
+        };
+        let device_frames = match frames_on_device {
+            true => Some(DeviceFrames::new(rows, (3, FRAME_SIZE, FRAME_SIZE), &device)?),
             false => None,
         };
         Ok(Self {
-            replay: if on_device { replay.without_pixels() } else { replay },
+            replay: if on_device || frames_on_device {
+                replay.without_pixels()
+            } else {
+                replay
+            },
             device_cache,
+            device_frames,
             shift: RandomShift {
                 pad: cfg.replay.random_shift_pad,
             },
@@ -242,7 +257,12 @@ impl<A: Agent> Workspace<A> {
                 Err(_) => continue, // the pool gives up after repeated failures
             }
         };
-        self.replay.start_episode(&env_frame_to_chw(&first.frame))?;
+        let frame = env_frame_to_chw(&first.frame);
+        self.replay.start_episode(&frame)?;
+        if let Some(frames) = &mut self.device_frames {
+            frames.start_episode(self.replay.first_episode());
+            frames.push(&frame)?;
+        }
         if let Some(cache) = &mut self.device_cache {
             // One read per episode: whether the f16 rows held what the last episode stored.
             cache.check()?;
@@ -359,8 +379,13 @@ impl<A: Agent> Workspace<A> {
             Ok(step) => step,
             Err(error) => return Ok(StepOutcome::Lost(error)),
         };
-        self.replay
-            .add(&action, step.reward as f32, &env_frame_to_chw(&step.frame))?;
+        let frame = env_frame_to_chw(&step.frame);
+        self.replay.add(&action, step.reward as f32, &frame)?;
+        if let Some(frames) = &mut self.device_frames {
+            // The replay may have dropped episodes when it stored this frame.
+            frames.drop_before(self.replay.first_episode());
+            frames.push(&frame)?;
+        }
         self.cache_latest_features()?;
         StepTimes::lap(&mut state.times.store, lap);
         self.step += 1;
@@ -410,6 +435,25 @@ impl<A: Agent> Workspace<A> {
         let mut obs_tape = None;
         let (obs, next_obs) = if let Some(cache) = &self.device_cache {
             cache.gather(&t.locations, t.nstep)?
+        } else if let Some(frames) = &self.device_frames {
+            // O_t's crop offsets, then O_{t+n}'s, as the host path's two shifts draw them.
+            let offsets = [
+                self.shift.draw_offsets(n, &mut self.rng),
+                self.shift.draw_offsets(n, &mut self.rng),
+            ]
+            .concat();
+            // (n, 9, 84, 84) u8 each, on the device
+            let (obs, next_obs) = frames.gather_shifted(&t.locations, t.nstep, &offsets, self.shift.pad)?;
+            let obs = match self.representation.encode_tensor_for_critic(&obs)? {
+                Some(features) => {
+                    // As below: a leaf whose gradient the encoder's own backward takes.
+                    let h = candle_core::Var::from_tensor(&features.encoded.h)?.as_tensor().clone();
+                    critic = Some(features);
+                    h
+                }
+                None => self.representation.encode_tensor(&obs)?,
+            };
+            (obs, self.representation.encode_tensor(&next_obs)?)
         } else if self.stage.rl.replay.feature_cache {
             let repr = self.representation.repr_dim();
             (

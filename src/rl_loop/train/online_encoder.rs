@@ -153,6 +153,18 @@ impl OnlineEncoder {
         })
     }
 
+    /// [`OnlineEncoder::encode`] of pixels already on the run's device: (n, 9, 84, 84) u8.
+    pub fn encode_tensor(&self, obs: &Tensor) -> Result<Tensor> {
+        Ok(self.encoder().encode_tensor(obs, false)?.h.detach())
+    }
+
+    /// [`OnlineEncoder::encode_for_critic`] of pixels already on the run's device.
+    pub fn encode_tensor_for_critic(&self, obs: &Tensor) -> Result<CriticFeatures> {
+        Ok(CriticFeatures {
+            encoded: self.encoder().encode_tensor(obs, true)?,
+        })
+    }
+
     /// One Adam step of the conv layers on the critic loss's gradient `dh` (n, repr) with
     /// respect to `features.encoded.h`. Errors unless `aux.critic_gradient` is on.
     pub fn critic_step(&mut self, features: &CriticFeatures, dh: &Tensor) -> Result<()> {

@@ -117,6 +117,24 @@ impl Representation for OnlineRepresentation {
         }
     }
 
+    fn encodes_batches_only(&self) -> bool {
+        // Without an auxiliary objective: the critic's gradient, or nothing, trains the encoder
+        // (DrQ-v2's and TACO's setting; TACO's own objective reads pixels, and the loop keeps
+        // its batches on the host).
+        self.encoder.trainer().is_none()
+    }
+
+    fn encode_tensor(&self, obs: &Tensor) -> Result<Tensor> {
+        self.encoder.encode_tensor(obs)
+    }
+
+    fn encode_tensor_for_critic(&self, obs: &Tensor) -> Result<Option<CriticFeatures>> {
+        match self.encoder.critic_trains_encoder() {
+            true => self.encoder.encode_tensor_for_critic(obs).map(Some),
+            false => Ok(None),
+        }
+    }
+
     fn critic_step(&mut self, features: &CriticFeatures, dh: &Tensor) -> Result<()> {
         self.encoder.critic_step(features, dh)
     }

@@ -1,0 +1,194 @@
+//! The replay's frames kept on the run's device too (issue 52), for pixel batches encoded by a
+//! frozen encoder (`pipelines/sac/paper.toml`): each (3, h, w) uint8 frame is uploaded once,
+//! when it is stored, into a preallocated ring ([`DeviceRows`]), and a batch is stacked and
+//! randomly shifted there by one gather. On the host path the same batch costs a stack of 2 × B
+//! observations on the host (65 MB at B = 512), a shift, and their upload on every update.
+//!
+//! The gather reads, for sample i, channel k = 3s + c of the stacked observation (frame s of
+//! [F_{t−2}, F_{t−1}, F_t], clamped at the episode's start, channel c of it), pixel (y, x):
+//! `frame[clamp(y + dy_i − pad)][clamp(x + dx_i − pad)]`, the replicate-padded crop of
+//! [`RandomShift`](crate::data::RandomShift) at the offsets it draws, so a batch's bytes are
+//! the host path's. The host replay keeps its frames (checkpoints and the agent's own
+//! observation read them); these are a copy.
+
+use candle_core::{DType, Device, Tensor};
+
+use super::device_rows::DeviceRows;
+use crate::observation::{stack_indices, FRAME_STACK};
+use crate::{Error, Result};
+
+/// Frames on the device, one row of c·h·w bytes each.
+pub struct DeviceFrames {
+    rows: DeviceRows,
+    /// A frame's (c, h, w).
+    shape: (usize, usize, usize),
+}
+
+impl DeviceFrames {
+    /// `rows` frames of shape (c, h, w) on `device`, allocated now.
+    pub fn new(rows: usize, (c, h, w): (usize, usize, usize), device: &Device) -> Result<Self> {
+        Ok(Self {
+            rows: DeviceRows::new(rows, c * h * w, DType::U8, device, "device frames")?,
+            shape: (c, h, w),
+        })
+    }
+
+    /// "frames on the device: R frames (G GB)", for the run's first message.
+    pub fn describe(&self) -> String {
+        let r = self.rows.capacity();
+        let gb = (r * self.rows.width()) as f64 / 1e9;
+        format!("replay frames on the device: {r} frames ({gb:.2} GB)")
+    }
+
+    /// Stored episodes.
+    pub fn num_episodes(&self) -> usize {
+        self.rows.num_episodes()
+    }
+
+    /// Empties the store for a checkpoint's replay, whose oldest episode is `first_episode`.
+    pub fn clear(&mut self, first_episode: u64) {
+        self.rows.clear(first_episode);
+    }
+
+    /// Drops the episodes the replay dropped: those numbered below `replay_first_episode`.
+    pub fn drop_before(&mut self, replay_first_episode: u64) {
+        self.rows.drop_before(replay_first_episode);
+    }
+
+    /// Starts the replay's newest episode, the replay's oldest being `replay_first_episode`.
+    pub fn start_episode(&mut self, replay_first_episode: u64) {
+        self.rows.start_episode(replay_first_episode);
+    }
+
+    /// Uploads `frames` (m frames of c·h·w bytes, channel-first) as the newest episode's next m.
+    pub fn push(&mut self, frames: &[u8]) -> Result<()> {
+        let width = self.rows.width();
+        if frames.is_empty() || !frames.len().is_multiple_of(width) {
+            return Err(Error::Shape(format!(
+                "device frames: {} bytes are not whole frames of {width}",
+                frames.len()
+            )));
+        }
+        let m = frames.len() / width;
+        let rows = Tensor::from_slice(frames, (m, width), self.rows.tensor().device())?;
+        self.rows.push(&rows)
+    }
+
+    /// The stacked observations O_t and O_{t+n} of each drawn (episode position, t) of the
+    /// replay (`Transitions::locations`), each shifted by its crop offset (dy, dx) in
+    /// [0, 2·pad]² (`offsets`: O_t's offsets, then O_{t+n}'s, as the host path draws them):
+    /// (len, 9, h, w) u8 each, on the device.
+    pub fn gather_shifted(
+        &self,
+        locations: &[(usize, usize)],
+        n: usize,
+        offsets: &[(usize, usize)],
+        pad: usize,
+    ) -> Result<(Tensor, Tensor)> {
+        let len = locations.len();
+        if offsets.len() != 2 * len {
+            return Err(Error::Shape(format!(
+                "device frames: {} crop offsets for 2 × {len} observations",
+                offsets.len()
+            )));
+        }
+        let (c, h, w) = self.shape;
+        let width = self.rows.width();
+        let k = FRAME_STACK * c;
+        // Per observation j (O_t's then O_{t+n}'s): where each of its k channels starts, and
+        // the offsets of its rows and columns within a channel, clamped (replicate padding).
+        let mut channel = Vec::with_capacity(2 * len * k);
+        let mut row = Vec::with_capacity(2 * len * h);
+        let mut col = Vec::with_capacity(2 * len * w);
+        let clamp = |v: usize, size: usize| (v.saturating_sub(pad)).min(size - 1) as u64;
+        for (j, &(dy, dx)) in offsets.iter().enumerate() {
+            let (e, t) = locations[j % len];
+            let t = if j < len { t } else { t + n };
+            for f in stack_indices(t) {
+                let first = (self.rows.row(e, f)? * width) as u64;
+                channel.extend((0..c).map(|ch| first + (ch * h * w) as u64));
+            }
+            row.extend((0..h).map(|y| clamp(y + dy, h) * w as u64));
+            col.extend((0..w).map(|x| clamp(x + dx, w)));
+        }
+        let device = self.rows.tensor().device();
+        // u32 indices while the store's bytes fit them, i64 beyond.
+        let wide = (self.rows.capacity() * width) as u64 > u64::from(u32::MAX);
+        let upload = |values: Vec<u64>, shape: (usize, usize, usize, usize)| -> Result<Tensor> {
+            Ok(match wide {
+                true => Tensor::from_vec(values.into_iter().map(|v| v as i64).collect::<Vec<_>>(), shape, device)?,
+                false => Tensor::from_vec(values.into_iter().map(|v| v as u32).collect::<Vec<_>>(), shape, device)?,
+            })
+        };
+        // (2·len, k, h, w): every output byte's position in the store's flattened rows.
+        let index = upload(channel, (2 * len, k, 1, 1))?
+            .broadcast_add(&upload(row, (2 * len, 1, h, 1))?)?
+            .broadcast_add(&upload(col, (2 * len, 1, 1, w))?)?
+            .flatten_all()?;
+        let both = self
+            .rows
+            .tensor()
+            .flatten_all()?
+            .index_select(&index, 0)?
+            .reshape((2 * len, k, h, w))?;
+        Ok((both.narrow(0, 0, len)?, both.narrow(0, len, len)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::data::RandomShift;
+    use crate::rl::ReplayBuffer;
+
+    #[test]
+    fn gathers_the_host_replays_stacked_and_shifted_batches() {
+        // Frames of (3, 5, 6) numbered through their bytes; a replay of 12 transitions that
+        // drops episodes; a store of 8 frames that must grow.
+        let (c, h, w) = (3, 5, 6);
+        let frame_len = c * h * w;
+        let frame = |g: usize| -> Vec<u8> { (0..frame_len).map(|i| ((g * 31 + i * 7) % 251) as u8).collect() };
+        let mut replay = ReplayBuffer::new(12, frame_len, 1, 0, Default::default());
+        let mut frames = DeviceFrames::new(8, (c, h, w), &Device::Cpu).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut g = 0;
+        for length in [5usize, 3, 6, 2, 7] {
+            replay.start_episode(&frame(g)).unwrap();
+            frames.start_episode(replay.first_episode());
+            frames.push(&frame(g)).unwrap();
+            g += 1;
+            for _ in 0..length {
+                replay.add(&[0.5], 1.0, &frame(g)).unwrap();
+                frames.drop_before(replay.first_episode());
+                frames.push(&frame(g)).unwrap();
+                g += 1;
+            }
+            assert_eq!(frames.num_episodes(), replay.episodes().len());
+            for (pad, nstep) in [(2, 1), (0, 2)] {
+                let returns = crate::rl::NStep {
+                    n: nstep,
+                    discount: 0.9,
+                };
+                let shift = RandomShift { pad };
+                let mut t = replay.sample(16, returns, &mut rng).unwrap();
+                let dims = (16, FRAME_STACK * c, h, w);
+                let mut draw = ChaCha8Rng::seed_from_u64(g as u64);
+                let offsets = [shift.draw_offsets(16, &mut draw), shift.draw_offsets(16, &mut draw)].concat();
+                let mut host = ChaCha8Rng::seed_from_u64(g as u64);
+                shift.apply_batch(&mut t.obs, dims, &mut host);
+                shift.apply_batch(&mut t.next_obs, dims, &mut host);
+                let (obs, next) = frames.gather_shifted(&t.locations, nstep, &offsets, pad).unwrap();
+                assert_eq!(obs.dims(), [16, 9, h, w]);
+                assert_eq!(obs.flatten_all().unwrap().to_vec1::<u8>().unwrap(), t.obs, "pad {pad}");
+                assert_eq!(
+                    next.flatten_all().unwrap().to_vec1::<u8>().unwrap(),
+                    t.next_obs,
+                    "pad {pad}"
+                );
+            }
+        }
+    }
+}
