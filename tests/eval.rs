@@ -239,109 +239,75 @@ fn a_killed_run_sampling_as_drqv2s_loader_resumes_to_the_same_results() {
 #[test]
 fn the_feature_cache_on_the_device_resumes_to_the_host_caches_results() {
     // LFS_FEATURE_CACHE=device runs a GPU's cache (src/rl/device_feature_cache.rs) on the CPU:
-    // f16 rows, a replay of 700 transitions that drops its oldest episodes, killed once its
-    // first checkpoint is on disk and resumed (the rows computed again on restore). It must end
-    // with the evaluations and episode logs of the host cache's uninterrupted run.
-    let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "--encoder",
-        "random",
-        "--task",
-        "cartpole_swingup",
-        "--set",
-        "replay.feature_cache_dtype=\"f16\"",
-        "--set",
-        "replay.capacity=700",
-    ];
-    let host = dir.path().join("host");
-    let result = eval_command(&host, &args)
-        .env("LFS_FEATURE_CACHE", "host")
-        .output()
-        .unwrap();
-    assert!(result.status.success(), "{}", text(&result));
-    assert!(
-        !text(&result).contains("feature cache on the device"),
-        "{}",
-        text(&result)
+    // f16 rows, the rows computed again on restore. 700 transitions, 7 first observations and
+    // 1001 rows of room, the random encoder's 39200 features each.
+    let args = ["--set", "replay.feature_cache_dtype=\"f16\""];
+    let (rows, _) = on_the_device_as_on_the_host(
+        "LFS_FEATURE_CACHE",
+        &args,
+        "feature cache on the device: 1708 rows of 39200 f16",
     );
-    let device = dir.path().join("device");
-    let mut child = spawn_quiet(eval_command(&device, &args).env("LFS_FEATURE_CACHE", "device"));
-    wait_for(&mut child, 300, "the first checkpoint", || {
-        device.join("checkpoint.safetensors").exists()
-    });
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    let before = results(&device);
-    let result = eval_command(&device, &args)
-        .env("LFS_FEATURE_CACHE", "device")
-        .output()
-        .unwrap();
-    let said = text(&result);
-    assert!(result.status.success(), "{said}");
-    assert!(said.contains("resuming at frame"), "{said}");
-    // 700 transitions, 7 first observations and 1001 rows of room, the random encoder's 39200
-    // features each.
-    assert!(
-        said.contains("feature cache on the device: 1708 rows of 39200 f16"),
-        "{said}"
-    );
-    assert_eq!(results(&device), results(&host), "killed after {before:?}");
+    assert_eq!(rows.len(), 4, "{rows:?}");
 }
 
 #[test]
 fn replay_frames_on_the_device_resume_to_the_host_replays_results() {
     // LFS_REPLAY_FRAMES=device runs a GPU's pixel batches (src/rl/device_frames.rs: the
     // replay's frames copied to the device, each batch stacked and shifted there) on the CPU:
-    // pixel SAC without the feature cache, a replay of 700 transitions that drops its oldest
-    // episodes, killed once its first checkpoint is on disk and resumed (the frames uploaded
-    // again on restore). It must end with the host replay's uninterrupted run's evaluations
-    // and episode logs.
-    let dir = tempfile::tempdir().unwrap();
+    // pixel SAC without the feature cache, the frames uploaded again on restore. 700
+    // transitions, 7 first frames and 1001 frames of room, 21168 bytes each.
     let args = [
-        "--encoder",
-        "random",
-        "--task",
-        "cartpole_swingup",
         "--set",
         "replay.feature_cache=false",
-        "--set",
-        "replay.capacity=700",
         "--set",
         "run.num_train_frames=2000",
         "--set",
         "run.eval_every_frames=2000",
     ];
+    let (rows, episodes) = on_the_device_as_on_the_host(
+        "LFS_REPLAY_FRAMES",
+        &args,
+        "replay frames on the device: 1708 frames (0.04 GB)",
+    );
+    assert_eq!((rows.len(), episodes.len()), (3, 2), "{rows:?}");
+    assert!(episodes[1]["train/num_updates"].as_u64().unwrap() > 0);
+}
+
+/// `lfs eval` (random encoder, cartpole_swingup, a replay of 700 transitions that drops its
+/// oldest episodes, `extra`) with `var=host` uninterrupted, and with `var=device` killed once its
+/// first checkpoint is on disk and resumed, saying `says`: both end with the same evaluations
+/// and episode logs, which are returned.
+fn on_the_device_as_on_the_host(var: &str, extra: &[&str], says: &str) -> (Vec<String>, Vec<serde_json::Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let common = [
+        "--encoder",
+        "random",
+        "--task",
+        "cartpole_swingup",
+        "--set",
+        "replay.capacity=700",
+    ];
+    let args = [&common[..], extra].concat();
     let host = dir.path().join("host");
-    let result = eval_command(&host, &args)
-        .env("LFS_REPLAY_FRAMES", "host")
-        .output()
-        .unwrap();
+    let result = eval_command(&host, &args).env(var, "host").output().unwrap();
     assert!(result.status.success(), "{}", text(&result));
     assert!(!text(&result).contains("on the device"), "{}", text(&result));
     let device = dir.path().join("device");
-    let mut child = spawn_quiet(eval_command(&device, &args).env("LFS_REPLAY_FRAMES", "device"));
+    let mut child = spawn_quiet(eval_command(&device, &args).env(var, "device"));
     wait_for(&mut child, 300, "the first checkpoint", || {
         device.join("checkpoint.safetensors").exists()
     });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let before = results(&device);
-    let result = eval_command(&device, &args)
-        .env("LFS_REPLAY_FRAMES", "device")
-        .output()
-        .unwrap();
+    let result = eval_command(&device, &args).env(var, "device").output().unwrap();
     let said = text(&result);
     assert!(result.status.success(), "{said}");
     assert!(said.contains("resuming at frame"), "{said}");
-    // 700 transitions, 7 first frames and 1001 frames of room, 21168 bytes each.
-    assert!(
-        said.contains("replay frames on the device: 1708 frames (0.04 GB)"),
-        "{said}"
-    );
-    let (rows, episodes) = results(&host);
-    assert_eq!((rows.len(), episodes.len()), (3, 2), "{rows:?}");
-    assert!(episodes[1]["train/num_updates"].as_u64().unwrap() > 0);
-    assert_eq!(results(&device), (rows, episodes), "killed after {before:?}");
+    assert!(said.contains(says), "{said}");
+    let whole = results(&host);
+    assert_eq!(results(&device), whole, "killed after {before:?}");
+    whole
 }
 
 /// Starts `cmd` with its output discarded.
