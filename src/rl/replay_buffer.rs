@@ -135,7 +135,8 @@ pub struct ReplayBuffer {
     /// How batches are drawn, and the sampler's state.
     sampler: Sampler,
     /// Whether batches without the cache carry stacked pixels (false: the caller keeps the
-    /// observations' features on its device and gathers them at `locations`).
+    /// observations on its device, as cached features or as frames, and gathers them at
+    /// `locations`).
     pixels: bool,
 }
 
@@ -165,8 +166,9 @@ impl ReplayBuffer {
     }
 
     /// The buffer drawing batches without pixels: their `locations`, actions, rewards and
-    /// discounts only, for a caller that keeps the observations' features itself (the feature
-    /// cache on the device, [`DeviceFeatureCache`](super::DeviceFeatureCache)).
+    /// discounts only, for a caller that keeps the observations itself (the feature cache on
+    /// the device, [`DeviceFeatureCache`](super::DeviceFeatureCache), or the frames,
+    /// [`DeviceFrames`](super::DeviceFrames)).
     pub fn without_pixels(mut self) -> Self {
         self.pixels = false;
         self

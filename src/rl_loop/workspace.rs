@@ -57,8 +57,9 @@ pub(super) struct Workspace<A: Agent> {
     /// The feature cache's rows on the run's device, when it is on and lives there (a GPU's
     /// default, `device::feature_cache_on_host`); the replay then keeps no features.
     pub(super) device_cache: Option<DeviceFeatureCache>,
-    /// A copy of the replay's frames on the run's device, when pixel batches are only encoded
-    /// (a frozen encoder without the cache) and a GPU runs them (`device::frames_on_host`):
+    /// A copy of the replay's frames on the run's device, when nothing but the encoder reads a
+    /// batch's pixels (a frozen encoder, or one the critic alone trains, without the cache;
+    /// `Representation::encodes_batches_only`) and a GPU runs them (`device::frames_on_host`):
     /// batches are then stacked and shifted there.
     pub(super) device_frames: Option<DeviceFrames>,
     shift: RandomShift,
