@@ -9,6 +9,10 @@
 //!   the encoder), and one TACO update: DrQ-v2's with latent actions, then the TACO loss on
 //!   three more views stepping the heads, the action encoder and the encoder through an Adam of
 //!   its own (`lfs train`'s order, src/rl_loop/workspace.rs);
+//! - the replay's rows on the device (issue 52): pixel batches stacked and shifted from a copy of
+//!   the frames (`DeviceFrames`), and the feature cache's rows as f32 and f16
+//!   (`DeviceFeatureCache`), against the host replay's batches and `CachedFeatures`' rows, through
+//!   evictions and a ring that grows (exact: every relative error 0);
 //! - checkpoints across the two sides: the state after one update written to a safetensors file
 //!   on one side and read into the other, then one more update on both (each way, for LFS and
 //!   for SAC).
@@ -31,6 +35,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use candle_core::{Device, Tensor, Var};
 use lfs::data::moving_squares::moving_square_episodes;
+use lfs::data::RandomShift;
 use lfs::device::{Backend, DeviceChoice, Precision};
 use lfs::nn::checkpoint;
 use lfs::nn::encoder::Encoded;
@@ -39,7 +44,8 @@ use lfs::objectives::Trainer;
 use lfs::pretrain::run::video_pair_sampler;
 use lfs::pretrain::PretrainConfig;
 use lfs::rl::{
-    Batch, DrQv2Agent, DrQv2Config, GradientPath, SacAgent, SacConfig, SequenceViews, TacoAgent, TacoSettings,
+    Batch, CachedFeatures, DeviceFeatureCache, DeviceFrames, DrQv2Agent, DrQv2Config, FeatureDtype, GradientPath,
+    NStep, ReplayBuffer, SacAgent, SacConfig, SequenceViews, TacoAgent, TacoSettings,
 };
 use lfs::shards::Episode;
 use rand::{Rng, SeedableRng};
@@ -98,6 +104,7 @@ fn main() -> anyhow::Result<()> {
     );
     report("sac from pixels", sac_check(&tested, &reference, false)?);
     report("sac from pixels, resumed across", sac_check(&tested, &reference, true)?);
+    report("replay rows on the device", replay_rows_check(&device)?);
     report("drqv2 from pixels", drqv2_check(&tested, &reference, false)?);
     report("taco from pixels", drqv2_check(&tested, &reference, true)?);
     if argv.iter().any(|a| a == "--bench") {
@@ -207,6 +214,98 @@ fn encoder_check(tested: &Backend, reference: &Backend, input_offset: f64) -> an
     let grads_a: BTreeMap<String, Tensor> = a.backward(&ea, &rows, &dh)?.into_iter().collect();
     let grads_b: BTreeMap<String, Tensor> = b.backward(&eb, &rows, &dh)?.into_iter().collect();
     worst.compare_all(&grads_a, &grads_b)?;
+    Ok(worst)
+}
+
+/// A host replay of random 84×84 frames that drops episodes, its frames copied to `device`
+/// (`DeviceFrames`, 64 rows: it grows) and random features into two device caches (f32, f16;
+/// 16 rows of 300) beside host `CachedFeatures`; each episode's batches (B=32, shift pad 4,
+/// 3-step returns) from the device against the host's.
+fn replay_rows_check(device: &Device) -> anyhow::Result<Worst> {
+    const FRAME: usize = 3 * 84 * 84;
+    const REPR: usize = 300;
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut replay = ReplayBuffer::new(120, FRAME, 1, 0, FeatureDtype::F32);
+    let mut frames = DeviceFrames::new(64, (3, 84, 84), device)?;
+    let dtypes = [FeatureDtype::F32, FeatureDtype::F16];
+    let mut caches = dtypes.map(|d| DeviceFeatureCache::new(16, REPR, d, device).expect("a device cache"));
+    let mut host: [Vec<CachedFeatures>; 2] = [Vec::new(), Vec::new()];
+    let shift = RandomShift { pad: 4 };
+    let returns = NStep { n: 3, discount: 0.99 };
+    let mut worst = Worst::default();
+    let store = |replay: &ReplayBuffer,
+                 frames: &mut DeviceFrames,
+                 caches: &mut [DeviceFeatureCache; 2],
+                 host: &mut [Vec<CachedFeatures>; 2],
+                 frame: &[u8],
+                 rng: &mut ChaCha8Rng|
+     -> anyhow::Result<()> {
+        frames.drop_before(replay.first_episode());
+        frames.push(frame)?;
+        let h: Vec<f32> = (0..REPR).map(|_| rng.random_range(-50.0f32..50.0)).collect();
+        for ((cache, host), dtype) in caches.iter_mut().zip(host.iter_mut()).zip(dtypes) {
+            cache.drop_before(replay.first_episode());
+            cache.push(&Tensor::from_vec(h.clone(), (1, REPR), device)?)?;
+            while host.len() > replay.episodes().len() {
+                host.remove(0);
+            }
+            if host.len() < replay.episodes().len() {
+                host.push(CachedFeatures::new(dtype));
+            }
+            host.last_mut().expect("an episode").extend(&h)?;
+        }
+        Ok(())
+    };
+    for length in [40, 30, 50, 20, 45] {
+        let first = random_pixels(1, &mut rng)[..FRAME].to_vec();
+        replay.start_episode(&first)?;
+        frames.start_episode(replay.first_episode());
+        for cache in caches.iter_mut() {
+            cache.check()?;
+            cache.start_episode(replay.first_episode());
+        }
+        store(&replay, &mut frames, &mut caches, &mut host, &first, &mut rng)?;
+        for _ in 0..length {
+            let frame = random_pixels(1, &mut rng)[..FRAME].to_vec();
+            replay.add(&[0.0], 1.0, &frame)?;
+            store(&replay, &mut frames, &mut caches, &mut host, &frame, &mut rng)?;
+        }
+        let n = 32;
+        let mut t = replay.sample(n, returns, &mut rng)?;
+        let offsets = [shift.draw_offsets(n, &mut rng), shift.draw_offsets(n, &mut rng)].concat();
+        let mut pick = offsets.iter();
+        for obs in [&mut t.obs, &mut t.next_obs] {
+            // the host's shift at the same offsets
+            for image in obs.chunks_mut(OBS_LEN) {
+                let mut out = vec![0u8; OBS_LEN];
+                shift.shift_image(image, (9, 84, 84), *pick.next().expect("an offset"), &mut out);
+                image.copy_from_slice(&out);
+            }
+        }
+        let (obs, next) = frames.gather_shifted(&t.locations, returns.n, &offsets, shift.pad)?;
+        let bytes = |b: &[u8]| Tensor::from_vec(b.to_vec(), (n, 9, 84, 84), &Device::Cpu);
+        worst.compare("frames: O_t", &obs, &bytes(&t.obs)?)?;
+        worst.compare("frames: O_t+n", &next, &bytes(&t.next_obs)?)?;
+        for ((cache, host), dtype) in caches.iter().zip(&host).zip(dtypes) {
+            let (a, b) = cache.gather(&t.locations, returns.n)?;
+            let (mut want_a, mut want_b) = (Vec::new(), Vec::new());
+            for &(e, i) in &t.locations {
+                host[e].read_into(i * REPR..(i + 1) * REPR, &mut want_a);
+                host[e].read_into((i + 3) * REPR..(i + 4) * REPR, &mut want_b);
+            }
+            let name = dtype.name();
+            worst.compare(
+                &format!("cache {name}: O_t"),
+                &a,
+                &Tensor::from_vec(want_a, (n, REPR), &Device::Cpu)?,
+            )?;
+            worst.compare(
+                &format!("cache {name}: O_t+n"),
+                &b,
+                &Tensor::from_vec(want_b, (n, REPR), &Device::Cpu)?,
+            )?;
+        }
+    }
     Ok(worst)
 }
 
