@@ -8,8 +8,9 @@
 //!
 //! f16 rows refuse what the host cache refuses (a value that is not finite or beyond ±65504):
 //! the values that do not fit are counted on the device and the count is read once per
-//! episode ([`DeviceFeatureCache::check`]), so such a run stops at most an episode later than the
-//! host cache would, with the same advice. The rows themselves are the host cache's: f32
+//! episode ([`DeviceFeatureCache::check`], when the next one starts), so such a run stops at most
+//! an episode later than the host cache would, with the same advice (a run's last episode is
+//! not checked: no episode starts after it). The rows themselves are the host cache's: f32
 //! copied exactly, f16 rounded to the nearest half, both sides by IEEE round-to-nearest-even.
 
 use candle_core::{DType, Device, Tensor};
