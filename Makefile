@@ -134,6 +134,8 @@ SLOW_TESTS := \
 	e2e::a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results \
 	e2e::a_killed_sac_pixel_run_resumes_to_the_same_results \
 	eval::a_killed_run_resumes_to_the_same_results \
+	eval::the_feature_cache_on_the_device_resumes_to_the_host_caches_results \
+	eval::replay_frames_on_the_device_resume_to_the_host_replays_results \
 	drqv2::a_killed_drqv2_run_resumes_to_the_same_results \
 	drqv2::drqv2_runs_on_a_frozen_encoder_and_bad_input_is_refused_by_name \
 	taco::a_killed_taco_run_resumes_to_the_same_results \
