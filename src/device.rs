@@ -213,6 +213,20 @@ pub fn frames_on_host(device: &Device) -> bool {
     on_host("LFS_REPLAY_FRAMES", &CHOICE, device)
 }
 
+/// A developer's on/off switch read from the environment: true when `var` = `on`; unset, empty
+/// or `off` is false, and any other value is named on stderr and taken as off.
+pub fn env_switch(var: &str, on: &str, off: &str) -> bool {
+    match std::env::var(var) {
+        Ok(v) if v == on => true,
+        Ok(v) if v.is_empty() || v == off => false,
+        Ok(v) => {
+            eprintln!("lfs: {var}={v:?} is neither {on:?} nor {off:?}; taken as {off:?}");
+            false
+        }
+        Err(_) => false,
+    }
+}
+
 /// A host-or-device switch: `var` = `host` or `device` if set (read once, into `choice`; any
 /// other value is named on stderr and ignored), else host on the CPU and device on a GPU.
 fn on_host(var: &str, choice: &OnceLock<Option<bool>>, device: &Device) -> bool {

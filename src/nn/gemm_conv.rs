@@ -55,7 +55,7 @@ pub fn conv2d(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
 /// Whether `LFS_CONV_BACKWARD=candle` asks for candle's own conv2d backward.
 fn candle_backward() -> bool {
     static CANDLE: OnceLock<bool> = OnceLock::new();
-    *CANDLE.get_or_init(|| std::env::var("LFS_CONV_BACKWARD").is_ok_and(|v| v == "candle"))
+    *CANDLE.get_or_init(|| crate::device::env_switch("LFS_CONV_BACKWARD", "candle", "gemm"))
 }
 
 /// The graph node of [`conv2d`]: args (x, w, y), y computed already; forward returns y.

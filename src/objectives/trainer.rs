@@ -37,7 +37,7 @@ use crate::{Error, Result};
 /// ([`Trainer::update`]'s timers).
 fn sync_parts() -> bool {
     static SYNC: OnceLock<bool> = OnceLock::new();
-    *SYNC.get_or_init(|| std::env::var("LFS_SYNC_PARTS").is_ok_and(|v| v == "1"))
+    *SYNC.get_or_init(|| crate::device::env_switch("LFS_SYNC_PARTS", "1", "0"))
 }
 
 /// What the objective engine is built from: the model, optimizer and objective sections of a
