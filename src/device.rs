@@ -214,32 +214,31 @@ pub fn frames_on_host(device: &Device) -> bool {
 }
 
 /// A developer's on/off switch read from the environment: true when `var` = `on`; unset, empty
-/// or `off` is false, and any other value is named on stderr and taken as off.
+/// or `off` is false (any other value is named on stderr and taken as off).
 pub fn env_switch(var: &str, on: &str, off: &str) -> bool {
-    match std::env::var(var) {
-        Ok(v) if v == on => true,
-        Ok(v) if v.is_empty() || v == off => false,
-        Ok(v) => {
-            eprintln!("lfs: {var}={v:?} is neither {on:?} nor {off:?}; taken as {off:?}");
-            false
-        }
-        Err(_) => false,
-    }
+    env_choice(var, on, off).unwrap_or(false)
 }
 
-/// A host-or-device switch: `var` = `host` or `device` if set (read once, into `choice`; any
-/// other value is named on stderr and ignored), else host on the CPU and device on a GPU.
+/// A host-or-device switch: `var` = `host` or `device` if set (read once, into `choice`), else
+/// host on the CPU and device on a GPU.
 fn on_host(var: &str, choice: &OnceLock<Option<bool>>, device: &Device) -> bool {
-    let forced = choice.get_or_init(|| match std::env::var(var) {
-        Ok(v) if v == "host" => Some(true),
-        Ok(v) if v == "device" => Some(false),
+    let forced = choice.get_or_init(|| env_choice(var, "host", "device"));
+    forced.unwrap_or_else(|| device.is_cpu())
+}
+
+/// `var` as one of two named values: Some(true) for `a`, Some(false) for `b`, None when unset or
+/// empty; any other value is named on stderr and taken as unset.
+fn env_choice(var: &str, a: &str, b: &str) -> Option<bool> {
+    match std::env::var(var) {
+        Ok(v) if v == a => Some(true),
+        Ok(v) if v == b => Some(false),
+        Ok(v) if v.is_empty() => None,
         Ok(v) => {
-            eprintln!("lfs: {var}={v:?} is neither \"host\" nor \"device\"; ignored");
+            eprintln!("lfs: {var}={v:?} is neither {a:?} nor {b:?}; ignored");
             None
         }
         Err(_) => None,
-    });
-    forced.unwrap_or_else(|| device.is_cpu())
+    }
 }
 
 /// Single-value tensors of one device read to the host in one copy, each as f64 (a GPU stops
