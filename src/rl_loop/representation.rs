@@ -37,6 +37,14 @@ pub struct CriticFeatures {
     pub encoded: Encoded,
 }
 
+impl CriticFeatures {
+    /// h (n, repr) as a leaf for the agent's losses: the gradient they leave on it is what the
+    /// encoder's own backward takes from there (the critic's step, TACO's objective step).
+    pub fn leaf(&self) -> Result<Tensor> {
+        Ok(candle_core::Var::from_tensor(&self.encoded.h)?.as_tensor().clone())
+    }
+}
+
 /// A representation's training state in a checkpoint: tensors and string counters, each under
 /// the loop's own prefix for it (see `super::checkpoint`).
 #[derive(Debug, Default)]

@@ -447,8 +447,8 @@ impl<A: Agent> Workspace<A> {
             let (obs, next_obs) = frames.gather_shifted(&t.locations, t.nstep, &offsets, self.shift.pad)?;
             let obs = match self.representation.encode_tensor_for_critic(&obs)? {
                 Some(features) => {
-                    // As below: a leaf whose gradient the encoder's own backward takes.
-                    let h = candle_core::Var::from_tensor(&features.encoded.h)?.as_tensor().clone();
+                    // The critic's gradient reaches the encoder through h.
+                    let h = features.leaf()?;
                     critic = Some(features);
                     h
                 }
@@ -467,9 +467,8 @@ impl<A: Agent> Workspace<A> {
             self.shift.apply_batch(&mut t.next_obs, dims, &mut self.rng);
             let obs = match self.representation.encode_for_critic(&t.obs, n)? {
                 Some(features) => {
-                    // The critic's gradient reaches the encoder through h: a leaf whose
-                    // gradient the encoder's own backward takes from there.
-                    let h = candle_core::Var::from_tensor(&features.encoded.h)?.as_tensor().clone();
+                    // The critic's gradient reaches the encoder through h.
+                    let h = features.leaf()?;
                     critic = Some(features);
                     h
                 }
@@ -528,7 +527,7 @@ impl<A: Agent> Workspace<A> {
             Error::Training("the agent's objective trains the encoder: it needs aux.critic_gradient".into())
         })?;
         let views = SequenceViews {
-            anchor: candle_core::Var::from_tensor(&features.encoded.h)?.as_tensor().clone(),
+            anchor: features.leaf()?,
             positive: self.encode(&positive, n)?,
             future: self.encode(&future, n)?,
             action_seq: Tensor::from_vec(action_seq, (n, k, self.action_dim), &self.device)?,
