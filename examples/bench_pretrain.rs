@@ -31,8 +31,9 @@ fn main() -> anyhow::Result<()> {
     for (k, task) in ["cartpole_swingup", "reach_duplo", "walker_run"].iter().enumerate() {
         episodes.extend(moving_square_episodes(task, k as u32, 4, 60, None));
     }
-    let mut sampler = video_pair_sampler(&cfg, &episodes)?;
-    let mut trainer = Trainer::new(&cfg.trainer_config(), &cfg.device()?)?;
+    let device = cfg.device()?;
+    let mut sampler = video_pair_sampler(&cfg, &episodes, &device)?;
+    let mut trainer = Trainer::new(&cfg.trainer_config(), &device)?;
     for i in 0..warmup + updates {
         let start = Instant::now();
         let m = trainer.update(&mut sampler)?;

@@ -335,7 +335,11 @@ fn pretrain_check(
     let cfg = pretrain_config(method, 16)?;
     let mut a = Trainer::new(&cfg.trainer_config(), tested)?;
     let mut b = Trainer::new(&cfg.trainer_config(), reference)?;
-    let (mut source_a, mut source_b) = (video_pair_sampler(&cfg, episodes)?, video_pair_sampler(&cfg, episodes)?);
+    // Each side's sampler as its runs make it: the frames on a GPU, the host's way on the CPU.
+    let (mut source_a, mut source_b) = (
+        video_pair_sampler(&cfg, episodes, &tested.device)?,
+        video_pair_sampler(&cfg, episodes, &reference.device)?,
+    );
     let mut worst = Worst::default();
     let (ma, mb) = (a.update(&mut source_a)?, b.update(&mut source_b)?);
     worst.compare_scalar("loss", ma.loss, mb.loss)?;
@@ -706,7 +710,8 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
     };
     let cfg = pretrain_config("lfs", 512)?;
     let mut trainer = Trainer::new(&cfg.trainer_config(), tested)?;
-    let mut source = video_pair_sampler(&cfg, episodes)?;
+    let mut source = video_pair_sampler(&cfg, episodes, &tested.device)?;
+    eprintln!("lfs update bench: {}", source.describe_frames());
     // The whole update, and the trainer's own parts of it (data: sampling, shift and LNC's
     // selection, which reads its scores on the host; on a GPU the later parts' boundaries are
     // where the host waits, so only their sum is exact).

@@ -213,6 +213,16 @@ pub fn frames_on_host(device: &Device) -> bool {
     on_host("LFS_REPLAY_FRAMES", &CHOICE, device)
 }
 
+/// Whether `lfs pretrain` stacks and shifts its batches on the host (the CPU's way) rather than
+/// from a copy of the videos' frames on `device` (a GPU's way,
+/// [`PairSampler::keep_frames_on`](crate::data::PairSampler::keep_frames_on)).
+/// `LFS_VIDEO_FRAMES=host` or `=device` overrides the device's choice, as
+/// `LFS_UPDATE_STATISTICS` does.
+pub fn video_frames_on_host(device: &Device) -> bool {
+    static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
+    on_host("LFS_VIDEO_FRAMES", &CHOICE, device)
+}
+
 /// A developer's on/off switch read from the environment: true when `var` = `on`; unset, empty
 /// or `off` is false (any other value is named on stderr and taken as off).
 pub fn env_switch(var: &str, on: &str, off: &str) -> bool {

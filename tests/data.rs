@@ -102,7 +102,10 @@ fn pairs_never_cross_an_episode_boundary() {
         let n = 9 * 4;
         for i in 0..batch.len {
             let frames = |v: &[u8]| -> Vec<u8> { v[i * n..(i + 1) * n].chunks(12).map(|c| c[0]).collect() };
-            let (prev, cur) = (frames(&batch.prev), frames(&batch.cur));
+            let (prev, cur) = (
+                frames(&batch.prev.to_host().unwrap()),
+                frames(&batch.cur.to_host().unwrap()),
+            );
             let all: Vec<u8> = prev.iter().chain(&cur).copied().collect();
             assert!(
                 all.iter().all(|v| *v < 100) || all.iter().all(|v| *v >= 100),
@@ -252,4 +255,83 @@ fn algorithm_1s_queue_gives_the_frame_mask_pair_of_the_right_five_observations()
     }
     let err = queue.push(&[0u8; 3]).unwrap_err().to_string();
     assert!(err.contains("3 bytes"), "{err}");
+}
+
+#[test]
+fn batches_from_frames_on_a_device_are_the_hosts_bytes() {
+    // Episodes of random pixels (a shift shows), of two tasks and three lengths; the sampler's
+    // frames kept "on a device" (the CPU's candle tensors, the code a GPU runs) must give the
+    // host path's bytes for the same draws: sampled, shifted, selected and joined as LNC does.
+    let (h, w) = (10, 12);
+    let mut pixels = ChaCha8Rng::seed_from_u64(3);
+    let episodes: Vec<_> = [(7, "a"), (12, "b"), (9, "a")]
+        .iter()
+        .enumerate()
+        .map(|(i, &(len, task))| {
+            let mut e = counting_episode(len, h, w);
+            e.frames.iter_mut().for_each(|v| *v = pixels.random());
+            e.episode_index = i as u64;
+            e.task = task.into();
+            e
+        })
+        .collect();
+    for batching in [TaskBatching::Mixed, TaskBatching::RoundRobin] {
+        let cfg = SamplerConfig {
+            task_batching: batching,
+        };
+        let host = PairSampler::new(&episodes, cfg.clone()).unwrap();
+        let mut device = PairSampler::new(&episodes, cfg).unwrap();
+        let bytes = device.keep_frames_on(&candle_core::Device::Cpu).unwrap();
+        assert_eq!(bytes, (7 + 12 + 9) * 3 * h * w);
+        assert!(device.describe_frames().starts_with("frames on the device"));
+        for pad in [2, 0] {
+            let shift = RandomShift { pad };
+            let (mut rng_h, mut rng_d) = (
+                ChaCha8Rng::seed_from_u64(pad as u64),
+                ChaCha8Rng::seed_from_u64(pad as u64),
+            );
+            for step in 0..4u64 {
+                let task = host.task_for_update(step);
+                let draw = |s: &PairSampler, rng: &mut ChaCha8Rng| {
+                    let mut real = s.sample(PairKind::Real, task, 16, rng).unwrap();
+                    let mut syn = s.sample(PairKind::Synthetic, task, 16, rng).unwrap();
+                    real.augment(&shift, rng).unwrap();
+                    syn.augment(&shift, rng).unwrap();
+                    let online = real.prev.clone().concat(&syn.prev).unwrap();
+                    let batch = syn.select(&[3, 0, 3, 15]).concat(&real.select(&[1, 2])).unwrap();
+                    (online, batch)
+                };
+                let (online_h, batch_h) = draw(&host, &mut rng_h);
+                let (online_d, batch_d) = draw(&device, &mut rng_d);
+                assert!(matches!(online_d, lfs::data::Stacks::Frames(_)));
+                assert_eq!(
+                    online_d.to_host().unwrap(),
+                    online_h.to_host().unwrap(),
+                    "{batching:?} pad {pad}"
+                );
+                assert_eq!(batch_d.len, 6);
+                assert_eq!(batch_d.prev.to_host().unwrap(), batch_h.prev.to_host().unwrap());
+                assert_eq!(batch_d.cur.to_host().unwrap(), batch_h.cur.to_host().unwrap());
+            }
+            assert_eq!(rng_h.random::<u64>(), rng_d.random::<u64>(), "the same draws");
+        }
+    }
+    // A clamped crop of a crop is no crop: frames on a device are shifted once.
+    let mut device = PairSampler::new(
+        &episodes,
+        SamplerConfig {
+            task_batching: TaskBatching::Mixed,
+        },
+    )
+    .unwrap();
+    device.keep_frames_on(&candle_core::Device::Cpu).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut batch = device.sample(PairKind::Real, None, 4, &mut rng).unwrap();
+    let shift = RandomShift { pad: 4 };
+    batch.augment(&shift, &mut rng).unwrap();
+    assert!(batch
+        .augment(&shift, &mut rng)
+        .unwrap_err()
+        .to_string()
+        .contains("shifted twice"));
 }

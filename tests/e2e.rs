@@ -183,11 +183,12 @@ fn synthetic_pairs_are_the_queues_pairs_of_the_stored_episodes() {
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let batch = synthetic_pairs(&replay, 200, &mut rng, (9, 84, 84)).unwrap();
     let obs_len = 9 * 84 * 84;
+    let (prev, cur) = (batch.prev.to_host().unwrap(), batch.cur.to_host().unwrap());
     let mut seen = std::collections::HashSet::new();
     for i in 0..batch.len {
         let pair = (
-            batch.prev[i * obs_len..(i + 1) * obs_len].to_vec(),
-            batch.cur[i * obs_len..(i + 1) * obs_len].to_vec(),
+            prev[i * obs_len..(i + 1) * obs_len].to_vec(),
+            cur[i * obs_len..(i + 1) * obs_len].to_vec(),
         );
         assert!(expected.contains(&pair), "pair {i} is not one the queue yields");
         seen.insert(pair);

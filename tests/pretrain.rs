@@ -362,6 +362,40 @@ fn lfs(args: &[&str]) -> String {
     text
 }
 
+/// The GPU's way of making a batch (the videos' frames kept on the device, each batch gathered
+/// and shifted there), run on the CPU with `LFS_VIDEO_FRAMES=device`, trains exactly as the
+/// host's stacking and shifting does: 6 LFS updates at batch 8, the same metrics to the last
+/// digit and the same checkpoint bytes.
+#[test]
+fn video_frames_on_the_device_train_as_on_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("dataset");
+    let videos = repo().join("datasets/tiny/videos");
+    lfs(&["ingest", videos.to_str().unwrap(), "--out", dataset.to_str().unwrap()]);
+    let datasets_arg = format!("data.datasets=[{:?}]", dataset.to_str().unwrap());
+    let run = |frames: &str| {
+        let out_dir = dir.path().join(frames);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_lfs"))
+            .args(["pretrain", "--config", "pipelines/tiny.toml", "--set", &datasets_arg])
+            .args(["--set", "run.num_updates=6", "--set", "run.batch_size=8", "--out-dir"])
+            .arg(&out_dir)
+            .env("LFS_VIDEO_FRAMES", frames)
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{said}");
+        let checkpoint = std::fs::read(out_dir.join("checkpoint.safetensors")).unwrap();
+        (timeless(read_metrics(&out_dir)), checkpoint, said)
+    };
+    let (host, device) = (run("host"), run("device"));
+    assert!(host.2.contains("(frames on the host)"), "{}", host.2);
+    assert!(device.2.contains("(frames on the device: "), "{}", device.2);
+    assert_eq!(host.0.len(), 6);
+    assert_eq!(host.0, device.0);
+    assert!(host.1 == device.1, "the checkpoints differ");
+}
+
 /// The GPU's way of computing an update's statistics (LNC's distances, Sinkhorn, the spread and
 /// entropy with candle's ops in f64, read with the loss in one copy), run on the CPU with
 /// `LFS_UPDATE_STATISTICS=device`, logs what the host's f64 code logs: 12 LFS updates at batch

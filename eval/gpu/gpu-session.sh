@@ -43,6 +43,10 @@
 #            statistics on the device (the GPU default) against the host
 #            (LFS_UPDATE_STATISTICS=host), GPU_SESSION_ROUNDS rounds in ABBA order, the cuDNN
 #            build when carried                                                             ~120 s
+#   video    (not in the default list; GPU_SESSION_STAGES="info video") the LFS update with its
+#            batches gathered and shifted on the device from the videos' frames kept there (the
+#            GPU default, src/data/device_stacks.rs) against made on the host and uploaded
+#            (LFS_VIDEO_FRAMES=host), GPU_SESSION_ROUNDS rounds in ABBA order, the candle build ~80 s
 #   cache    (not in the default list; GPU_SESSION_STAGES="info cache") e2e's sac/mini with its
 #            feature cache on the device (the GPU default, src/rl/device_feature_cache.rs)
 #            against on the host (LFS_FEATURE_CACHE=host: rows gathered on the host and uploaded
@@ -292,6 +296,22 @@ if has stats && [ -n "$DC" ]; then
         fits "stats-$r" 40 || break
         if [ $((r % 2)) = 1 ]; then stats_arm "$r" device; stats_arm "$r" host
         else stats_arm "$r" host; stats_arm "$r" device; fi
+    done
+fi
+
+# ---- video --------------------------------------------------------------------------------
+# The LFS update's batches gathered and shifted on the device from the videos' frames kept there
+# (the default on a GPU, src/data/device_stacks.rs) against stacked, shifted and uploaded by the
+# host (LFS_VIDEO_FRAMES=host): ABBA rounds of device_check --bench-only, FP32, the candle build.
+if has video && [ -n "$DC" ]; then
+    video_arm() {  # round frames
+        mark "video round=$1 frames=$2 build=$(basename "$DC")"
+        LFS_VIDEO_FRAMES=$2 run 120 "$DC" --device "$DEVICE" --bench-only
+    }
+    for r in $(seq 1 "$ROUNDS"); do
+        fits "video-$r" 30 || break
+        if [ $((r % 2)) = 1 ]; then video_arm "$r" device; video_arm "$r" host
+        else video_arm "$r" host; video_arm "$r" device; fi
     done
 fi
 

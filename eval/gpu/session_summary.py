@@ -291,18 +291,19 @@ def seeds_table(sections, lines, result):
     result["drqv2_seeds"] = evals
 
 
-def stats_table(sections, lines, result):
-    """The LFS update with its statistics on the device / on the host, same-round ratios."""
+def bench_host_device_table(sections, lines, result, stage, field, title):
+    """device_check's LFS update with something on the device / on the host (markers
+    `== STAGE round=R FIELD=device|host build=B`), same-round ratios."""
     rounds = {}
     for kind, keys, objs, _ in sections:
-        if kind == "stats":
+        if kind == stage:
             benches = lfs_benches(objs)
-            rounds.setdefault(int(keys.get("round", 0)), {})[keys.get("statistics")] = benches
+            rounds.setdefault(int(keys.get("round", 0)), {})[keys.get(field)] = benches
     pairs = {r: a for r, a in sorted(rounds.items()) if "device" in a and "host" in a}
     if not pairs:
         return
-    build = next((k.get("build") for kind, k, _, _ in sections if kind == "stats"), "?")
-    lines.append(f"\n## LFS update, statistics on the device / on the host (LFS_UPDATE_STATISTICS=host), {build}, FP32")
+    build = next((k.get("build") for kind, k, _, _ in sections if kind == stage), "?")
+    lines.append(f"\n## LFS update, {title}, {build}, FP32")
     out = {}
     for key in sorted({k for a in pairs.values() for k in a["device"] if k[0] == "lfs"}):
         ratios, dev, host = [], [], []
@@ -319,7 +320,7 @@ def stats_table(sections, lines, result):
                      f"device {fmt(med(dev))} ({fmt(min(dev, default=None))}-{fmt(max(dev, default=None))}), "
                      f"host {fmt(med(host))} ({fmt(min(host, default=None))}-{fmt(max(host, default=None))})")
         out[f"lfs/{key[1]}"] = {"ratios": ratios, "device_s": dev, "host_s": host}
-    result["stats"] = out
+    result[stage] = out
 
 
 def host_device_table(sections, lines, result, stage, title):
@@ -404,7 +405,10 @@ def main():
     history_table(sections, lines, result)
     checks += e2e_tables(sections, lines, result)
     seeds_table(sections, lines, result)
-    stats_table(sections, lines, result)
+    bench_host_device_table(sections, lines, result, "stats", "statistics",
+                            "statistics on the device / on the host (LFS_UPDATE_STATISTICS=host)")
+    bench_host_device_table(sections, lines, result, "video", "frames",
+                            "batches from the videos' frames on the device / stacked and shifted on the host (LFS_VIDEO_FRAMES=host)")
     host_device_table(sections, lines, result, "cache",
                       "sac/mini, feature cache on the device / on the host (LFS_FEATURE_CACHE=host)")
     host_device_table(sections, lines, result, "frames",

@@ -79,6 +79,7 @@ impl Progress<'_> {
     fn show(&mut self, event: RunEvent) {
         match event {
             RunEvent::Started {
+                frames,
                 start_step,
                 num_updates,
                 resumed,
@@ -88,7 +89,7 @@ impl Progress<'_> {
                 } else {
                     format!("starting, {num_updates} updates")
                 };
-                eprintln!("lfs pretrain: {how} → {}", self.out_dir.display());
+                eprintln!("lfs pretrain: {how} → {} ({frames})", self.out_dir.display());
                 if let Some(bar) = &self.bar {
                     bar.set_position(start_step);
                     bar.reset_eta();

@@ -2,6 +2,7 @@
 //! stacking itself is [`crate::observation`]), random-shift augmentation, and the pair
 //! sampler. Works on `&[Episode]` so tests can build episodes in memory.
 
+pub mod device_stacks;
 pub mod episode_lengths;
 pub mod frame_mask;
 pub mod moving_squares;
@@ -10,6 +11,7 @@ pub mod pair_source;
 pub mod random_shift;
 pub mod sampler;
 
+pub use device_stacks::{FrameStacks, FrameStore, Stacks};
 pub use episode_lengths::{episode_lengths, TaskEpisodeLengths};
 pub use frame_mask::frame_mask_pair;
 pub use pair_frames::{real_pair, PairFrames};

@@ -7,6 +7,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use super::device_stacks::{FrameStacks, FrameStore, Stacks};
 use super::pair_frames::PairFrames;
 use super::random_shift::RandomShift;
 use crate::observation::{stack_frames, StoredFrames};
@@ -21,13 +22,14 @@ pub enum PairKind {
     Synthetic,
 }
 
-/// A batch of pairs as uint8 stacks, (len, 9, h, w) each, row-major.
+/// A batch of pairs as uint8 stacks, (len, 9, h, w) each, row-major: bytes in host memory, or
+/// frames on the device ([`Stacks`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairBatch {
     /// Previous observations (online branch).
-    pub prev: Vec<u8>,
+    pub prev: Stacks,
     /// Current observations (target branch).
-    pub cur: Vec<u8>,
+    pub cur: Stacks,
     pub len: usize,
     /// (channels, height, width) of one observation.
     pub obs_shape: (usize, usize, usize),
@@ -41,33 +43,28 @@ impl PairBatch {
     /// The pairs at `indices`, in that order.
     pub fn select(&self, indices: &[usize]) -> PairBatch {
         let n = self.obs_len();
-        let gather = |src: &[u8]| {
-            let mut out = Vec::with_capacity(indices.len() * n);
-            for &i in indices {
-                out.extend_from_slice(&src[i * n..(i + 1) * n]);
-            }
-            out
-        };
         PairBatch {
-            prev: gather(&self.prev),
-            cur: gather(&self.cur),
+            prev: self.prev.select(indices, n),
+            cur: self.cur.select(indices, n),
             len: indices.len(),
             obs_shape: self.obs_shape,
         }
     }
 
     /// `self` followed by `other` (same observation shape).
-    pub fn concat(mut self, other: &PairBatch) -> Result<PairBatch> {
+    pub fn concat(self, other: &PairBatch) -> Result<PairBatch> {
         if self.obs_shape != other.obs_shape {
             return Err(Error::Shape(format!(
                 "pair batches of shapes {:?} and {:?}",
                 self.obs_shape, other.obs_shape
             )));
         }
-        self.prev.extend_from_slice(&other.prev);
-        self.cur.extend_from_slice(&other.cur);
-        self.len += other.len;
-        Ok(self)
+        Ok(PairBatch {
+            prev: self.prev.concat(&other.prev)?,
+            cur: self.cur.concat(&other.cur)?,
+            len: self.len + other.len,
+            obs_shape: self.obs_shape,
+        })
     }
 
     /// `n` pairs stacked from stored frames (`obs_shape` each); pair i is the episode and frame
@@ -81,29 +78,44 @@ impl PairBatch {
     ) -> Result<PairBatch> {
         let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
         let picks = (0..n).map(|_| pick()).collect::<Result<Vec<_>>>()?;
-        let mut batch = PairBatch {
-            prev: vec![0; n * obs_len],
-            cur: vec![0; n * obs_len],
-            len: n,
-            obs_shape,
-        };
-        batch
-            .prev
-            .par_chunks_mut(obs_len)
-            .zip(batch.cur.par_chunks_mut(obs_len))
+        let (mut prev, mut cur) = (vec![0; n * obs_len], vec![0; n * obs_len]);
+        prev.par_chunks_mut(obs_len)
+            .zip(cur.par_chunks_mut(obs_len))
             .zip(picks.par_iter())
             .for_each(|((prev, cur), (episode, frames))| {
                 stack_frames(*episode, frames.prev, prev);
                 stack_frames(*episode, frames.cur, cur);
             });
-        Ok(batch)
+        Ok(PairBatch {
+            prev: Stacks::Host(prev),
+            cur: Stacks::Host(cur),
+            len: n,
+            obs_shape,
+        })
+    }
+
+    /// `n` pairs of frames kept in `store`: pair i is the i-th call of `pick`, its frames as
+    /// rows of the store. Nothing is stacked until the encoder reads them.
+    pub fn of_frames(
+        n: usize,
+        obs_shape: (usize, usize, usize),
+        store: &FrameStore,
+        mut pick: impl FnMut() -> Result<PairFrames>,
+    ) -> Result<PairBatch> {
+        let picks = (0..n).map(|_| pick()).collect::<Result<Vec<_>>>()?;
+        Ok(PairBatch {
+            prev: Stacks::Frames(FrameStacks::new(store, picks.iter().map(|p| p.prev).collect())),
+            cur: Stacks::Frames(FrameStacks::new(store, picks.iter().map(|p| p.cur).collect())),
+            len: n,
+            obs_shape,
+        })
     }
 
     /// Random shift on every previous and every current observation, independently.
-    pub fn augment<R: Rng + ?Sized>(&mut self, shift: &RandomShift, rng: &mut R) {
+    pub fn augment<R: Rng + ?Sized>(&mut self, shift: &RandomShift, rng: &mut R) -> Result<()> {
         let (c, h, w) = self.obs_shape;
-        shift.apply_batch(&mut self.prev, (self.len, c, h, w), rng);
-        shift.apply_batch(&mut self.cur, (self.len, c, h, w), rng);
+        self.prev.shift(shift, (self.len, c, h, w), rng)?;
+        self.cur.shift(shift, (self.len, c, h, w), rng)
     }
 }
 

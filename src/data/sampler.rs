@@ -9,6 +9,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use candle_core::Device;
+
+use super::device_stacks::FrameStore;
 use super::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
 use super::frame_mask::frame_mask_pair;
 use super::pair_frames::{real_pair, PairFrames};
@@ -55,6 +58,11 @@ pub struct PairSampler<'a> {
     cfg: SamplerConfig,
     /// (channels, height, width) of one stacked observation.
     obs_shape: (usize, usize, usize),
+    /// The episodes' frames on a device, and each episode's first row there
+    /// ([`PairSampler::keep_frames_on`]).
+    on_device: Option<(FrameStore, Vec<usize>)>,
+    /// Why the frames stayed on the host when a device was asked to keep them.
+    refused: Option<String>,
 }
 
 impl<'a> PairSampler<'a> {
@@ -106,7 +114,45 @@ impl<'a> PairSampler<'a> {
             tasks,
             cfg,
             obs_shape: (3 * FRAME_STACK, h, w),
+            on_device: None,
+            refused: None,
         })
+    }
+
+    /// Copies every episode's frames to `device` (once), so that a batch is made there by one
+    /// gather when the encoder reads it, not stacked and shifted on the host and uploaded
+    /// (issue 52). The draws, and so the batches' bytes, stay the same. Returns the bytes now
+    /// held there.
+    /// A device that cannot hold them (its memory) leaves the host's way in force, and
+    /// [`PairSampler::describe_frames`] says why.
+    pub fn keep_frames_on(&mut self, device: &Device) -> Result<usize> {
+        let (_, h, w) = self.obs_shape;
+        let parts: Vec<&[u8]> = self.episodes.iter().map(|e| &e.frames[..]).collect();
+        match FrameStore::upload(&parts, (3, h, w), device) {
+            Ok((store, firsts)) => {
+                let bytes = store.bytes();
+                self.on_device = Some((store, firsts));
+                self.refused = None;
+                Ok(bytes)
+            }
+            Err(e) => {
+                let bytes: usize = parts.iter().map(|p| p.len()).sum();
+                self.refused = Some(format!(
+                    "{:.2} GB of frames refused by the device: {e}",
+                    bytes as f64 / 1e9
+                ));
+                Err(e)
+            }
+        }
+    }
+
+    /// Where batches are made, for a run's first message.
+    pub fn describe_frames(&self) -> String {
+        match (&self.on_device, &self.refused) {
+            (Some((store, _)), _) => format!("frames on the device: {:.2} GB", store.bytes() as f64 / 1e9),
+            (None, Some(why)) => format!("frames on the host: {why}"),
+            (None, None) => "frames on the host".to_string(),
+        }
     }
 
     /// Task names, sorted (the round-robin order).
@@ -167,11 +213,25 @@ impl<'a> PairSampler<'a> {
             )));
         }
         let lengths: Vec<usize> = pool.iter().map(|p| p.len()).collect();
-        PairBatch::stack(n, self.obs_shape, || {
+        let mut draw = || -> Result<PairIndex> {
             // Invariant: the draw is < total = the sum of the lengths, so some slice holds it.
             let (part, j) = locate(&lengths, rng.random_range(0..total))
                 .ok_or_else(|| Error::Shape("pair sampler index out of range".to_string()))?;
-            let at = pool[part][j];
+            Ok(pool[part][j])
+        };
+        if let Some((store, firsts)) = &self.on_device {
+            return PairBatch::of_frames(n, self.obs_shape, store, || {
+                let at = draw()?;
+                let first = firsts[at.episode as usize];
+                let frames = pair_frames(kind, at.t as usize)?;
+                Ok(PairFrames {
+                    prev: frames.prev.map(|f| first + f),
+                    cur: frames.cur.map(|f| first + f),
+                })
+            });
+        }
+        PairBatch::stack(n, self.obs_shape, || {
+            let at = draw()?;
             Ok((&self.episodes[at.episode as usize], pair_frames(kind, at.t as usize)?))
         })
     }

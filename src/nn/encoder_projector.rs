@@ -15,6 +15,7 @@ use rand::Rng;
 use super::encoder::{row_index, Encoded, NamedGrads};
 use super::kernels::row_split::constant_product;
 use super::{Encoder, EncoderConfig, Params, Projector};
+use crate::data::Stacks;
 use crate::{Error, Result};
 
 /// PyTorch `state_dict` prefix of the encoder f.
@@ -103,7 +104,26 @@ impl EncoderProjector {
     /// Shapes: obs (b, 9, 84, 84) u8 pixels -> h (b, 39200), z (b, latent), without a candle
     /// graph. With `keep`, the activations are kept for [`EncoderProjector::backward`].
     pub fn forward_pixels(&self, obs: &[u8], b: usize, keep: bool) -> Result<Features> {
-        let encoded = self.encoder.encode(obs, b, keep)?;
+        self.project(self.encoder.encode(obs, b, keep)?)
+    }
+
+    /// [`EncoderProjector::forward_pixels`] of a batch's observations wherever they are: bytes
+    /// in host memory, or frames on the device gathered there.
+    pub fn forward_stacks(&self, obs: &Stacks, b: usize, keep: bool) -> Result<Features> {
+        match obs {
+            Stacks::Host(bytes) => self.forward_pixels(bytes, b, keep),
+            Stacks::Frames(frames) if frames.len() == b => {
+                self.project(self.encoder.encode_tensor(&frames.gather()?, keep)?)
+            }
+            Stacks::Frames(frames) => Err(Error::Shape(format!(
+                "encoder: {} observations on the device for {b} samples",
+                frames.len()
+            ))),
+        }
+    }
+
+    /// z = g(h) for the encoder's output.
+    fn project(&self, encoded: Encoded) -> Result<Features> {
         // g as candle's Linear: h · Wᵀ + bias, on detached parameters (no graph is built); the
         // long, narrow product split by rows over the threads on the CPU.
         let w = self.projector.weight().detach(); // (latent, repr)

@@ -186,11 +186,10 @@ pub fn lnc_pairs(d: Draw, cfg: &LncConfig, latent: LncLatent, metrics: &mut Upda
     let m = d.m;
     let mut real = d.source.sample_pairs(PairKind::Real, d.task, m, &mut *d.rng)?;
     let mut syn = d.source.sample_pairs(PairKind::Synthetic, d.task, m, &mut *d.rng)?;
-    real.augment(d.shift, &mut *d.rng);
-    syn.augment(d.shift, &mut *d.rng);
-    let mut obs = real.prev.clone(); // (2M, 9, 84, 84): real rows 0..M, candidates M..2M
-    obs.extend_from_slice(&syn.prev);
-    let features = d.online_net.forward_pixels(&obs, 2 * m, true)?;
+    real.augment(d.shift, &mut *d.rng)?;
+    syn.augment(d.shift, &mut *d.rng)?;
+    let obs = real.prev.clone().concat(&syn.prev)?; // (2M, 9, 84, 84): real rows 0..M, candidates M..2M
+    let features = d.online_net.forward_stacks(&obs, 2 * m, true)?;
     let latent = match latent {
         LncLatent::Projector => &features.z,
         LncLatent::Conv => &features.encoded.h,

@@ -100,7 +100,7 @@ pub trait Objective: Debug {
 /// M real pairs, shifted: the draw of ATC and of LFS without the frame mask.
 pub fn real_pairs(d: Draw) -> Result<Drawn> {
     let mut real = d.source.sample_pairs(PairKind::Real, d.task, d.m, &mut *d.rng)?;
-    real.augment(d.shift, &mut *d.rng);
+    real.augment(d.shift, &mut *d.rng)?;
     Ok(Drawn::of(real))
 }
 
@@ -111,8 +111,8 @@ pub fn fixed_share_pairs(d: Draw, fraction: f64, metrics: &mut UpdateMetrics) ->
     let n = ((fraction * m as f64).ceil() as usize).min(m);
     let mut syn = d.source.sample_pairs(PairKind::Synthetic, d.task, n, &mut *d.rng)?;
     let mut real = d.source.sample_pairs(PairKind::Real, d.task, m - n, &mut *d.rng)?;
-    syn.augment(d.shift, &mut *d.rng);
-    real.augment(d.shift, &mut *d.rng);
+    syn.augment(d.shift, &mut *d.rng)?;
+    real.augment(d.shift, &mut *d.rng)?;
     metrics.num_synthetic = n;
     Ok(Drawn::of(syn.concat(&real)?))
 }
@@ -126,6 +126,6 @@ pub fn two_shifts(d: Draw) -> Result<Drawn> {
         len: real.len,
         obs_shape: real.obs_shape,
     };
-    pair.augment(d.shift, &mut *d.rng);
+    pair.augment(d.shift, &mut *d.rng)?;
     Ok(Drawn::of(pair))
 }

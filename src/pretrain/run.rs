@@ -13,6 +13,7 @@ use super::config::{Method, PretrainConfig};
 use crate::data::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
 use crate::data::{episode_lengths, TaskEpisodeLengths};
 use crate::data::{PairSampler, SamplerConfig};
+use crate::device::video_frames_on_host;
 use crate::fsutil::write_bytes_atomic;
 use crate::log_files::{MetricsLog, Mirror};
 use crate::nn::checkpoint;
@@ -29,8 +30,12 @@ pub use crate::run_dir::{CHECKPOINT_FILE, CONFIG_FILE, DATASETS_FILE, METRICS_FI
 
 /// The pair sampler over pre-training videos for `cfg` (its task batching); errors unless the
 /// frames fit `model.encoder.image_size`.
-pub fn video_pair_sampler<'a>(cfg: &PretrainConfig, episodes: &'a [Episode]) -> Result<PairSampler<'a>> {
-    let sampler = PairSampler::new(
+pub fn video_pair_sampler<'a>(
+    cfg: &PretrainConfig,
+    episodes: &'a [Episode],
+    device: &Device,
+) -> Result<PairSampler<'a>> {
+    let mut sampler = PairSampler::new(
         episodes,
         SamplerConfig {
             task_batching: cfg.data.task_batching,
@@ -42,6 +47,10 @@ pub fn video_pair_sampler<'a>(cfg: &PretrainConfig, episodes: &'a [Episode]) -> 
         return Err(Error::Config(format!(
             "frames are {h}x{w} but model.encoder.image_size = {size}"
         )));
+    }
+    if !video_frames_on_host(device) {
+        // A device without room for them keeps the host's way (the run says so when it starts).
+        let _ = sampler.keep_frames_on(device);
     }
     Ok(sampler)
 }
@@ -159,6 +168,8 @@ pub fn check_render_quality(datasets: &[DatasetInfo]) -> Result<()> {
 #[derive(Debug)]
 pub enum RunEvent<'m> {
     Started {
+        /// Where the batches are made: "frames on the host", or on the device and how much.
+        frames: String,
         start_step: u64,
         num_updates: u64,
         resumed: bool,
@@ -224,7 +235,7 @@ fn run_on_device(
     let io_err = |path: &Path, e: std::io::Error| Error::checkpoint(path, e.to_string());
     std::fs::create_dir_all(out_dir).map_err(|e| io_err(out_dir, e))?;
     let _claim = crate::fsutil::claim_dir(out_dir, "pretrain")?;
-    let mut sampler = video_pair_sampler(cfg, episodes)?;
+    let mut sampler = video_pair_sampler(cfg, episodes, device)?;
     let probe = OnlineProbe::new(&cfg.probe)?;
     let mut trainer = Trainer::new(&cfg.trainer_config(), device)?;
     let checkpoint = out_dir.join(CHECKPOINT_FILE);
@@ -238,6 +249,7 @@ fn run_on_device(
     let provenance = write_provenance(cfg, datasets, out_dir)?;
     let mut log = open_metrics_log(cfg, out_dir, resumed_from.map(|_| trainer.step()))?;
     on_event(RunEvent::Started {
+        frames: sampler.describe_frames(),
         start_step: trainer.step(),
         num_updates: cfg.run.num_updates,
         resumed: resumed_from.is_some(),

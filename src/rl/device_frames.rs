@@ -4,17 +4,16 @@
 //! randomly shifted there by one gather. On the host path the same batch costs a stack of 2 × B
 //! observations on the host (65 MB at B = 512), a shift, and their upload on every update.
 //!
-//! The gather reads, for sample i, channel k = 3s + c of the stacked observation (frame s of
-//! [F_{t−2}, F_{t−1}, F_t], clamped at the episode's start, channel c of it), pixel (y, x):
-//! `frame[clamp(y + dy_i − pad)][clamp(x + dx_i − pad)]`, the replicate-padded crop of
-//! [`RandomShift`](crate::data::RandomShift) at the offsets it draws, so a batch's bytes are
-//! the host path's. The host replay keeps its frames (checkpoints and the agent's own
+//! The gather is [`FrameStore::gather`]'s: frames [F_{t−2}, F_{t−1}, F_t] (clamped at the
+//! episode's start) cropped as [`RandomShift`](crate::data::RandomShift) crops them at the
+//! offsets it draws, so a batch's bytes are the host path's. The host replay keeps its frames (checkpoints and the agent's own
 //! observation read them); these are a copy.
 
 use candle_core::{DType, Device, Tensor};
 
 use super::device_rows::DeviceRows;
-use crate::observation::{stack_indices, FRAME_STACK};
+use crate::data::FrameStore;
+use crate::observation::stack_indices;
 use crate::{Error, Result};
 
 /// Frames on the device, one row of c·h·w bytes each.
@@ -92,45 +91,24 @@ impl DeviceFrames {
                 offsets.len()
             )));
         }
-        let (c, h, w) = self.shape;
-        let width = self.rows.width();
-        let k = FRAME_STACK * c;
-        // Per observation j (O_t's then O_{t+n}'s): where each of its k channels starts, and
-        // the offsets of its rows and columns within a channel, clamped (replicate padding).
-        let mut channel = Vec::with_capacity(2 * len * k);
-        let mut row = Vec::with_capacity(2 * len * h);
-        let mut col = Vec::with_capacity(2 * len * w);
-        let clamp = |v: usize, size: usize| (v.saturating_sub(pad)).min(size - 1) as u64;
-        for (j, &(dy, dx)) in offsets.iter().enumerate() {
+        // O_t's stacks, then O_{t+n}'s, as rows of the store, and their shifts.
+        let mut frames = Vec::with_capacity(2 * len);
+        for j in 0..2 * len {
             let (e, t) = locations[j % len];
             let t = if j < len { t } else { t + n };
-            for f in stack_indices(t) {
-                let first = (self.rows.row(e, f)? * width) as u64;
-                channel.extend((0..c).map(|ch| first + (ch * h * w) as u64));
+            let mut rows = stack_indices(t);
+            for f in rows.iter_mut() {
+                *f = self.rows.row(e, *f)?;
             }
-            row.extend((0..h).map(|y| clamp(y + dy, h) * w as u64));
-            col.extend((0..w).map(|x| clamp(x + dx, w)));
+            frames.push(rows);
         }
-        let device = self.rows.tensor().device();
-        // u32 indices while the store's bytes fit them, i64 beyond.
-        let wide = (self.rows.capacity() * width) as u64 > u64::from(u32::MAX);
-        let upload = |values: Vec<u64>, shape: (usize, usize, usize, usize)| -> Result<Tensor> {
-            Ok(match wide {
-                true => Tensor::from_vec(values.into_iter().map(|v| v as i64).collect::<Vec<_>>(), shape, device)?,
-                false => Tensor::from_vec(values.into_iter().map(|v| v as u32).collect::<Vec<_>>(), shape, device)?,
-            })
-        };
-        // (2·len, k, h, w): every output byte's position in the store's flattened rows.
-        let index = upload(channel, (2 * len, k, 1, 1))?
-            .broadcast_add(&upload(row, (2 * len, 1, h, 1))?)?
-            .broadcast_add(&upload(col, (2 * len, 1, 1, w))?)?
-            .flatten_all()?;
-        let both = self
-            .rows
-            .tensor()
-            .flatten_all()?
-            .index_select(&index, 0)?
-            .reshape((2 * len, k, h, w))?;
+        let pad = pad as isize;
+        let shifts: Vec<(isize, isize)> = offsets
+            .iter()
+            .map(|&(dy, dx)| (dy as isize - pad, dx as isize - pad))
+            .collect();
+        let store = FrameStore::new(self.rows.tensor().clone(), self.shape)?;
+        let both = store.gather(&frames, &shifts)?; // (2·len, 9, h, w)
         Ok((both.narrow(0, 0, len)?, both.narrow(0, len, len)?))
     }
 }
@@ -142,6 +120,7 @@ mod tests {
 
     use super::*;
     use crate::data::RandomShift;
+    use crate::observation::FRAME_STACK;
     use crate::rl::ReplayBuffer;
 
     #[test]

@@ -556,7 +556,7 @@ impl<A: Agent> Workspace<A> {
         let selected = self.representation.last_selected_synthetic();
         let synthetic = match selected {
             Some(pairs) if pairs.len > 0 => {
-                let h = self.representation.encode(&pairs.prev, pairs.len)?;
+                let h = self.representation.encode(&pairs.prev.to_host()?, pairs.len)?;
                 self.agent.min_q(&h, &uniform(pairs.len, &mut self.rng)?)?
             }
             _ => vec![],

@@ -26,7 +26,7 @@ use rand_chacha::ChaCha8Rng;
 use super::config::TrainConfig;
 use crate::data::episode_lengths::MIN_FRAMES_FOR_SYNTHETIC_PAIR;
 use crate::data::sampler::locate;
-use crate::data::{frame_mask_pair, PairBatch, PairKind, PairSource};
+use crate::data::{frame_mask_pair, PairBatch, PairKind, PairSource, Stacks};
 use crate::device::Backend;
 use crate::nn::checkpoint::strip_prefix;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
@@ -320,8 +320,8 @@ impl PairSource for ReplayPairs<'_> {
         match kind {
             // The batch is a uniform draw already: its first n rows are one too.
             PairKind::Real if n <= self.real.len => Ok(PairBatch {
-                prev: self.real.obs[..n * obs_len].to_vec(),
-                cur: self.real.next_obs[..n * obs_len].to_vec(),
+                prev: Stacks::Host(self.real.obs[..n * obs_len].to_vec()),
+                cur: Stacks::Host(self.real.next_obs[..n * obs_len].to_vec()),
                 len: n,
                 obs_shape,
             }),
