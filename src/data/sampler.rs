@@ -149,7 +149,7 @@ impl<'a> PairSampler<'a> {
     /// Where batches are made, for a run's first message.
     pub fn describe_frames(&self) -> String {
         match (&self.on_device, &self.refused) {
-            (Some((store, _)), _) => format!("frames on the device: {:.2} GB", store.bytes() as f64 / 1e9),
+            (Some((store, _)), _) => format!("frames on the device: {}", size_text(store.bytes())),
             (None, Some(why)) => format!("frames on the host: {why}"),
             (None, None) => "frames on the host".to_string(),
         }
@@ -266,6 +266,14 @@ impl PairSource for PairSampler<'_> {
 
     fn task_names(&self) -> Vec<String> {
         PairSampler::task_names(self)
+    }
+}
+
+/// "1.23 GB", or "4.5 MB" under a gigabyte.
+fn size_text(bytes: usize) -> String {
+    match bytes as f64 {
+        b if b >= 1e9 => format!("{:.2} GB", b / 1e9),
+        b => format!("{:.1} MB", b / 1e6),
     }
 }
 
