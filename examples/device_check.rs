@@ -89,7 +89,7 @@ fn main() -> anyhow::Result<()> {
     for offset in [0.0, -0.5] {
         report(
             &format!("encoder offset={offset}"),
-            encoder_check(&tested, &reference, offset)?,
+            encoder_check(&tested, &reference, offset, 6)?,
         );
     }
     for method in ["lfs", "atc", "curl"] {
@@ -107,6 +107,13 @@ fn main() -> anyhow::Result<()> {
     report("replay rows on the device", replay_rows_check(&device)?);
     report("drqv2 from pixels", drqv2_check(&tested, &reference, false)?);
     report("taco from pixels", drqv2_check(&tested, &reference, true)?);
+    // The encoder at a training batch (256 on a GPU; 4 on the CPU, where it checks the same code
+    // as the first check), where a GPU's convolution algorithms are those of the real runs.
+    let batch = if device.is_cpu() { 4 } else { 256 };
+    report(
+        "encoder at a training batch",
+        encoder_check(&tested, &reference, 0.0, batch)?,
+    );
     if argv.iter().any(|a| a == "--bench") {
         bench(&tested, &episodes)?;
     }
@@ -194,19 +201,19 @@ fn encoder_pair(cfg: &EncoderConfig, tested: &Backend, reference: &Backend) -> a
 }
 
 /// Features of 6 observations and the gradients for a random dh over rows with a repeat.
-fn encoder_check(tested: &Backend, reference: &Backend, input_offset: f64) -> anyhow::Result<Worst> {
+fn encoder_check(tested: &Backend, reference: &Backend, input_offset: f64, n: usize) -> anyhow::Result<Worst> {
     let cfg = EncoderConfig {
         input_offset,
         ..EncoderConfig::default()
     };
     let [(_, a), (_, b)] = encoder_pair(&cfg, tested, reference)?;
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let n = 6;
     let obs = random_pixels(n, &mut rng);
     let (ea, eb) = (a.encode(&obs, n, true)?, b.encode(&obs, n, true)?);
     let mut worst = Worst::default();
     worst.compare("h", &ea.h, &eb.h)?;
-    let rows = [0, 2, 2, 5];
+    // Rows of the batch (one twice, as LNC's selection may): 0, 2, 2, n − 1, and every third.
+    let rows: Vec<usize> = [0, 2, 2, n - 1].into_iter().chain((3..n - 1).step_by(3)).collect();
     let dh: Vec<f32> = (0..rows.len() * a.repr_dim())
         .map(|_| rng.random_range(-1.0..1.0))
         .collect();

@@ -45,7 +45,8 @@ fn candles_ops_match_the_cpu_kernels_in_every_check() {
             "sac from pixels, resumed across",
             "replay rows on the device",
             "drqv2 from pixels",
-            "taco from pixels"
+            "taco from pixels",
+            "encoder at a training batch"
         ],
         "{text}"
     );

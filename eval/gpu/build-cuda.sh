@@ -20,11 +20,11 @@
 #      cudarc names, each returning CUDA_ERROR_STUB_LIBRARY) is compiled here. The stub is for
 #      the linker only: at run time libcuda.so.1 is the NVIDIA driver's.
 #   3. cargo build --release --locked --features cuda --bin lfs --example device_check (the
-#      checks `make gpu-check` runs), CARGO_TARGET_DIR=target-cuda. Then (LFS_CUDNN=1, the
-#      default) device_check once more with cuDNN's convolutions (--features cudnn, linked
+#      checks `make gpu-check` runs), CARGO_TARGET_DIR=target-cuda. Before it (LFS_CUDNN=1, the
+#      default) lfs and device_check with cuDNN's convolutions (--features cudnn, linked
 #      against eval/gpu/requirements-cudnn.txt's libcudnn.so.9), kept as
-#      target-cuda/release/device_check-cudnn, so that one GPU session times both
-#      (eval/gpu/gpu-session.sh); examples/device_check stays the plain one.
+#      target-cuda/release/lfs-cudnn and device_check-cudnn, so that one GPU session times both
+#      (eval/gpu/gpu-session.sh); target-cuda/release/lfs and examples/device_check stay plain.
 #   4. The wheels' libraries the binary needs (and theirs), copied into
 #      target-cuda/release/cuda-libs/ (about 700 MB, cuBLASLt alone 540 MB).
 set -euo pipefail
@@ -94,17 +94,19 @@ echo "building lfs with CUDA: nvcc $("$NVCC" --version | sed -n 's/.*release \([
 DC="$TARGET/release/examples/device_check"
 links_cudnn() { readelf -d "$1" | grep -q 'NEEDED.*libcudnn'; }
 if [ "$CUDNN" = 1 ]; then
-    cargo build --release --locked --features cudnn --example device_check
+    cargo build --release --locked --features cudnn --bin lfs --example device_check
     links_cudnn "$DC" || { echo "the cudnn build's $DC does not link libcudnn" >&2; exit 1; }
     cp "$DC" "$TARGET/release/device_check-cudnn"
-    echo "built $TARGET/release/device_check-cudnn (cuDNN's convolutions)"
+    cp "$TARGET/release/lfs" "$TARGET/release/lfs-cudnn"
+    echo "built $TARGET/release/device_check-cudnn and lfs-cudnn (cuDNN's convolutions, src/nn/cudnn_conv.rs)"
 fi
 cargo build --release --locked --features cuda --bin lfs --example device_check
-if links_cudnn "$DC"; then  # cargo kept the cudnn build's copy: relink the plain one
-    touch examples/device_check.rs
-    cargo build --release --locked --features cuda --example device_check
+if links_cudnn "$DC" || links_cudnn "$TARGET/release/lfs"; then  # cargo kept the cudnn build's copies: relink
+    touch examples/device_check.rs src/main.rs
+    cargo build --release --locked --features cuda --bin lfs --example device_check
 fi
 ! links_cudnn "$DC" || { echo "$DC still links libcudnn after the plain build" >&2; exit 1; }
+! links_cudnn "$TARGET/release/lfs" || { echo "lfs still links libcudnn after the plain build" >&2; exit 1; }
 
 # ---- 4. The wheels' libraries the binary needs --------------------------------------------
 BIN="$TARGET/release/lfs"

@@ -82,7 +82,8 @@
 # between "== stage key=value" markers), smi.csv (utilisation, memory, clocks every 500 ms),
 # summary.txt and summary.json (eval/gpu/session_summary.py over log.txt).
 #
-# Other environment: GPU_SESSION_DEVICE (cuda; cpu for a dry run), GPU_SESSION_CARRY
+# Other environment: GPU_SESSION_LFS_BUILD (empty: the plain CUDA lfs; cudnn: lfs-cudnn, cuDNN's
+# convolutions, for every stage that runs lfs), GPU_SESSION_DEVICE (cuda; cpu for a dry run), GPU_SESSION_CARRY
 # (.gpu-carry), GPU_SESSION_DEVICE_CHECK / GPU_SESSION_DEVICE_CHECK_CUDNN / GPU_SESSION_LFS
 # (binaries to use instead of the carried ones), GPU_SESSION_PYTHON (python3), GPU_SESSION_UPDATES (10), GPU_SESSION_WARMUP (5),
 # GPU_SESSION_BATCH_LFS (512), GPU_SESSION_BATCH_SAC (128,512), GPU_SESSION_BATCH_PIXELS (512),
@@ -167,7 +168,9 @@ LFS=${GPU_SESSION_LFS:-}
 E2E=$WORK/e2e
 if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has drqv2 || has drqv2-seeds || has pool; }; then
     mkdir -p "$E2E" && xz -dc "$CARRY/e2e.tar.xz" | tar -C "$E2E" -x
-    [ -z "$LFS" ] && [ -x "$E2E/bin/lfs" ] && LFS=$E2E/bin/lfs
+    # GPU_SESSION_LFS_BUILD=cudnn: the e2e stages' lfs is the one with cuDNN's convolutions
+    lfs_bin=$E2E/bin/lfs${GPU_SESSION_LFS_BUILD:+-$GPU_SESSION_LFS_BUILD}
+    [ -z "$LFS" ] && [ -x "$lfs_bin" ] && LFS=$lfs_bin
 fi
 if [ "$DEVICE" = cuda ]; then
     . eval/gpu/cuda-libs.sh
@@ -220,10 +223,11 @@ fi
 # ---- parity -------------------------------------------------------------------------------
 if has parity && [ -n "$DC" ]; then
     fits parity 90 && { mark "parity"; run 240 "$DC" --device "$DEVICE" --bench; }
-    # the cuDNN build's checks (no bench: the rounds time it), FP32 as its rounds run: without
-    # NVIDIA_TF32_OVERRIDE=0 cuDNN may pick TF32 kernels (candle leaves its math type at the
-    # default), and the 2026-11-27 session's pre-training checks failed so (0.35)
-    [ -n "$DC_CUDNN" ] && fits parity-cudnn 45 && { mark "parity arm=lfs-cudnn"; NVIDIA_TF32_OVERRIDE=0 run 150 "$DC_CUDNN" --device "$DEVICE"; }
+    # the cuDNN build's checks (no bench: the rounds time it), without NVIDIA_TF32_OVERRIDE: its
+    # convolutions are src/nn/cudnn_conv.rs's, FP32 by cuDNN's math type (candle's own cuDNN
+    # forward left the math type at the default, and the first 2026-11-27 session's pre-training
+    # checks failed so, 0.35, until NVIDIA_TF32_OVERRIDE=0 kept it FP32)
+    [ -n "$DC_CUDNN" ] && fits parity-cudnn 45 && { mark "parity arm=lfs-cudnn"; run 150 "$DC_CUDNN" --device "$DEVICE"; }
 fi
 
 # ---- rounds -------------------------------------------------------------------------------
@@ -269,10 +273,15 @@ if has parts && [ -n "$DC" ]; then
             LFS_CONV_BACKWARD=$conv LFS_SYNC_PARTS=1 run 150 "$DC" --device "$DEVICE" --bench-only
         done
         if [ -n "$DC_CUDNN" ]; then
+            # the cuDNN build: cuDNN's forward and both gradients (its default, FP32 by cuDNN's
+            # math type), then cuDNN's forward with lfs's GEMM backward (the build's way before
+            # src/nn/cudnn_conv.rs), then the default at TF32 (unblocked: only the whole is exact)
+            mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn"
+            LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=gemm"
-            NVIDIA_TF32_OVERRIDE=0 LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            mark "parts arm=lfs-cudnn mode=unblocked-tf32-allowed conv=gemm"
-            run 120 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            NVIDIA_TF32_OVERRIDE=0 LFS_CONV_BACKWARD=gemm LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            mark "parts arm=lfs-cudnn mode=unblocked-tf32 conv=cudnn"
+            run 120 "$DC_CUDNN" --device "$DEVICE" --bench-only $LFS_TF32_ARGS
         fi
         if [ -n "${GPU_SESSION_LFS_PARTS_ARGS:-}" ]; then
             mark "parts arm=lfs mode=args args=[${GPU_SESSION_LFS_PARTS_ARGS}]"

@@ -22,7 +22,9 @@
 //! The forward is candle's conv2d on detached tensors; the graph node is a [`CustomOp3`] over
 //! (x, w, y) whose forward hands back y and whose backward is the above. Set
 //! `LFS_CONV_BACKWARD=candle` to get candle's own backward instead (for measuring one against
-//! the other on a GPU in one session; eval/gpu/README.md).
+//! the other on a GPU in one session; eval/gpu/README.md). A build with the cargo feature
+//! `cudnn` runs the forward and both gradients by cuDNN instead on CUDA
+//! (`src/nn/cudnn_conv.rs`), unless `LFS_CONV_BACKWARD` says `gemm` or `candle`.
 
 use std::sync::OnceLock;
 
@@ -38,24 +40,102 @@ const CHUNK: usize = 256;
 /// `x.conv2d(w, padding 0, stride, dilation 1, groups 1)`: x (b, c, h, w), w (o, c, k, k) →
 /// (b, o, ho, wo), differentiable in x and w through [`ConvGrad`].
 pub fn conv2d(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
-    if candle_backward() {
+    let path = conv_path();
+    if path == ConvPath::Candle {
         return Ok(x.conv2d(w, 0, stride, 1, 1)?);
     }
-    let y = x.detach().conv2d(&w.detach(), 0, stride, 1, 1)?; // (b, o, ho, wo)
+    let cudnn = path == ConvPath::Cudnn && on_cudnn(x);
+    let y = match cudnn {
+        true => cudnn_forward(&x.detach(), &w.detach(), stride)?,
+        false => x.detach().conv2d(&w.detach(), 0, stride, 1, 1)?,
+    }; // (b, o, ho, wo)
     if !x.track_op() && !w.track_op() {
         return Ok(y);
     }
     let op = ConvGrad {
         stride,
         input_grad: x.track_op(),
+        cudnn,
     };
     Ok(x.apply_op3(w, &y, op)?)
 }
 
-/// Whether `LFS_CONV_BACKWARD=candle` asks for candle's own conv2d backward.
-fn candle_backward() -> bool {
-    static CANDLE: OnceLock<bool> = OnceLock::new();
-    *CANDLE.get_or_init(|| crate::device::env_switch("LFS_CONV_BACKWARD", "candle", "gemm"))
+/// How the encoder's convolutions run on candle's path: `LFS_CONV_BACKWARD` = `gemm` (candle's
+/// forward, the backward as GEMMs here), `candle` (candle's forward and backward) or `cudnn`
+/// (cuDNN's forward, backward-data and backward-filter, `src/nn/cudnn_conv.rs`, at the run's
+/// precision; a build with the cargo feature `cudnn` only, where it is the default for f32 on
+/// CUDA; anything else keeps `gemm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ConvPath {
+    Gemm,
+    Candle,
+    Cudnn,
+}
+
+fn conv_path() -> ConvPath {
+    static PATH: OnceLock<ConvPath> = OnceLock::new();
+    *PATH.get_or_init(|| {
+        let built = cfg!(feature = "cudnn");
+        let default = if built { ConvPath::Cudnn } else { ConvPath::Gemm };
+        match std::env::var("LFS_CONV_BACKWARD").as_deref() {
+            Ok("gemm") => ConvPath::Gemm,
+            Ok("candle") => ConvPath::Candle,
+            Ok("cudnn") if built => ConvPath::Cudnn,
+            Ok("") | Err(_) => default,
+            Ok(other) => {
+                let choices = if built {
+                    "gemm, candle or cudnn"
+                } else {
+                    "gemm or candle (this build has no cudnn)"
+                };
+                eprintln!("lfs: LFS_CONV_BACKWARD={other:?} is not {choices}; ignored");
+                default
+            }
+        }
+    })
+}
+
+#[cfg(feature = "cudnn")]
+fn on_cudnn(x: &Tensor) -> bool {
+    super::cudnn_conv::applies(x)
+}
+
+#[cfg(not(feature = "cudnn"))]
+fn on_cudnn(_: &Tensor) -> bool {
+    false
+}
+
+#[cfg(feature = "cudnn")]
+fn cudnn_forward(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
+    super::cudnn_conv::forward(x, w, stride)
+}
+
+#[cfg(not(feature = "cudnn"))]
+fn cudnn_forward(_: &Tensor, _: &Tensor, _: usize) -> Result<Tensor> {
+    Err(Error::Shape("gemm_conv: this build has no cuDNN".into()))
+}
+
+/// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy by cuDNN.
+#[cfg(feature = "cudnn")]
+fn cudnn_grads(
+    x: &Tensor,
+    w: &Tensor,
+    g: &Tensor,
+    stride: usize,
+    input_grad: bool,
+) -> Result<(Option<Tensor>, Tensor)> {
+    let (_, _, h, wd) = x.dims4()?;
+    let dw = super::cudnn_conv::backward_filter(x, g, w.dim(2)?, stride)?;
+    let dx = match input_grad {
+        true => Some(super::cudnn_conv::backward_data(w, g, (h, wd), stride)?),
+        false => None,
+    };
+    Ok((dx, dw))
+}
+
+#[cfg(not(feature = "cudnn"))]
+fn cudnn_grads(_: &Tensor, _: &Tensor, _: &Tensor, _: usize, _: bool) -> Result<(Option<Tensor>, Tensor)> {
+    Err(Error::Shape("gemm_conv: this build has no cuDNN".into()))
 }
 
 /// The graph node of [`conv2d`]: args (x, w, y), y computed already; forward returns y.
@@ -63,6 +143,8 @@ struct ConvGrad {
     stride: usize,
     /// Whether x carries a graph (false: layer 0's pixels, no input gradient computed).
     input_grad: bool,
+    /// Whether cuDNN computes the gradients (it computed y).
+    cudnn: bool,
 }
 
 /// y's storage, which is the whole of y (a fresh conv2d output: contiguous from offset 0).
@@ -113,6 +195,10 @@ impl CustomOp3 for ConvGrad {
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let to_candle = |e: Error| candle_core::Error::Msg(e.to_string());
         let (x, w, g) = (x.detach(), w.detach(), g.detach().contiguous()?);
+        if self.cudnn {
+            let (dx, dw) = cudnn_grads(&x, &w, &g, self.stride, self.input_grad).map_err(to_candle)?;
+            return Ok((dx, Some(dw), None));
+        }
         let dw = weight_grad(&x, &g, w.dims4()?.2, self.stride).map_err(to_candle)?;
         let dx = if self.input_grad {
             Some(input_grad(&x, &w, &g, self.stride).map_err(to_candle)?)

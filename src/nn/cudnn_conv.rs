@@ -1,0 +1,223 @@
+//! cuDNN's convolutions for the encoder on CUDA (cargo feature `cudnn`, issue 52): the forward,
+//! the input gradient (backward-data) and the weight gradient (backward-filter) of
+//! `y = conv(x, w)` (no padding, stride s, k × k, NCHW f32), each one cuDNN call through cudarc.
+//!
+//! candle's own `cudnn` feature runs only the forward (its backward stays candle's), at cuDNN's
+//! default math type, which lets cuDNN pick TF32 kernels for f32 data on Hopper whatever the
+//! run's precision (the 2026-11-27 H200 session's parity failed so without
+//! `NVIDIA_TF32_OVERRIDE=0`). Here the math type follows `run.precision`: `fp32` →
+//! `CUDNN_FMA_MATH` (FP32 arithmetic only), `tf32` → `CUDNN_DEFAULT_MATH` (TF32 allowed, as
+//! PyTorch's `cudnn.allow_tf32`). The algorithm is cuDNN's heuristic choice for the shape
+//! (`cudnnGetConvolution*Algorithm_v7`), not a timed search (`cudnn.benchmark`).
+//!
+//! Checked on a GPU by `examples/device_check.rs` (its pre-training, SAC, DrQ-v2 and TACO checks
+//! back-propagate through the encoder against the CPU's kernels); nothing here runs on a CPU.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use candle_core::cuda::cudarc::cudnn::safe::{ConvBackwardData, ConvBackwardFilter, ConvForward, Cudnn};
+use candle_core::cuda::cudarc::cudnn::sys::{cudnnConvolutionMode_t, cudnnMathType_t, cudnnTensorFormat_t};
+use candle_core::cuda::{CudaDevice, CudaStorage, DeviceId};
+use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
+
+use crate::Result;
+
+thread_local! {
+    // cuDNN handles are neither Send nor Sync: one per thread and device, as candle keeps its own.
+    static HANDLES: RefCell<HashMap<DeviceId, Arc<Cudnn>>> = RefCell::new(HashMap::new());
+}
+
+fn handle(dev: &CudaDevice) -> candle_core::Result<Arc<Cudnn>> {
+    HANDLES.with(|h| {
+        if let Some(c) = h.borrow().get(&dev.id()) {
+            return Ok(c.clone());
+        }
+        let c = Cudnn::new(dev.cuda_stream())?;
+        h.borrow_mut().insert(dev.id(), c.clone());
+        Ok(c)
+    })
+}
+
+/// Whether `x` is where these run: f32 on a CUDA device.
+pub fn applies(x: &Tensor) -> bool {
+    x.device().is_cuda() && x.dtype() == candle_core::DType::F32
+}
+
+/// y = conv(x, w): x (b, c, h, w), w (o, c, k, k) → (b, o, ho, wo), outside any graph.
+pub fn forward(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
+    Ok(x.contiguous()?.apply_op2_no_bwd(
+        &w.contiguous()?,
+        &Conv {
+            stride,
+            part: Part::Forward,
+        },
+    )?)
+}
+
+/// dL/dx (b, c, h, w) of y = conv(x, w) for dL/dy `g` (b, o, ho, wo); `x_hw` is x's (h, w).
+pub fn backward_data(w: &Tensor, g: &Tensor, x_hw: (usize, usize), stride: usize) -> Result<Tensor> {
+    let part = Part::Data { x_hw };
+    Ok(g.contiguous()?
+        .apply_op2_no_bwd(&w.contiguous()?, &Conv { stride, part })?)
+}
+
+/// dL/dw (o, c, k, k) of y = conv(x, w) for dL/dy `g` (b, o, ho, wo).
+pub fn backward_filter(x: &Tensor, g: &Tensor, k: usize, stride: usize) -> Result<Tensor> {
+    let part = Part::Filter { k };
+    Ok(x.contiguous()?
+        .apply_op2_no_bwd(&g.contiguous()?, &Conv { stride, part })?)
+}
+
+/// Which of the three a [`Conv`] computes, with what its arguments' shapes do not say.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    /// args (x, w) → y.
+    Forward,
+    /// args (g, w) → dx of spatial size `x_hw` (a stride > 1 does not say it).
+    Data { x_hw: (usize, usize) },
+    /// args (x, g) → dw of size k × k.
+    Filter { k: usize },
+}
+
+struct Conv {
+    stride: usize,
+    part: Part,
+}
+
+/// The convolution's shapes: x (b, c, h, w), w (o, c, k, k), y (b, o, ho, wo).
+struct Shapes {
+    x: [usize; 4],
+    w: [usize; 4],
+    y: [usize; 4],
+}
+
+impl Conv {
+    fn shapes(&self, a: &Layout, b: &Layout) -> candle_core::Result<Shapes> {
+        let s = self.stride;
+        let out = |n: usize, k: usize| if n >= k { (n - k) / s + 1 } else { 0 };
+        let (a, b) = (a.shape().dims4()?, b.shape().dims4()?);
+        Ok(match self.part {
+            Part::Forward => {
+                let ((bs, c, h, w), (o, _, k, _)) = (a, b);
+                Shapes {
+                    x: [bs, c, h, w],
+                    w: [o, c, k, k],
+                    y: [bs, o, out(h, k), out(w, k)],
+                }
+            }
+            Part::Data { x_hw: (h, w) } => {
+                let ((bs, o, ho, wo), (_, c, k, _)) = (a, b);
+                Shapes {
+                    x: [bs, c, h, w],
+                    w: [o, c, k, k],
+                    y: [bs, o, ho, wo],
+                }
+            }
+            Part::Filter { k } => {
+                let ((bs, c, h, w), (_, o, ho, wo)) = (a, b);
+                Shapes {
+                    x: [bs, c, h, w],
+                    w: [o, c, k, k],
+                    y: [bs, o, ho, wo],
+                }
+            }
+        })
+    }
+}
+
+impl CustomOp2 for Conv {
+    fn name(&self) -> &'static str {
+        "conv2d-cudnn"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        candle_core::bail!("cudnn_conv: cuDNN's convolutions run on CUDA only")
+    }
+
+    fn cuda_fwd(
+        &self,
+        a: &CudaStorage,
+        a_l: &Layout,
+        b: &CudaStorage,
+        b_l: &Layout,
+    ) -> candle_core::Result<(CudaStorage, Shape)> {
+        for l in [a_l, b_l] {
+            if !l.is_contiguous() {
+                candle_core::bail!("cudnn_conv: a non-contiguous argument");
+            }
+        }
+        let dev = a.device.clone();
+        let sh = self.shapes(a_l, b_l)?;
+        let i32s = |d: [usize; 4]| d.map(|v| v as i32);
+        let cudnn = handle(&dev)?;
+        let s = self.stride as i32;
+        let mut conv =
+            cudnn.create_conv2d::<f32>([0, 0], [s, s], [1, 1], cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION)?;
+        conv.set_math_type(if candle_core::cuda::gemm_reduced_precision_f32() {
+            cudnnMathType_t::CUDNN_DEFAULT_MATH
+        } else {
+            cudnnMathType_t::CUDNN_FMA_MATH
+        })?;
+        let nchw = cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
+        let x_d = cudnn.create_4d_tensor::<f32>(nchw, i32s(sh.x))?;
+        let w_d = cudnn.create_4d_filter::<f32>(nchw, i32s(sh.w))?;
+        let y_d = cudnn.create_4d_tensor::<f32>(nchw, i32s(sh.y))?;
+        // Each argument from its layout's start (contiguous, checked above).
+        let a_v = a.as_cuda_slice::<f32>()?.slice(a_l.start_offset()..);
+        let b_v = b.as_cuda_slice::<f32>()?.slice(b_l.start_offset()..);
+        let (out_dims, out_len) = match self.part {
+            Part::Forward => (sh.y, sh.y.iter().product::<usize>()),
+            Part::Data { .. } => (sh.x, sh.x.iter().product()),
+            Part::Filter { .. } => (sh.w, sh.w.iter().product()),
+        };
+        // SAFETY: every element is written by the convolution (beta = 0).
+        let mut out = unsafe { dev.alloc::<f32>(out_len)? };
+        match self.part {
+            Part::Forward => {
+                let op = ConvForward {
+                    conv: &conv,
+                    x: &x_d,
+                    w: &w_d,
+                    y: &y_d,
+                };
+                let algo = op.pick_algorithm()?;
+                let mut ws = unsafe { dev.alloc::<u8>(op.get_workspace_size(algo)?.max(1))? };
+                // SAFETY: the descriptors are the buffers' shapes, f32 NCHW.
+                unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
+            }
+            Part::Data { .. } => {
+                let op = ConvBackwardData {
+                    conv: &conv,
+                    dx: &x_d,
+                    w: &w_d,
+                    dy: &y_d,
+                };
+                let algo = op.pick_algorithm()?;
+                let mut ws = unsafe { dev.alloc::<u8>(op.get_workspace_size(algo)?.max(1))? };
+                // SAFETY: as above; a = g (dy), b = w.
+                unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
+            }
+            Part::Filter { .. } => {
+                let op = ConvBackwardFilter {
+                    conv: &conv,
+                    x: &x_d,
+                    dw: &w_d,
+                    dy: &y_d,
+                };
+                let algo = op.pick_algorithm()?;
+                let mut ws = unsafe { dev.alloc::<u8>(op.get_workspace_size(algo)?.max(1))? };
+                // SAFETY: as above; a = x, b = g (dy).
+                unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
+            }
+        }
+        Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from(out_dims.to_vec())))
+    }
+}
