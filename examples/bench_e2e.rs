@@ -77,7 +77,7 @@ fn main() -> anyhow::Result<()> {
         let sampled = Instant::now();
         // Algorithm 1: the objective's update on the (unshifted) batch first ...
         let aux = online
-            .update(&t, &replay)?
+            .update(&t, &replay, None)?
             .ok_or_else(|| anyhow::anyhow!("paper.toml's aux.method has no objective"))?;
         let aux_done = Instant::now();
         // ... then SAC on the batch encoded by the updated encoder, without gradient.

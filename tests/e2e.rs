@@ -80,7 +80,7 @@ fn the_objective_moves_the_encoder_and_the_sac_losses_do_not() {
     }
 
     // One update of the objective moves every encoder tensor.
-    let metrics = encoder.update(&t, &replay).unwrap().unwrap();
+    let metrics = encoder.update(&t, &replay, None).unwrap().unwrap();
     let after = encoder_weights(&encoder);
     for (name, w) in &before {
         assert_ne!(&after[name], w, "{name} did not move");
@@ -97,7 +97,7 @@ fn with_the_critic_gradient_the_critic_update_moves_the_encoder() {
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     let n = cfg.agent.batch_size();
     let t = replay.sample(n, cfg.agent.returns(), &mut rng).unwrap();
-    assert!(encoder.update(&t, &replay).unwrap().is_none()); // no objective to update
+    assert!(encoder.update(&t, &replay, None).unwrap().is_none()); // no objective to update
     let before = encoder_weights(&encoder);
     let mut agent = SacAgent::new(
         cfg.agent.get::<SacAgent>().unwrap(),
@@ -268,8 +268,10 @@ fn a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
         objective: true,
         first_episode_updates: 200,
         another: &["--set", "aux.method=lfs-cl"],
-        resumed_env: &[],
-        resumed_says: "",
+        // The killed and resumed run makes its batches and the objective's pairs as a GPU does,
+        // from the replay's frames on the device (src/rl/device_frames.rs): the same results.
+        resumed_env: &[("LFS_REPLAY_FRAMES", "device")],
+        resumed_says: "replay frames on the device",
     });
 }
 

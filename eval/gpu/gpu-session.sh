@@ -56,6 +56,9 @@
 #            stacked and shifted on the device from a copy of the replay's frames (the GPU
 #            default, src/rl/device_frames.rs) against on the host (LFS_REPLAY_FRAMES=host),
 #            GPU_SESSION_ROUNDS rounds in ABBA order                                       ~300 s
+#   frames-e2e (not in the default list) the same for lfs train's Algorithm 1
+#            (pipelines/e2e/mini.toml, walker_walk, B=64, SAC + LFS: the objective's pairs made
+#            from the device's frames too), GPU_SESSION_FRAMES_E2E_FRAMES (4000)            ~450 s
 #   frames-drqv2 (not in the default list) the same for lfs train's DrQ-v2
 #            (pipelines/drqv2/easy.toml, GPU_SESSION_DRQV2_TASK, B=256, the critic trains the
 #            encoder from the device's batches), GPU_SESSION_FRAMES_DRQV2_FRAMES (6000: the 4000
@@ -378,6 +381,16 @@ if has frames-drqv2 && [ -n "$LFS" ]; then
     host_device frames-drqv2 LFS_REPLAY_FRAMES 120 train --config pipelines/drqv2/easy.toml --task "$DRQ_TASK" \
         --seed 1 --device "$DEVICE" --set run.num_train_frames="$frames" --set run.eval_every_frames=100000 \
         --set run.num_eval_episodes=1 --set run.tensorboard=false "${drq_extra[@]}"
+fi
+
+if has frames-e2e && [ -n "$LFS" ]; then
+    # Algorithm 1 (lfs train, SAC + LFS on the SAC batch, pipelines/e2e/mini.toml, B=64): its
+    # batches and the objective's pairs from the replay's frames on the device, against the
+    # host's; the 2,000 seed frames, then two training episodes
+    frames=${GPU_SESSION_FRAMES_E2E_FRAMES:-4000}
+    host_device frames-e2e LFS_REPLAY_FRAMES 150 train --config pipelines/e2e/mini.toml --task walker_walk \
+        --seed 1 --device "$DEVICE" --set run.num_train_frames="$frames" --set run.eval_every_frames=100000 \
+        --set run.num_eval_episodes=1 --set run.tensorboard=false --set 'env.render_quality="fast"'
 fi
 
 # ---- anchors, compile -----------------------------------------------------------------------

@@ -413,6 +413,8 @@ def main():
                       "sac/mini, feature cache on the device / on the host (LFS_FEATURE_CACHE=host)")
     host_device_table(sections, lines, result, "frames",
                       "sac/paper, pixel batches from the replay's frames on the device / on the host (LFS_REPLAY_FRAMES=host)")
+    host_device_table(sections, lines, result, "frames-e2e",
+                      "Algorithm 1 (lfs train, SAC + LFS), batches and pairs from the replay's frames on the device / on the host (LFS_REPLAY_FRAMES=host)")
     host_device_table(sections, lines, result, "frames-drqv2",
                       "DrQ-v2 (lfs train), pixel batches from the replay's frames on the device / on the host (LFS_REPLAY_FRAMES=host)")
     pool_table(sections, lines, result)

@@ -12,8 +12,8 @@
 use candle_core::{DType, Device, Tensor};
 
 use super::device_rows::DeviceRows;
-use crate::data::FrameStore;
-use crate::observation::stack_indices;
+use crate::data::{FrameStore, PairBatch, PairFrames};
+use crate::observation::{stack_indices, StackIndices};
 use crate::{Error, Result};
 
 /// Frames on the device, one row of c·h·w bytes each.
@@ -73,6 +73,38 @@ impl DeviceFrames {
         self.rows.push(&rows)
     }
 
+    /// The frames as a [`FrameStore`] (shared, not copied; a later growth of the ring leaves it
+    /// as it was).
+    pub fn store(&self) -> Result<FrameStore> {
+        FrameStore::new(self.rows.tensor().clone(), self.shape)
+    }
+
+    /// Frames `stack` of the replay's stored episode `e` (its position) as rows of the store.
+    fn rows_of(&self, e: usize, stack: StackIndices) -> Result<StackIndices> {
+        let mut rows = stack;
+        for f in rows.iter_mut() {
+            *f = self.rows.row(e, *f)?;
+        }
+        Ok(rows)
+    }
+
+    /// Pairs of observations (`pairs`: the replay's episode position and the pair's frames in
+    /// it) as frames of the store, unshifted, gathered when the encoder reads them: what an
+    /// auxiliary objective draws from the replay (`ReplayPairs`) when the frames live here.
+    pub fn pairs(&self, pairs: &[(usize, PairFrames)], obs_shape: (usize, usize, usize)) -> Result<PairBatch> {
+        let store = self.store()?;
+        let mut next = pairs.iter();
+        PairBatch::of_frames(pairs.len(), obs_shape, &store, || {
+            let (e, frames) = next
+                .next()
+                .ok_or_else(|| Error::Shape("device frames: no pair left".into()))?;
+            Ok(PairFrames {
+                prev: self.rows_of(*e, frames.prev)?,
+                cur: self.rows_of(*e, frames.cur)?,
+            })
+        })
+    }
+
     /// The stacked observations O_t and O_{t+n} of each drawn (episode position, t) of the
     /// replay (`Transitions::locations`), each shifted by its crop offset (dy, dx) in
     /// [0, 2·pad]² (`offsets`: O_t's offsets, then O_{t+n}'s, as the host path draws them):
@@ -96,19 +128,14 @@ impl DeviceFrames {
         for j in 0..2 * len {
             let (e, t) = locations[j % len];
             let t = if j < len { t } else { t + n };
-            let mut rows = stack_indices(t);
-            for f in rows.iter_mut() {
-                *f = self.rows.row(e, *f)?;
-            }
-            frames.push(rows);
+            frames.push(self.rows_of(e, stack_indices(t))?);
         }
         let pad = pad as isize;
         let shifts: Vec<(isize, isize)> = offsets
             .iter()
             .map(|&(dy, dx)| (dy as isize - pad, dx as isize - pad))
             .collect();
-        let store = FrameStore::new(self.rows.tensor().clone(), self.shape)?;
-        let both = store.gather(&frames, &shifts)?; // (2·len, 9, h, w)
+        let both = self.store()?.gather(&frames, &shifts)?; // (2·len, 9, h, w)
         Ok((both.narrow(0, 0, len)?, both.narrow(0, len, len)?))
     }
 }

@@ -19,7 +19,7 @@ use crate::nn::encoder_file::ExportFile;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Encoder, EncoderConfig, Params};
 use crate::objectives::UpdateMetrics;
-use crate::rl::{Batch, ReplayBuffer, Transitions};
+use crate::rl::{Batch, DeviceFrames, ReplayBuffer, Transitions};
 use crate::{Error, Result};
 
 /// Which encoder the agent sees the task through (for `lfs train`: its initialisation).
@@ -84,8 +84,9 @@ pub trait Representation {
     fn encode(&self, obs: &[u8], n: usize) -> Result<Tensor>;
 
     /// Whether nothing but the encoder reads a training batch's pixels (its forward, and the
-    /// critic's gradient through it; no auxiliary objective, no intrinsic reward): then the
-    /// replay's frames may live on the run's device, batches be made there and encoded by
+    /// critic's gradient through it), or an auxiliary objective reads them as pairs through
+    /// [`Representation::aux_update`]'s device frames (no intrinsic reward): then the replay's
+    /// frames may live on the run's device, batches be made there and encoded by
     /// [`Representation::encode_tensor`] and [`Representation::encode_tensor_for_critic`].
     fn encodes_batches_only(&self) -> bool {
         false
@@ -134,7 +135,12 @@ pub trait Representation {
 
     /// One update of an auxiliary objective on the SAC batch's (unshifted) transitions, before
     /// SAC reads the batch (Algorithm 1); None without one.
-    fn aux_update(&mut self, _batch: &Transitions, _replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {
+    fn aux_update(
+        &mut self,
+        _batch: &Transitions,
+        _replay: &ReplayBuffer,
+        _device_frames: Option<&DeviceFrames>,
+    ) -> Result<Option<UpdateMetrics>> {
         Ok(None)
     }
 

@@ -569,7 +569,8 @@ impl<A: Agent> Workspace<A> {
 
     /// The online encoder's objective, one update on the (unshifted) transitions `t`.
     fn aux_update(&mut self, t: &Transitions) -> Result<Option<UpdateMetrics>> {
-        self.representation.aux_update(t, &self.replay)
+        self.representation
+            .aux_update(t, &self.replay, self.device_frames.as_ref())
     }
 
     /// `num_eval_episodes` deterministic episodes on the evaluation environment; with

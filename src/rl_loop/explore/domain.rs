@@ -11,7 +11,7 @@ use candle_core::Tensor;
 use super::explorer::Explorer;
 use crate::nn::encoder::Encoded;
 use crate::objectives::UpdateMetrics;
-use crate::rl::{Batch, ReplayBuffer, Transitions};
+use crate::rl::{Batch, DeviceFrames, ReplayBuffer, Transitions};
 use crate::rl_loop::{EncoderProvenance, Representation};
 use crate::Result;
 
@@ -64,7 +64,12 @@ impl Representation for DomainRepresentation {
         Ok(self.explorer.borrow().encoder().encode(obs, n, false)?.h.detach())
     }
 
-    fn aux_update(&mut self, batch: &Transitions, replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {
+    fn aux_update(
+        &mut self,
+        batch: &Transitions,
+        replay: &ReplayBuffer,
+        _device_frames: Option<&DeviceFrames>,
+    ) -> Result<Option<UpdateMetrics>> {
         let terms = self
             .explorer
             .borrow_mut()

@@ -26,14 +26,14 @@ use rand_chacha::ChaCha8Rng;
 use super::config::TrainConfig;
 use crate::data::episode_lengths::MIN_FRAMES_FOR_SYNTHETIC_PAIR;
 use crate::data::sampler::locate;
-use crate::data::{frame_mask_pair, PairBatch, PairKind, PairSource, Stacks};
+use crate::data::{frame_mask_pair, PairBatch, PairFrames, PairKind, PairSource, Stacks};
 use crate::device::Backend;
 use crate::nn::checkpoint::strip_prefix;
 use crate::nn::encoder_projector::ENCODER_PREFIX;
 use crate::nn::{Adam, Encoder, Params};
 use crate::objectives::{Trainer, UpdateMetrics};
-use crate::observation::{FRAME_SIZE, FRAME_STACK};
-use crate::rl::{ReplayBuffer, Transitions};
+use crate::observation::{stack_indices, FRAME_SIZE, FRAME_STACK};
+use crate::rl::{DeviceFrames, ReplayBuffer, Transitions};
 use crate::rl_loop::CriticFeatures;
 use crate::{Error, Result};
 
@@ -207,13 +207,19 @@ impl OnlineEncoder {
     /// One update of the objective on the SAC batch `real` (unshifted: the objective shifts its
     /// own copy, as the pre-trainer does) and synthetic pairs from `replay`; None without an
     /// objective.
-    pub fn update(&mut self, real: &Transitions, replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {
+    pub fn update(
+        &mut self,
+        real: &Transitions,
+        replay: &ReplayBuffer,
+        device: Option<&DeviceFrames>,
+    ) -> Result<Option<UpdateMetrics>> {
         let Networks::Objective(trainer) = &mut self.networks else {
             return Ok(None);
         };
         let mut source = ReplayPairs {
             real,
             replay,
+            device,
             obs_shape: (3 * FRAME_STACK, FRAME_SIZE, FRAME_SIZE),
         };
         trainer.update(&mut source).map(Some)
@@ -303,6 +309,9 @@ pub(crate) struct ReplayPairs<'r> {
     /// The SAC batch, unshifted: its (O_t, O_{t+1}) are the real pairs.
     pub(crate) real: &'r Transitions,
     pub(crate) replay: &'r ReplayBuffer,
+    /// The replay's frames on the run's device, when a GPU keeps them there: the pairs are then
+    /// frames of it, gathered when encoded (the same draws and bytes).
+    pub(crate) device: Option<&'r DeviceFrames>,
     /// (c, h, w) of one observation.
     pub(crate) obs_shape: (usize, usize, usize),
 }
@@ -319,17 +328,35 @@ impl PairSource for ReplayPairs<'_> {
         let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
         match kind {
             // The batch is a uniform draw already: its first n rows are one too.
-            PairKind::Real if n <= self.real.len => Ok(PairBatch {
-                prev: Stacks::Host(self.real.obs[..n * obs_len].to_vec()),
-                cur: Stacks::Host(self.real.next_obs[..n * obs_len].to_vec()),
-                len: n,
-                obs_shape,
-            }),
+            PairKind::Real if n <= self.real.len => match self.device {
+                Some(frames) => {
+                    let pairs: Vec<(usize, PairFrames)> = self.real.locations[..n]
+                        .iter()
+                        .map(|&(e, t)| {
+                            let frames = PairFrames {
+                                prev: stack_indices(t),
+                                cur: stack_indices(t + self.real.nstep),
+                            };
+                            (e, frames)
+                        })
+                        .collect();
+                    frames.pairs(&pairs, obs_shape)
+                }
+                None => Ok(PairBatch {
+                    prev: Stacks::Host(self.real.obs[..n * obs_len].to_vec()),
+                    cur: Stacks::Host(self.real.next_obs[..n * obs_len].to_vec()),
+                    len: n,
+                    obs_shape,
+                }),
+            },
             PairKind::Real => Err(Error::Shape(format!(
                 "the objective asked for {n} real pairs, the SAC batch has {}",
                 self.real.len
             ))),
-            PairKind::Synthetic => synthetic_pairs(self.replay, n, rng, obs_shape),
+            PairKind::Synthetic => match self.device {
+                Some(frames) => frames.pairs(&synthetic_picks(self.replay, n, rng)?, obs_shape),
+                None => synthetic_pairs(self.replay, n, rng, obs_shape),
+            },
         }
     }
 
@@ -350,6 +377,18 @@ pub fn synthetic_pairs<R: Rng + ?Sized>(
     rng: &mut R,
     obs_shape: (usize, usize, usize),
 ) -> Result<PairBatch> {
+    let picks = synthetic_picks(replay, n, rng)?;
+    let mut next = picks.iter();
+    PairBatch::stack(n, obs_shape, || {
+        let (e, frames) = next
+            .next()
+            .ok_or_else(|| Error::Shape("no synthetic pair left".into()))?;
+        Ok((&replay.episodes()[*e], *frames))
+    })
+}
+
+/// The draws of [`synthetic_pairs`]: each pair's episode (its position in `replay`) and frames.
+fn synthetic_picks<R: Rng + ?Sized>(replay: &ReplayBuffer, n: usize, rng: &mut R) -> Result<Vec<(usize, PairFrames)>> {
     // The first frame a pair ends at, and the pairs per episode: frames first … num_frames − 1.
     let first = MIN_FRAMES_FOR_SYNTHETIC_PAIR - 1;
     let counts: Vec<usize> = replay
@@ -363,11 +402,13 @@ pub fn synthetic_pairs<R: Rng + ?Sized>(
             "no synthetic pairs yet: no stored episode has {MIN_FRAMES_FOR_SYNTHETIC_PAIR} frames"
         )));
     }
-    PairBatch::stack(n, obs_shape, || {
-        let (e, k) = locate(&counts, rng.random_range(0..total))
-            .ok_or_else(|| Error::Shape("synthetic pair index out of range".to_string()))?;
-        let t = first + k;
-        let frames = frame_mask_pair(t).ok_or_else(|| Error::Shape(format!("no synthetic pair ends at {t}")))?;
-        Ok((&replay.episodes()[e], frames))
-    })
+    (0..n)
+        .map(|_| {
+            let (e, k) = locate(&counts, rng.random_range(0..total))
+                .ok_or_else(|| Error::Shape("synthetic pair index out of range".to_string()))?;
+            let t = first + k;
+            let frames = frame_mask_pair(t).ok_or_else(|| Error::Shape(format!("no synthetic pair ends at {t}")))?;
+            Ok((e, frames))
+        })
+        .collect()
 }

@@ -15,7 +15,7 @@ use crate::data::PairBatch;
 use crate::device::Backend;
 use crate::nn::encoder_file::ExportFile;
 use crate::objectives::{Trainer, UpdateMetrics};
-use crate::rl::{ReplayBuffer, Transitions};
+use crate::rl::{DeviceFrames, ReplayBuffer, Transitions};
 use crate::rl_loop::{
     self, CriticFeatures, EncoderChoice, EncoderProvenance, FrozenFeatures, LoopEvent, LoopSpec, LoopSummary,
     Representation, RepresentationState, Stage, ValueComparison,
@@ -118,10 +118,11 @@ impl Representation for OnlineRepresentation {
     }
 
     fn encodes_batches_only(&self) -> bool {
-        // Without an auxiliary objective: the critic's gradient, or nothing, trains the encoder
-        // (DrQ-v2's and TACO's setting; TACO's own objective reads pixels, and the loop keeps
-        // its batches on the host).
-        self.encoder.trainer().is_none()
+        // The critic's gradient, or nothing, trains the encoder (DrQ-v2's setting), or an
+        // auxiliary objective draws its pairs through ReplayPairs, which reads the device's
+        // frames (Algorithm 1's LFS). TACO's objective reads sequences of pixels: the loop keeps
+        // its batches on the host (action_sequence > 0).
+        true
     }
 
     fn encode_tensor(&self, obs: &Tensor) -> Result<Tensor> {
@@ -143,8 +144,13 @@ impl Representation for OnlineRepresentation {
         self.encoder.agent_objective_step(features, dh)
     }
 
-    fn aux_update(&mut self, batch: &Transitions, replay: &ReplayBuffer) -> Result<Option<UpdateMetrics>> {
-        self.encoder.update(batch, replay)
+    fn aux_update(
+        &mut self,
+        batch: &Transitions,
+        replay: &ReplayBuffer,
+        device_frames: Option<&DeviceFrames>,
+    ) -> Result<Option<UpdateMetrics>> {
+        self.encoder.update(batch, replay, device_frames)
     }
 
     fn aux_step(&self) -> Option<u64> {

@@ -240,6 +240,7 @@ impl Explorer for Proto {
         let mut source = ReplayPairs {
             real: t,
             replay,
+            device: None,
             obs_shape: (enc.in_channels, enc.image_size, enc.image_size),
         };
         let m = self.trainer.update(&mut source)?;
