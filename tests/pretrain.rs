@@ -1,6 +1,6 @@
 //! The pre-trainer: configs, every method on tiny, metrics, resume = uninterrupted, refusals.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lfs::env::RenderQuality;
 use lfs::pretrain::run::{describe, run_on_episodes, DatasetInfo, CHECKPOINT_FILE, METRICS_FILE};
@@ -362,6 +362,36 @@ fn lfs(args: &[&str]) -> String {
     text
 }
 
+/// `lfs pretrain` of `pipelines/tiny.toml` (batch 8, `updates` updates) on the embedded sample,
+/// ingested under `dir` once, with `var=value`, into `dir/value`: that folder and what the run
+/// said on stderr.
+fn tiny_pretrain_with(dir: &Path, var: &str, value: &str, updates: u64) -> (PathBuf, String) {
+    let dataset = dir.join("dataset");
+    if !dataset.exists() {
+        let videos = repo().join("datasets/tiny/videos");
+        lfs(&["ingest", videos.to_str().unwrap(), "--out", dataset.to_str().unwrap()]);
+    }
+    let datasets_arg = format!("data.datasets=[{:?}]", dataset.to_str().unwrap());
+    let out_dir = dir.join(value);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lfs"))
+        .args(["pretrain", "--config", "pipelines/tiny.toml", "--set", &datasets_arg])
+        .args([
+            "--set",
+            &format!("run.num_updates={updates}"),
+            "--set",
+            "run.batch_size=8",
+        ])
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .env(var, value)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{said}");
+    (out_dir, said)
+}
+
 /// The GPU's way of making a batch (the videos' frames kept on the device, each batch gathered
 /// and shifted there), run on the CPU with `LFS_VIDEO_FRAMES=device`, trains exactly as the
 /// host's stacking and shifting does: 6 LFS updates at batch 8, the same metrics to the last
@@ -369,22 +399,8 @@ fn lfs(args: &[&str]) -> String {
 #[test]
 fn video_frames_on_the_device_train_as_on_the_host() {
     let dir = tempfile::tempdir().unwrap();
-    let dataset = dir.path().join("dataset");
-    let videos = repo().join("datasets/tiny/videos");
-    lfs(&["ingest", videos.to_str().unwrap(), "--out", dataset.to_str().unwrap()]);
-    let datasets_arg = format!("data.datasets=[{:?}]", dataset.to_str().unwrap());
     let run = |frames: &str| {
-        let out_dir = dir.path().join(frames);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_lfs"))
-            .args(["pretrain", "--config", "pipelines/tiny.toml", "--set", &datasets_arg])
-            .args(["--set", "run.num_updates=6", "--set", "run.batch_size=8", "--out-dir"])
-            .arg(&out_dir)
-            .env("LFS_VIDEO_FRAMES", frames)
-            .current_dir(repo())
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(out.status.success(), "{said}");
+        let (out_dir, said) = tiny_pretrain_with(dir.path(), "LFS_VIDEO_FRAMES", frames, 6);
         let checkpoint = std::fs::read(out_dir.join("checkpoint.safetensors")).unwrap();
         (timeless(read_metrics(&out_dir)), checkpoint, said)
     };
@@ -403,21 +419,8 @@ fn video_frames_on_the_device_train_as_on_the_host() {
 #[test]
 fn update_statistics_on_the_device_log_what_the_host_logs() {
     let dir = tempfile::tempdir().unwrap();
-    let dataset = dir.path().join("dataset");
-    let videos = repo().join("datasets/tiny/videos");
-    lfs(&["ingest", videos.to_str().unwrap(), "--out", dataset.to_str().unwrap()]);
-    let datasets_arg = format!("data.datasets=[{:?}]", dataset.to_str().unwrap());
     let run = |statistics: &str| {
-        let out_dir = dir.path().join(statistics);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_lfs"))
-            .args(["pretrain", "--config", "pipelines/tiny.toml", "--set", &datasets_arg])
-            .args(["--set", "run.num_updates=12", "--set", "run.batch_size=8", "--out-dir"])
-            .arg(&out_dir)
-            .env("LFS_UPDATE_STATISTICS", statistics)
-            .current_dir(repo())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let (out_dir, _) = tiny_pretrain_with(dir.path(), "LFS_UPDATE_STATISTICS", statistics, 12);
         read_metrics(&out_dir)
     };
     let (host, device) = (run("host"), run("device"));
