@@ -224,6 +224,41 @@ pub fn video_frames_on_host(device: &Device) -> bool {
     on_host("LFS_VIDEO_FRAMES", &CHOICE, device)
 }
 
+/// Free and total bytes of `device`'s memory, as its driver reports them; None on the CPU.
+pub fn memory(device: &Device) -> Option<(u64, u64)> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(dev) = device {
+        dev.cuda_stream().context().bind_to_thread().ok()?;
+        let (free, total) = candle_core::cuda::cudarc::driver::result::mem_get_info().ok()?;
+        return Some((free as u64, total as u64));
+    }
+    let _ = device;
+    None
+}
+
+/// Whether `bytes` kept on `device` beside a run leave it room to train: at most half of the
+/// memory free now (the agent, its batches and activations take the rest; the CPU always
+/// fits). Otherwise why not, for the run's first line.
+pub fn room_for(device: &Device, bytes: u64) -> std::result::Result<(), String> {
+    match memory(device) {
+        Some((free, total)) => room_in(bytes, free, total),
+        None => Ok(()),
+    }
+}
+
+/// [`room_for`]'s rule on a device with `free` of `total` bytes free.
+fn room_in(bytes: u64, free: u64, total: u64) -> std::result::Result<(), String> {
+    if bytes <= free / 2 {
+        return Ok(());
+    }
+    Err(format!(
+        "{:.2} GB would take over half of the GPU's {:.2} GB free of {:.2} GB",
+        bytes as f64 / 1e9,
+        free as f64 / 1e9,
+        total as f64 / 1e9
+    ))
+}
+
 /// A developer's on/off switch read from the environment: true when `var` = `on`; unset, empty
 /// or `off` is false (any other value is named on stderr and taken as off).
 pub fn env_switch(var: &str, on: &str, off: &str) -> bool {
@@ -316,6 +351,22 @@ impl Default for Backend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_stay_on_the_host_past_half_the_free_memory() {
+        // The replay frames of 1M transitions (~21 GB) on a 24 GB GPU with 22 GB free: no.
+        let why = room_in(21_000_000_000, 22_000_000_000, 24_000_000_000).unwrap_err();
+        assert_eq!(
+            why,
+            "21.00 GB would take over half of the GPU's 22.00 GB free of 24.00 GB"
+        );
+        // 0.9 GB (sac/paper's 40,000) on an H100's 79 GB free, and exactly half: yes.
+        assert!(room_in(900_000_000, 79_000_000_000, 80_000_000_000).is_ok());
+        assert!(room_in(5, 10, 10).is_ok());
+        assert!(room_in(6, 10, 10).is_err());
+        // The CPU reports no memory: everything fits (its way is the host's anyway).
+        assert!(room_for(&Device::Cpu, u64::MAX).is_ok());
+    }
 
     #[test]
     fn parses_and_prints_each_form() {

@@ -146,11 +146,17 @@ impl<'a> PairSampler<'a> {
         }
     }
 
+    /// Keeps the host's way, for the reason `why` (a run's first message says it).
+    pub fn keep_frames_on_host(&mut self, why: String) {
+        self.on_device = None;
+        self.refused = Some(why);
+    }
+
     /// Where batches are made, for a run's first message.
     pub fn describe_frames(&self) -> String {
         match (&self.on_device, &self.refused) {
             (Some((store, _)), _) => format!("frames on the device: {}", size_text(store.bytes())),
-            (None, Some(why)) => format!("frames on the host: {why}"),
+            (None, Some(why)) => format!("frames on the host ({why})"),
             (None, None) => "frames on the host".to_string(),
         }
     }

@@ -13,7 +13,7 @@ use super::config::{Method, PretrainConfig};
 use crate::data::episode_lengths::{MIN_FRAMES_FOR_REAL_PAIR, MIN_FRAMES_FOR_SYNTHETIC_PAIR};
 use crate::data::{episode_lengths, TaskEpisodeLengths};
 use crate::data::{PairSampler, SamplerConfig};
-use crate::device::video_frames_on_host;
+use crate::device::{room_for, video_frames_on_host};
 use crate::fsutil::write_bytes_atomic;
 use crate::log_files::{MetricsLog, Mirror};
 use crate::nn::checkpoint;
@@ -49,8 +49,15 @@ pub fn video_pair_sampler<'a>(
         )));
     }
     if !video_frames_on_host(device) {
-        // A device without room for them keeps the host's way (the run says so when it starts).
-        let _ = sampler.keep_frames_on(device);
+        // A device without room for them beside the training, or that refuses them, keeps the
+        // host's way (the run says so when it starts).
+        let bytes: usize = episodes.iter().map(|e| e.frames.len()).sum();
+        match room_for(device, bytes as u64) {
+            Ok(()) => {
+                let _ = sampler.keep_frames_on(device);
+            }
+            Err(note) => sampler.keep_frames_on_host(note),
+        }
     }
     Ok(sampler)
 }

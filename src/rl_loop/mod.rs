@@ -127,7 +127,8 @@ pub fn run_agent<A: Registered>(
             .device_cache
             .as_ref()
             .map(|cache| cache.describe())
-            .or_else(|| ws.device_frames.as_ref().map(|frames| frames.describe())),
+            .or_else(|| ws.device_frames.as_ref().map(|frames| frames.describe()))
+            .or_else(|| ws.device_note.clone()),
     }));
 
     // ---- the loop

@@ -62,6 +62,9 @@ pub(super) struct Workspace<A: Agent> {
     /// `Representation::encodes_batches_only`) and a GPU runs them (`device::frames_on_host`):
     /// batches are then stacked and shifted there.
     pub(super) device_frames: Option<DeviceFrames>,
+    /// Why the cache's rows or the frames stay on the host though the GPU's way was asked for
+    /// (too little of its memory free), for the run's first line.
+    pub(super) device_note: Option<String>,
     shift: RandomShift,
     pub(super) rng: ChaCha8Rng,
     /// Where the agent's tensors live.
@@ -148,11 +151,31 @@ impl<A: Registered> Workspace<A> {
             encoder_tape: representation.critic_trains_encoder(),
         };
         let agent = A::new(cfg.agent.get::<A>()?, features, action_dim, &device, &mut rng)?;
-        let on_device = cfg.replay.feature_cache && !crate::device::feature_cache_on_host(&device);
+        // Rows for the transitions the replay can hold, their episodes' first observations and
+        // an episode beyond the capacity: DMC's episodes (≤ 1000 steps) never grow them.
+        let steps = cfg.run.num_train_frames.to_steps(cfg.env.action_repeat) as usize;
+        let held = cfg.replay.capacity.min(steps + 1);
+        let rows = held + held / 100 + 1001;
+        // Each kept on a GPU only where it leaves the GPU room to train (else the host's way).
+        let mut device_note = None;
+        let mut room = |bytes: usize, what: &str| match crate::device::room_for(&device, bytes as u64) {
+            Ok(()) => true,
+            Err(why) => {
+                device_note = Some(format!("{what} on the host: {why}"));
+                false
+            }
+        };
+        let on_device = cfg.replay.feature_cache
+            && !crate::device::feature_cache_on_host(&device)
+            && room(
+                rows * repr * cfg.replay.feature_cache_dtype.bytes_per_value(),
+                "the feature cache's rows",
+            );
         let frames_on_device = !cfg.replay.feature_cache
             && representation.encodes_batches_only()
             && cfg.agent.action_sequence() == 0
-            && !crate::device::frames_on_host(&device);
+            && !crate::device::frames_on_host(&device)
+            && room(rows * FRAME_BYTES, "the replay's frames");
         let feature_dim = if cfg.replay.feature_cache && !on_device {
             repr
         } else {
@@ -166,11 +189,6 @@ impl<A: Registered> Workspace<A> {
             cfg.replay.feature_cache_dtype,
         )
         .with_sampling(cfg.replay.sampling);
-        // Rows for the transitions the replay can hold, their episodes' first observations and
-        // an episode beyond the capacity: DMC's episodes (≤ 1000 steps) never grow them.
-        let steps = cfg.run.num_train_frames.to_steps(cfg.env.action_repeat) as usize;
-        let held = cfg.replay.capacity.min(steps + 1);
-        let rows = held + held / 100 + 1001;
         let device_cache = match on_device {
             true => Some(DeviceFeatureCache::new(
                 rows,
@@ -192,6 +210,7 @@ impl<A: Registered> Workspace<A> {
             },
             device_cache,
             device_frames,
+            device_note,
             shift: RandomShift {
                 pad: cfg.replay.random_shift_pad,
             },
