@@ -86,6 +86,13 @@ fn main() -> anyhow::Result<()> {
     if argv.iter().any(|a| a == "--bench-only") {
         return bench(&tested, &episodes);
     }
+    if let Some(updates) = flag_value::<Count>(&argv, "--long")? {
+        let batch: Option<Count> = flag_value(&argv, "--long-batch")?;
+        return long_checks(&tested, &reference, &episodes, updates.0, batch.map(|b| b.0));
+    }
+    if let Some(updates) = flag_value::<Count>(&argv, "--memory")? {
+        return memory_check(&tested, &episodes, updates.0);
+    }
     for offset in [0.0, -0.5] {
         report(
             &format!("encoder offset={offset}"),
@@ -119,6 +126,156 @@ fn main() -> anyhow::Result<()> {
     }
     if !failed.is_empty() {
         bail!("{} check(s) over {LIMIT:e}: {}", failed.len(), failed.join(", "));
+    }
+    Ok(())
+}
+
+/// A count from the command line.
+struct Count(usize);
+
+impl std::str::FromStr for Count {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        s.parse().map(Count).map_err(|e| format!("{s:?}: {e}"))
+    }
+}
+
+/// `--long N`: N updates of each training step the paper's runs take on a GPU, on both sides
+/// from the same initial tensors and the same data, at the real batch sizes (LFS B=512, SAC on
+/// cached features B=128 and 512, DrQ-v2 from pixels B=256; `--long-batch B` shrinks them all,
+/// for the CPU's test). Each update's loss on the device against the CPU kernels': one JSON
+/// line per step with both series, the largest relative gap and the first update past 1e-4.
+/// The stated band: every update within 5% of the reference's loss (|Δ| ≤ 0.05·max(|ref|,
+/// 0.01)). Rounding differences grow over updates, and LFS's LNC keeps a candidate or not by a
+/// threshold on distances, so the two runs may part; the band says they stay the same training.
+fn long_checks(
+    tested: &Backend,
+    reference: &Backend,
+    episodes: &[Episode],
+    updates: usize,
+    batch: Option<usize>,
+) -> anyhow::Result<()> {
+    let mut failed = Vec::new();
+    let mut report = |name: &str, b: usize, a: Vec<f64>, r: Vec<f64>| {
+        const BAND: f64 = 0.05;
+        let gaps: Vec<f64> = a
+            .iter()
+            .zip(&r)
+            .map(|(x, y)| (x - y).abs() / y.abs().max(0.01))
+            .collect();
+        let max_gap = gaps.iter().copied().fold(0.0, f64::max);
+        let first = gaps.iter().position(|g| *g > 1e-4).map(|i| i + 1);
+        let ok = gaps.iter().all(|g| g.is_finite() && *g <= BAND);
+        println!(
+            "{}",
+            serde_json::json!({"long": name, "batch": b, "updates": a.len(), "band": BAND, "max_rel_gap": max_gap,
+                "first_update_over_1e-4": first, "ok": ok, "tested": a, "reference": r})
+        );
+        if !ok {
+            failed.push(format!("{name} B={b}"));
+        }
+    };
+    // LFS pre-training, each side's batches as its runs make them.
+    let b = batch.unwrap_or(512);
+    let cfg = pretrain_config("lfs", b)?;
+    let mut losses = [Vec::new(), Vec::new()];
+    for (side, backend) in [tested, reference].into_iter().enumerate() {
+        let mut trainer = Trainer::new(&cfg.trainer_config(), backend)?;
+        let mut source = video_pair_sampler(&cfg, episodes, &backend.device)?;
+        for _ in 0..updates {
+            losses[side].push(trainer.update(&mut source)?.loss);
+        }
+    }
+    let [a, r] = losses;
+    report("lfs", b, a, r);
+    // SAC on cached features (a frozen encoder's): the same features and transitions each update.
+    for b in batch.map_or(vec![128, 512], |b| vec![b]) {
+        let cfg = SacConfig {
+            batch_size: b,
+            ..SacConfig::default()
+        };
+        let repr = Encoder::new(
+            &EncoderConfig::default(),
+            PREFIX,
+            &mut Params::new(&Device::Cpu),
+            &mut ChaCha8Rng::seed_from_u64(0),
+        )?
+        .repr_dim();
+        let mut losses = [Vec::new(), Vec::new()];
+        for (side, backend) in [tested, reference].into_iter().enumerate() {
+            let device = &backend.device;
+            let path = GradientPath::for_features(device, false);
+            let mut agent = SacAgent::new(&cfg, repr, ACTION_DIM, path, device, &mut ChaCha8Rng::seed_from_u64(3))?;
+            let (mut data_rng, mut rng) = (ChaCha8Rng::seed_from_u64(11), ChaCha8Rng::seed_from_u64(5));
+            for step in 0..updates {
+                let features: Vec<f32> = (0..2 * b * repr).map(|_| data_rng.random_range(0.0..0.5)).collect();
+                let data = SacData::new(b, &mut data_rng);
+                let batch = Batch {
+                    obs: Tensor::from_slice(&features[..b * repr], (b, repr), device)?,
+                    next_obs: Tensor::from_slice(&features[b * repr..], (b, repr), device)?,
+                    action: Tensor::from_slice(&data.action, (b, ACTION_DIM), device)?,
+                    reward: Tensor::from_slice(&data.reward, (b, 1), device)?,
+                    discount: Tensor::full(0.99f32, (b, 1), device)?,
+                };
+                losses[side].push(agent.update(&batch, step as u64, &mut rng)?.critic_loss);
+            }
+        }
+        let [a, r] = losses;
+        report("sac on cached features", b, a, r);
+    }
+    // DrQ-v2 from pixels, the critic's gradient stepping the encoder.
+    let b = batch.unwrap_or(256);
+    let init = encoder_init(&drqv2_encoder_config())?;
+    let mut losses = [Vec::new(), Vec::new()];
+    for (side, backend) in [tested, reference].into_iter().enumerate() {
+        let mut agent = DrQv2Side::new(&init, backend, false)?;
+        let (mut data_rng, mut rng) = (ChaCha8Rng::seed_from_u64(11), ChaCha8Rng::seed_from_u64(5));
+        for _ in 0..updates {
+            let data = SacData::new(b, &mut data_rng);
+            let views = TacoData::new(0, &mut data_rng);
+            losses[side].push(agent.update(&data, &views, &mut rng)?.0);
+        }
+    }
+    let [a, r] = losses;
+    report("drqv2 from pixels", b, a, r);
+    if !failed.is_empty() {
+        bail!("outside the band: {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+/// `--memory N`: N LFS updates at B=512 on the tested device alone, its memory in use (the
+/// driver's total − free) read every 100 updates: one JSON line with the series and the growth
+/// after update 200 (the allocator's pools warm up before it), which must stay under 64 MB.
+fn memory_check(tested: &Backend, episodes: &[Episode], updates: usize) -> anyhow::Result<()> {
+    let Some(_) = lfs::device::memory(&tested.device) else {
+        println!(
+            "{}",
+            serde_json::json!({"memory": "lfs", "note": "no memory to read on the CPU"})
+        );
+        return Ok(());
+    };
+    let cfg = pretrain_config("lfs", 512)?;
+    let mut trainer = Trainer::new(&cfg.trainer_config(), tested)?;
+    let mut source = video_pair_sampler(&cfg, episodes, &tested.device)?;
+    let mut used_mb = Vec::new();
+    for i in 1..=updates {
+        trainer.update(&mut source)?;
+        if i % 100 == 0 {
+            let (free, total) = lfs::device::memory(&tested.device).context("the device's memory")?;
+            used_mb.push((total - free) as f64 / 1e6);
+        }
+    }
+    let after = used_mb.get(1).copied().unwrap_or(0.0);
+    let growth = used_mb.iter().skip(1).fold(0.0f64, |g, u| g.max(u - after));
+    let ok = growth <= 64.0;
+    println!(
+        "{}",
+        serde_json::json!({"memory": "lfs", "batch": 512, "updates": updates, "used_mb_every_100": used_mb,
+            "growth_mb_after_200": growth, "limit_mb": 64, "ok": ok})
+    );
+    if !ok {
+        bail!("the LFS update's memory grew {growth:.0} MB over {updates} updates");
     }
     Ok(())
 }

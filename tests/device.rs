@@ -66,6 +66,50 @@ fn candles_ops_match_the_cpu_kernels_in_every_check() {
     );
 }
 
+/// `device_check --long`'s plumbing on the CPU at batch 8 (a GPU runs it at the real batch
+/// sizes, `eval/gpu/gpu-session.sh`'s `long` stage): three training steps, both loss series of
+/// every update, and a band decision; `--memory` says the CPU has no device memory to read.
+#[test]
+fn the_long_parity_check_reports_every_updates_losses_on_both_sides() {
+    let run = |args: &[&str]| {
+        let out = Command::new(device_check())
+            .args(["--device", "cpu"])
+            .args(args)
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let text = output_text(&out);
+        assert!(out.status.success(), "{text}");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        lines
+    };
+    let lines = run(&["--long", "3", "--long-batch", "8"]);
+    let names: Vec<&str> = lines.iter().map(|l| l["long"].as_str().unwrap()).collect();
+    assert_eq!(names, ["lfs", "sac on cached features", "drqv2 from pixels"]);
+    for line in &lines {
+        assert_eq!(line["updates"], 3, "{line}");
+        let (a, r) = (
+            line["tested"].as_array().unwrap(),
+            line["reference"].as_array().unwrap(),
+        );
+        assert_eq!((a.len(), r.len()), (3, 3), "{line}");
+        assert!(a.iter().chain(r).all(|v| v.as_f64().unwrap().is_finite()), "{line}");
+        assert!(
+            line["ok"].as_bool().unwrap() && line["max_rel_gap"].as_f64().unwrap() <= 0.05,
+            "{line}"
+        );
+    }
+    // Losses move from update to update (the series are the training's, not one number thrice).
+    let lfs = lines[0]["reference"].as_array().unwrap();
+    assert_ne!(lfs[0], lfs[2]);
+    let memory = run(&["--memory", "5"]);
+    assert_eq!(memory[0]["note"], "no memory to read on the CPU");
+}
+
 #[test]
 fn run_device_is_written_only_off_the_cpu_and_never_joins_the_resume_key() {
     let tiny = repo().join("pipelines/tiny.toml");

@@ -6,6 +6,9 @@
 #      pixels (the critic's gradient, and TACO's loss, stepping the encoder), checkpoint files
 #      written on one device and resumed on the other; each relative error <= 1e-4), then its
 #      timings on the GPU (LFS at B=512, SAC on cached features at B=128 and 512);
+#   1b. with GPU_CHECK_LONG=1: device_check --long 100 (LFS B=512, SAC on cached features
+#      B=128/512, DrQ-v2 B=256: every update's loss within 5% of the CPU kernels') and --memory
+#      2000 (the LFS update's GPU memory flat within 64 MB);
 #   2. PyTorch's time for the same updates on the same GPU (eval/bench/*_torch.py --device
 #      cuda), when python3 has torch (the GPU image does).
 # Everything it prints is also written under $OUT (the device tool's folder) or gpu-check-out/.
@@ -36,6 +39,15 @@ ldd "$WORK/device_check" | grep "not found" && failed+=("libraries")
 step "1. parity and timings: device_check --device $DEVICE --bench"
 if ! "$WORK/device_check" --device "$DEVICE" --bench 2>&1 | tee "$OUT/device_check.jsonl"; then
     failed+=("device_check")
+fi
+
+# GPU_CHECK_LONG=1 (issue 52's correctness at scale; minutes, so not by default): every
+# training step at its real batch size for 100 updates against the CPU kernels (a 5% band on
+# each update's loss), and the LFS update's GPU memory over 2,000 updates (flat within 64 MB).
+if [ "${GPU_CHECK_LONG:-0}" = 1 ]; then
+    step "1b. parity at scale: device_check --long 100, then --memory 2000"
+    "$WORK/device_check" --device "$DEVICE" --long 100 2>&1 | tee "$OUT/device_check_long.jsonl" || failed+=("long")
+    "$WORK/device_check" --device "$DEVICE" --memory 2000 2>&1 | tee "$OUT/device_check_memory.jsonl" || failed+=("memory")
 fi
 
 step "2. PyTorch on the same device (eval/bench/*_torch.py --device $DEVICE)"

@@ -43,6 +43,11 @@
 #            statistics on the device (the GPU default) against the host
 #            (LFS_UPDATE_STATISTICS=host), GPU_SESSION_ROUNDS rounds in ABBA order, the cuDNN
 #            build when carried                                                             ~120 s
+#   long     (not in the default list; GPU_SESSION_STAGES="info long") device_check --long
+#            GPU_SESSION_LONG_UPDATES (100): LFS B=512, SAC on cached features B=128/512, DrQ-v2
+#            B=256, every update's loss on the GPU against the CPU kernels' (band 5%), per build ~150 s
+#   memory   (not in the default list) device_check --memory GPU_SESSION_MEMORY_UPDATES (2000):
+#            the LFS update's GPU memory every 100 updates, growth after 200 under 64 MB    ~300 s
 #   video    (not in the default list; GPU_SESSION_STAGES="info video") the LFS update with its
 #            batches gathered and shifted on the device from the videos' frames kept there (the
 #            GPU default, src/data/device_stacks.rs) against made on the host and uploaded
@@ -309,6 +314,24 @@ if has stats && [ -n "$DC" ]; then
         if [ $((r % 2)) = 1 ]; then stats_arm "$r" device; stats_arm "$r" host
         else stats_arm "$r" host; stats_arm "$r" device; fi
     done
+fi
+
+# ---- long, memory -----------------------------------------------------------------------------
+# Issue 52's correctness at scale: device_check --long (each training step at its real batch
+# size, 100 updates on the GPU and on the CPU kernels from the same start and data, every
+# update's loss within 5% of the CPU's) for each build, then --memory (2,000 LFS updates at
+# B=512, the GPU's memory in use every 100, growth after update 200 under 64 MB).
+if has long && [ -n "$DC" ]; then
+    for arm in lfs lfs-cudnn; do
+        bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
+        [ -n "$bin" ] || continue
+        fits "long-$arm" 150 || break
+        mark "long arm=$arm"
+        run 400 "$bin" --device "$DEVICE" --long "${GPU_SESSION_LONG_UPDATES:-100}"
+    done
+fi
+if has memory && [ -n "$DC" ]; then
+    fits memory 300 && { mark "memory arm=lfs"; run 500 "$DC" --device "$DEVICE" --memory "${GPU_SESSION_MEMORY_UPDATES:-2000}"; }
 fi
 
 # ---- video --------------------------------------------------------------------------------

@@ -291,6 +291,31 @@ def seeds_table(sections, lines, result):
     result["drqv2_seeds"] = evals
 
 
+def long_table(sections, lines, result):
+    """device_check --long's loss series (GPU against the CPU kernels) and --memory's growth."""
+    for kind, keys, objs, _ in sections:
+        if kind not in ("long", "memory"):
+            continue
+        for o in objs:
+            if "long" in o:
+                if not any(l.startswith("\n## parity at scale") for l in lines):
+                    lines.append("\n## parity at scale (device_check --long: every update's loss, GPU against the CPU kernels)")
+                lines.append(f"  {keys.get('arm')} {o['long']} B={o['batch']}: {o['updates']} updates, largest relative gap "
+                             f"{o['max_rel_gap']:.2e}, first update past 1e-4: {o.get('first_update_over_1e-4')}, "
+                             f"band {o['band']}: {'within' if o['ok'] else 'OUTSIDE'}")
+                result.setdefault("long", []).append({"arm": keys.get("arm"), **o})
+            elif "memory" in o:
+                if "note" in o:
+                    lines.append(f"\n## memory: {o['note']}")
+                else:
+                    used = o["used_mb_every_100"]
+                    lines.append(f"\n## GPU memory over {o['updates']} LFS updates at B={o['batch']}: "
+                                 f"{used[0] if used else '-'} MB at update 100, {used[-1] if used else '-'} MB at the end, "
+                                 f"growth after update 200 {o['growth_mb_after_200']:.1f} MB (limit {o['limit_mb']}): "
+                                 f"{'flat' if o['ok'] else 'GROWS'}")
+                result["memory"] = o
+
+
 def bench_host_device_table(sections, lines, result, stage, field, title):
     """device_check's LFS update with something on the device / on the host (markers
     `== STAGE round=R FIELD=device|host build=B`), same-round ratios."""
@@ -405,6 +430,7 @@ def main():
     history_table(sections, lines, result)
     checks += e2e_tables(sections, lines, result)
     seeds_table(sections, lines, result)
+    long_table(sections, lines, result)
     bench_host_device_table(sections, lines, result, "stats", "statistics",
                             "statistics on the device / on the host (LFS_UPDATE_STATISTICS=host)")
     bench_host_device_table(sections, lines, result, "video", "frames",
