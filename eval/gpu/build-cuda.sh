@@ -135,3 +135,7 @@ echo "CUDA libraries it needs, from the wheels: $LIBS/ ($(du -sh "$LIBS" | cut -
 echo "libcuda.so.1 is the NVIDIA driver's (580 or newer: CUDA 13.0); it must be installed where it runs."
 echo "Run it with:"
 echo "  LD_LIBRARY_PATH=$ROOT/$LIBS $ROOT/$BIN --help"
+if [ "$CUDNN" = 1 ]; then
+    echo "and the build with cuDNN's convolutions (cuDNN 9 from the wheel beside them):"
+    echo "  LD_LIBRARY_PATH=$ROOT/$LIBS:$CUDNN_LIB $ROOT/$TARGET/release/lfs-cudnn --help"
+fi
