@@ -17,20 +17,27 @@ fn device_check() -> PathBuf {
     lfs.parent().unwrap().join("examples").join("device_check")
 }
 
-#[test]
-fn candles_ops_match_the_cpu_kernels_in_every_check() {
+/// `device_check --device cpu ARGS`, which must succeed: its JSON lines, and all it printed.
+fn device_check_on_the_cpu(args: &[&str]) -> (Vec<serde_json::Value>, String) {
     let out = Command::new(device_check())
         .args(["--device", "cpu"])
+        .args(args)
         .current_dir(repo())
         .output()
         .expect("run examples/device_check (cargo test builds it)");
     let text = output_text(&out);
     assert!(out.status.success(), "{text}");
-    let lines: Vec<serde_json::Value> = text
+    let lines = text
         .lines()
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    (lines, text)
+}
+
+#[test]
+fn candles_ops_match_the_cpu_kernels_in_every_check() {
+    let (lines, text) = device_check_on_the_cpu(&[]);
     let checks: Vec<&str> = lines.iter().map(|l| l["check"].as_str().unwrap()).collect();
     assert_eq!(
         checks,
@@ -71,23 +78,7 @@ fn candles_ops_match_the_cpu_kernels_in_every_check() {
 /// every update, and a band decision; `--memory` says the CPU has no device memory to read.
 #[test]
 fn the_long_parity_check_reports_every_updates_losses_on_both_sides() {
-    let run = |args: &[&str]| {
-        let out = Command::new(device_check())
-            .args(["--device", "cpu"])
-            .args(args)
-            .current_dir(repo())
-            .output()
-            .unwrap();
-        let text = output_text(&out);
-        assert!(out.status.success(), "{text}");
-        let lines: Vec<serde_json::Value> = text
-            .lines()
-            .filter(|l| l.starts_with('{'))
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        lines
-    };
-    let lines = run(&["--long", "3", "--long-batch", "8"]);
+    let (lines, _) = device_check_on_the_cpu(&["--long", "3", "--long-batch", "8"]);
     let names: Vec<&str> = lines.iter().map(|l| l["long"].as_str().unwrap()).collect();
     assert_eq!(names, ["lfs", "sac on cached features", "drqv2 from pixels"]);
     for line in &lines {
@@ -106,7 +97,7 @@ fn the_long_parity_check_reports_every_updates_losses_on_both_sides() {
     // Losses move from update to update (the series are the training's, not one number thrice).
     let lfs = lines[0]["reference"].as_array().unwrap();
     assert_ne!(lfs[0], lfs[2]);
-    let memory = run(&["--memory", "5"]);
+    let (memory, _) = device_check_on_the_cpu(&["--memory", "5"]);
     assert_eq!(memory[0]["note"], "no memory to read on the CPU");
 }
 
