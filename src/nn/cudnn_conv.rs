@@ -8,7 +8,8 @@
 //! `NVIDIA_TF32_OVERRIDE=0`). Here the math type follows `run.precision`: `fp32` →
 //! `CUDNN_FMA_MATH` (FP32 arithmetic only), `tf32` → `CUDNN_DEFAULT_MATH` (TF32 allowed, as
 //! PyTorch's `cudnn.allow_tf32`). The algorithm is cuDNN's heuristic choice for the shape
-//! (`cudnnGetConvolution*Algorithm_v7`), not a timed search (`cudnn.benchmark`).
+//! (`cudnnGetConvolution*Algorithm_v7`), asked once per shape and remembered, not a timed
+//! search (`cudnn.benchmark`).
 //!
 //! Checked on a GPU by `examples/device_check.rs` (its pre-training, SAC, DrQ-v2 and TACO checks
 //! back-propagate through the encoder against the CPU's kernels); nothing here runs on a CPU.
@@ -18,7 +19,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use candle_core::cuda::cudarc::cudnn::safe::{ConvBackwardData, ConvBackwardFilter, ConvForward, Cudnn};
-use candle_core::cuda::cudarc::cudnn::sys::{cudnnConvolutionMode_t, cudnnMathType_t, cudnnTensorFormat_t};
+use candle_core::cuda::cudarc::cudnn::sys::{
+    cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionFwdAlgo_t, cudnnConvolutionMode_t,
+    cudnnMathType_t, cudnnTensorFormat_t,
+};
 use candle_core::cuda::{CudaDevice, CudaStorage, DeviceId};
 use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
@@ -27,6 +31,37 @@ use crate::Result;
 thread_local! {
     // cuDNN handles are neither Send nor Sync: one per thread and device, as candle keeps its own.
     static HANDLES: RefCell<HashMap<DeviceId, Arc<Cudnn>>> = RefCell::new(HashMap::new());
+}
+
+/// An algorithm cuDNN's heuristics chose for one of the three, and its workspace's bytes.
+#[derive(Debug, Clone, Copy)]
+enum Algo {
+    Forward(cudnnConvolutionFwdAlgo_t),
+    Data(cudnnConvolutionBwdDataAlgo_t),
+    Filter(cudnnConvolutionBwdFilterAlgo_t),
+}
+
+/// What an algorithm is chosen for: the device, the part (0 forward, 1 data, 2 filter), the
+/// shapes of x, w and y, the stride and whether TF32 is allowed.
+type AlgoKey = (DeviceId, u8, [usize; 4], [usize; 4], [usize; 4], usize, bool);
+
+thread_local! {
+    // The heuristics' choice per convolution, asked once (an LFS update runs ~19 convolutions
+    // of a handful of shapes), as PyTorch caches its own.
+    static ALGOS: RefCell<HashMap<AlgoKey, (Algo, usize)>> = RefCell::new(HashMap::new());
+}
+
+/// The cached choice for `key`, or `pick`'s, remembered.
+fn algorithm(
+    key: AlgoKey,
+    pick: impl FnOnce() -> candle_core::Result<(Algo, usize)>,
+) -> candle_core::Result<(Algo, usize)> {
+    if let Some(found) = ALGOS.with(|a| a.borrow().get(&key).copied()) {
+        return Ok(found);
+    }
+    let chosen = pick()?;
+    ALGOS.with(|a| a.borrow_mut().insert(key, chosen));
+    Ok(chosen)
 }
 
 fn handle(dev: &CudaDevice) -> candle_core::Result<Arc<Cudnn>> {
@@ -159,9 +194,16 @@ impl CustomOp2 for Conv {
         let i32s = |d: [usize; 4]| d.map(|v| v as i32);
         let cudnn = handle(&dev)?;
         let s = self.stride as i32;
+        let tf32 = candle_core::cuda::gemm_reduced_precision_f32();
+        let part = match self.part {
+            Part::Forward => 0,
+            Part::Data { .. } => 1,
+            Part::Filter { .. } => 2,
+        };
+        let key: AlgoKey = (dev.id(), part, sh.x, sh.w, sh.y, self.stride, tf32);
         let mut conv =
             cudnn.create_conv2d::<f32>([0, 0], [s, s], [1, 1], cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION)?;
-        conv.set_math_type(if candle_core::cuda::gemm_reduced_precision_f32() {
+        conv.set_math_type(if tf32 {
             cudnnMathType_t::CUDNN_DEFAULT_MATH
         } else {
             cudnnMathType_t::CUDNN_FMA_MATH
@@ -188,8 +230,14 @@ impl CustomOp2 for Conv {
                     w: &w_d,
                     y: &y_d,
                 };
-                let algo = op.pick_algorithm()?;
-                let mut ws = unsafe { dev.alloc::<u8>(op.get_workspace_size(algo)?.max(1))? };
+                let (Algo::Forward(algo), bytes) = algorithm(key, || {
+                    let algo = op.pick_algorithm()?;
+                    Ok((Algo::Forward(algo), op.get_workspace_size(algo)?))
+                })?
+                else {
+                    candle_core::bail!("cudnn_conv: a cached algorithm of another part");
+                };
+                let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
                 // SAFETY: the descriptors are the buffers' shapes, f32 NCHW.
                 unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
             }
@@ -200,8 +248,14 @@ impl CustomOp2 for Conv {
                     w: &w_d,
                     dy: &y_d,
                 };
-                let algo = op.pick_algorithm()?;
-                let mut ws = unsafe { dev.alloc::<u8>(op.get_workspace_size(algo)?.max(1))? };
+                let (Algo::Data(algo), bytes) = algorithm(key, || {
+                    let algo = op.pick_algorithm()?;
+                    Ok((Algo::Data(algo), op.get_workspace_size(algo)?))
+                })?
+                else {
+                    candle_core::bail!("cudnn_conv: a cached algorithm of another part");
+                };
+                let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
                 // SAFETY: as above; a = g (dy), b = w.
                 unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
             }
@@ -212,8 +266,14 @@ impl CustomOp2 for Conv {
                     dw: &w_d,
                     dy: &y_d,
                 };
-                let algo = op.pick_algorithm()?;
-                let mut ws = unsafe { dev.alloc::<u8>(op.get_workspace_size(algo)?.max(1))? };
+                let (Algo::Filter(algo), bytes) = algorithm(key, || {
+                    let algo = op.pick_algorithm()?;
+                    Ok((Algo::Filter(algo), op.get_workspace_size(algo)?))
+                })?
+                else {
+                    candle_core::bail!("cudnn_conv: a cached algorithm of another part");
+                };
+                let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
                 // SAFETY: as above; a = x, b = g (dy).
                 unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
             }
