@@ -29,7 +29,8 @@ use crate::{Error, Result};
 pub use crate::run_dir::{CHECKPOINT_FILE, CONFIG_FILE, DATASETS_FILE, METRICS_FILE, SUMMARY_FILE};
 
 /// The pair sampler over pre-training videos for `cfg` (its task batching); errors unless the
-/// frames fit `model.encoder.image_size`.
+/// frames fit `model.encoder.image_size`. On a GPU `device` it keeps the frames there, where
+/// they leave room to train (`LFS_VIDEO_FRAMES` overrides; its `describe_frames` says where).
 pub fn video_pair_sampler<'a>(
     cfg: &PretrainConfig,
     episodes: &'a [Episode],
