@@ -446,7 +446,7 @@ fn replay_rows_check(device: &Device) -> anyhow::Result<Worst> {
                 image.copy_from_slice(&out);
             }
         }
-        let (obs, next) = frames.gather_shifted(&t.locations, returns.n, &offsets, shift.pad)?;
+        let (obs, next) = frames.gather_shifted(&t.locations, returns.n, &offsets, &shift)?;
         let bytes = |b: &[u8]| Tensor::from_vec(b.to_vec(), (n, 9, 84, 84), &Device::Cpu);
         worst.compare("frames: O_t", &obs, &bytes(&t.obs)?)?;
         worst.compare("frames: O_t+n", &next, &bytes(&t.next_obs)?)?;

@@ -245,12 +245,7 @@ impl Stacks {
                 if dims.0 != f.len() {
                     return Err(Error::Shape(format!("{} observations shifted as {}", f.len(), dims.0)));
                 }
-                let pad = shift.pad as isize;
-                f.shifts = shift
-                    .draw_offsets(dims.0, rng)
-                    .into_iter()
-                    .map(|(dy, dx)| (dy as isize - pad, dx as isize - pad))
-                    .collect();
+                f.shifts = shift.shifts_of(&shift.draw_offsets(dims.0, rng));
                 f.shifted = shift.pad > 0;
             }
         }

@@ -67,17 +67,17 @@ impl PairBatch {
         })
     }
 
-    /// `n` pairs stacked from stored frames (`obs_shape` each); pair i is the episode and frame
-    /// indices of the i-th call of `pick`. The picks are made in order (they draw from an
-    /// RNG), then the pairs are stacked over rayon's threads (LFS at M = 512 stacks 4 × 512
+    /// Pairs stacked from stored frames (`obs_shape` each); pair i is the episode and frame
+    /// indices of the i-th of `picks`. The picks are made in order (they may draw from an RNG),
+    /// then the pairs are stacked over rayon's threads (LFS at M = 512 stacks 4 × 512
     /// observations, 130 MB, per update; the same bytes as one after another).
     pub fn stack<'e, E: StoredFrames + Sync + 'e>(
-        n: usize,
         obs_shape: (usize, usize, usize),
-        mut pick: impl FnMut() -> Result<(&'e E, PairFrames)>,
+        picks: impl IntoIterator<Item = Result<(&'e E, PairFrames)>>,
     ) -> Result<PairBatch> {
         let obs_len = obs_shape.0 * obs_shape.1 * obs_shape.2;
-        let picks = (0..n).map(|_| pick()).collect::<Result<Vec<_>>>()?;
+        let picks = picks.into_iter().collect::<Result<Vec<_>>>()?;
+        let n = picks.len();
         let (mut prev, mut cur) = (vec![0; n * obs_len], vec![0; n * obs_len]);
         prev.par_chunks_mut(obs_len)
             .zip(cur.par_chunks_mut(obs_len))
@@ -94,15 +94,15 @@ impl PairBatch {
         })
     }
 
-    /// `n` pairs of frames kept in `store`: pair i is the i-th call of `pick`, its frames as
-    /// rows of the store. Nothing is stacked until the encoder reads them.
+    /// Pairs of frames kept in `store`: pair i is the i-th of `picks`, its frames as rows of the
+    /// store. Nothing is stacked until the encoder reads them.
     pub fn of_frames(
-        n: usize,
         obs_shape: (usize, usize, usize),
         store: &FrameStore,
-        mut pick: impl FnMut() -> Result<PairFrames>,
+        picks: impl IntoIterator<Item = Result<PairFrames>>,
     ) -> Result<PairBatch> {
-        let picks = (0..n).map(|_| pick()).collect::<Result<Vec<_>>>()?;
+        let picks = picks.into_iter().collect::<Result<Vec<_>>>()?;
+        let n = picks.len();
         Ok(PairBatch {
             prev: Stacks::Frames(FrameStacks::new(store, picks.iter().map(|p| p.prev).collect())),
             cur: Stacks::Frames(FrameStacks::new(store, picks.iter().map(|p| p.cur).collect())),

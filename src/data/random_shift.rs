@@ -50,6 +50,16 @@ impl RandomShift {
             .collect()
     }
 
+    /// Crop offsets (dy, dx) in [0, 2·pad]² as the crop's shifts (dy − pad, dx − pad): out[y][x]
+    /// = in[clamp(y + sy)][clamp(x + sx)] ([`crate::data::FrameStore::gather`]'s form).
+    pub fn shifts_of(&self, offsets: &[(usize, usize)]) -> Vec<(isize, isize)> {
+        let pad = self.pad as isize;
+        offsets
+            .iter()
+            .map(|&(dy, dx)| (dy as isize - pad, dx as isize - pad))
+            .collect()
+    }
+
     /// Shifts every image of a batch (n, c, h, w) in place, each by its own random offset
     /// (drawn in image order, dy then dx; the images are then shifted in parallel).
     pub fn apply_batch<R: Rng + ?Sized>(

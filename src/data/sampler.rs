@@ -226,7 +226,7 @@ impl<'a> PairSampler<'a> {
             Ok(pool[part][j])
         };
         if let Some((store, firsts)) = &self.on_device {
-            return PairBatch::of_frames(n, self.obs_shape, store, || {
+            let picks = (0..n).map(|_| {
                 let at = draw()?;
                 let first = firsts[at.episode as usize];
                 let frames = pair_frames(kind, at.t as usize)?;
@@ -235,11 +235,13 @@ impl<'a> PairSampler<'a> {
                     cur: frames.cur.map(|f| first + f),
                 })
             });
+            return PairBatch::of_frames(self.obs_shape, store, picks);
         }
-        PairBatch::stack(n, self.obs_shape, || {
+        let picks = (0..n).map(|_| {
             let at = draw()?;
             Ok((&self.episodes[at.episode as usize], pair_frames(kind, at.t as usize)?))
-        })
+        });
+        PairBatch::stack(self.obs_shape, picks)
     }
 }
 

@@ -12,7 +12,7 @@
 use candle_core::{DType, Device, Tensor};
 
 use super::device_rows::DeviceRows;
-use crate::data::{FrameStore, PairBatch, PairFrames};
+use crate::data::{FrameStore, PairBatch, PairFrames, RandomShift};
 use crate::observation::{stack_indices, StackIndices};
 use crate::{Error, Result};
 
@@ -92,29 +92,25 @@ impl DeviceFrames {
     /// it) as frames of the store, unshifted, gathered when the encoder reads them: what an
     /// auxiliary objective draws from the replay (`ReplayPairs`) when the frames live here.
     pub fn pairs(&self, pairs: &[(usize, PairFrames)], obs_shape: (usize, usize, usize)) -> Result<PairBatch> {
-        let store = self.store()?;
-        let mut next = pairs.iter();
-        PairBatch::of_frames(pairs.len(), obs_shape, &store, || {
-            let (e, frames) = next
-                .next()
-                .ok_or_else(|| Error::Shape("device frames: no pair left".into()))?;
+        let picks = pairs.iter().map(|(e, frames)| {
             Ok(PairFrames {
                 prev: self.rows_of(*e, frames.prev)?,
                 cur: self.rows_of(*e, frames.cur)?,
             })
-        })
+        });
+        PairBatch::of_frames(obs_shape, &self.store()?, picks)
     }
 
     /// The stacked observations O_t and O_{t+n} of each drawn (episode position, t) of the
     /// replay (`Transitions::locations`), each shifted by its crop offset (dy, dx) in
-    /// [0, 2·pad]² (`offsets`: O_t's offsets, then O_{t+n}'s, as the host path draws them):
-    /// (len, 9, h, w) u8 each, on the device.
+    /// [0, 2·pad]² of `shift` (`offsets`: O_t's offsets, then O_{t+n}'s, as the host path draws
+    /// them): (len, 9, h, w) u8 each, on the device.
     pub fn gather_shifted(
         &self,
         locations: &[(usize, usize)],
         n: usize,
         offsets: &[(usize, usize)],
-        pad: usize,
+        shift: &RandomShift,
     ) -> Result<(Tensor, Tensor)> {
         let len = locations.len();
         if offsets.len() != 2 * len {
@@ -130,12 +126,7 @@ impl DeviceFrames {
             let t = if j < len { t } else { t + n };
             frames.push(self.rows_of(e, stack_indices(t))?);
         }
-        let pad = pad as isize;
-        let shifts: Vec<(isize, isize)> = offsets
-            .iter()
-            .map(|&(dy, dx)| (dy as isize - pad, dx as isize - pad))
-            .collect();
-        let both = self.store()?.gather(&frames, &shifts)?; // (2·len, 9, h, w)
+        let both = self.store()?.gather(&frames, &shift.shifts_of(offsets))?; // (2·len, 9, h, w)
         Ok((both.narrow(0, 0, len)?, both.narrow(0, len, len)?))
     }
 }
@@ -146,7 +137,6 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
-    use crate::data::RandomShift;
     use crate::observation::FRAME_STACK;
     use crate::rl::ReplayBuffer;
 
@@ -186,7 +176,7 @@ mod tests {
                 let mut host = ChaCha8Rng::seed_from_u64(g as u64);
                 shift.apply_batch(&mut t.obs, dims, &mut host);
                 shift.apply_batch(&mut t.next_obs, dims, &mut host);
-                let (obs, next) = frames.gather_shifted(&t.locations, nstep, &offsets, pad).unwrap();
+                let (obs, next) = frames.gather_shifted(&t.locations, nstep, &offsets, &shift).unwrap();
                 assert_eq!(obs.dims(), [16, 9, h, w]);
                 assert_eq!(obs.flatten_all().unwrap().to_vec1::<u8>().unwrap(), t.obs, "pad {pad}");
                 assert_eq!(

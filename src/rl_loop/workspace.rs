@@ -57,10 +57,11 @@ pub(super) struct Workspace<A: Agent> {
     /// The feature cache's rows on the run's device, when it is on and lives there (a GPU's
     /// default, `device::feature_cache_on_host`); the replay then keeps no features.
     pub(super) device_cache: Option<DeviceFeatureCache>,
-    /// A copy of the replay's frames on the run's device, when nothing but the encoder reads a
-    /// batch's pixels (a frozen encoder, or one the critic alone trains, without the cache;
-    /// `Representation::encodes_batches_only`) and a GPU runs them (`device::frames_on_host`):
-    /// batches are then stacked and shifted there.
+    /// A copy of the replay's frames on the run's device, when nothing but the encoder and an
+    /// auxiliary objective's pairs read a batch's pixels (a frozen encoder, one the critic
+    /// trains, Algorithm 1's LFS; without the cache; `Representation::encodes_batches_only`),
+    /// a GPU runs them (`device::frames_on_host`) and they leave it room (`device::room_for`):
+    /// batches and pairs are then stacked and shifted there.
     pub(super) device_frames: Option<DeviceFrames>,
     /// Why the cache's rows or the frames stay on the host though the GPU's way was asked for
     /// (too little of its memory free), for the run's first line.
@@ -463,7 +464,7 @@ impl<A: Agent> Workspace<A> {
             ]
             .concat();
             // (n, 9, 84, 84) u8 each, on the device
-            let (obs, next_obs) = frames.gather_shifted(&t.locations, t.nstep, &offsets, self.shift.pad)?;
+            let (obs, next_obs) = frames.gather_shifted(&t.locations, t.nstep, &offsets, &self.shift)?;
             let obs = match self.representation.encode_tensor_for_critic(&obs)? {
                 Some(features) => {
                     // The critic's gradient reaches the encoder through h.

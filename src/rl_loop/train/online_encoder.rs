@@ -378,13 +378,10 @@ pub fn synthetic_pairs<R: Rng + ?Sized>(
     obs_shape: (usize, usize, usize),
 ) -> Result<PairBatch> {
     let picks = synthetic_picks(replay, n, rng)?;
-    let mut next = picks.iter();
-    PairBatch::stack(n, obs_shape, || {
-        let (e, frames) = next
-            .next()
-            .ok_or_else(|| Error::Shape("no synthetic pair left".into()))?;
-        Ok((&replay.episodes()[*e], *frames))
-    })
+    PairBatch::stack(
+        obs_shape,
+        picks.into_iter().map(|(e, frames)| Ok((&replay.episodes()[e], frames))),
+    )
 }
 
 /// The draws of [`synthetic_pairs`]: each pair's episode (its position in `replay`) and frames.
