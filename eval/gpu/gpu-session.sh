@@ -20,8 +20,10 @@
 #            GPU_SESSION_PRECISIONS (fp32)                                                  ~55 s a round
 #   parts    lfs's LFS update with a true split: LFS_SYNC_PARTS=1 (the trainer waits for the
 #            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
-#            the conv backward as lfs's GEMMs and as candle's own (LFS_CONV_BACKWARD=candle,
-#            src/nn/gemm_conv.rs), and the cuDNN build's (when carried), a split each      ~75 s
+#            the conv backward as lfs's GEMMs (GPU_SESSION_PARTS_CONVS="gemm candle" adds
+#            candle's own, src/nn/gemm_conv.rs), and the cuDNN build's (when carried): its
+#            default, with Adam/EMA as candle's ops (LFS_FUSED_STEP=0), with lfs's GEMM
+#            backward, and at TF32; a split each                                          ~90 s
 #   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
 #            rendering) and sac/paper (B=512, no cache, dm_control's rendering),
 #            GPU_SESSION_E2E_FRAMES (3000) frames, 1000 of them seed frames               ~150 s
@@ -272,11 +274,12 @@ if has rounds && [ -n "$DC" ]; then
 fi
 
 # ---- parts --------------------------------------------------------------------------------
-# The conv backward two ways (src/nn/gemm_conv.rs), each with a true split: lfs's GEMMs (the
-# default) and candle's own (LFS_CONV_BACKWARD=candle); then the cuDNN build's split.
+# The conv backward with a true split: lfs's GEMMs (the plain build's default; GPU_SESSION_PARTS_CONVS
+# adds candle's own, LFS_CONV_BACKWARD=candle); then the cuDNN build's splits.
 if has parts && [ -n "$DC" ]; then
-    fits parts 75 && {
-        for conv in gemm candle; do
+    fits parts 90 && {
+        # candle's own backward (candle) timed level with the GEMMs twice (2026-11-26/27): gemm only
+        for conv in ${GPU_SESSION_PARTS_CONVS:-gemm}; do
             mark "parts arm=lfs mode=LFS_SYNC_PARTS conv=$conv"
             LFS_CONV_BACKWARD=$conv LFS_SYNC_PARTS=1 run 150 "$DC" --device "$DEVICE" --bench-only
         done
@@ -286,6 +289,10 @@ if has parts && [ -n "$DC" ]; then
             # src/nn/cudnn_conv.rs), then the default at TF32 (unblocked: only the whole is exact)
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn"
             LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            # Adam and the EMA as candle's ops (LFS_FUSED_STEP=0, the way before
+            # src/nn/cuda_step.rs's one kernel per parameter): the optimiser part side by side
+            mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn step=candle"
+            LFS_FUSED_STEP=0 LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=gemm"
             NVIDIA_TF32_OVERRIDE=0 LFS_CONV_BACKWARD=gemm LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=unblocked-tf32 conv=cudnn"

@@ -176,6 +176,7 @@ def parts_table(sections, lines, result):
                     names = ("data", "forward", "backward", "optimizer")
                     total = sum(o.get(n, 0) for n in names)
                     conv = f" conv backward={keys['conv']}" if "conv" in keys else ""
+                    conv += f" step={keys['step']}" if "step" in keys else ""
                     who = "lfs" if keys.get("arm", "lfs") == "lfs" else f"lfs ({keys['arm']})"
                     lines.append(f"\n## {who}'s LFS update, split ({keys.get('mode')}{conv} {keys.get('args', '')}): "
                                  f"whole {fmt(o['seconds'])}; " + ", ".join(f"{n} {fmt(o.get(n))}" for n in names)
@@ -183,7 +184,7 @@ def parts_table(sections, lines, result):
                                     "the whole slower than unblocked)" if "BLOCKING" in keys.get("mode", "") else
                                     f" (sum {fmt(total)}; unblocked: only the whole is exact)"))
                     result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "mode": keys.get("mode"),
-                                                           "conv": keys.get("conv"), **o})
+                                                           "conv": keys.get("conv"), "step": keys.get("step"), **o})
 
 
 def anchors_table(sections, lines, result):

@@ -215,14 +215,14 @@ impl Adam {
 
 /// The scalars of one step, shared by every parameter.
 #[derive(Debug, Clone, Copy)]
-struct AdamCoeffs {
-    step_size: f32,
-    one_minus_beta1: f32,
-    one_minus_beta2: f32,
-    beta2: f32,
-    eps: f32,
-    weight_decay: f32,
-    bias_correction2_sqrt: f32,
+pub(crate) struct AdamCoeffs {
+    pub step_size: f32,
+    pub one_minus_beta1: f32,
+    pub one_minus_beta2: f32,
+    pub beta2: f32,
+    pub eps: f32,
+    pub weight_decay: f32,
+    pub bias_correction2_sqrt: f32,
 }
 
 /// torch.optim.Adam's per-element update (foreach=False), applied in place to θ.
@@ -236,9 +236,11 @@ fn adam_elementwise(c: AdamCoeffs, theta: &mut [f32], grad: &[f32], m: &mut [f32
     }
 }
 
-/// One Adam step of a parameter on a device other than the CPU (the in-place op is CPU-only),
-/// with candle's ops on that device: [`adam_elementwise`]'s arithmetic, term for term, on whole
-/// tensors. θ is written back into the parameter; the new moments are returned.
+/// One Adam step of a parameter on a device other than the CPU (the in-place op is CPU-only).
+/// On CUDA, one fused kernel ([`super::cuda_step`]) updates θ and the moments in place, unless
+/// `LFS_FUSED_STEP=0`; elsewhere candle's ops on that device: [`adam_elementwise`]'s
+/// arithmetic, term for term, on whole tensors, θ written back into the parameter. The new
+/// moments are returned.
 fn step_on_device(
     c: AdamCoeffs,
     var: &candle_core::Var,
@@ -253,6 +255,12 @@ fn step_on_device(
             grad.dims(),
             moments.exp_avg.dims()
         )));
+    }
+    #[cfg(feature = "cuda")]
+    if theta.device().is_cuda() && super::cuda_step::fused() {
+        let grad = grad.contiguous()?;
+        super::cuda_step::adam_step(c, theta, &grad, &moments.exp_avg, &moments.exp_avg_sq)?;
+        return Ok(moments);
     }
     let f = |x: f32| f64::from(x);
     // Detached: a gradient from the encoder's own backward keeps its graph, and moments built

@@ -7,9 +7,11 @@
 //! run's precision (the 2026-11-27 H200 session's parity failed so without
 //! `NVIDIA_TF32_OVERRIDE=0`). Here the math type follows `run.precision`: `fp32` →
 //! `CUDNN_FMA_MATH` (FP32 arithmetic only), `tf32` → `CUDNN_DEFAULT_MATH` (TF32 allowed, as
-//! PyTorch's `cudnn.allow_tf32`). The algorithm is cuDNN's heuristic choice for the shape
-//! (`cudnnGetConvolution*Algorithm_v7`), asked once per shape and remembered, not a timed
-//! search (`cudnn.benchmark`).
+//! PyTorch's `cudnn.allow_tf32`). The algorithm is chosen once per shape and remembered: by
+//! default the fastest of every algorithm cuDNN runs for it, each run on the call's own buffers
+//! and timed (what PyTorch's `cudnn.benchmark`, which the strong anchor sets, does with
+//! `cudnnFind*`); `LFS_CUDNN_ALGO=heuristic` takes cuDNN's heuristic choice instead
+//! (`cudnnGetConvolution*Algorithm_v7`, the way before 2026-11-28).
 //!
 //! Checked on a GPU by `examples/device_check.rs` (its pre-training, SAC, DrQ-v2 and TACO checks
 //! back-propagate through the encoder against the CPU's kernels); nothing here runs on a CPU.
@@ -23,7 +25,7 @@ use candle_core::cuda::cudarc::cudnn::sys::{
     cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionFwdAlgo_t, cudnnConvolutionMode_t,
     cudnnMathType_t, cudnnTensorFormat_t,
 };
-use candle_core::cuda::{CudaDevice, CudaStorage, DeviceId};
+use candle_core::cuda::{CudaDevice, CudaStorage, DeviceId, WrapErr};
 use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
 use crate::Result;
@@ -49,6 +51,44 @@ thread_local! {
     // The heuristics' choice per convolution, asked once (an LFS update runs ~19 convolutions
     // of a handful of shapes), as PyTorch caches its own.
     static ALGOS: RefCell<HashMap<AlgoKey, (Algo, usize)>> = RefCell::new(HashMap::new());
+}
+
+/// Whether algorithms are chosen by timing them (the default) or by cuDNN's heuristics
+/// (`LFS_CUDNN_ALGO=heuristic`).
+fn timed_search() -> bool {
+    static TIMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TIMED.get_or_init(|| std::env::var("LFS_CUDNN_ALGO").map(|v| v != "heuristic").unwrap_or(true))
+}
+
+/// Algorithms needing a larger workspace are not tried (some FFT ones ask for gigabytes).
+const MAX_WORKSPACE_BYTES: usize = 1 << 30;
+
+/// The fastest of `candidates` and its workspace's bytes. `run(algo)` launches the convolution
+/// with `algo` on the call's buffers and returns its workspace's bytes, or an error when cuDNN
+/// cannot run it for this shape (skipped). Each runs twice, the second timed between two waits
+/// for the device; at least one must run.
+fn fastest<A: Copy + std::fmt::Debug>(
+    dev: &CudaDevice,
+    candidates: &[A],
+    mut run: impl FnMut(A) -> candle_core::Result<usize>,
+) -> candle_core::Result<(A, usize)> {
+    let stream = dev.cuda_stream();
+    let mut best: Option<(A, usize, std::time::Duration)> = None;
+    for &algo in candidates {
+        if run(algo).is_err() {
+            continue;
+        }
+        stream.synchronize().w()?;
+        let start = std::time::Instant::now();
+        let Ok(bytes) = run(algo) else { continue };
+        stream.synchronize().w()?;
+        let took = start.elapsed();
+        if best.is_none_or(|(_, _, t)| took < t) {
+            best = Some((algo, bytes, took));
+        }
+    }
+    best.map(|(algo, bytes, _)| (algo, bytes))
+        .ok_or_else(|| candle_core::Error::Msg(format!("cudnn_conv: none of {candidates:?} runs for this shape")))
 }
 
 /// The cached choice for `key`, or `pick`'s, remembered.
@@ -230,9 +270,33 @@ impl CustomOp2 for Conv {
                     w: &w_d,
                     y: &y_d,
                 };
+                use cudnnConvolutionFwdAlgo_t as F;
                 let (Algo::Forward(algo), bytes) = algorithm(key, || {
-                    let algo = op.pick_algorithm()?;
-                    Ok((Algo::Forward(algo), op.get_workspace_size(algo)?))
+                    if !timed_search() {
+                        let algo = op.pick_algorithm()?;
+                        return Ok((Algo::Forward(algo), op.get_workspace_size(algo)?));
+                    }
+                    let all = [
+                        F::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                        F::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                        F::CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+                        F::CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
+                        F::CUDNN_CONVOLUTION_FWD_ALGO_FFT,
+                        F::CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING,
+                        F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
+                        F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
+                    ];
+                    let (algo, bytes) = fastest(&dev, &all, |algo| {
+                        let bytes = op.get_workspace_size(algo)?;
+                        if bytes > MAX_WORKSPACE_BYTES {
+                            candle_core::bail!("workspace too large");
+                        }
+                        let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
+                        // SAFETY: as the launch below.
+                        unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
+                        Ok(bytes)
+                    })?;
+                    Ok((Algo::Forward(algo), bytes))
                 })?
                 else {
                     candle_core::bail!("cudnn_conv: a cached algorithm of another part");
@@ -248,9 +312,31 @@ impl CustomOp2 for Conv {
                     w: &w_d,
                     dy: &y_d,
                 };
+                use cudnnConvolutionBwdDataAlgo_t as D;
                 let (Algo::Data(algo), bytes) = algorithm(key, || {
-                    let algo = op.pick_algorithm()?;
-                    Ok((Algo::Data(algo), op.get_workspace_size(algo)?))
+                    if !timed_search() {
+                        let algo = op.pick_algorithm()?;
+                        return Ok((Algo::Data(algo), op.get_workspace_size(algo)?));
+                    }
+                    let all = [
+                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT,
+                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING,
+                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
+                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+                    ];
+                    let (algo, bytes) = fastest(&dev, &all, |algo| {
+                        let bytes = op.get_workspace_size(algo)?;
+                        if bytes > MAX_WORKSPACE_BYTES {
+                            candle_core::bail!("workspace too large");
+                        }
+                        let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
+                        // SAFETY: as the launch below.
+                        unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
+                        Ok(bytes)
+                    })?;
+                    Ok((Algo::Data(algo), bytes))
                 })?
                 else {
                     candle_core::bail!("cudnn_conv: a cached algorithm of another part");
@@ -266,9 +352,31 @@ impl CustomOp2 for Conv {
                     dw: &w_d,
                     dy: &y_d,
                 };
+                use cudnnConvolutionBwdFilterAlgo_t as W;
                 let (Algo::Filter(algo), bytes) = algorithm(key, || {
-                    let algo = op.pick_algorithm()?;
-                    Ok((Algo::Filter(algo), op.get_workspace_size(algo)?))
+                    if !timed_search() {
+                        let algo = op.pick_algorithm()?;
+                        return Ok((Algo::Filter(algo), op.get_workspace_size(algo)?));
+                    }
+                    let all = [
+                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT,
+                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3,
+                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
+                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING,
+                    ];
+                    let (algo, bytes) = fastest(&dev, &all, |algo| {
+                        let bytes = op.get_workspace_size(algo)?;
+                        if bytes > MAX_WORKSPACE_BYTES {
+                            candle_core::bail!("workspace too large");
+                        }
+                        let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
+                        // SAFETY: as the launch below.
+                        unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
+                        Ok(bytes)
+                    })?;
+                    Ok((Algo::Filter(algo), bytes))
                 })?
                 else {
                     candle_core::bail!("cudnn_conv: a cached algorithm of another part");

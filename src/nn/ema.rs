@@ -21,10 +21,20 @@ pub fn ema_update(online: &Params, target: &Params, tau: f64) -> Result<()> {
         let o = expect_stored(name, t_var.dims(), online_value, " in the online network")?;
         if t_var.device().is_cpu() {
             t_var.as_tensor().inplace_op2(o, &op)?;
-        } else {
-            // The in-place op is CPU-only; elsewhere the same arithmetic in candle's ops.
-            t_var.set(&((t_var.as_tensor() * op.keep as f64)? + (o * op.take as f64)?)?)?;
+            continue;
         }
+        // On CUDA, one kernel per parameter (super::cuda_step), the same f32 arithmetic.
+        #[cfg(feature = "cuda")]
+        if t_var.device().is_cuda() && super::cuda_step::fused() {
+            let fused = super::cuda_step::EmaOp {
+                keep: op.keep,
+                take: op.take,
+            };
+            t_var.as_tensor().inplace_op2(&o.contiguous()?, &fused)?;
+            continue;
+        }
+        // Elsewhere the in-place op's arithmetic in candle's ops.
+        t_var.set(&((t_var.as_tensor() * op.keep as f64)? + (o * op.take as f64)?)?)?;
     }
     Ok(())
 }

@@ -8,6 +8,8 @@
 pub mod adam;
 pub mod checkpoint;
 pub mod clip_grad;
+#[cfg(feature = "cuda")]
+pub mod cuda_step;
 #[cfg(feature = "cudnn")]
 pub mod cudnn_conv;
 pub mod ema;
