@@ -71,6 +71,7 @@ build-cuda: ## lfs with candle's CUDA backend into target-cuda/ (experimental; C
 gpu-pack:
 	eval/gpu/pack.sh
 	eval/gpu/pack-e2e.sh
+	eval/gpu/kprof/build.sh
 gpu-check: ## on a GPU machine: the CUDA build's parity checks and timings against PyTorch
 	eval/gpu/gpu-check.sh
 gpu-e2e: ## on a GPU machine: mini agent steps/s of lfs eval and lfs train, CUDA and CPU

@@ -19,7 +19,10 @@
 //!
 //! `--bench` then times updates on `--device` alone (JSON lines, seconds per update, the median
 //! of 10 after 3 warm-ups): LFS at B=512, with its parts, and SAC on cached features at B=128
-//! and 512. `--bench-only` times them without the checks.
+//! and 512. `--bench-only` times them without the checks. Each bench's timed updates are
+//! marked for a profiler (`cuProfilerStart`/`Stop`: eval/gpu/kprof, Nsight's capture range).
+//! `--training-batch B` sets the batch of the last check, "encoder at a training batch" (256 on
+//! a GPU, 4 on the CPU).
 //!
 //! On a build without CUDA, `--device cpu` checks candle's CPU ops, the code a GPU runs
 //! (`tests/device.rs`); `make gpu-check` runs `--device cuda` on a lent GPU.
@@ -116,7 +119,13 @@ fn main() -> anyhow::Result<()> {
     report("taco from pixels", drqv2_check(&tested, &reference, true)?);
     // The encoder at a training batch (256 on a GPU; 4 on the CPU, where it checks the same code
     // as the first check), where a GPU's convolution algorithms are those of the real runs.
-    let batch = if device.is_cpu() { 4 } else { 256 };
+    // `--training-batch B` sets it (on the CPU, 256 compares candle's path with the kernels at
+    // the GPU's size).
+    let batch = match flag_value::<Count>(&argv, "--training-batch")? {
+        Some(Count(b)) => b,
+        None if device.is_cpu() => 4,
+        None => 256,
+    };
     report(
         "encoder at a training batch",
         encoder_check(&tested, &reference, 0.0, batch)?,
@@ -881,6 +890,9 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
     // where the host waits, so only their sum is exact).
     let mut parts: [Vec<f64>; 5] = Default::default();
     for i in 0..(WARMUP + TIMED) {
+        if i == WARMUP {
+            profiler_range(&tested.device, true);
+        }
         let start = Instant::now();
         let m = trainer.update(&mut source)?; // its loss is read on the host: the update has finished
         if i >= WARMUP {
@@ -896,6 +908,7 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
             }
         }
     }
+    profiler_range(&tested.device, false);
     let [seconds, data, forward, backward, optimizer] = parts.map(median);
     println!(
         "{{\"bench\":\"lfs update\",\"batch\":512,\"seconds\":{seconds:.6},\"updates\":{TIMED},\"data\":{data:.6},\"forward\":{forward:.6},\"backward\":{backward:.6},\"optimizer\":{optimizer:.6}}}"
@@ -928,6 +941,9 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
         };
         let mut times = Vec::new();
         for i in 0..(WARMUP + TIMED) {
+            if i == WARMUP {
+                profiler_range(device, true);
+            }
             let start = Instant::now();
             // Even steps: the actor, α and the target too. Its metrics are read on the host (α
             // last), so the update has finished when it returns.
@@ -936,10 +952,31 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
                 times.push(start.elapsed().as_secs_f64());
             }
         }
+        profiler_range(device, false);
         println!(
             "{{\"bench\":\"sac update, cached features\",\"batch\":{batch},\"seconds\":{:.6},\"updates\":{TIMED}}}",
             median(times)
         );
     }
     Ok(())
+}
+
+/// Marks the timed updates of a bench for a profiler (`cuProfilerStart` / `cuProfilerStop`,
+/// which eval/gpu/kprof and Nsight Systems' `--capture-range=cudaProfilerApi` follow), after the
+/// device has finished what came before; nothing on the CPU.
+fn profiler_range(device: &Device, start: bool) {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(dev) = device {
+        use candle_core::cuda::cudarc::driver::sys;
+        let _ = dev.cuda_stream().synchronize();
+        // SAFETY: no arguments; the result (profiling not available) is not needed.
+        unsafe {
+            let _ = if start {
+                sys::cuProfilerStart()
+            } else {
+                sys::cuProfilerStop()
+            };
+        }
+    }
+    let _ = (device, start);
 }

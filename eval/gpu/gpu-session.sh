@@ -22,8 +22,9 @@
 #            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
 #            the conv backward as lfs's GEMMs (GPU_SESSION_PARTS_CONVS="gemm candle" adds
 #            candle's own, src/nn/gemm_conv.rs), and the cuDNN build's (when carried): its
-#            default, with Adam/EMA as candle's ops (LFS_FUSED_STEP=0), with lfs's GEMM
-#            backward, and at TF32; a split each                                          ~90 s
+#            default, with Adam/EMA as candle's ops (LFS_FUSED_STEP=0), with cuDNN's
+#            heuristic algorithms (LFS_CUDNN_ALGO=heuristic), with lfs's GEMM backward, and
+#            at TF32; a split each                                                         ~100 s
 #   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
 #            rendering) and sac/paper (B=512, no cache, dm_control's rendering),
 #            GPU_SESSION_E2E_FRAMES (3000) frames, 1000 of them seed frames               ~150 s
@@ -45,9 +46,13 @@
 #            statistics on the device (the GPU default) against the host
 #            (LFS_UPDATE_STATISTICS=host), GPU_SESSION_ROUNDS rounds in ABBA order, the cuDNN
 #            build when carried                                                             ~120 s
+#   kprof    (not in the default list) each build's --bench-only under eval/gpu/kprof (CUPTI):
+#            GPU time per kernel name and launches per update of each bench's timed updates,
+#            into kprof-<arm>.txt                                                           ~40 s
 #   long     (not in the default list; GPU_SESSION_STAGES="info long") device_check --long
 #            GPU_SESSION_LONG_UPDATES (100): LFS B=512, SAC on cached features B=128/512, DrQ-v2
-#            B=256, every update's loss on the GPU against the CPU kernels' (band 5%), per build ~150 s
+#            B=256, every update's loss on the GPU against the CPU kernels' (band 5%), per build
+#            (GPU_SESSION_LONG_ARMS, "lfs lfs-cudnn")                                       ~150 s
 #   memory   (not in the default list) device_check --memory GPU_SESSION_MEMORY_UPDATES (2000):
 #            the LFS update's GPU memory every 100 updates, growth after 200 under 64 MB    ~300 s
 #   video    (not in the default list; GPU_SESSION_STAGES="info video") the LFS update with its
@@ -277,7 +282,7 @@ fi
 # The conv backward with a true split: lfs's GEMMs (the plain build's default; GPU_SESSION_PARTS_CONVS
 # adds candle's own, LFS_CONV_BACKWARD=candle); then the cuDNN build's splits.
 if has parts && [ -n "$DC" ]; then
-    fits parts 90 && {
+    fits parts 100 && {
         # candle's own backward (candle) timed level with the GEMMs twice (2026-11-26/27): gemm only
         for conv in ${GPU_SESSION_PARTS_CONVS:-gemm}; do
             mark "parts arm=lfs mode=LFS_SYNC_PARTS conv=$conv"
@@ -293,6 +298,10 @@ if has parts && [ -n "$DC" ]; then
             # src/nn/cuda_step.rs's one kernel per parameter): the optimiser part side by side
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn step=candle"
             LFS_FUSED_STEP=0 LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            # cuDNN's heuristic algorithms (LFS_CUDNN_ALGO=heuristic, the way before 2026-11-28)
+            # against the timed search (the default, as PyTorch's cudnn.benchmark)
+            mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn-heuristic"
+            LFS_CUDNN_ALGO=heuristic LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=gemm"
             NVIDIA_TF32_OVERRIDE=0 LFS_CONV_BACKWARD=gemm LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=unblocked-tf32 conv=cudnn"
@@ -323,13 +332,32 @@ if has stats && [ -n "$DC" ]; then
     done
 fi
 
+# ---- kprof --------------------------------------------------------------------------------
+# Where the GPU time of each bench's timed updates goes, kernel by kernel (eval/gpu/kprof: CUPTI's
+# records of the ranges device_check marks), per update, for each build: kprof-<arm>.txt.
+KPROF_LIB=$CARRY/kprof/libkprof.so
+if has kprof && [ -n "$DC" ]; then
+    if [ ! -f "$KPROF_LIB" ]; then
+        mark "skip stage=kprof reason=no-$KPROF_LIB(make-gpu-pack)"
+    else
+        for arm in lfs-cudnn lfs; do
+            bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
+            [ -n "$bin" ] || continue
+            fits "kprof-$arm" 25 || break
+            mark "kprof arm=$arm"
+            KPROF_OUT="$OUT/kprof-$arm.txt" KPROF_DIV=10 LD_PRELOAD="$KPROF_LIB" run 120 "$bin" --device "$DEVICE" --bench-only
+            head -40 "$OUT/kprof-$arm.txt" >> "$LOG" 2>/dev/null || true
+        done
+    fi
+fi
+
 # ---- long, memory -----------------------------------------------------------------------------
 # Issue 52's correctness at scale: device_check --long (each training step at its real batch
 # size, 100 updates on the GPU and on the CPU kernels from the same start and data, every
 # update's loss within 5% of the CPU's) for each build, then --memory (2,000 LFS updates at
 # B=512, the GPU's memory in use every 100, growth after update 200 under 64 MB).
 if has long && [ -n "$DC" ]; then
-    for arm in lfs lfs-cudnn; do
+    for arm in ${GPU_SESSION_LONG_ARMS:-lfs lfs-cudnn}; do
         bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
         [ -n "$bin" ] || continue
         fits "long-$arm" 150 || break

@@ -53,7 +53,18 @@ const MODULE: &str = "lfs_cuda_step";
 /// The kernels' PTX, compiled on first use.
 fn ptx() -> candle_core::Result<&'static str> {
     static PTX: OnceLock<std::result::Result<String, String>> = OnceLock::new();
-    let compiled = PTX.get_or_init(|| {
+    compiled(&PTX, SOURCE, "Adam/EMA")
+}
+
+/// `source`'s PTX, compiled by NVRTC into `cell` on first use, without contraction into fused
+/// multiply-adds and with IEEE square root and division (each element rounded as the CPU's f32
+/// loop rounds it); `what` names the kernels in the error.
+pub(crate) fn compiled(
+    cell: &'static OnceLock<std::result::Result<String, String>>,
+    source: &str,
+    what: &str,
+) -> candle_core::Result<&'static str> {
+    let compiled = cell.get_or_init(|| {
         let opts = CompileOptions {
             fmad: Some(false),
             prec_sqrt: Some(true),
@@ -61,15 +72,15 @@ fn ptx() -> candle_core::Result<&'static str> {
             ftz: Some(false),
             ..Default::default()
         };
-        compile_ptx_with_opts(SOURCE, opts)
+        compile_ptx_with_opts(source, opts)
             .map(|p| p.to_src())
-            .map_err(|e| format!("NVRTC could not compile lfs's Adam/EMA kernels: {e}"))
+            .map_err(|e| format!("NVRTC could not compile lfs's {what} kernels: {e}"))
     });
     compiled.as_deref().map_err(|e| candle_core::Error::Msg(e.clone()))
 }
 
 /// Blocks of 256 threads, at most 4096 of them (the kernels stride past that).
-fn launch_config(n: usize) -> LaunchConfig {
+pub(crate) fn launch_config(n: usize) -> LaunchConfig {
     let blocks = n.div_ceil(256).clamp(1, 4096) as u32;
     LaunchConfig {
         grid_dim: (blocks, 1, 1),
@@ -78,7 +89,8 @@ fn launch_config(n: usize) -> LaunchConfig {
     }
 }
 
-fn contiguous_len(l: &Layout, what: &str) -> candle_core::Result<usize> {
+/// The elements of a contiguous layout; an error naming `what` otherwise.
+pub(crate) fn contiguous_len(l: &Layout, what: &str) -> candle_core::Result<usize> {
     if !l.is_contiguous() {
         candle_core::bail!("cuda_step: {what} is not contiguous")
     }
@@ -133,7 +145,13 @@ impl InplaceOp2 for AdamStepOp<'_> {
         candle_core::bail!("adam-step-cuda runs on CUDA only (the CPU has adam's own op)")
     }
 
-    fn cuda_fwd(&self, dst: &mut CudaStorage, dst_l: &Layout, g: &CudaStorage, g_l: &Layout) -> candle_core::Result<()> {
+    fn cuda_fwd(
+        &self,
+        dst: &mut CudaStorage,
+        dst_l: &Layout,
+        g: &CudaStorage,
+        g_l: &Layout,
+    ) -> candle_core::Result<()> {
         let n = contiguous_len(dst_l, "θ")?;
         if contiguous_len(g_l, "the gradient")? != n || n != self.n {
             candle_core::bail!("adam-step-cuda: {n} parameters, {} gradients", g_l.shape().elem_count())
@@ -188,7 +206,13 @@ impl InplaceOp2 for EmaOp {
         candle_core::bail!("ema-cuda runs on CUDA only (the CPU has ema's own op)")
     }
 
-    fn cuda_fwd(&self, dst: &mut CudaStorage, dst_l: &Layout, src: &CudaStorage, src_l: &Layout) -> candle_core::Result<()> {
+    fn cuda_fwd(
+        &self,
+        dst: &mut CudaStorage,
+        dst_l: &Layout,
+        src: &CudaStorage,
+        src_l: &Layout,
+    ) -> candle_core::Result<()> {
         let n = contiguous_len(dst_l, "the target parameter")?;
         if contiguous_len(src_l, "the online parameter")? != n {
             candle_core::bail!("ema-cuda: {n} target vs {} online elements", src_l.shape().elem_count())

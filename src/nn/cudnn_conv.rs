@@ -57,7 +57,11 @@ thread_local! {
 /// (`LFS_CUDNN_ALGO=heuristic`).
 fn timed_search() -> bool {
     static TIMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *TIMED.get_or_init(|| std::env::var("LFS_CUDNN_ALGO").map(|v| v != "heuristic").unwrap_or(true))
+    *TIMED.get_or_init(|| {
+        std::env::var("LFS_CUDNN_ALGO")
+            .map(|v| v != "heuristic")
+            .unwrap_or(true)
+    })
 }
 
 /// Algorithms needing a larger workspace are not tried (some FFT ones ask for gigabytes).
@@ -129,6 +133,21 @@ pub fn forward(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
             part: Part::Forward,
         },
     )?)
+}
+
+/// [`forward`] on storages, for an op that goes on with y (`src/nn/cudnn_block.rs`).
+pub(crate) fn forward_storage(
+    x: &CudaStorage,
+    x_l: &Layout,
+    w: &CudaStorage,
+    w_l: &Layout,
+    stride: usize,
+) -> candle_core::Result<(CudaStorage, Shape)> {
+    Conv {
+        stride,
+        part: Part::Forward,
+    }
+    .cuda_fwd(x, x_l, w, w_l)
 }
 
 /// dL/dx (b, c, h, w) of y = conv(x, w) for dL/dy `g` (b, o, ho, wo); `x_hw` is x's (h, w).

@@ -315,10 +315,8 @@ impl Encoder {
     fn forward_candle(&self, obs: &Tensor) -> Result<Tensor> {
         let mut h = self.scaled_input(obs)?;
         for layer in &self.layers {
-            let o = layer.bias.dim(0)?;
-            h = gemm_conv::conv2d(&h, &layer.weight, layer.stride)? // (b, 32, s, s)
-                .broadcast_add(&layer.bias.reshape((1, o, 1, 1))?)?
-                .relu()?;
+            h = gemm_conv::conv2d_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?;
+            // (b, 32, s, s)
         }
         let b = h.dim(0)?;
         Ok(h.reshape((b, ()))?) // (b, 32·35·35)

@@ -37,6 +37,20 @@ use crate::{Error, Result};
 /// 32-channel 41 × 41 input, 256 · 288 · 39² floats = 450 MB).
 const CHUNK: usize = 256;
 
+/// One encoder layer, relu(conv(x, w) + b) with b (o) per channel: on CUDA with cuDNN (the
+/// cargo feature `cudnn`, [`ConvPath::Cudnn`]) one graph node (`src/nn/cudnn_block.rs`, unless
+/// `LFS_FUSED_CONV=0`), elsewhere [`conv2d`], candle's broadcast add and ReLU.
+pub fn conv2d_bias_relu(x: &Tensor, w: &Tensor, b: &Tensor, stride: usize) -> Result<Tensor> {
+    #[cfg(feature = "cudnn")]
+    if conv_path() == ConvPath::Cudnn && on_cudnn(x) && super::cudnn_block::fused() {
+        return super::cudnn_block::conv_bias_relu(x, w, b, stride);
+    }
+    let o = b.dim(0)?;
+    Ok(conv2d(x, w, stride)? // (b, o, ho, wo)
+        .broadcast_add(&b.reshape((1, o, 1, 1))?)?
+        .relu()?)
+}
+
 /// `x.conv2d(w, padding 0, stride, dilation 1, groups 1)`: x (b, c, h, w), w (o, c, k, k) →
 /// (b, o, ho, wo), differentiable in x and w through [`ConvGrad`].
 pub fn conv2d(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {

@@ -11,6 +11,8 @@ pub mod clip_grad;
 #[cfg(feature = "cuda")]
 pub mod cuda_step;
 #[cfg(feature = "cudnn")]
+pub mod cudnn_block;
+#[cfg(feature = "cudnn")]
 pub mod cudnn_conv;
 pub mod ema;
 pub mod encoder;
