@@ -237,19 +237,23 @@ impl InplaceOp2 for EmaOp {
 
 /// Whether Adam and the EMA run these kernels on CUDA: yes unless `LFS_FUSED_STEP=0` (candle's
 /// ops then, the way before 2026-11-28, for timing the two side by side) or NVRTC cannot
-/// compile them (said once on stderr; candle's ops then).
+/// compile them.
 pub fn fused() -> bool {
     static FUSED: OnceLock<bool> = OnceLock::new();
-    *FUSED.get_or_init(|| {
-        if std::env::var("LFS_FUSED_STEP").is_ok_and(|v| v == "0") {
-            return false;
+    *FUSED.get_or_init(|| switched_on("LFS_FUSED_STEP", ptx, "Adam and the EMA run as candle's ops"))
+}
+
+/// Whether a switch of lfs's own CUDA kernels is on: unless `env` is `0`, and if `ptx` compiles
+/// (else its error and `otherwise` once on stderr).
+pub(crate) fn switched_on(env: &str, ptx: fn() -> candle_core::Result<&'static str>, otherwise: &str) -> bool {
+    if std::env::var(env).is_ok_and(|v| v == "0") {
+        return false;
+    }
+    match ptx() {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("lfs: {e}; {otherwise}");
+            false
         }
-        match ptx() {
-            Ok(_) => true,
-            Err(e) => {
-                eprintln!("lfs: {e}; Adam and the EMA run as candle's ops");
-                false
-            }
-        }
-    })
+    }
 }

@@ -24,7 +24,7 @@ use candle_core::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use candle_core::cuda::{CudaStorage, WrapErr};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, InplaceOp2, Layout, Shape, Tensor};
 
-use super::cuda_step::{compiled, contiguous_len, launch_config};
+use super::cuda_step::{compiled, contiguous_len, launch_config, switched_on};
 use crate::Result;
 
 const SOURCE: &str = r#"
@@ -81,21 +81,10 @@ fn ptx() -> candle_core::Result<&'static str> {
 }
 
 /// Whether the encoder's layers on CUDA are this one node: yes unless `LFS_FUSED_CONV=0` or
-/// NVRTC cannot compile the kernels (said once on stderr; candle's three nodes then).
+/// NVRTC cannot compile the kernels (candle's three nodes then).
 pub fn fused() -> bool {
     static FUSED: OnceLock<bool> = OnceLock::new();
-    *FUSED.get_or_init(|| {
-        if std::env::var("LFS_FUSED_CONV").is_ok_and(|v| v == "0") {
-            return false;
-        }
-        match ptx() {
-            Ok(_) => true,
-            Err(e) => {
-                eprintln!("lfs: {e}; the encoder's layers run as candle's ops");
-                false
-            }
-        }
-    })
+    *FUSED.get_or_init(|| switched_on("LFS_FUSED_CONV", ptx, "the encoder's layers run as candle's ops"))
 }
 
 /// relu(conv(x, w) + b): x (n, c, h, w), w (o, c, k, k), b (o) → (n, o, ho, wo), no padding,

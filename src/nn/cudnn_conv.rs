@@ -25,6 +25,7 @@ use candle_core::cuda::cudarc::cudnn::sys::{
     cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionFwdAlgo_t, cudnnConvolutionMode_t,
     cudnnMathType_t, cudnnTensorFormat_t,
 };
+use candle_core::cuda::cudarc::driver::CudaSlice;
 use candle_core::cuda::{CudaDevice, CudaStorage, DeviceId, WrapErr};
 use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
@@ -67,24 +68,34 @@ fn timed_search() -> bool {
 /// Algorithms needing a larger workspace are not tried (some FFT ones ask for gigabytes).
 const MAX_WORKSPACE_BYTES: usize = 1 << 30;
 
-/// The fastest of `candidates` and its workspace's bytes. `run(algo)` launches the convolution
-/// with `algo` on the call's buffers and returns its workspace's bytes, or an error when cuDNN
-/// cannot run it for this shape (skipped). Each runs twice, the second timed between two waits
-/// for the device; at least one must run.
+/// The fastest of `candidates` and its workspace's bytes (`size(algo)`). `launch(algo, ws)` runs
+/// the convolution with `algo` on the call's buffers; an algorithm whose size or launch fails
+/// (cuDNN cannot run it for this shape) or whose workspace is over [`MAX_WORKSPACE_BYTES`] is
+/// skipped. Each runs twice, the second timed between two waits for the device; at least one
+/// must run.
 fn fastest<A: Copy + std::fmt::Debug>(
     dev: &CudaDevice,
     candidates: &[A],
-    mut run: impl FnMut(A) -> candle_core::Result<usize>,
+    size: impl Fn(A) -> candle_core::Result<usize>,
+    mut launch: impl FnMut(A, &mut CudaSlice<u8>) -> candle_core::Result<()>,
 ) -> candle_core::Result<(A, usize)> {
     let stream = dev.cuda_stream();
     let mut best: Option<(A, usize, std::time::Duration)> = None;
     for &algo in candidates {
-        if run(algo).is_err() {
+        let Ok(bytes) = size(algo) else { continue };
+        if bytes > MAX_WORKSPACE_BYTES {
+            continue;
+        }
+        // SAFETY: a workspace, written by cuDNN before it reads it.
+        let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
+        if launch(algo, &mut ws).is_err() {
             continue;
         }
         stream.synchronize().w()?;
         let start = std::time::Instant::now();
-        let Ok(bytes) = run(algo) else { continue };
+        if launch(algo, &mut ws).is_err() {
+            continue;
+        }
         stream.synchronize().w()?;
         let took = start.elapsed();
         if best.is_none_or(|(_, _, t)| took < t) {
@@ -305,15 +316,11 @@ impl CustomOp2 for Conv {
                         F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
                         F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
                     ];
-                    let (algo, bytes) = fastest(&dev, &all, |algo| {
-                        let bytes = op.get_workspace_size(algo)?;
-                        if bytes > MAX_WORKSPACE_BYTES {
-                            candle_core::bail!("workspace too large");
-                        }
-                        let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
+                    let size = |algo| Ok(op.get_workspace_size(algo)?);
+                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
                         // SAFETY: as the launch below.
-                        unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
-                        Ok(bytes)
+                        unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
+                        Ok(())
                     })?;
                     Ok((Algo::Forward(algo), bytes))
                 })?
@@ -345,15 +352,11 @@ impl CustomOp2 for Conv {
                         D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
                         D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
                     ];
-                    let (algo, bytes) = fastest(&dev, &all, |algo| {
-                        let bytes = op.get_workspace_size(algo)?;
-                        if bytes > MAX_WORKSPACE_BYTES {
-                            candle_core::bail!("workspace too large");
-                        }
-                        let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
+                    let size = |algo| Ok(op.get_workspace_size(algo)?);
+                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
                         // SAFETY: as the launch below.
-                        unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
-                        Ok(bytes)
+                        unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
+                        Ok(())
                     })?;
                     Ok((Algo::Data(algo), bytes))
                 })?
@@ -385,15 +388,11 @@ impl CustomOp2 for Conv {
                         W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
                         W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING,
                     ];
-                    let (algo, bytes) = fastest(&dev, &all, |algo| {
-                        let bytes = op.get_workspace_size(algo)?;
-                        if bytes > MAX_WORKSPACE_BYTES {
-                            candle_core::bail!("workspace too large");
-                        }
-                        let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
+                    let size = |algo| Ok(op.get_workspace_size(algo)?);
+                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
                         // SAFETY: as the launch below.
-                        unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
-                        Ok(bytes)
+                        unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
+                        Ok(())
                     })?;
                     Ok((Algo::Filter(algo), bytes))
                 })?
