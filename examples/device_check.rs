@@ -22,7 +22,7 @@
 //! and 512. `--bench-only` times them without the checks. Each bench's timed updates are
 //! marked for a profiler (`cuProfilerStart`/`Stop`: eval/gpu/kprof, Nsight's capture range).
 //! `--training-batch B` sets the batch of the last check, "encoder at a training batch" (256 on
-//! a GPU, 4 on the CPU).
+//! a GPU, 4 on the CPU); `--training-batch-only` runs that check alone.
 //!
 //! On a build without CUDA, `--device cpu` checks candle's CPU ops, the code a GPU runs
 //! (`tests/device.rs`); `make gpu-check` runs `--device cuda` on a lent GPU.
@@ -96,27 +96,34 @@ fn main() -> anyhow::Result<()> {
     if let Some(updates) = flag_value::<Count>(&argv, "--memory")? {
         return memory_check(&tested, &episodes, updates.0);
     }
+    // `--training-batch-only`: the last check alone (a diagnosis on a GPU, batch by batch).
+    let only_training_batch = argv.iter().any(|a| a == "--training-batch-only");
     for offset in [0.0, -0.5] {
+        if only_training_batch {
+            break;
+        }
         report(
             &format!("encoder offset={offset}"),
             encoder_check(&tested, &reference, offset, 6)?,
         );
     }
-    for method in ["lfs", "atc", "curl"] {
+    if !only_training_batch {
+        for method in ["lfs", "atc", "curl"] {
+            report(
+                &format!("pretrain {method}"),
+                pretrain_check(method, &episodes, &tested, &reference, false)?,
+            );
+        }
         report(
-            &format!("pretrain {method}"),
-            pretrain_check(method, &episodes, &tested, &reference, false)?,
+            "pretrain lfs, resumed across",
+            pretrain_check("lfs", &episodes, &tested, &reference, true)?,
         );
+        report("sac from pixels", sac_check(&tested, &reference, false)?);
+        report("sac from pixels, resumed across", sac_check(&tested, &reference, true)?);
+        report("replay rows on the device", replay_rows_check(&device)?);
+        report("drqv2 from pixels", drqv2_check(&tested, &reference, false)?);
+        report("taco from pixels", drqv2_check(&tested, &reference, true)?);
     }
-    report(
-        "pretrain lfs, resumed across",
-        pretrain_check("lfs", &episodes, &tested, &reference, true)?,
-    );
-    report("sac from pixels", sac_check(&tested, &reference, false)?);
-    report("sac from pixels, resumed across", sac_check(&tested, &reference, true)?);
-    report("replay rows on the device", replay_rows_check(&device)?);
-    report("drqv2 from pixels", drqv2_check(&tested, &reference, false)?);
-    report("taco from pixels", drqv2_check(&tested, &reference, true)?);
     // The encoder at a training batch (256 on a GPU; 4 on the CPU, where it checks the same code
     // as the first check), where a GPU's convolution algorithms are those of the real runs.
     // `--training-batch B` sets it (on the CPU, 256 compares candle's path with the kernels at

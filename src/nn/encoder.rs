@@ -432,13 +432,16 @@ impl Encoder {
     /// for LNC), the forward of those samples alone is run again, with its graph, instead of a
     /// backward through all b whose other rows have a zero gradient: a forward of r samples and
     /// a backward of r (~3 forwards of r) cost less than a backward of b (~2 forwards of b).
+    /// `LFS_ENCODER_REFORWARD=0` always takes the backward through all b (a diagnosis switch:
+    /// on CUDA the gradients at B=256, which take the re-forward, sat 4e-4 from the CPU's
+    /// kernels on 2026-11-28 while candle's path on the CPU sat 1e-5).
     fn backward_graph(&self, h: &Tensor, x: &Tensor, rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
         let device = h.device();
         let b = h.dim(0)?;
         let idx = row_index(rows, b, device)?;
         let dh = dh.detach().to_device(device)?; // (rows, repr)
         let distinct = rows.iter().collect::<std::collections::BTreeSet<_>>().len();
-        let h_rows = if 3 * distinct < 2 * b {
+        let h_rows = if 3 * distinct < 2 * b && reforward_allowed() {
             self.forward_candle(&x.index_select(&idx, 0)?)? // (rows, repr), a graph of its own
         } else {
             h.index_select(&idx, 0)? // (rows, repr)
@@ -491,6 +494,13 @@ fn check_rows(rows: &[usize], b: usize) -> Result<()> {
         Some(bad) => Err(Error::Shape(format!("encoder: row {bad} of a {b}-sample forward"))),
         None => Ok(()),
     }
+}
+
+/// Whether [`Encoder::backward`]'s graph path may forward the selected samples again
+/// (`LFS_ENCODER_REFORWARD=0`: never).
+fn reforward_allowed() -> bool {
+    static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALLOWED.get_or_init(|| !std::env::var("LFS_ENCODER_REFORWARD").is_ok_and(|v| v == "0"))
 }
 
 /// `rows` as an index tensor on `device`, each checked < b.
