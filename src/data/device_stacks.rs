@@ -109,6 +109,10 @@ impl FrameStore {
             col.extend((0..w).map(|x| clamp(x, sx, w)));
         }
         let device = self.frames.device();
+        #[cfg(feature = "cuda")]
+        if device.is_cuda() && super::cuda_gather::fused(n * k * h * w) {
+            return super::cuda_gather::gather(&self.frames, &channel, &row, &col, (n, k, h, w));
+        }
         // u32 indices while the store's bytes fit them, i64 beyond.
         let wide = (rows * width) as u64 > u64::from(u32::MAX);
         let upload = |values: Vec<u64>, shape: (usize, usize, usize, usize)| -> Result<Tensor> {
