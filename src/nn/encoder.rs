@@ -446,8 +446,11 @@ impl Encoder {
         } else {
             h.index_select(&idx, 0)? // (rows, repr)
         };
-        let proxy = h_rows.mul(&dh)?.sum_all()?;
-        let grads = proxy.backward()?;
+        // The backward's root hands dh to h_rows as its gradient (d/dh_rows of Σ h_rows ⊙ dh).
+        // As `h_rows.mul(&dh)?.sum_all()?` it cost candle's one-block sum over rows·repr (20M
+        // at an LFS update's B = 512), a broadcast multiply per side and their accumulations.
+        let root = h_rows.apply_op1(Seed { dh: dh.clone() })?;
+        let grads = root.backward()?;
         let grad_of = |t: &Tensor| -> Result<Tensor> {
             Ok(match grads.get(t) {
                 Some(g) => g.clone(),
@@ -493,6 +496,49 @@ fn check_rows(rows: &[usize], b: usize) -> Result<()> {
     match rows.iter().find(|&&r| r >= b) {
         Some(bad) => Err(Error::Shape(format!("encoder: row {bad} of a {b}-sample forward"))),
         None => Ok(()),
+    }
+}
+
+/// A scalar op whose backward gives its argument the gradient `dh` (its argument's shape): the
+/// root of [`Encoder::backward_graph`]'s backward, the vector-Jacobian product of h's rows with
+/// dh. Its value is 0 (never read); its backward assumes the root's gradient of 1, which is how
+/// candle's `backward` starts.
+struct Seed {
+    dh: Tensor,
+}
+
+impl candle_core::CustomOp1 for Seed {
+    fn name(&self) -> &'static str {
+        "encoder-backward-seed"
+    }
+
+    fn cpu_fwd(
+        &self,
+        _: &candle_core::CpuStorage,
+        _: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        Ok((candle_core::CpuStorage::F32(vec![0.0]), candle_core::Shape::from(())))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s: &candle_core::CudaStorage,
+        _: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, candle_core::Shape)> {
+        let dev = s.device.clone();
+        let zero = dev.alloc_zeros::<f32>(1)?;
+        Ok((
+            candle_core::CudaStorage::wrap_cuda_slice(zero, dev),
+            candle_core::Shape::from(()),
+        ))
+    }
+
+    fn bwd(&self, arg: &Tensor, _res: &Tensor, _grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        if self.dh.dims() != arg.dims() {
+            candle_core::bail!("encoder backward: dh {:?} for rows {:?}", self.dh.dims(), arg.dims())
+        }
+        Ok(Some(self.dh.clone()))
     }
 }
 
