@@ -106,6 +106,22 @@ fn fastest<A: Copy + std::fmt::Debug>(
         .ok_or_else(|| candle_core::Error::Msg(format!("cudnn_conv: none of {candidates:?} runs for this shape")))
 }
 
+/// The algorithm for one convolution and its workspace's bytes (`size(algo)`): cuDNN's
+/// heuristic choice (`pick`) under `LFS_CUDNN_ALGO=heuristic`, else the [`fastest`] of `all`.
+fn choose<A: Copy + std::fmt::Debug>(
+    dev: &CudaDevice,
+    all: &[A],
+    pick: impl FnOnce() -> candle_core::Result<A>,
+    size: impl Fn(A) -> candle_core::Result<usize>,
+    launch: impl FnMut(A, &mut CudaSlice<u8>) -> candle_core::Result<()>,
+) -> candle_core::Result<(A, usize)> {
+    if !timed_search() {
+        let algo = pick()?;
+        return Ok((algo, size(algo)?));
+    }
+    fastest(dev, all, size, launch)
+}
+
 /// The cached choice for `key`, or `pick`'s, remembered.
 fn algorithm(
     key: AlgoKey,
@@ -302,10 +318,6 @@ impl CustomOp2 for Conv {
                 };
                 use cudnnConvolutionFwdAlgo_t as F;
                 let (Algo::Forward(algo), bytes) = algorithm(key, || {
-                    if !timed_search() {
-                        let algo = op.pick_algorithm()?;
-                        return Ok((Algo::Forward(algo), op.get_workspace_size(algo)?));
-                    }
                     let all = [
                         F::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
                         F::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
@@ -316,8 +328,9 @@ impl CustomOp2 for Conv {
                         F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
                         F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
                     ];
+                    let pick = || Ok(op.pick_algorithm()?);
                     let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
+                    let (algo, bytes) = choose(&dev, &all, pick, size, |algo, ws| {
                         // SAFETY: as the launch below.
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
                         Ok(())
@@ -340,10 +353,6 @@ impl CustomOp2 for Conv {
                 };
                 use cudnnConvolutionBwdDataAlgo_t as D;
                 let (Algo::Data(algo), bytes) = algorithm(key, || {
-                    if !timed_search() {
-                        let algo = op.pick_algorithm()?;
-                        return Ok((Algo::Data(algo), op.get_workspace_size(algo)?));
-                    }
                     let all = [
                         D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
                         D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
@@ -352,8 +361,9 @@ impl CustomOp2 for Conv {
                         D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
                         D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
                     ];
+                    let pick = || Ok(op.pick_algorithm()?);
                     let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
+                    let (algo, bytes) = choose(&dev, &all, pick, size, |algo, ws| {
                         // SAFETY: as the launch below.
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
                         Ok(())
@@ -376,10 +386,6 @@ impl CustomOp2 for Conv {
                 };
                 use cudnnConvolutionBwdFilterAlgo_t as W;
                 let (Algo::Filter(algo), bytes) = algorithm(key, || {
-                    if !timed_search() {
-                        let algo = op.pick_algorithm()?;
-                        return Ok((Algo::Filter(algo), op.get_workspace_size(algo)?));
-                    }
                     let all = [
                         W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
                         W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
@@ -388,8 +394,9 @@ impl CustomOp2 for Conv {
                         W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
                         W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING,
                     ];
+                    let pick = || Ok(op.pick_algorithm()?);
                     let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
+                    let (algo, bytes) = choose(&dev, &all, pick, size, |algo, ws| {
                         // SAFETY: as the launch below.
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
                         Ok(())
