@@ -587,7 +587,7 @@ impl SacSide {
             cfg,
             encoder.repr_dim(),
             ACTION_DIM,
-            GradientPath::Autograd,
+            GradientPath::for_features(&backend.device, true),
             &backend.device,
             &mut ChaCha8Rng::seed_from_u64(3),
         )?;

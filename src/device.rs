@@ -261,7 +261,7 @@ fn room_in(bytes: u64, free: u64, total: u64) -> std::result::Result<(), String>
 
 /// A developer's on/off switch read from the environment: true when `var` = `on`; unset, empty
 /// or `off` is false (any other value is named on stderr and taken as off).
-pub fn env_switch(var: &str, on: &str, off: &str) -> bool {
+pub fn env_switch(var: &str, on: &'static str, off: &'static str) -> bool {
     env_choice(var, on, off).unwrap_or(false)
 }
 
@@ -274,17 +274,23 @@ fn on_host(var: &str, choice: &OnceLock<Option<bool>>, device: &Device) -> bool 
 
 /// `var` as one of two named values: Some(true) for `a`, Some(false) for `b`, None when unset or
 /// empty; any other value is named on stderr and taken as unset.
-fn env_choice(var: &str, a: &str, b: &str) -> Option<bool> {
-    match std::env::var(var) {
-        Ok(v) if v == a => Some(true),
-        Ok(v) if v == b => Some(false),
-        Ok(v) if v.is_empty() => None,
-        Ok(v) => {
-            eprintln!("lfs: {var}={v:?} is neither {a:?} nor {b:?}; ignored");
-            None
-        }
-        Err(_) => None,
+fn env_choice(var: &str, a: &'static str, b: &'static str) -> Option<bool> {
+    env_value(var, &[a, b]).map(|v| v == a)
+}
+
+/// `var`'s value when it is one of `choices`; None when unset or empty. Any other value is named
+/// on stderr with the choices and taken as unset, so a mistyped switch is seen, not silently
+/// read as its default.
+pub fn env_value(var: &str, choices: &[&'static str]) -> Option<&'static str> {
+    let value = std::env::var(var).ok()?;
+    if value.is_empty() {
+        return None;
     }
+    let found = choices.iter().find(|c| **c == value).copied();
+    if found.is_none() {
+        eprintln!("lfs: {var}={value:?} is not one of {choices:?}; ignored");
+    }
+    found
 }
 
 /// Single-value tensors of one device read to the host in one copy, each as f64 (a GPU stops

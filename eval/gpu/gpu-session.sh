@@ -22,9 +22,10 @@
 #            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
 #            the conv backward as lfs's GEMMs (GPU_SESSION_PARTS_CONVS="gemm candle" adds
 #            candle's own, src/nn/gemm_conv.rs), and the cuDNN build's (when carried): its
-#            default, with Adam/EMA as candle's ops (LFS_FUSED_STEP=0), with cuDNN's
+#            default, with Adam/EMA as candle's ops (LFS_FUSED_STEP=0), with SAC's gradients
+#            by candle's autograd (LFS_SAC_GRADIENTS=autograd; its SAC benches), with cuDNN's
 #            heuristic algorithms (LFS_CUDNN_ALGO=heuristic), with lfs's GEMM backward, and
-#            at TF32; a split each                                                         ~100 s
+#            at TF32; a split each                                                         ~130 s
 #   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
 #            rendering) and sac/paper (B=512, no cache, dm_control's rendering),
 #            GPU_SESSION_E2E_FRAMES (3000) frames, 1000 of them seed frames               ~150 s
@@ -285,7 +286,7 @@ fi
 # The conv backward with a true split: lfs's GEMMs (the plain build's default; GPU_SESSION_PARTS_CONVS
 # adds candle's own, LFS_CONV_BACKWARD=candle); then the cuDNN build's splits.
 if has parts && [ -n "$DC" ]; then
-    fits parts 100 && {
+    fits parts 130 && {
         # candle's own backward (candle) timed level with the GEMMs twice (2026-11-26/27): gemm only
         for conv in ${GPU_SESSION_PARTS_CONVS:-gemm}; do
             mark "parts arm=lfs mode=LFS_SYNC_PARTS conv=$conv"
@@ -303,6 +304,11 @@ if has parts && [ -n "$DC" ]; then
             LFS_FUSED_STEP=0 LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             # cuDNN's heuristic algorithms (LFS_CUDNN_ALGO=heuristic, the way before 2026-11-28)
             # against the timed search (the default, as PyTorch's cudnn.benchmark)
+            # SAC's gradients through candle's autograd (LFS_SAC_GRADIENTS=autograd, the way
+            # before src/rl/sac/on_device.rs) against the default written-out tensor ops: the SAC
+            # benches of the two runs side by side (the LFS update is the same code in both)
+            mark "parts arm=lfs-cudnn mode=unblocked conv=cudnn sac=autograd"
+            LFS_SAC_GRADIENTS=autograd run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn-heuristic"
             LFS_CUDNN_ALGO=heuristic LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=gemm"

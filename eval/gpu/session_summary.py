@@ -185,6 +185,11 @@ def parts_table(sections, lines, result):
                                     f" (sum {fmt(total)}; unblocked: only the whole is exact)"))
                     result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "mode": keys.get("mode"),
                                                            "conv": keys.get("conv"), "step": keys.get("step"), **o})
+                elif o.get("bench") == "sac update, cached features" and "sac" in keys:
+                    lines.append(f"\n## lfs ({keys.get('arm')})'s SAC update on cached features, gradients by "
+                                 f"{keys['sac']} (LFS_SAC_GRADIENTS): B={o.get('batch')} {fmt(o['seconds'])} "
+                                 "(one run; the rounds time the default, written-out tensor ops)")
+                    result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "sac": keys["sac"], **o})
 
 
 def anchors_table(sections, lines, result):

@@ -243,10 +243,11 @@ pub fn fused() -> bool {
     *FUSED.get_or_init(|| switched_on("LFS_FUSED_STEP", ptx, "Adam and the EMA run as candle's ops"))
 }
 
-/// Whether a switch of lfs's own CUDA kernels is on: unless `env` is `0`, and if `ptx` compiles
-/// (else its error and `otherwise` once on stderr).
+/// Whether a switch of lfs's own CUDA kernels is on: unless `env` is `0` (`1` or unset: on; any
+/// other value is named on stderr and ignored), and if `ptx` compiles (else its error and
+/// `otherwise` once on stderr).
 pub(crate) fn switched_on(env: &str, ptx: fn() -> candle_core::Result<&'static str>, otherwise: &str) -> bool {
-    if std::env::var(env).is_ok_and(|v| v == "0") {
+    if crate::device::env_value(env, &["1", "0"]) == Some("0") {
         return false;
     }
     match ptx() {

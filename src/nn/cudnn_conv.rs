@@ -54,15 +54,11 @@ thread_local! {
     static ALGOS: RefCell<HashMap<AlgoKey, (Algo, usize)>> = RefCell::new(HashMap::new());
 }
 
-/// Whether algorithms are chosen by timing them (the default) or by cuDNN's heuristics
-/// (`LFS_CUDNN_ALGO=heuristic`).
+/// Whether algorithms are chosen by timing them (the default, `LFS_CUDNN_ALGO=timed`) or by
+/// cuDNN's heuristics (`LFS_CUDNN_ALGO=heuristic`).
 fn timed_search() -> bool {
     static TIMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *TIMED.get_or_init(|| {
-        std::env::var("LFS_CUDNN_ALGO")
-            .map(|v| v != "heuristic")
-            .unwrap_or(true)
-    })
+    *TIMED.get_or_init(|| crate::device::env_value("LFS_CUDNN_ALGO", &["timed", "heuristic"]) != Some("heuristic"))
 }
 
 /// Algorithms needing a larger workspace are not tried (some FFT ones ask for gigabytes).

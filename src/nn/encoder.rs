@@ -543,10 +543,10 @@ impl candle_core::CustomOp1 for Seed {
 }
 
 /// Whether [`Encoder::backward`]'s graph path may forward the selected samples again
-/// (`LFS_ENCODER_REFORWARD=0`: never).
+/// (`LFS_ENCODER_REFORWARD=0`: never; `1` or unset: when it saves work).
 fn reforward_allowed() -> bool {
     static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ALLOWED.get_or_init(|| !std::env::var("LFS_ENCODER_REFORWARD").is_ok_and(|v| v == "0"))
+    *ALLOWED.get_or_init(|| crate::device::env_value("LFS_ENCODER_REFORWARD", &["1", "0"]) != Some("0"))
 }
 
 /// `rows` as an index tensor on `device`, each checked < b.

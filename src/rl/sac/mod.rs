@@ -8,6 +8,7 @@ mod agent;
 mod backward;
 pub mod gradients;
 mod host_matrix;
+mod on_device;
 pub mod squashed_gaussian;
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,7 +17,7 @@ use candle_core::{Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::device::read_scalars;
+use crate::device::{env_value, read_scalars};
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
@@ -167,16 +168,27 @@ pub enum GradientPath {
     Autograd,
     /// Written out over host buffers (`backward::WrittenOut`).
     WrittenOut,
+    /// Written out as tensor ops on the agent's device (`on_device::OnDevice`).
+    OnDevice,
 }
 
 impl GradientPath {
-    /// The fastest path for features on `device`: written out for constants on the CPU;
-    /// candle's autograd when `encoder_tape` (the features carry their encoder's tape, for the
-    /// critic's gradient) or off the CPU.
+    /// The fastest path for features on `device`: written out over host buffers for constants
+    /// on the CPU; candle's autograd for features that carry their encoder's tape on the CPU
+    /// (`encoder_tape`: the critic's gradient trains it); written out as tensor ops off the
+    /// CPU, either way, unless `LFS_SAC_GRADIENTS=autograd` (for timing the two side by side).
     pub fn for_features(device: &Device, encoder_tape: bool) -> Self {
-        match device.is_cpu() && !encoder_tape {
-            true => Self::WrittenOut,
-            false => Self::Autograd,
+        static FORCED: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+        let forced = *FORCED.get_or_init(|| env_value("LFS_SAC_GRADIENTS", &["on-device", "autograd"]));
+        Self::choose(device.is_cpu(), encoder_tape, forced)
+    }
+
+    /// [`GradientPath::for_features`]' rule, `forced` being `LFS_SAC_GRADIENTS`' value.
+    fn choose(cpu: bool, encoder_tape: bool, forced: Option<&str>) -> Self {
+        match (cpu, encoder_tape, forced) {
+            (true, false, _) => Self::WrittenOut,
+            (true, true, _) | (false, _, Some("autograd")) => Self::Autograd,
+            (false, _, _) => Self::OnDevice,
         }
     }
 
@@ -185,6 +197,7 @@ impl GradientPath {
         match self {
             Self::Autograd => &gradients::Autograd,
             Self::WrittenOut => &backward::WrittenOut,
+            Self::OnDevice => &on_device::OnDevice,
         }
     }
 }
@@ -534,6 +547,91 @@ mod tests {
                 let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
                 assert!(worst < 1e-4, "repr {repr}, actor {name}: {worst}");
             }
+        }
+    }
+
+    /// The on-device path (on_device.rs, run here on the CPU) against candle's autograd: every
+    /// gradient, the losses, log π, and the critic loss's gradient reaching features that carry
+    /// a tape.
+    #[test]
+    fn on_device_gradients_match_candles_autograd() {
+        let (autograd, on_device) = (GradientPath::Autograd.gradients(), GradientPath::OnDevice.gradients());
+        let cfg = SacConfig {
+            feature_dim: 8,
+            hidden_dim: 32,
+            batch_size: 16,
+            ..SacConfig::default()
+        };
+        let (repr, b) = (40, 16);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+        let mut agent = SacAgent::new(&cfg, repr, 3, GradientPath::Autograd, &Device::Cpu, &mut rng).unwrap();
+        // A few updates first, so no LayerNorm γ is 1, no bias 0 and the target has moved.
+        let warm = batch(repr, b, 3, &mut rng);
+        for step in 1..=4 {
+            agent.update(&warm, step, &mut rng).unwrap();
+        }
+        let mut batch = batch(repr, b, 3, &mut rng);
+        // Features with a tape, as `lfs train` hands an encoder's output to the agent (a variable
+        // cut from the encoder's graph): both paths must give back d loss / d obs.
+        batch.obs = candle_core::Var::from_tensor(&batch.obs).unwrap().as_tensor().clone();
+        let eps = agent.noise(b, &mut rng); // (b, A)
+        let alpha = agent.alpha();
+        let nets = agent.nets();
+        let close = |ours: f64, reference: f64| (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0);
+
+        let (ours, reference) = (
+            on_device.critic(&nets, &batch, &eps, alpha).unwrap(),
+            autograd.critic(&nets, &batch, &eps, alpha).unwrap(),
+        );
+        assert!(close(ours.loss, reference.loss), "{} vs {}", ours.loss, reference.loss);
+        assert!(close(ours.q1, reference.q1) && close(ours.target_q, reference.target_q));
+        assert_eq!(ours.grads.len(), agent.critic_params.len());
+        for (name, _) in agent.critic_params.iter() {
+            let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
+            assert!(worst < 1e-4, "critic {name}: {worst}");
+        }
+        let (obs_grad, reference_obs_grad) = (ours.obs_grad.unwrap(), reference.obs_grad.unwrap());
+        assert_eq!(obs_grad.dims(), &[b, repr]);
+        let worst = worst_relative(&obs_grad, &reference_obs_grad);
+        assert!(worst < 1e-4, "d loss / d obs: {worst}");
+        // Constant features get none.
+        let constant = Batch {
+            obs: batch.obs.detach(),
+            ..batch.clone()
+        };
+        assert!(on_device
+            .critic(&nets, &constant, &eps, alpha)
+            .unwrap()
+            .obs_grad
+            .is_none());
+
+        let (ours, reference) = (
+            on_device.actor(&nets, &batch.obs.detach(), &eps, alpha).unwrap(),
+            autograd.actor(&nets, &batch.obs.detach(), &eps, alpha).unwrap(),
+        );
+        assert!(close(ours.loss, reference.loss), "{} vs {}", ours.loss, reference.loss);
+        assert!(close(ours.entropy, reference.entropy));
+        let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        for (x, y) in values(&ours.log_prob).iter().zip(&values(&reference.log_prob)) {
+            assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "log π {x} vs {y}");
+        }
+        assert_eq!(ours.grads.len(), agent.actor_params.len());
+        for (name, _) in agent.actor_params.iter() {
+            let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
+            assert!(worst < 1e-4, "actor {name}: {worst}");
+        }
+    }
+
+    /// The path each device and feature kind gets, and what `LFS_SAC_GRADIENTS` may change.
+    #[test]
+    fn each_device_and_feature_kind_gets_its_path() {
+        use GradientPath::*;
+        for forced in [None, Some("on-device"), Some("autograd")] {
+            assert_eq!(GradientPath::choose(true, false, forced), WrittenOut);
+            assert_eq!(GradientPath::choose(true, true, forced), Autograd);
+            let off_cpu = if forced == Some("autograd") { Autograd } else { OnDevice };
+            assert_eq!(GradientPath::choose(false, false, forced), off_cpu);
+            assert_eq!(GradientPath::choose(false, true, forced), off_cpu);
         }
     }
 

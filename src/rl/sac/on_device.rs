@@ -1,0 +1,434 @@
+//! SAC's update written out as tensor ops on the agent's device (issue 52): the [`OnDevice`]
+//! path behind [`super::gradients`]' seam, which an agent on a GPU takes.
+//!
+//! On a GPU the update is bound by kernel launches, not arithmetic: the H200's profile of the
+//! autograd path (results/gpu-h200-2026-11-28c) counted ~1,010 launches per update at B=128
+//! with the GPU busy 2.2 of ~12 ms, 437 of the launches candle's autograd zero-filling a
+//! gradient and adding each node's part into it. This path is [`super::backward`]'s arithmetic
+//! (Proto-RL's `update_critic` and `update_actor_and_alpha`, term for term) written with
+//! candle's tensor ops instead of host loops: each network's forward keeps what its backward
+//! needs, and the backward writes every gradient once, with no zeroing, no accumulation and no
+//! graph bookkeeping. It runs on any device; on the CPU the host loops of [`super::backward`]
+//! are faster, so [`super::GradientPath::for_features`] chooses it off the CPU only.
+//!
+//! Unlike the host path it also takes features that carry their encoder's tape (SAC from
+//! pixels, `sac/paper`): it computes on them detached and returns the critic loss's gradient
+//! with respect to them, which `lfs train` hands to the encoder's own backward.
+//!
+//! The unit test in `sac/mod.rs` holds every gradient and the returned feature gradient to
+//! candle's autograd on the same networks, batch and noise.
+
+use std::collections::BTreeMap;
+
+use candle_core::{DType, Tensor};
+
+use super::gradients::{ActorGradients, CriticGradients, Gradients, Networks};
+use crate::device::read_scalars;
+use crate::nn::Params;
+use crate::rl::batch::Batch;
+use crate::rl::mlp::LAYER_NORM_EPS;
+use crate::{Error, Result};
+
+// ---- layers
+
+/// A parameter's tensor, detached: the ops below record no graph.
+fn param(params: &Params, name: &str) -> Result<Tensor> {
+    params
+        .get(name)
+        .map(|var| var.as_tensor().detach())
+        .ok_or_else(|| Error::Shape(format!("sac on device: no parameter {name}")))
+}
+
+/// `Linear(inp → out)`: weight (out, inp), bias (out), PyTorch's layout.
+struct Linear {
+    name: String,
+    weight: Tensor,
+    bias: Tensor,
+}
+
+/// One Linear layer's gradients, shaped as its parameters.
+struct LinearGrads {
+    weight: Tensor,
+    bias: Tensor,
+}
+
+impl Linear {
+    fn of(params: &Params, name: &str) -> Result<Self> {
+        Ok(Self {
+            name: name.to_owned(),
+            weight: param(params, &format!("{name}.weight"))?,
+            bias: param(params, &format!("{name}.bias"))?,
+        })
+    }
+
+    /// x (b, inp) -> x · Wᵀ + bias (b, out).
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(x.matmul(&self.weight.t()?)?.broadcast_add(&self.bias)?)
+    }
+
+    /// Given the layer's input x (b, inp) and dy (b, out): dW (out, inp) = dyᵀ · x, dbias = Σ dy.
+    fn grads(&self, x: &Tensor, dy: &Tensor) -> Result<LinearGrads> {
+        Ok(LinearGrads {
+            weight: dy.t()?.matmul(x)?, // (out, inp)
+            bias: dy.sum(0)?,           // (out)
+        })
+    }
+
+    /// dx (b, inp) = dy (b, out) · W.
+    fn input_grad(&self, dy: &Tensor) -> Result<Tensor> {
+        Ok(dy.matmul(&self.weight)?)
+    }
+}
+
+/// `Linear(repr → feature) → LayerNorm(feature)`, `{prefix}.0` and `{prefix}.1`.
+struct Trunk {
+    linear: Linear,
+    ln_weight: Tensor,
+    ln_bias: Tensor,
+}
+
+/// What a trunk's backward needs.
+struct TrunkTape {
+    /// (y − mean) / std per row: (b, feature).
+    x_hat: Tensor,
+    /// sqrt(var + eps) per row: (b, 1).
+    std: Tensor,
+    /// x_hat · γ + β: (b, feature).
+    out: Tensor,
+}
+
+/// A trunk's gradients, and the one reaching its input when asked for.
+struct TrunkGrads {
+    linear: LinearGrads,
+    ln_weight: Tensor,
+    ln_bias: Tensor,
+    /// d input (b, repr).
+    d_input: Option<Tensor>,
+}
+
+impl Trunk {
+    fn of(params: &Params, prefix: &str) -> Result<Self> {
+        Ok(Self {
+            linear: Linear::of(params, &format!("{prefix}.0"))?,
+            ln_weight: param(params, &format!("{prefix}.1.weight"))?,
+            ln_bias: param(params, &format!("{prefix}.1.bias"))?,
+        })
+    }
+
+    /// h (b, repr) -> the tape, whose `out` is (b, feature); LayerNorm as candle's
+    /// `layer_norm_slow` (the autograd path's): centre, divide by sqrt(var + eps).
+    fn forward(&self, h: &Tensor) -> Result<TrunkTape> {
+        let y = self.linear.forward(h)?; // (b, F)
+        let centred = y.broadcast_sub(&y.mean_keepdim(1)?)?; // (b, F)
+        let var = centred.sqr()?.mean_keepdim(1)?; // (b, 1)
+        let std = (var + f64::from(LAYER_NORM_EPS))?.sqrt()?; // (b, 1)
+        let x_hat = centred.broadcast_div(&std)?; // (b, F)
+        let out = x_hat.broadcast_mul(&self.ln_weight)?.broadcast_add(&self.ln_bias)?; // (b, F)
+        Ok(TrunkTape { x_hat, std, out })
+    }
+
+    /// Given the trunk's input h (b, repr), its tape and d out (b, F): the parameters'
+    /// gradients, and d h when `input_grad`.
+    fn backward(&self, h: &Tensor, tape: &TrunkTape, d_out: &Tensor, input_grad: bool) -> Result<TrunkGrads> {
+        let ln_weight = (d_out * &tape.x_hat)?.sum(0)?; // (F)
+        let ln_bias = d_out.sum(0)?; // (F)
+        let dx_hat = d_out.broadcast_mul(&self.ln_weight)?; // (b, F)
+        let mean_dx_hat = dx_hat.mean_keepdim(1)?; // (b, 1)
+        let mean_dx_hat_x_hat = (&dx_hat * &tape.x_hat)?.mean_keepdim(1)?; // (b, 1)
+        let dy = dx_hat
+            .broadcast_sub(&mean_dx_hat)?
+            .sub(&tape.x_hat.broadcast_mul(&mean_dx_hat_x_hat)?)?
+            .broadcast_div(&tape.std)?; // (b, F)
+        Ok(TrunkGrads {
+            linear: self.linear.grads(h, &dy)?,
+            ln_weight,
+            ln_bias,
+            d_input: match input_grad {
+                true => Some(self.linear.input_grad(&dy)?),
+                false => None,
+            },
+        })
+    }
+}
+
+/// `Linear ReLU Linear ReLU Linear`, `{prefix}.{0,2,4}`.
+struct Mlp {
+    layers: [Linear; 3],
+}
+
+/// Both hidden layers after their ReLU (b, hidden) and the output.
+struct MlpTape {
+    h1: Tensor,
+    h2: Tensor,
+    out: Tensor,
+}
+
+/// The gradient reaching the MLP's input (b, inp) and its layers' gradients.
+struct MlpGrads {
+    d_x: Tensor,
+    layers: [LinearGrads; 3],
+}
+
+/// d through a ReLU whose output is `h`: passed where h > 0 (h ≥ 0, so sign(h) is the mask).
+fn through_relu(d: &Tensor, h: &Tensor) -> Result<Tensor> {
+    Ok((d * h.sign()?)?)
+}
+
+impl Mlp {
+    fn of(params: &Params, prefix: &str) -> Result<Self> {
+        Ok(Self {
+            layers: [
+                Linear::of(params, &format!("{prefix}.0"))?,
+                Linear::of(params, &format!("{prefix}.2"))?,
+                Linear::of(params, &format!("{prefix}.4"))?,
+            ],
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<MlpTape> {
+        let h1 = self.layers[0].forward(x)?.relu()?; // (b, hidden)
+        let h2 = self.layers[1].forward(&h1)?.relu()?; // (b, hidden)
+        let out = self.layers[2].forward(&h2)?; // (b, out)
+        Ok(MlpTape { h1, h2, out })
+    }
+
+    /// d h1 and d h2 (b, hidden), through the ReLUs.
+    fn hidden_grads(&self, tape: &MlpTape, d_out: &Tensor) -> Result<(Tensor, Tensor)> {
+        let d_h2 = through_relu(&self.layers[2].input_grad(d_out)?, &tape.h2)?;
+        let d_h1 = through_relu(&self.layers[1].input_grad(&d_h2)?, &tape.h1)?;
+        Ok((d_h1, d_h2))
+    }
+
+    /// The gradient reaching the input (b, inp) alone (parameters held constant).
+    fn input_grad(&self, tape: &MlpTape, d_out: &Tensor) -> Result<Tensor> {
+        let (d_h1, _) = self.hidden_grads(tape, d_out)?;
+        self.layers[0].input_grad(&d_h1)
+    }
+
+    fn backward(&self, x: &Tensor, tape: &MlpTape, d_out: &Tensor) -> Result<MlpGrads> {
+        let (d_h1, d_h2) = self.hidden_grads(tape, d_out)?;
+        let [l0, l2, l4] = &self.layers;
+        Ok(MlpGrads {
+            d_x: l0.input_grad(&d_h1)?,
+            layers: [
+                l0.grads(x, &d_h1)?,
+                l2.grads(&tape.h1, &d_h2)?,
+                l4.grads(&tape.h2, d_out)?,
+            ],
+        })
+    }
+}
+
+/// The actor's trunk and policy MLP.
+struct ActorNets {
+    trunk: Trunk,
+    policy: Mlp,
+}
+
+impl ActorNets {
+    fn of(params: &Params) -> Result<Self> {
+        Ok(Self {
+            trunk: Trunk::of(params, "trunk")?,
+            policy: Mlp::of(params, "policy")?,
+        })
+    }
+}
+
+/// The critic's trunk and its two Q heads.
+struct CriticNets {
+    trunk: Trunk,
+    q1: Mlp,
+    q2: Mlp,
+}
+
+impl CriticNets {
+    fn of(params: &Params) -> Result<Self> {
+        Ok(Self {
+            trunk: Trunk::of(params, "trunk")?,
+            q1: Mlp::of(params, "Q1")?,
+            q2: Mlp::of(params, "Q2")?,
+        })
+    }
+}
+
+// ---- the squashed Gaussian
+
+/// The reparameterised sample from the policy head (b, 2A) and noise ε (b, A), as
+/// [`super::squashed_gaussian`]: μ = head[:, :A], log σ = min + (tanh(raw) + 1)·½(max − min),
+/// x = μ + σ·ε, action = tanh(x), log π summed over A.
+struct SquashedSample {
+    /// tanh of the raw log-std half: (b, A).
+    raw_tanh: Tensor,
+    /// σ: (b, A).
+    std: Tensor,
+    /// tanh(x): (b, A).
+    action: Tensor,
+    /// Σ_A log π(action): (b, 1).
+    log_prob: Tensor,
+}
+
+fn squashed_sample(head: &Tensor, eps: &Tensor, (log_std_min, log_std_max): (f64, f64)) -> Result<SquashedSample> {
+    let a = eps.dim(1)?;
+    let mu = head.narrow(1, 0, a)?; // (b, A)
+    let raw_tanh = head.narrow(1, a, a)?.tanh()?; // (b, A)
+    let log_std = ((&raw_tanh + 1.0)? * (0.5 * (log_std_max - log_std_min)))?.affine(1.0, log_std_min)?; // (b, A)
+    let std = log_std.exp()?; // (b, A)
+    let x = (mu + (&std * eps)?)?; // (b, A)
+    let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
+    let normal = ((eps.sqr()? * -0.5)? - &log_std)?.affine(1.0, -half_log_2pi)?; // (b, A)
+                                                                                 // log|d tanh(x)/dx| = 2·(ln 2 − x − softplus(−2x)), softplus(z) = max(z, 0) + ln(1 + e^−|z|).
+    let z = (&x * -2.0)?;
+    let softplus = (z.relu()? + (z.abs()?.neg()?.exp()? + 1.0)?.log()?)?;
+    let log_det = ((softplus + &x)?.neg()? + std::f64::consts::LN_2)? * 2.0;
+    let log_prob = (normal - log_det?)?.sum_keepdim(1)?; // (b, 1)
+    Ok(SquashedSample {
+        raw_tanh,
+        std,
+        action: x.tanh()?,
+        log_prob,
+    })
+}
+
+/// d min(q1, q2) / d (q1, q2), as candle's `minimum` (a tie splits it in halves): (b, 1) each.
+fn min_masks(q1: &Tensor, q2: &Tensor) -> Result<(Tensor, Tensor)> {
+    let m = q1.minimum(q2)?;
+    let on1 = m.eq(q1)?.to_dtype(DType::F32)?;
+    let on2 = m.eq(q2)?.to_dtype(DType::F32)?;
+    Ok(((&on1 / (&on2 + 1.0)?)?, (&on2 / (&on1 + 1.0)?)?))
+}
+
+// ---- gradients by name
+
+/// The gradients of one network by parameter name.
+struct NamedGrads(BTreeMap<String, Tensor>);
+
+impl NamedGrads {
+    fn new() -> Self {
+        Self(BTreeMap::new())
+    }
+
+    fn linear(&mut self, layer: &Linear, g: LinearGrads) {
+        self.0.insert(format!("{}.weight", layer.name), g.weight);
+        self.0.insert(format!("{}.bias", layer.name), g.bias);
+    }
+
+    fn trunk(&mut self, prefix: &str, trunk: &Trunk, g: TrunkGrads) {
+        self.linear(&trunk.linear, g.linear);
+        self.0.insert(format!("{prefix}.1.weight"), g.ln_weight);
+        self.0.insert(format!("{prefix}.1.bias"), g.ln_bias);
+    }
+
+    fn mlp(&mut self, mlp: &Mlp, g: [LinearGrads; 3]) {
+        for (layer, grads) in mlp.layers.iter().zip(g) {
+            self.linear(layer, grads);
+        }
+    }
+}
+
+// ---- the two steps
+
+/// `GradientPath::OnDevice`.
+pub(crate) struct OnDevice;
+
+/// `values` (b·A) as a (b, A) tensor on `like`'s device.
+fn noise(values: &[f32], b: usize, a: usize, like: &Tensor) -> Result<Tensor> {
+    Ok(Tensor::from_slice(values, (b, a), like.device())?)
+}
+
+impl Gradients for OnDevice {
+    fn critic(&self, nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticGradients> {
+        let (f, a) = (nets.dims.feature_dim, nets.dims.action_dim);
+        let b = batch.obs.dim(0)?;
+        let obs = batch.obs.detach(); // (b, repr)
+        let next_obs = batch.next_obs.detach(); // (b, repr)
+        let next_eps = noise(next_eps, b, a, &obs)?; // (b, A)
+        let actor = ActorNets::of(nets.actor_params)?;
+        let critic = CriticNets::of(nets.critic_params)?;
+        let target = CriticNets::of(nets.critic_target_params)?;
+
+        // The target: the actor and the target critic on s', no gradient.
+        let head = actor.policy.forward(&actor.trunk.forward(&next_obs)?.out)?.out; // (b, 2A)
+        let next = squashed_sample(&head, &next_eps, nets.log_std_bounds)?;
+        let x = Tensor::cat(&[&target.trunk.forward(&next_obs)?.out, &next.action], 1)?; // (b, F + A)
+        let (tq1, tq2) = (target.q1.forward(&x)?.out, target.q2.forward(&x)?.out); // (b, 1) each
+        let target_v = (tq1.minimum(&tq2)? - (next.log_prob * alpha)?)?; // (b, 1)
+        let target_q = (&batch.reward.detach() + target_v.mul(&batch.discount.detach())?)?; // (b, 1)
+
+        // The critic on (s, a), keeping its tapes.
+        let trunk = critic.trunk.forward(&obs)?;
+        let x = Tensor::cat(&[&trunk.out, &batch.action.detach()], 1)?; // (b, F + A)
+        let (t1, t2) = (critic.q1.forward(&x)?, critic.q2.forward(&x)?);
+        let (e1, e2) = ((&t1.out - &target_q)?, (&t2.out - &target_q)?); // (b, 1) each
+        let loss = (e1.sqr()?.mean_all()? + e2.sqr()?.mean_all()?)?;
+        // d MSE / d q = 2 (q − y) / b.
+        let scale = 2.0 / b as f64;
+        let g1 = critic.q1.backward(&x, &t1, &(e1 * scale)?)?;
+        let g2 = critic.q2.backward(&x, &t2, &(e2 * scale)?)?;
+        // The trunk's output is the first F columns of both heads' input.
+        let d_features = (g1.d_x.narrow(1, 0, f)? + g2.d_x.narrow(1, 0, f)?)?; // (b, F)
+        let obs_tape = batch.obs.track_op();
+        let trunk_grads = critic.trunk.backward(&obs, &trunk, &d_features, obs_tape)?;
+        let obs_grad = trunk_grads.d_input.clone();
+
+        let mut grads = NamedGrads::new();
+        grads.trunk("trunk", &critic.trunk, trunk_grads);
+        grads.mlp(&critic.q1, g1.layers);
+        grads.mlp(&critic.q2, g2.layers);
+        // One read of the three numbers (a GPU stops once for them).
+        let [loss, q1, target_q] = read_scalars([&loss, &t1.out.mean_all()?, &target_q.mean_all()?])?;
+        Ok(CriticGradients {
+            grads: grads.0,
+            loss,
+            q1,
+            target_q,
+            obs_grad,
+        })
+    }
+
+    fn actor(&self, nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<ActorGradients> {
+        let (f, a) = (nets.dims.feature_dim, nets.dims.action_dim);
+        let b = obs.dim(0)?;
+        let obs = obs.detach(); // (b, repr)
+        let eps = noise(eps, b, a, &obs)?; // (b, A)
+        let actor = ActorNets::of(nets.actor_params)?;
+        let critic = CriticNets::of(nets.critic_params)?;
+
+        let trunk = actor.trunk.forward(&obs)?;
+        let policy = actor.policy.forward(&trunk.out)?; // out (b, 2A)
+        let sample = squashed_sample(&policy.out, &eps, nets.log_std_bounds)?;
+        let x = Tensor::cat(&[&critic.trunk.forward(&obs)?.out, &sample.action], 1)?; // (b, F + A)
+        let (t1, t2) = (critic.q1.forward(&x)?, critic.q2.forward(&x)?);
+        let loss = ((&sample.log_prob * alpha)? - t1.out.minimum(&t2.out)?)?.mean_all()?;
+
+        // d loss / d q through −min(q1, q2) / b; the critic's weights get nothing.
+        let (m1, m2) = min_masks(&t1.out, &t2.out)?;
+        let per_row = -1.0 / b as f64;
+        let d_x1 = critic.q1.input_grad(&t1, &(m1 * per_row)?)?; // (b, F + A)
+        let d_x2 = critic.q2.input_grad(&t2, &(m2 * per_row)?)?; // (b, F + A)
+                                                                 // The action is the last A columns of both heads' input.
+        let d_action = (d_x1.narrow(1, f, a)? + d_x2.narrow(1, f, a)?)?; // (b, A)
+
+        // Back through the sample: x = μ + σ·ε, action = tanh(x), and log π's terms −log σ and
+        // −log(1 − tanh² x), whose derivative in x is 2·tanh(x); d log π = α / b per row.
+        let d_log_prob = alpha / b as f64;
+        let half_range = 0.5 * (nets.log_std_bounds.1 - nets.log_std_bounds.0);
+        let tanh_x = &sample.action;
+        let d_x = ((d_action * (1.0 - tanh_x.sqr()?)?)? + (tanh_x * (2.0 * d_log_prob))?)?; // (b, A)
+        let d_log_std = ((&d_x * &sample.std)? * &eps)?.affine(1.0, -d_log_prob)?; // (b, A)
+        let d_raw = ((d_log_std * half_range)? * (1.0 - sample.raw_tanh.sqr()?)?)?; // (b, A)
+        let d_head = Tensor::cat(&[&d_x, &d_raw], 1)?; // (b, 2A): [d μ | d raw]
+        let g_policy = actor.policy.backward(&trunk.out, &policy, &d_head)?;
+        let trunk_grads = actor.trunk.backward(&obs, &trunk, &g_policy.d_x, false)?;
+
+        let mut grads = NamedGrads::new();
+        grads.trunk("trunk", &actor.trunk, trunk_grads);
+        grads.mlp(&actor.policy, g_policy.layers);
+        let [loss, mean_log_prob] = read_scalars([&loss, &sample.log_prob.mean_all()?])?;
+        Ok(ActorGradients {
+            grads: grads.0,
+            loss,
+            entropy: -mean_log_prob,
+            log_prob: sample.log_prob,
+        })
+    }
+}
