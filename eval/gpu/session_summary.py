@@ -186,9 +186,11 @@ def parts_table(sections, lines, result):
                     result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "mode": keys.get("mode"),
                                                            "conv": keys.get("conv"), "step": keys.get("step"), **o})
                 elif o.get("bench") == "sac update, cached features" and "sac" in keys:
+                    how = {"autograd": "candle's autograd (LFS_SAC_GRADIENTS=autograd)",
+                           "elementwise": "written out, rows as candle's element-wise ops (LFS_FUSED_SAC=0)"}
                     lines.append(f"\n## lfs ({keys.get('arm')})'s SAC update on cached features, gradients by "
-                                 f"{keys['sac']} (LFS_SAC_GRADIENTS): B={o.get('batch')} {fmt(o['seconds'])} "
-                                 "(one run; the rounds time the default, written-out tensor ops)")
+                                 f"{how.get(keys['sac'], keys['sac'])}: B={o.get('batch')} {fmt(o['seconds'])} "
+                                 "(one run; the rounds time the default: written out, with the row kernels)")
                     result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "sac": keys["sac"], **o})
 
 

@@ -21,13 +21,13 @@ use candle_core::{Device, Layout, StorageRef, Tensor};
 
 use super::gradients::{ActorGradients, CriticGradients, Gradients, Networks};
 use super::host_matrix::{column_sums, concat_columns, matmul, sum_of_columns, Mat};
+use super::row_ops::{layer_norm_input_grad_row, normalise_row, squash_grad_row, squash_row, Squash, SquashTerms};
 use crate::nn::kernels::cpu_storage::host_f32;
 use crate::nn::kernels::row_split::{row_split_parts, row_split_product};
 use crate::nn::Params;
 use crate::rl::agent_state::scalar;
 use crate::rl::batch::Batch;
 use crate::rl::critic::NetworkDims;
-use crate::rl::mlp::LAYER_NORM_EPS;
 use crate::{Error, Result};
 
 // ---- parameters
@@ -170,15 +170,7 @@ impl<'a> TrunkView<'a> {
             None => self.linear.forward(h, b),
         };
         // LayerNorm per row, as candle's layer_norm_slow: centre, divide by sqrt(var + eps).
-        let mut std = Vec::with_capacity(b);
-        for row in y.chunks_exact_mut(f) {
-            let mean = row.iter().sum::<f32>() / f as f32;
-            row.iter_mut().for_each(|v| *v -= mean);
-            let var = row.iter().map(|v| v * v).sum::<f32>() / f as f32;
-            let s = (var + LAYER_NORM_EPS).sqrt();
-            row.iter_mut().for_each(|v| *v /= s);
-            std.push(s);
-        }
+        let std = y.chunks_exact_mut(f).map(normalise_row).collect();
         let x_hat = y;
         let out = x_hat
             .chunks_exact(f)
@@ -204,21 +196,11 @@ impl<'a> TrunkView<'a> {
             .zip(tape.x_hat.chunks_exact(f))
             .zip(&tape.std)
         {
-            let mut mean_dx_hat = 0f32;
-            let mut mean_dx_hat_x_hat = 0f32;
             for j in 0..f {
                 ln_weight[j] += d_out[j] * x_hat[j];
                 ln_bias[j] += d_out[j];
-                let dx_hat = d_out[j] * self.ln_weight[j];
-                mean_dx_hat += dx_hat;
-                mean_dx_hat_x_hat += dx_hat * x_hat[j];
-                dy[j] = dx_hat;
             }
-            mean_dx_hat /= f as f32;
-            mean_dx_hat_x_hat /= f as f32;
-            for j in 0..f {
-                dy[j] = (dy[j] - mean_dx_hat - x_hat[j] * mean_dx_hat_x_hat) / std;
-            }
+            layer_norm_input_grad_row(dy, d_out, x_hat, *std, self.ln_weight);
         }
         TrunkGrads {
             linear: self.linear.weight_grads(h, &dy, b),
@@ -364,11 +346,8 @@ struct SquashedSample {
     log_prob: Vec<f32>,
 }
 
-fn squashed_sample(head: &[f32], eps: &[f32], a: usize, (log_std_min, log_std_max): (f64, f64)) -> SquashedSample {
-    let half_range = (0.5 * (log_std_max - log_std_min)) as f32;
-    let half_log_2pi = (0.5 * (2.0 * std::f64::consts::PI).ln()) as f32;
-    let ln2 = std::f64::consts::LN_2 as f32;
-    let softplus = |z: f32| z.max(0.0) + ((-z.abs()).exp() + 1.0).ln();
+fn squashed_sample(head: &[f32], eps: &[f32], a: usize, bounds: (f64, f64)) -> SquashedSample {
+    let squash = Squash::new(bounds);
     let b = head.len() / (2 * a);
     let mut s = SquashedSample {
         raw_tanh: Vec::with_capacity(b * a),
@@ -379,16 +358,11 @@ fn squashed_sample(head: &[f32], eps: &[f32], a: usize, (log_std_min, log_std_ma
     for (row, eps) in head.chunks_exact(2 * a).zip(eps.chunks_exact(a)) {
         let mut log_prob = 0f32;
         for j in 0..a {
-            let t = row[a + j].tanh();
-            let log_std = (t + 1.0) * half_range + log_std_min as f32;
-            let std = log_std.exp();
-            let x = row[j] + std * eps[j];
-            let normal = (eps[j] * eps[j] * -0.5 - log_std) - half_log_2pi;
-            let log_det = (-(softplus(x * -2.0) + x) + ln2) * 2.0;
-            log_prob += normal - log_det;
-            s.raw_tanh.push(t);
-            s.std.push(std);
-            s.action.push(x.tanh());
+            let terms = squash_row(row[j], row[a + j], eps[j], squash);
+            log_prob += terms.log_prob;
+            s.raw_tanh.push(terms.raw_tanh);
+            s.std.push(terms.std);
+            s.action.push(terms.action);
         }
         s.log_prob.push(log_prob);
     }
@@ -581,20 +555,21 @@ fn actor_step(nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<
     // The action is the last A columns of both heads' input.
     let d_action = sum_of_columns(&d_x1, &d_x2, f + a, f, a); // (b, A)
 
-    // Back through the sample: x = μ + σ·ε, action = tanh(x), and log π's terms −log σ and
-    // −log(1 − tanh² x), whose derivative in x is 2·tanh(x).
-    let d_log_prob = alpha / b as f32;
-    let half_range = (0.5 * (nets.log_std_bounds.1 - nets.log_std_bounds.0)) as f32;
+    // Back through the sample (squash_grad_row); d log π = α / b per row.
+    let (squash, d_log_prob) = (Squash::new(nets.log_std_bounds), alpha / b as f32);
     let mut d_head = vec![0f32; b * 2 * a]; // (b, 2A): [d μ | d raw]
     for i in 0..b {
         for j in 0..a {
             let k = i * a + j;
-            let tanh_x = sample.action[k];
-            let d_x = d_action[k] * (1.0 - tanh_x * tanh_x) + d_log_prob * 2.0 * tanh_x;
-            let d_log_std = d_x * sample.std[k] * eps[k] - d_log_prob;
-            let t = sample.raw_tanh[k];
-            d_head[i * 2 * a + j] = d_x;
-            d_head[i * 2 * a + a + j] = d_log_std * half_range * (1.0 - t * t);
+            let terms = SquashTerms {
+                raw_tanh: sample.raw_tanh[k],
+                std: sample.std[k],
+                action: sample.action[k],
+                log_prob: 0.0,
+            };
+            let (d_mu, d_raw) = squash_grad_row(&terms, eps[k], d_action[k], d_log_prob, squash);
+            d_head[i * 2 * a + j] = d_mu;
+            d_head[i * 2 * a + a + j] = d_raw;
         }
     }
     let g_policy = actor.policy.backward(&trunk.out, &policy, &d_head, b);

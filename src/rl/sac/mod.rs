@@ -9,6 +9,7 @@ mod backward;
 pub mod gradients;
 mod host_matrix;
 mod on_device;
+mod row_ops;
 pub mod squashed_gaussian;
 
 use std::collections::{BTreeMap, HashMap};
@@ -197,7 +198,10 @@ impl GradientPath {
         match self {
             Self::Autograd => &gradients::Autograd,
             Self::WrittenOut => &backward::WrittenOut,
-            Self::OnDevice => &on_device::OnDevice,
+            Self::OnDevice => match row_ops::fused() {
+                true => &on_device::OnDevice { fused: true },
+                false => &on_device::OnDevice { fused: false },
+            },
         }
     }
 }
@@ -550,12 +554,18 @@ mod tests {
         }
     }
 
-    /// The on-device path (on_device.rs, run here on the CPU) against candle's autograd: every
-    /// gradient, the losses, log π, and the critic loss's gradient reaching features that carry
-    /// a tape.
+    /// The on-device path (on_device.rs, run here on the CPU), with its row ops (row_ops.rs) and
+    /// with candle's element-wise ops, against candle's autograd: every gradient, the losses, log
+    /// π, and the critic loss's gradient reaching features that carry a tape.
     #[test]
     fn on_device_gradients_match_candles_autograd() {
-        let (autograd, on_device) = (GradientPath::Autograd.gradients(), GradientPath::OnDevice.gradients());
+        for fused in [false, true] {
+            on_device_matches_autograd(&on_device::OnDevice { fused });
+        }
+    }
+
+    fn on_device_matches_autograd(on_device: &on_device::OnDevice) {
+        let autograd = GradientPath::Autograd.gradients();
         let cfg = SacConfig {
             feature_dim: 8,
             hidden_dim: 32,

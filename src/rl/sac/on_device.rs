@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use candle_core::{DType, Tensor};
 
 use super::gradients::{ActorGradients, CriticGradients, Gradients, Networks};
+use super::row_ops;
 use crate::device::read_scalars;
 use crate::nn::Params;
 use crate::rl::batch::Batch;
@@ -85,16 +86,24 @@ struct Trunk {
     linear: Linear,
     ln_weight: Tensor,
     ln_bias: Tensor,
+    /// The LayerNorm as [`row_ops`]' ops (else candle's element-wise ops).
+    fused: bool,
 }
 
-/// What a trunk's backward needs.
-struct TrunkTape {
-    /// (y − mean) / std per row: (b, feature).
-    x_hat: Tensor,
-    /// sqrt(var + eps) per row: (b, 1).
-    std: Tensor,
-    /// x_hat · γ + β: (b, feature).
-    out: Tensor,
+/// What a trunk's backward needs, and its output x_hat · γ + β (b, feature).
+enum TrunkTape {
+    /// [`row_ops`] recompute each row's statistics from the Linear's output y (b, feature).
+    Rows { y: Tensor, out: Tensor },
+    /// x_hat = (y − mean) / std per row (b, feature), and std = sqrt(var + eps) (b, 1).
+    Ops { x_hat: Tensor, std: Tensor, out: Tensor },
+}
+
+impl TrunkTape {
+    fn out(&self) -> &Tensor {
+        match self {
+            Self::Rows { out, .. } | Self::Ops { out, .. } => out,
+        }
+    }
 }
 
 /// A trunk's gradients, and the one reaching its input when asked for.
@@ -107,11 +116,12 @@ struct TrunkGrads {
 }
 
 impl Trunk {
-    fn of(params: &Params, prefix: &str) -> Result<Self> {
+    fn of(params: &Params, prefix: &str, fused: bool) -> Result<Self> {
         Ok(Self {
             linear: Linear::of(params, &format!("{prefix}.0"))?,
             ln_weight: param(params, &format!("{prefix}.1.weight"))?,
             ln_bias: param(params, &format!("{prefix}.1.bias"))?,
+            fused,
         })
     }
 
@@ -119,26 +129,40 @@ impl Trunk {
     /// `layer_norm_slow` (the autograd path's): centre, divide by sqrt(var + eps).
     fn forward(&self, h: &Tensor) -> Result<TrunkTape> {
         let y = self.linear.forward(h)?; // (b, F)
+        if self.fused {
+            let out = row_ops::layer_norm(&y, &self.ln_weight, &self.ln_bias)?; // (b, F)
+            return Ok(TrunkTape::Rows { y, out });
+        }
         let centred = y.broadcast_sub(&y.mean_keepdim(1)?)?; // (b, F)
         let var = centred.sqr()?.mean_keepdim(1)?; // (b, 1)
         let std = (var + f64::from(LAYER_NORM_EPS))?.sqrt()?; // (b, 1)
         let x_hat = centred.broadcast_div(&std)?; // (b, F)
         let out = x_hat.broadcast_mul(&self.ln_weight)?.broadcast_add(&self.ln_bias)?; // (b, F)
-        Ok(TrunkTape { x_hat, std, out })
+        Ok(TrunkTape::Ops { x_hat, std, out })
     }
 
     /// Given the trunk's input h (b, repr), its tape and d out (b, F): the parameters'
     /// gradients, and d h when `input_grad`.
     fn backward(&self, h: &Tensor, tape: &TrunkTape, d_out: &Tensor, input_grad: bool) -> Result<TrunkGrads> {
-        let ln_weight = (d_out * &tape.x_hat)?.sum(0)?; // (F)
-        let ln_bias = d_out.sum(0)?; // (F)
-        let dx_hat = d_out.broadcast_mul(&self.ln_weight)?; // (b, F)
-        let mean_dx_hat = dx_hat.mean_keepdim(1)?; // (b, 1)
-        let mean_dx_hat_x_hat = (&dx_hat * &tape.x_hat)?.mean_keepdim(1)?; // (b, 1)
-        let dy = dx_hat
-            .broadcast_sub(&mean_dx_hat)?
-            .sub(&tape.x_hat.broadcast_mul(&mean_dx_hat_x_hat)?)?
-            .broadcast_div(&tape.std)?; // (b, F)
+        let (dy, ln_weight, ln_bias) = match tape {
+            TrunkTape::Rows { y, .. } => {
+                let dy = row_ops::layer_norm_input_grad(y, &self.ln_weight, d_out)?; // (b, F)
+                let (ln_weight, ln_bias) = row_ops::layer_norm_param_grads(y, d_out)?; // (F) each
+                (dy, ln_weight, ln_bias)
+            }
+            TrunkTape::Ops { x_hat, std, .. } => {
+                let ln_weight = (d_out * x_hat)?.sum(0)?; // (F)
+                let ln_bias = d_out.sum(0)?; // (F)
+                let dx_hat = d_out.broadcast_mul(&self.ln_weight)?; // (b, F)
+                let mean_dx_hat = dx_hat.mean_keepdim(1)?; // (b, 1)
+                let mean_dx_hat_x_hat = (&dx_hat * x_hat)?.mean_keepdim(1)?; // (b, 1)
+                let dy = dx_hat
+                    .broadcast_sub(&mean_dx_hat)?
+                    .sub(&x_hat.broadcast_mul(&mean_dx_hat_x_hat)?)?
+                    .broadcast_div(std)?; // (b, F)
+                (dy, ln_weight, ln_bias)
+            }
+        };
         Ok(TrunkGrads {
             linear: self.linear.grads(h, &dy)?,
             ln_weight,
@@ -226,9 +250,9 @@ struct ActorNets {
 }
 
 impl ActorNets {
-    fn of(params: &Params) -> Result<Self> {
+    fn of(params: &Params, fused: bool) -> Result<Self> {
         Ok(Self {
-            trunk: Trunk::of(params, "trunk")?,
+            trunk: Trunk::of(params, "trunk", fused)?,
             policy: Mlp::of(params, "policy")?,
         })
     }
@@ -242,9 +266,9 @@ struct CriticNets {
 }
 
 impl CriticNets {
-    fn of(params: &Params) -> Result<Self> {
+    fn of(params: &Params, fused: bool) -> Result<Self> {
         Ok(Self {
-            trunk: Trunk::of(params, "trunk")?,
+            trunk: Trunk::of(params, "trunk", fused)?,
             q1: Mlp::of(params, "Q1")?,
             q2: Mlp::of(params, "Q2")?,
         })
@@ -257,36 +281,65 @@ impl CriticNets {
 /// [`super::squashed_gaussian`]: μ = head[:, :A], log σ = min + (tanh(raw) + 1)·½(max − min),
 /// x = μ + σ·ε, action = tanh(x), log π summed over A.
 struct SquashedSample {
-    /// tanh of the raw log-std half: (b, A).
-    raw_tanh: Tensor,
-    /// σ: (b, A).
-    std: Tensor,
     /// tanh(x): (b, A).
     action: Tensor,
     /// Σ_A log π(action): (b, 1).
     log_prob: Tensor,
+    tape: SampleTape,
 }
 
-fn squashed_sample(head: &Tensor, eps: &Tensor, (log_std_min, log_std_max): (f64, f64)) -> Result<SquashedSample> {
-    let a = eps.dim(1)?;
-    let mu = head.narrow(1, 0, a)?; // (b, A)
-    let raw_tanh = head.narrow(1, a, a)?.tanh()?; // (b, A)
-    let log_std = ((&raw_tanh + 1.0)? * (0.5 * (log_std_max - log_std_min)))?.affine(1.0, log_std_min)?; // (b, A)
-    let std = log_std.exp()?; // (b, A)
-    let x = (mu + (&std * eps)?)?; // (b, A)
-    let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
-    let normal = ((eps.sqr()? * -0.5)? - &log_std)?.affine(1.0, -half_log_2pi)?; // (b, A)
-                                                                                 // log|d tanh(x)/dx| = 2·(ln 2 − x − softplus(−2x)), softplus(z) = max(z, 0) + ln(1 + e^−|z|).
-    let z = (&x * -2.0)?;
-    let softplus = (z.relu()? + (z.abs()?.neg()?.exp()? + 1.0)?.log()?)?;
-    let log_det = ((softplus + &x)?.neg()? + std::f64::consts::LN_2)? * 2.0;
-    let log_prob = (normal - log_det?)?.sum_keepdim(1)?; // (b, 1)
-    Ok(SquashedSample {
-        raw_tanh,
-        std,
-        action: x.tanh()?,
-        log_prob,
-    })
+/// What the sample's backward needs.
+enum SampleTape {
+    /// [`row_ops`] recompute each row's terms from the head (b, 2A).
+    Rows { head: Tensor },
+    /// tanh of the raw log-std half and σ, (b, A) each.
+    Ops { raw_tanh: Tensor, std: Tensor },
+}
+
+impl SquashedSample {
+    fn new(head: &Tensor, eps: &Tensor, bounds: (f64, f64), fused: bool) -> Result<Self> {
+        if fused {
+            let (action, log_prob) = row_ops::squashed_sample(head, eps, bounds)?; // (b, A), (b, 1)
+            let tape = SampleTape::Rows { head: head.clone() };
+            return Ok(Self { action, log_prob, tape });
+        }
+        let (log_std_min, log_std_max) = bounds;
+        let a = eps.dim(1)?;
+        let mu = head.narrow(1, 0, a)?; // (b, A)
+        let raw_tanh = head.narrow(1, a, a)?.tanh()?; // (b, A)
+        let log_std = ((&raw_tanh + 1.0)? * (0.5 * (log_std_max - log_std_min)))?.affine(1.0, log_std_min)?; // (b, A)
+        let std = log_std.exp()?; // (b, A)
+        let x = (mu + (&std * eps)?)?; // (b, A)
+        let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
+        let normal = ((eps.sqr()? * -0.5)? - &log_std)?.affine(1.0, -half_log_2pi)?; // (b, A)
+                                                                                     // log|d tanh(x)/dx| = 2·(ln 2 − x − softplus(−2x)), softplus(z) = max(z, 0) + ln(1 + e^−|z|).
+        let z = (&x * -2.0)?;
+        let softplus = (z.relu()? + (z.abs()?.neg()?.exp()? + 1.0)?.log()?)?;
+        let log_det = ((softplus + &x)?.neg()? + std::f64::consts::LN_2)? * 2.0;
+        Ok(Self {
+            action: x.tanh()?,
+            log_prob: (normal - log_det?)?.sum_keepdim(1)?, // (b, 1)
+            tape: SampleTape::Ops { raw_tanh, std },
+        })
+    }
+
+    /// d head (b, 2A) = [d μ | d raw], given d action (b, A) and d log π per row, through
+    /// x = μ + σ·ε, action = tanh(x), and log π's terms −log σ and −log(1 − tanh² x), whose
+    /// derivative in x is 2·tanh(x).
+    fn grad(&self, eps: &Tensor, d_action: &Tensor, d_log_prob: f64, bounds: (f64, f64)) -> Result<Tensor> {
+        let (raw_tanh, std) = match &self.tape {
+            SampleTape::Rows { head } => {
+                return row_ops::squashed_sample_grad(head, eps, d_action, d_log_prob, bounds);
+            }
+            SampleTape::Ops { raw_tanh, std } => (raw_tanh, std),
+        };
+        let half_range = 0.5 * (bounds.1 - bounds.0);
+        let tanh_x = &self.action;
+        let d_x = ((d_action * (1.0 - tanh_x.sqr()?)?)? + (tanh_x * (2.0 * d_log_prob))?)?; // (b, A)
+        let d_log_std = ((&d_x * std)? * eps)?.affine(1.0, -d_log_prob)?; // (b, A)
+        let d_raw = ((d_log_std * half_range)? * (1.0 - raw_tanh.sqr()?)?)?; // (b, A)
+        Ok(Tensor::cat(&[&d_x, &d_raw], 1)?) // (b, 2A)
+    }
 }
 
 /// d min(q1, q2) / d (q1, q2), as candle's `minimum` (a tie splits it in halves): (b, 1) each.
@@ -327,8 +380,11 @@ impl NamedGrads {
 
 // ---- the two steps
 
-/// `GradientPath::OnDevice`.
-pub(crate) struct OnDevice;
+/// `GradientPath::OnDevice`: with [`row_ops`]' ops when `fused` (the default; else candle's
+/// element-wise ops, `LFS_FUSED_SAC=0`).
+pub(crate) struct OnDevice {
+    pub fused: bool,
+}
 
 /// `values` (b·A) as a (b, A) tensor on `like`'s device.
 fn noise(values: &[f32], b: usize, a: usize, like: &Tensor) -> Result<Tensor> {
@@ -342,21 +398,21 @@ impl Gradients for OnDevice {
         let obs = batch.obs.detach(); // (b, repr)
         let next_obs = batch.next_obs.detach(); // (b, repr)
         let next_eps = noise(next_eps, b, a, &obs)?; // (b, A)
-        let actor = ActorNets::of(nets.actor_params)?;
-        let critic = CriticNets::of(nets.critic_params)?;
-        let target = CriticNets::of(nets.critic_target_params)?;
+        let actor = ActorNets::of(nets.actor_params, self.fused)?;
+        let critic = CriticNets::of(nets.critic_params, self.fused)?;
+        let target = CriticNets::of(nets.critic_target_params, self.fused)?;
 
         // The target: the actor and the target critic on s', no gradient.
-        let head = actor.policy.forward(&actor.trunk.forward(&next_obs)?.out)?.out; // (b, 2A)
-        let next = squashed_sample(&head, &next_eps, nets.log_std_bounds)?;
-        let x = Tensor::cat(&[&target.trunk.forward(&next_obs)?.out, &next.action], 1)?; // (b, F + A)
+        let head = actor.policy.forward(actor.trunk.forward(&next_obs)?.out())?.out; // (b, 2A)
+        let next = SquashedSample::new(&head, &next_eps, nets.log_std_bounds, self.fused)?;
+        let x = Tensor::cat(&[target.trunk.forward(&next_obs)?.out(), &next.action], 1)?; // (b, F + A)
         let (tq1, tq2) = (target.q1.forward(&x)?.out, target.q2.forward(&x)?.out); // (b, 1) each
         let target_v = (tq1.minimum(&tq2)? - (next.log_prob * alpha)?)?; // (b, 1)
         let target_q = (&batch.reward.detach() + target_v.mul(&batch.discount.detach())?)?; // (b, 1)
 
         // The critic on (s, a), keeping its tapes.
         let trunk = critic.trunk.forward(&obs)?;
-        let x = Tensor::cat(&[&trunk.out, &batch.action.detach()], 1)?; // (b, F + A)
+        let x = Tensor::cat(&[trunk.out(), &batch.action.detach()], 1)?; // (b, F + A)
         let (t1, t2) = (critic.q1.forward(&x)?, critic.q2.forward(&x)?);
         let (e1, e2) = ((&t1.out - &target_q)?, (&t2.out - &target_q)?); // (b, 1) each
         let loss = (e1.sqr()?.mean_all()? + e2.sqr()?.mean_all()?)?;
@@ -390,13 +446,13 @@ impl Gradients for OnDevice {
         let b = obs.dim(0)?;
         let obs = obs.detach(); // (b, repr)
         let eps = noise(eps, b, a, &obs)?; // (b, A)
-        let actor = ActorNets::of(nets.actor_params)?;
-        let critic = CriticNets::of(nets.critic_params)?;
+        let actor = ActorNets::of(nets.actor_params, self.fused)?;
+        let critic = CriticNets::of(nets.critic_params, self.fused)?;
 
         let trunk = actor.trunk.forward(&obs)?;
-        let policy = actor.policy.forward(&trunk.out)?; // out (b, 2A)
-        let sample = squashed_sample(&policy.out, &eps, nets.log_std_bounds)?;
-        let x = Tensor::cat(&[&critic.trunk.forward(&obs)?.out, &sample.action], 1)?; // (b, F + A)
+        let policy = actor.policy.forward(trunk.out())?; // out (b, 2A)
+        let sample = SquashedSample::new(&policy.out, &eps, nets.log_std_bounds, self.fused)?;
+        let x = Tensor::cat(&[critic.trunk.forward(&obs)?.out(), &sample.action], 1)?; // (b, F + A)
         let (t1, t2) = (critic.q1.forward(&x)?, critic.q2.forward(&x)?);
         let loss = ((&sample.log_prob * alpha)? - t1.out.minimum(&t2.out)?)?.mean_all()?;
 
@@ -408,16 +464,9 @@ impl Gradients for OnDevice {
                                                                  // The action is the last A columns of both heads' input.
         let d_action = (d_x1.narrow(1, f, a)? + d_x2.narrow(1, f, a)?)?; // (b, A)
 
-        // Back through the sample: x = μ + σ·ε, action = tanh(x), and log π's terms −log σ and
-        // −log(1 − tanh² x), whose derivative in x is 2·tanh(x); d log π = α / b per row.
-        let d_log_prob = alpha / b as f64;
-        let half_range = 0.5 * (nets.log_std_bounds.1 - nets.log_std_bounds.0);
-        let tanh_x = &sample.action;
-        let d_x = ((d_action * (1.0 - tanh_x.sqr()?)?)? + (tanh_x * (2.0 * d_log_prob))?)?; // (b, A)
-        let d_log_std = ((&d_x * &sample.std)? * &eps)?.affine(1.0, -d_log_prob)?; // (b, A)
-        let d_raw = ((d_log_std * half_range)? * (1.0 - sample.raw_tanh.sqr()?)?)?; // (b, A)
-        let d_head = Tensor::cat(&[&d_x, &d_raw], 1)?; // (b, 2A): [d μ | d raw]
-        let g_policy = actor.policy.backward(&trunk.out, &policy, &d_head)?;
+        // Back through the sample; d log π = α / b per row.
+        let d_head = sample.grad(&eps, &d_action, alpha / b as f64, nets.log_std_bounds)?; // (b, 2A)
+        let g_policy = actor.policy.backward(trunk.out(), &policy, &d_head)?;
         let trunk_grads = actor.trunk.backward(&obs, &trunk, &g_policy.d_x, false)?;
 
         let mut grads = NamedGrads::new();

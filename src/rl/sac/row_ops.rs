@@ -1,0 +1,830 @@
+//! The row-wise parts of SAC's update, each as one op (issue 52): the trunk's LayerNorm forward,
+//! its input gradient and its parameters' gradients, and the squashed Gaussian's sample and its
+//! gradient. Written with candle's element-wise ops these are ~12, ~14, ~26 and ~14 kernel
+//! launches each, and an update on a GPU is bound by launches; here each is one (two for the
+//! parameters' gradients). [`super::on_device`] uses them unless `LFS_FUSED_SAC=0`.
+//!
+//! The arithmetic per row lives here once, in plain functions ([`normalise_row`],
+//! [`layer_norm_input_grad_row`], [`squash_row`], [`squash_grad_row`]) that the host path
+//! ([`super::backward`]) and these ops' CPU side call; the CUDA kernels (feature `cuda`) are
+//! the same lines in C, compiled by NVRTC without fused multiply-adds, one thread per row (per
+//! column for the parameters' gradients, summing the rows in the CPU's order). The ops'
+//! backward passes are not candle's: nothing differentiates through them.
+//!
+//! Checked against candle's autograd on the CPU (the unit test in `sac/mod.rs`) and on a GPU by
+//! `examples/device_check.rs`'s SAC checks against the CPU's host path.
+
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Shape, Tensor};
+
+use crate::rl::mlp::LAYER_NORM_EPS;
+use crate::Result;
+
+// ---- the arithmetic per row
+
+/// LayerNorm's normalisation of one row in place, as candle's `layer_norm_slow`: centre,
+/// divide by sqrt(var + eps). Returns that standard deviation.
+pub(super) fn normalise_row(row: &mut [f32]) -> f32 {
+    let f = row.len() as f32;
+    let mean = row.iter().sum::<f32>() / f;
+    row.iter_mut().for_each(|v| *v -= mean);
+    let var = row.iter().map(|v| v * v).sum::<f32>() / f;
+    let std = (var + LAYER_NORM_EPS).sqrt();
+    row.iter_mut().for_each(|v| *v /= std);
+    std
+}
+
+/// d y of one row of `y → x_hat = normalise(y) → x_hat·γ + β`, given d out, x_hat and std;
+/// written into `dy`.
+pub(super) fn layer_norm_input_grad_row(dy: &mut [f32], d_out: &[f32], x_hat: &[f32], std: f32, gamma: &[f32]) {
+    let f = dy.len() as f32;
+    let mut mean_dx_hat = 0f32;
+    let mut mean_dx_hat_x_hat = 0f32;
+    for j in 0..dy.len() {
+        let dx_hat = d_out[j] * gamma[j];
+        mean_dx_hat += dx_hat;
+        mean_dx_hat_x_hat += dx_hat * x_hat[j];
+        dy[j] = dx_hat;
+    }
+    mean_dx_hat /= f;
+    mean_dx_hat_x_hat /= f;
+    for j in 0..dy.len() {
+        dy[j] = (dy[j] - mean_dx_hat - x_hat[j] * mean_dx_hat_x_hat) / std;
+    }
+}
+
+/// The squashed Gaussian's constants: log σ = min + (tanh(raw) + 1)·half_range.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Squash {
+    pub log_std_min: f32,
+    pub half_range: f32,
+}
+
+impl Squash {
+    pub(super) fn new((log_std_min, log_std_max): (f64, f64)) -> Self {
+        Self {
+            log_std_min: log_std_min as f32,
+            half_range: (0.5 * (log_std_max - log_std_min)) as f32,
+        }
+    }
+}
+
+/// One sample's terms at action dimension j.
+pub(super) struct SquashTerms {
+    /// tanh of the raw log-std.
+    pub raw_tanh: f32,
+    /// σ.
+    pub std: f32,
+    /// tanh(x).
+    pub action: f32,
+    /// log π's term (summed over the action's dimensions).
+    pub log_prob: f32,
+}
+
+/// The reparameterised sample x = μ + σ·ε of one action dimension, squashed: action = tanh(x),
+/// log π = −ε²/2 − log σ − ½ log 2π − log|d tanh(x)/dx|, the last in the stable form
+/// 2·(ln 2 − x − softplus(−2x)).
+pub(super) fn squash_row(mu: f32, raw: f32, eps: f32, s: Squash) -> SquashTerms {
+    let half_log_2pi = (0.5 * (2.0 * std::f64::consts::PI).ln()) as f32;
+    let ln2 = std::f64::consts::LN_2 as f32;
+    let softplus = |z: f32| z.max(0.0) + ((-z.abs()).exp() + 1.0).ln();
+    let t = raw.tanh();
+    let log_std = (t + 1.0) * s.half_range + s.log_std_min;
+    let std = log_std.exp();
+    let x = mu + std * eps;
+    let normal = (eps * eps * -0.5 - log_std) - half_log_2pi;
+    let log_det = (-(softplus(x * -2.0) + x) + ln2) * 2.0;
+    SquashTerms {
+        raw_tanh: t,
+        std,
+        action: x.tanh(),
+        log_prob: normal - log_det,
+    }
+}
+
+/// d μ and d raw of one action dimension, given d action and d log π (per row): through
+/// x = μ + σ·ε, action = tanh(x), and log π's terms −log σ and −log(1 − tanh² x), whose
+/// derivative in x is 2·tanh(x).
+pub(super) fn squash_grad_row(terms: &SquashTerms, eps: f32, d_action: f32, d_log_prob: f32, s: Squash) -> (f32, f32) {
+    let tanh_x = terms.action;
+    let d_x = d_action * (1.0 - tanh_x * tanh_x) + d_log_prob * 2.0 * tanh_x;
+    let d_log_std = d_x * terms.std * eps - d_log_prob;
+    let t = terms.raw_tanh;
+    (d_x, d_log_std * s.half_range * (1.0 - t * t))
+}
+
+// ---- the ops
+
+/// A contiguous f32 CPU tensor's data; an error naming `what` otherwise.
+fn cpu_f32<'a>(op: &str, what: &str, s: &'a CpuStorage, l: &Layout) -> candle_core::Result<&'a [f32]> {
+    let CpuStorage::F32(data) = s else {
+        candle_core::bail!("{op}: {what} is not f32")
+    };
+    match l.contiguous_offsets() {
+        Some((start, end)) => Ok(&data[start..end]),
+        None => candle_core::bail!("{op}: {what} is not contiguous"),
+    }
+}
+
+/// y (b, F), γ, β (F) -> LayerNorm's output x_hat·γ + β (b, F).
+struct LayerNormForward;
+
+/// y (b, F), γ (F), d out (b, F) -> d y (b, F).
+struct LayerNormInputGrad;
+
+/// y (b, F), d out (b, F) -> (2, F): [d γ = Σ_rows d out·x_hat ; d β = Σ_rows d out].
+struct LayerNormParamGrads;
+
+/// head (b, 2A) = [μ | raw], ε (b, A) -> (b, A + 1): [action | Σ_A log π].
+struct SquashedSample(Squash);
+
+/// head (b, 2A), ε (b, A), d action (b, A) -> d head (b, 2A), with d log π per row.
+struct SquashedSampleGrad {
+    squash: Squash,
+    d_log_prob: f32,
+}
+
+impl CustomOp3 for LayerNormForward {
+    fn name(&self) -> &'static str {
+        "sac-layer-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        y: &CpuStorage,
+        y_l: &Layout,
+        g: &CpuStorage,
+        g_l: &Layout,
+        b: &CpuStorage,
+        b_l: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let name = self.name();
+        let (y, gamma, beta) = (
+            cpu_f32(name, "y", y, y_l)?,
+            cpu_f32(name, "γ", g, g_l)?,
+            cpu_f32(name, "β", b, b_l)?,
+        );
+        let mut out = y.to_vec();
+        for row in out.chunks_exact_mut(gamma.len()) {
+            normalise_row(row);
+            row.iter_mut()
+                .zip(gamma.iter().zip(beta))
+                .for_each(|(v, (g, b))| *v = *v * g + b);
+        }
+        Ok((CpuStorage::F32(out), y_l.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        y: &candle_core::CudaStorage,
+        y_l: &Layout,
+        g: &candle_core::CudaStorage,
+        g_l: &Layout,
+        b: &candle_core::CudaStorage,
+        b_l: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        let (rows, f) = y_l.shape().dims2()?;
+        cuda::launch_rows(
+            "lfs_sac_layer_norm",
+            y_l.shape(),
+            &[(y, y_l), (g, g_l), (b, b_l)],
+            (rows, f),
+            &[],
+            rows,
+        )
+    }
+}
+
+impl CustomOp3 for LayerNormInputGrad {
+    fn name(&self) -> &'static str {
+        "sac-layer-norm-input-grad"
+    }
+
+    fn cpu_fwd(
+        &self,
+        y: &CpuStorage,
+        y_l: &Layout,
+        g: &CpuStorage,
+        g_l: &Layout,
+        d: &CpuStorage,
+        d_l: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let name = self.name();
+        let (y, gamma, d_out) = (
+            cpu_f32(name, "y", y, y_l)?,
+            cpu_f32(name, "γ", g, g_l)?,
+            cpu_f32(name, "d out", d, d_l)?,
+        );
+        let f = gamma.len();
+        let mut x_hat = vec![0f32; f];
+        let mut dy = vec![0f32; y.len()];
+        for ((dy, y), d_out) in dy.chunks_exact_mut(f).zip(y.chunks_exact(f)).zip(d_out.chunks_exact(f)) {
+            x_hat.copy_from_slice(y);
+            let std = normalise_row(&mut x_hat);
+            layer_norm_input_grad_row(dy, d_out, &x_hat, std, gamma);
+        }
+        Ok((CpuStorage::F32(dy), y_l.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        y: &candle_core::CudaStorage,
+        y_l: &Layout,
+        g: &candle_core::CudaStorage,
+        g_l: &Layout,
+        d: &candle_core::CudaStorage,
+        d_l: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        let (rows, f) = y_l.shape().dims2()?;
+        cuda::launch_rows(
+            "lfs_sac_layer_norm_input_grad",
+            y_l.shape(),
+            &[(y, y_l), (g, g_l), (d, d_l)],
+            (rows, f),
+            &[],
+            rows,
+        )
+    }
+}
+
+impl CustomOp2 for LayerNormParamGrads {
+    fn name(&self) -> &'static str {
+        "sac-layer-norm-param-grads"
+    }
+
+    fn cpu_fwd(
+        &self,
+        y: &CpuStorage,
+        y_l: &Layout,
+        d: &CpuStorage,
+        d_l: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let name = self.name();
+        let (y, d_out) = (cpu_f32(name, "y", y, y_l)?, cpu_f32(name, "d out", d, d_l)?);
+        let f = y_l.dims()[1];
+        let mut grads = vec![0f32; 2 * f]; // (2, F)
+        let mut x_hat = vec![0f32; f];
+        for (y, d_out) in y.chunks_exact(f).zip(d_out.chunks_exact(f)) {
+            x_hat.copy_from_slice(y);
+            normalise_row(&mut x_hat);
+            for j in 0..f {
+                grads[j] += d_out[j] * x_hat[j];
+                grads[f + j] += d_out[j];
+            }
+        }
+        Ok((CpuStorage::F32(grads), Shape::from((2, f))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        y: &candle_core::CudaStorage,
+        y_l: &Layout,
+        d: &candle_core::CudaStorage,
+        d_l: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        let (rows, f) = y_l.shape().dims2()?;
+        cuda::launch_rows(
+            "lfs_sac_layer_norm_param_grads",
+            &Shape::from((2, f)),
+            &[(y, y_l), (d, d_l)],
+            (rows, f),
+            &[],
+            f,
+        )
+    }
+}
+
+impl CustomOp2 for SquashedSample {
+    fn name(&self) -> &'static str {
+        "sac-squashed-sample"
+    }
+
+    fn cpu_fwd(
+        &self,
+        h: &CpuStorage,
+        h_l: &Layout,
+        e: &CpuStorage,
+        e_l: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let name = self.name();
+        let (head, eps) = (cpu_f32(name, "head", h, h_l)?, cpu_f32(name, "ε", e, e_l)?);
+        let (b, a) = (e_l.dims()[0], e_l.dims()[1]);
+        let mut out = vec![0f32; b * (a + 1)]; // (b, A + 1)
+        for ((out, head), eps) in out
+            .chunks_exact_mut(a + 1)
+            .zip(head.chunks_exact(2 * a))
+            .zip(eps.chunks_exact(a))
+        {
+            let mut log_prob = 0f32;
+            for j in 0..a {
+                let terms = squash_row(head[j], head[a + j], eps[j], self.0);
+                out[j] = terms.action;
+                log_prob += terms.log_prob;
+            }
+            out[a] = log_prob;
+        }
+        Ok((CpuStorage::F32(out), Shape::from((b, a + 1))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        h: &candle_core::CudaStorage,
+        h_l: &Layout,
+        e: &candle_core::CudaStorage,
+        e_l: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        let (b, a) = (e_l.dims()[0], e_l.dims()[1]);
+        let s = self.0;
+        cuda::launch_rows(
+            "lfs_sac_squashed_sample",
+            &Shape::from((b, a + 1)),
+            &[(h, h_l), (e, e_l)],
+            (b, a),
+            &[s.log_std_min, s.half_range],
+            b,
+        )
+    }
+}
+
+impl CustomOp3 for SquashedSampleGrad {
+    fn name(&self) -> &'static str {
+        "sac-squashed-sample-grad"
+    }
+
+    fn cpu_fwd(
+        &self,
+        h: &CpuStorage,
+        h_l: &Layout,
+        e: &CpuStorage,
+        e_l: &Layout,
+        d: &CpuStorage,
+        d_l: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let name = self.name();
+        let (head, eps, d_action) = (
+            cpu_f32(name, "head", h, h_l)?,
+            cpu_f32(name, "ε", e, e_l)?,
+            cpu_f32(name, "d action", d, d_l)?,
+        );
+        let a = e_l.dims()[1];
+        let mut d_head = vec![0f32; head.len()]; // (b, 2A): [d μ | d raw]
+        for (((d_head, head), eps), d_action) in d_head
+            .chunks_exact_mut(2 * a)
+            .zip(head.chunks_exact(2 * a))
+            .zip(eps.chunks_exact(a))
+            .zip(d_action.chunks_exact(a))
+        {
+            for j in 0..a {
+                let terms = squash_row(head[j], head[a + j], eps[j], self.squash);
+                let (d_mu, d_raw) = squash_grad_row(&terms, eps[j], d_action[j], self.d_log_prob, self.squash);
+                d_head[j] = d_mu;
+                d_head[a + j] = d_raw;
+            }
+        }
+        Ok((CpuStorage::F32(d_head), h_l.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        h: &candle_core::CudaStorage,
+        h_l: &Layout,
+        e: &candle_core::CudaStorage,
+        e_l: &Layout,
+        d: &candle_core::CudaStorage,
+        d_l: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        let s = self.squash;
+        let (b, a) = e_l.shape().dims2()?;
+        cuda::launch_rows(
+            "lfs_sac_squashed_sample_grad",
+            h_l.shape(),
+            &[(h, h_l), (e, e_l), (d, d_l)],
+            (b, a),
+            &[s.log_std_min, s.half_range, self.d_log_prob],
+            b,
+        )
+    }
+}
+
+// ---- what on_device calls
+
+/// y (b, F) -> x_hat·γ + β (b, F).
+pub(super) fn layer_norm(y: &Tensor, gamma: &Tensor, beta: &Tensor) -> Result<Tensor> {
+    Ok(y.contiguous()?.apply_op3_no_bwd(gamma, beta, &LayerNormForward)?)
+}
+
+/// d y (b, F) of the LayerNorm over y (b, F), given d out (b, F).
+pub(super) fn layer_norm_input_grad(y: &Tensor, gamma: &Tensor, d_out: &Tensor) -> Result<Tensor> {
+    Ok(y.contiguous()?
+        .apply_op3_no_bwd(gamma, &d_out.contiguous()?, &LayerNormInputGrad)?)
+}
+
+/// (d γ, d β), (F) each, of the LayerNorm over y (b, F), given d out (b, F).
+pub(super) fn layer_norm_param_grads(y: &Tensor, d_out: &Tensor) -> Result<(Tensor, Tensor)> {
+    let grads = y
+        .contiguous()?
+        .apply_op2_no_bwd(&d_out.contiguous()?, &LayerNormParamGrads)?; // (2, F)
+    Ok((grads.get(0)?, grads.get(1)?))
+}
+
+/// (action (b, A), Σ_A log π (b, 1)) of the sample from head (b, 2A) with noise ε (b, A).
+pub(super) fn squashed_sample(head: &Tensor, eps: &Tensor, bounds: (f64, f64)) -> Result<(Tensor, Tensor)> {
+    let a = eps.dim(1)?;
+    let out = head
+        .contiguous()?
+        .apply_op2_no_bwd(eps, &SquashedSample(Squash::new(bounds)))?; // (b, A + 1)
+    Ok((out.narrow(1, 0, a)?, out.narrow(1, a, 1)?.contiguous()?))
+}
+
+/// d head (b, 2A) of that sample, given d action (b, A) and d log π (the same for every row).
+pub(super) fn squashed_sample_grad(
+    head: &Tensor,
+    eps: &Tensor,
+    d_action: &Tensor,
+    d_log_prob: f64,
+    bounds: (f64, f64),
+) -> Result<Tensor> {
+    let op = SquashedSampleGrad {
+        squash: Squash::new(bounds),
+        d_log_prob: d_log_prob as f32,
+    };
+    Ok(head.contiguous()?.apply_op3_no_bwd(eps, &d_action.contiguous()?, &op)?)
+}
+
+/// Whether [`super::on_device`] uses these ops: unless `LFS_FUSED_SAC=0` (candle's element-wise
+/// ops then, for timing the two side by side), and on CUDA if NVRTC compiles the kernels.
+pub(super) fn fused() -> bool {
+    static FUSED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FUSED.get_or_init(|| {
+        #[cfg(feature = "cuda")]
+        let on = crate::nn::cuda_step::switched_on("LFS_FUSED_SAC", cuda::ptx, "SAC's rows run as candle's ops");
+        #[cfg(not(feature = "cuda"))]
+        let on = crate::device::env_value("LFS_FUSED_SAC", &["1", "0"]) != Some("0");
+        on
+    })
+}
+
+/// The ops' CUDA kernels: the per-row functions above, line for line, one thread per row (per
+/// column for the parameters' gradients) in grid-stride loops. Compiled by NVRTC on CUDA
+/// (feature `cuda`); the unit test below also compiles them for the host with a C++ compiler,
+/// one thread striding over everything, and holds them to the CPU ops.
+#[cfg_attr(not(any(test, feature = "cuda")), allow(dead_code))]
+const SOURCE: &str = r#"
+#define LN_EPS 1e-5f
+
+// normalise_row: centre, divide by sqrt(var + eps); returns the std.
+__device__ float lfs_normalise(const float* y, float* x_hat, unsigned int f) {
+    float mean = 0.0f;
+    for (unsigned int j = 0; j < f; ++j) mean += y[j];
+    mean /= (float)f;
+    float var = 0.0f;
+    for (unsigned int j = 0; j < f; ++j) { float v = y[j] - mean; x_hat[j] = v; var += v * v; }
+    var /= (float)f;
+    float std = sqrtf(var + LN_EPS);
+    for (unsigned int j = 0; j < f; ++j) x_hat[j] /= std;
+    return std;
+}
+
+// LayerNorm's output, one thread per row; x_hat lives in the output row.
+extern "C" __global__ void lfs_sac_layer_norm(const float* y, const float* gamma, const float* beta, float* out,
+                                              unsigned int b, unsigned int f) {
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
+        float* o = out + (unsigned long long)i * f;
+        lfs_normalise(y + (unsigned long long)i * f, o, f);
+        for (unsigned int j = 0; j < f; ++j) o[j] = o[j] * gamma[j] + beta[j];
+    }
+}
+
+// layer_norm_input_grad_row, one thread per row; x_hat is recomputed into dy's row first.
+extern "C" __global__ void lfs_sac_layer_norm_input_grad(const float* y, const float* gamma, const float* d_out,
+                                                         float* dy, unsigned int b, unsigned int f) {
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
+        unsigned long long r = (unsigned long long)i * f;
+        float* x_hat = dy + r;
+        float std = lfs_normalise(y + r, x_hat, f);
+        float mean_dx_hat = 0.0f, mean_dx_hat_x_hat = 0.0f;
+        for (unsigned int j = 0; j < f; ++j) {
+            float dx_hat = d_out[r + j] * gamma[j];
+            mean_dx_hat += dx_hat;
+            mean_dx_hat_x_hat += dx_hat * x_hat[j];
+        }
+        mean_dx_hat /= (float)f;
+        mean_dx_hat_x_hat /= (float)f;
+        for (unsigned int j = 0; j < f; ++j) {
+            float dx_hat = d_out[r + j] * gamma[j];
+            dy[r + j] = (dx_hat - mean_dx_hat - x_hat[j] * mean_dx_hat_x_hat) / std;
+        }
+    }
+}
+
+// d gamma and d beta, one thread per column, the rows summed in order (as the CPU's loop); each
+// row's mean and std recomputed as lfs_normalise computes them.
+extern "C" __global__ void lfs_sac_layer_norm_param_grads(const float* y, const float* d_out, float* grads,
+                                                          unsigned int b, unsigned int f) {
+    for (unsigned int j = blockIdx.x * blockDim.x + threadIdx.x; j < f; j += blockDim.x * gridDim.x) {
+        float dg = 0.0f, db = 0.0f;
+        for (unsigned int i = 0; i < b; ++i) {
+            const float* row = y + (unsigned long long)i * f;
+            float mean = 0.0f;
+            for (unsigned int k = 0; k < f; ++k) mean += row[k];
+            mean /= (float)f;
+            float var = 0.0f;
+            for (unsigned int k = 0; k < f; ++k) { float v = row[k] - mean; var += v * v; }
+            var /= (float)f;
+            float std = sqrtf(var + LN_EPS);
+            float x_hat = (row[j] - mean) / std;
+            float d = d_out[(unsigned long long)i * f + j];
+            dg += d * x_hat;
+            db += d;
+        }
+        grads[j] = dg;
+        grads[f + j] = db;
+    }
+}
+
+__device__ float lfs_softplus(float z) { return fmaxf(z, 0.0f) + logf(expf(-fabsf(z)) + 1.0f); }
+
+// squash_row's terms into raw_tanh, std, action; returns the log-density term.
+__device__ float lfs_squash(float mu, float raw, float eps, float log_std_min, float half_range,
+                            float* raw_tanh, float* std_out, float* action) {
+    const float half_log_2pi = 0.91893853320467274178f;
+    const float ln2 = 0.69314718055994530942f;
+    float t = tanhf(raw);
+    float log_std = (t + 1.0f) * half_range + log_std_min;
+    float std = expf(log_std);
+    float x = mu + std * eps;
+    float normal = (eps * eps * -0.5f - log_std) - half_log_2pi;
+    float log_det = (-(lfs_softplus(x * -2.0f) + x) + ln2) * 2.0f;
+    *raw_tanh = t;
+    *std_out = std;
+    *action = tanhf(x);
+    return normal - log_det;
+}
+
+// out (b, A + 1) = [action | sum log pi], one thread per row.
+extern "C" __global__ void lfs_sac_squashed_sample(const float* head, const float* eps, float* out,
+                                                   unsigned int b, unsigned int a,
+                                                   float log_std_min, float half_range) {
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
+        const float* h = head + (unsigned long long)i * 2 * a;
+        const float* e = eps + (unsigned long long)i * a;
+        float* o = out + (unsigned long long)i * (a + 1);
+        float log_prob = 0.0f, t, s;
+        for (unsigned int j = 0; j < a; ++j) {
+            log_prob += lfs_squash(h[j], h[a + j], e[j], log_std_min, half_range, &t, &s, &o[j]);
+        }
+        o[a] = log_prob;
+    }
+}
+
+// squash_grad_row: d head (b, 2A) = [d mu | d raw], one thread per row.
+extern "C" __global__ void lfs_sac_squashed_sample_grad(const float* head, const float* eps, const float* d_action,
+                                                        float* d_head, unsigned int b, unsigned int a,
+                                                        float log_std_min, float half_range, float d_log_prob) {
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
+        const float* h = head + (unsigned long long)i * 2 * a;
+        const float* e = eps + (unsigned long long)i * a;
+        const float* da = d_action + (unsigned long long)i * a;
+        float* dh = d_head + (unsigned long long)i * 2 * a;
+        for (unsigned int j = 0; j < a; ++j) {
+            float t, s, tanh_x;
+            lfs_squash(h[j], h[a + j], e[j], log_std_min, half_range, &t, &s, &tanh_x);
+            float d_x = da[j] * (1.0f - tanh_x * tanh_x) + d_log_prob * 2.0f * tanh_x;
+            float d_log_std = d_x * s * e[j] - d_log_prob;
+            dh[j] = d_x;
+            dh[a + j] = d_log_std * half_range * (1.0f - t * t);
+        }
+    }
+}
+"#;
+
+#[cfg(feature = "cuda")]
+mod cuda {
+    //! The ops' kernels: the per-row functions above, line for line.
+
+    use std::sync::OnceLock;
+
+    use candle_core::cuda::cudarc::driver::PushKernelArg;
+    use candle_core::cuda::{CudaStorage, WrapErr};
+    use candle_core::{Layout, Shape};
+
+    use super::SOURCE;
+    use crate::nn::cuda_step::{compiled, launch_config};
+
+    /// The module's name in candle's per-device cache of custom modules.
+    const MODULE: &str = "lfs_sac_rows";
+
+    /// The kernels' PTX, compiled on first use.
+    pub(super) fn ptx() -> candle_core::Result<&'static str> {
+        static PTX: OnceLock<std::result::Result<String, String>> = OnceLock::new();
+        compiled(&PTX, SOURCE, "SAC row")
+    }
+
+    /// Runs kernel `name` over `threads` threads (rows or columns) with its arguments in
+    /// SOURCE's order: the f32 inputs, a fresh output of `out_shape`, `(rows, cols)` (b and F,
+    /// or b and A) and `scalars`. Every input must be contiguous.
+    pub(super) fn launch_rows(
+        name: &str,
+        out_shape: &Shape,
+        inputs: &[(&CudaStorage, &Layout)],
+        (rows, cols): (usize, usize),
+        scalars: &[f32],
+        threads: usize,
+    ) -> candle_core::Result<(CudaStorage, Shape)> {
+        let (first, _) = inputs[0];
+        let dev = first.device.clone();
+        let func = dev.get_or_load_custom_func(name, MODULE, ptx()?)?;
+        let views = inputs
+            .iter()
+            .map(|(s, l)| {
+                if !l.is_contiguous() {
+                    candle_core::bail!("{name}: an input is not contiguous")
+                }
+                Ok(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..))
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        // SAFETY: every element is written by the kernel.
+        let out = unsafe { dev.alloc::<f32>(out_shape.elem_count().max(1))? };
+        let (rows, cols) = (rows as u32, cols as u32);
+        let mut builder = func.builder();
+        for v in &views {
+            builder.arg(v);
+        }
+        builder.arg(&out);
+        builder.arg(&rows);
+        builder.arg(&cols);
+        for s in scalars {
+            builder.arg(s);
+        }
+        // SAFETY: each kernel's parameters are its inputs, its output, (rows, cols) and its
+        // scalars, in SOURCE's order; the callers pass shapes the CPU side checks the same way.
+        unsafe { builder.launch(launch_config(threads)) }.w()?;
+        Ok((CudaStorage::wrap_cuda_slice(out, dev), out_shape.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    use candle_core::{Device, Tensor};
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    /// A host program around [`SOURCE`]: CUDA's qualifiers and thread indices shimmed so that one
+    /// thread strides over every row; `main` runs the kernel named by argv[1] on raw f32 from
+    /// stdin and writes its output to stdout.
+    const HARNESS: &str = r#"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string>
+#include <vector>
+struct Dim { unsigned int x; };
+static const Dim blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
+#define __global__
+#define __device__
+@SOURCE@
+static std::vector<float> in(size_t n) {
+    std::vector<float> v(n);
+    if (fread(v.data(), sizeof(float), n, stdin) != n) { fprintf(stderr, "short input\n"); exit(2); }
+    return v;
+}
+int main(int argc, char** argv) {
+    std::string k = argv[1];
+    unsigned int b = atoi(argv[2]), c = atoi(argv[3]);
+    std::vector<float> out;
+    if (k == "lfs_sac_layer_norm") {
+        auto y = in(b * c), g = in(c), be = in(c); out.resize(b * c);
+        lfs_sac_layer_norm(y.data(), g.data(), be.data(), out.data(), b, c);
+    } else if (k == "lfs_sac_layer_norm_input_grad") {
+        auto y = in(b * c), g = in(c), d = in(b * c); out.resize(b * c);
+        lfs_sac_layer_norm_input_grad(y.data(), g.data(), d.data(), out.data(), b, c);
+    } else if (k == "lfs_sac_layer_norm_param_grads") {
+        auto y = in(b * c), d = in(b * c); out.resize(2 * c);
+        lfs_sac_layer_norm_param_grads(y.data(), d.data(), out.data(), b, c);
+    } else if (k == "lfs_sac_squashed_sample") {
+        auto s = in(2), h = in(b * 2 * c), e = in(b * c); out.resize(b * (c + 1));
+        lfs_sac_squashed_sample(h.data(), e.data(), out.data(), b, c, s[0], s[1]);
+    } else if (k == "lfs_sac_squashed_sample_grad") {
+        auto s = in(3), h = in(b * 2 * c), e = in(b * c), d = in(b * c); out.resize(b * 2 * c);
+        lfs_sac_squashed_sample_grad(h.data(), e.data(), d.data(), out.data(), b, c, s[0], s[1], s[2]);
+    } else { fprintf(stderr, "no kernel %s\n", argv[1]); return 2; }
+    fwrite(out.data(), sizeof(float), out.size(), stdout);
+    return 0;
+}
+"#;
+
+    /// The harness, built once per test run with the host's C++ compiler, without contraction
+    /// into fused multiply-adds (as NVRTC's `--fmad=false`).
+    fn harness() -> std::path::PathBuf {
+        static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+        BUILT
+            .get_or_init(|| {
+                let dir = std::env::temp_dir().join(format!("lfs-sac-rows-{}", std::process::id()));
+                std::fs::create_dir_all(&dir).unwrap();
+                let (cpp, exe) = (dir.join("harness.cpp"), dir.join("harness"));
+                std::fs::write(&cpp, HARNESS.replace("@SOURCE@", SOURCE)).unwrap();
+                let status = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
+                    .args(["-O1", "-ffp-contract=off", "-std=c++17", "-o"])
+                    .arg(&exe)
+                    .arg(&cpp)
+                    .status()
+                    .expect("a C++ compiler (build-essential's c++, or $CXX) for the kernels' host test");
+                assert!(status.success(), "the SAC row kernels do not compile for the host");
+                exe
+            })
+            .clone()
+    }
+
+    /// Kernel `name` over (rows, cols) on `inputs` (each flattened), run on the host.
+    fn run(name: &str, rows: usize, cols: usize, inputs: &[&[f32]]) -> Vec<f32> {
+        let mut child = Command::new(harness())
+            .args([name, &rows.to_string(), &cols.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let bytes: Vec<u8> = inputs
+            .iter()
+            .flat_map(|v| v.iter().flat_map(|x| x.to_le_bytes()))
+            .collect();
+        child.stdin.take().unwrap().write_all(&bytes).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+
+    fn values(t: &Tensor) -> Vec<f32> {
+        t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+    }
+
+    /// Every entry within 1e-6 of the CPU op's, relative to the larger of 1 and its size.
+    fn assert_close(what: &str, kernel: &[f32], cpu: &[f32]) {
+        assert_eq!(kernel.len(), cpu.len(), "{what}");
+        for (i, (k, c)) in kernel.iter().zip(cpu).enumerate() {
+            assert!(
+                (k - c).abs() <= 1e-6 * c.abs().max(1.0),
+                "{what}[{i}]: kernel {k}, CPU {c}"
+            );
+        }
+    }
+
+    /// The CUDA kernels' arithmetic, compiled for the host, against the ops' CPU side: the same
+    /// lines, so the same numbers to float rounding (libm's tanh, exp and log may round their
+    /// last bit differently from candle's). Catches a kernel whose indexing, argument order or
+    /// formula drifts from the CPU's, which no CPU-only build would run.
+    #[test]
+    fn the_cuda_kernels_compute_what_the_cpu_ops_compute() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        let mut draw = |n: usize, scale: f32| -> Vec<f32> { (0..n).map(|_| rng.random_range(-scale..scale)).collect() };
+        let dev = &Device::Cpu;
+        let (b, f, a) = (37, 50, 6);
+        let (y, gamma, beta, d_out) = (draw(b * f, 3.0), draw(f, 1.5), draw(f, 0.5), draw(b * f, 1.0));
+        let t = |v: &[f32], shape: &[usize]| Tensor::from_slice(v, shape, dev).unwrap();
+        let (yt, gt, bt, dt) = (t(&y, &[b, f]), t(&gamma, &[f]), t(&beta, &[f]), t(&d_out, &[b, f]));
+
+        let cpu = values(&layer_norm(&yt, &gt, &bt).unwrap());
+        assert_close(
+            "layer norm",
+            &run("lfs_sac_layer_norm", b, f, &[&y, &gamma, &beta]),
+            &cpu,
+        );
+        let cpu = values(&layer_norm_input_grad(&yt, &gt, &dt).unwrap());
+        let kernel = run("lfs_sac_layer_norm_input_grad", b, f, &[&y, &gamma, &d_out]);
+        assert_close("layer norm's input gradient", &kernel, &cpu);
+        let (dg, db) = layer_norm_param_grads(&yt, &dt).unwrap();
+        let cpu = [values(&dg), values(&db)].concat();
+        let kernel = run("lfs_sac_layer_norm_param_grads", b, f, &[&y, &d_out]);
+        assert_close("layer norm's parameter gradients", &kernel, &cpu);
+
+        let bounds = (-10.0, 2.0);
+        let s = Squash::new(bounds);
+        let (head, eps, d_action) = (draw(b * 2 * a, 2.0), draw(b * a, 2.0), draw(b * a, 1.0));
+        let (ht, et, dat) = (t(&head, &[b, 2 * a]), t(&eps, &[b, a]), t(&d_action, &[b, a]));
+        let (action, log_prob) = squashed_sample(&ht, &et, bounds).unwrap();
+        let cpu = Tensor::cat(&[&action, &log_prob], 1).unwrap(); // (b, A + 1)
+        let scalars = [s.log_std_min, s.half_range];
+        let kernel = run("lfs_sac_squashed_sample", b, a, &[&scalars, &head, &eps]);
+        assert_close("squashed sample", &kernel, &values(&cpu));
+        let d_log_prob = 0.1 / b as f64;
+        let cpu = values(&squashed_sample_grad(&ht, &et, &dat, d_log_prob, bounds).unwrap());
+        let scalars = [s.log_std_min, s.half_range, d_log_prob as f32];
+        let kernel = run(
+            "lfs_sac_squashed_sample_grad",
+            b,
+            a,
+            &[&scalars, &head, &eps, &d_action],
+        );
+        assert_close("squashed sample's gradient", &kernel, &cpu);
+    }
+}
