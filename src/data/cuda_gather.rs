@@ -9,15 +9,11 @@
 //! Checked on a GPU by `examples/device_check.rs` (its pre-training checks gather their batches
 //! on the device against the host's stacking; "replay rows on the device" must be exact).
 
-use std::sync::OnceLock;
+#[cfg(feature = "cuda")]
+pub use on_cuda::{fused, gather};
 
-use candle_core::cuda::cudarc::driver::PushKernelArg;
-use candle_core::cuda::{CudaStorage, WrapErr};
-use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
-
-use crate::nn::cuda_step::{compiled, contiguous_len, launch_config, switched_on};
-use crate::{Error, Result};
-
+/// The kernel, compiled by NVRTC on CUDA; the unit test below compiles it for the host too
+/// (`crate::nn::cuda_on_host`) and holds it to the CPU's gather.
 const SOURCE: &str = r#"
 // out (n, k, h, w) u8; tables = [channel (n·k), row (n·h), col (n·w)] as signed 64-bit
 // positions in the store (which may pass 4 GB); the output's own index fits 32 bits (checked by
@@ -39,96 +35,176 @@ extern "C" __global__ void lfs_gather_stacks(const unsigned char* frames, const 
 }
 "#;
 
-const MODULE: &str = "lfs_cuda_gather";
+#[cfg(feature = "cuda")]
+mod on_cuda {
+    use std::sync::OnceLock;
 
-fn ptx() -> candle_core::Result<&'static str> {
-    static PTX: OnceLock<std::result::Result<String, String>> = OnceLock::new();
-    compiled(&PTX, SOURCE, "frame gather")
-}
+    use candle_core::cuda::cudarc::driver::PushKernelArg;
+    use candle_core::cuda::{CudaStorage, WrapErr};
+    use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
-/// Whether the store's gather on CUDA of `bytes` output bytes is this kernel: unless
-/// `LFS_FUSED_GATHER=0`, NVRTC cannot compile it, or the output passes 32-bit indexing (candle's
-/// broadcast adds and index_select then).
-pub fn fused(bytes: usize) -> bool {
-    static FUSED: OnceLock<bool> = OnceLock::new();
-    let on = *FUSED.get_or_init(|| switched_on("LFS_FUSED_GATHER", ptx, "the frames' gather runs as candle's ops"));
-    on && bytes <= u32::MAX as usize
-}
+    use super::SOURCE;
+    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config, switched_on};
+    use crate::{Error, Result};
 
-/// Out (n, k, h, w) u8 with out[j, c, y, x] = frames[channel[j·k + c] + row[j·h + y] + col[j·w + x]]
-/// (positions in `frames` flattened), `frames` on CUDA.
-pub fn gather(
-    frames: &Tensor,
-    channel: &[u64],
-    row: &[u64],
-    col: &[u64],
-    shape: (usize, usize, usize, usize),
-) -> Result<Tensor> {
-    let (n, k, h, w) = shape;
-    if channel.len() != n * k || row.len() != n * h || col.len() != n * w {
-        return Err(Error::Shape(format!(
-            "frame gather: tables of {}, {}, {} for (n, k, h, w) = {shape:?}",
-            channel.len(),
-            row.len(),
-            col.len()
-        )));
-    }
-    let tables: Vec<i64> = channel.iter().chain(row).chain(col).map(|&v| v as i64).collect();
-    let tables = Tensor::from_vec(tables, n * (k + h + w), frames.device())?;
-    let frames = frames.flatten_all()?;
-    Ok(frames.apply_op2_no_bwd(&tables, &Gather { shape })?)
-}
+    const MODULE: &str = "lfs_cuda_gather";
 
-struct Gather {
-    shape: (usize, usize, usize, usize),
-}
-
-impl CustomOp2 for Gather {
-    fn name(&self) -> &'static str {
-        "gather-stacks-cuda"
+    fn ptx() -> candle_core::Result<&'static str> {
+        static PTX: OnceLock<std::result::Result<String, String>> = OnceLock::new();
+        compiled(&PTX, SOURCE, "frame gather")
     }
 
-    fn cpu_fwd(
-        &self,
-        _: &CpuStorage,
-        _: &Layout,
-        _: &CpuStorage,
-        _: &Layout,
-    ) -> candle_core::Result<(CpuStorage, Shape)> {
-        candle_core::bail!("gather-stacks-cuda runs on CUDA only")
+    /// Whether the store's gather on CUDA of `bytes` output bytes is this kernel: unless
+    /// `LFS_FUSED_GATHER=0`, NVRTC cannot compile it, or the output passes 32-bit indexing (candle's
+    /// broadcast adds and index_select then).
+    pub fn fused(bytes: usize) -> bool {
+        static FUSED: OnceLock<bool> = OnceLock::new();
+        let on = *FUSED.get_or_init(|| switched_on("LFS_FUSED_GATHER", ptx, "the frames' gather runs as candle's ops"));
+        on && bytes <= u32::MAX as usize
     }
 
-    fn cuda_fwd(
-        &self,
-        frames: &CudaStorage,
-        frames_l: &Layout,
-        tables: &CudaStorage,
-        tables_l: &Layout,
-    ) -> candle_core::Result<(CudaStorage, Shape)> {
-        contiguous_len(frames_l, "the frames")?;
-        contiguous_len(tables_l, "the index tables")?;
-        let (n, k, h, w) = self.shape;
-        let total = n * k * h * w;
-        let dev = frames.device.clone();
-        let func = dev.get_or_load_custom_func("lfs_gather_stacks", MODULE, ptx()?)?;
-        let frames_v = frames.as_cuda_slice::<u8>()?.slice(frames_l.start_offset()..);
-        let tables_v = tables.as_cuda_slice::<i64>()?.slice(tables_l.start_offset()..);
-        // SAFETY: every byte is written by the kernel.
-        let out = unsafe { dev.alloc::<u8>(total.max(1))? };
-        if total > u32::MAX as usize {
-            candle_core::bail!("gather-stacks-cuda: {total} bytes pass 32-bit indexing");
+    /// Out (n, k, h, w) u8 with out[j, c, y, x] = frames[channel[j·k + c] + row[j·h + y] + col[j·w + x]]
+    /// (positions in `frames` flattened), `frames` on CUDA.
+    pub fn gather(
+        frames: &Tensor,
+        channel: &[u64],
+        row: &[u64],
+        col: &[u64],
+        shape: (usize, usize, usize, usize),
+    ) -> Result<Tensor> {
+        let (n, k, h, w) = shape;
+        if channel.len() != n * k || row.len() != n * h || col.len() != n * w {
+            return Err(Error::Shape(format!(
+                "frame gather: tables of {}, {}, {} for (n, k, h, w) = {shape:?}",
+                channel.len(),
+                row.len(),
+                col.len()
+            )));
         }
-        let dims = [n, k, h, w].map(|d| d as u32);
-        let mut builder = func.builder();
-        builder.arg(&frames_v);
-        builder.arg(&tables_v);
-        builder.arg(&out);
-        for d in &dims {
-            builder.arg(d);
+        let tables: Vec<i64> = channel.iter().chain(row).chain(col).map(|&v| v as i64).collect();
+        let tables = Tensor::from_vec(tables, n * (k + h + w), frames.device())?;
+        let frames = frames.flatten_all()?;
+        Ok(frames.apply_op2_no_bwd(&tables, &Gather { shape })?)
+    }
+
+    struct Gather {
+        shape: (usize, usize, usize, usize),
+    }
+
+    impl CustomOp2 for Gather {
+        fn name(&self) -> &'static str {
+            "gather-stacks-cuda"
         }
-        // SAFETY: the arguments are as lfs_gather_stacks declares them; the caller's tables index
-        // inside the store (FrameStore::gather checks every frame against its rows).
-        unsafe { builder.launch(launch_config(total)) }.w()?;
-        Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from((n, k, h, w))))
+
+        fn cpu_fwd(
+            &self,
+            _: &CpuStorage,
+            _: &Layout,
+            _: &CpuStorage,
+            _: &Layout,
+        ) -> candle_core::Result<(CpuStorage, Shape)> {
+            candle_core::bail!("gather-stacks-cuda runs on CUDA only")
+        }
+
+        fn cuda_fwd(
+            &self,
+            frames: &CudaStorage,
+            frames_l: &Layout,
+            tables: &CudaStorage,
+            tables_l: &Layout,
+        ) -> candle_core::Result<(CudaStorage, Shape)> {
+            contiguous_len(frames_l, "the frames")?;
+            contiguous_len(tables_l, "the index tables")?;
+            let (n, k, h, w) = self.shape;
+            let total = n * k * h * w;
+            let dev = frames.device.clone();
+            let func = dev.get_or_load_custom_func("lfs_gather_stacks", MODULE, ptx()?)?;
+            let frames_v = frames.as_cuda_slice::<u8>()?.slice(frames_l.start_offset()..);
+            let tables_v = tables.as_cuda_slice::<i64>()?.slice(tables_l.start_offset()..);
+            // SAFETY: every byte is written by the kernel.
+            let out = unsafe { dev.alloc::<u8>(total.max(1))? };
+            if total > u32::MAX as usize {
+                candle_core::bail!("gather-stacks-cuda: {total} bytes pass 32-bit indexing");
+            }
+            let dims = [n, k, h, w].map(|d| d as u32);
+            let mut builder = func.builder();
+            builder.arg(&frames_v);
+            builder.arg(&tables_v);
+            builder.arg(&out);
+            for d in &dims {
+                builder.arg(d);
+            }
+            // SAFETY: the arguments are as lfs_gather_stacks declares them; the caller's tables index
+            // inside the store (FrameStore::gather checks every frame against its rows).
+            unsafe { builder.launch(launch_config(total)) }.w()?;
+            Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from((n, k, h, w))))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor};
+    use rand::{Rng, SeedableRng};
+
+    use super::SOURCE;
+    use crate::data::device_stacks::GatherTables;
+    use crate::data::FrameStore;
+    use crate::nn::cuda_on_host;
+    use crate::observation::StackIndices;
+
+    /// argv: n k h w and the store's bytes; stdin: the store's bytes, then the tables as i64.
+    const MAIN: &str = r#"
+int main(int argc, char** argv) {
+    unsigned int n = atoi(argv[1]), k = atoi(argv[2]), h = atoi(argv[3]), w = atoi(argv[4]);
+    size_t bytes = atol(argv[5]);
+    auto frames = in<unsigned char>(bytes);
+    auto tables = in<long long>((size_t)n * (k + h + w));
+    std::vector<unsigned char> o((size_t)n * k * h * w);
+    lfs_gather_stacks(frames.data(), tables.data(), o.data(), n, k, h, w);
+    out(o);
+    return 0;
+}
+"#;
+
+    /// The kernel, compiled for the host, against [`FrameStore::gather`]'s CPU path (candle's
+    /// broadcast adds and index_select) on the same tables: every byte, for shifted and
+    /// unshifted stacks, a frame shape that is not square, and shifts past the edges.
+    #[test]
+    fn the_cuda_kernel_gathers_what_the_cpu_gathers() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let (c, h, w, rows) = (3, 7, 9, 11);
+        let bytes: Vec<u8> = (0..rows * c * h * w).map(|_| rng.random()).collect();
+        let frames = Tensor::from_slice(&bytes, (rows, c * h * w), &Device::Cpu).unwrap();
+        let store = FrameStore::new(frames, (c, h, w)).unwrap();
+        let n = 5;
+        let stacks: Vec<StackIndices> = (0..n)
+            .map(|_| std::array::from_fn(|_| rng.random_range(0..rows)))
+            .collect();
+        let shifts: Vec<(isize, isize)> = (0..n)
+            .map(|j| match j {
+                0 => (0, 0),
+                1 => (-(h as isize), w as isize),
+                _ => (
+                    rng.random_range(-4i32..=4) as isize,
+                    rng.random_range(-4i32..=4) as isize,
+                ),
+            })
+            .collect();
+        let cpu = store.gather(&stacks, &shifts).unwrap(); // (n, k, h, w)
+        let GatherTables {
+            channel,
+            row,
+            col,
+            shape: (n, k, h, w),
+        } = store.tables(&stacks, &shifts).unwrap();
+        let mut input = bytes.clone();
+        for v in channel.iter().chain(&row).chain(&col) {
+            input.extend((*v as i64).to_le_bytes());
+        }
+        let exe = cuda_on_host::build("gather_stacks", SOURCE, MAIN);
+        let args = [n, k, h, w, bytes.len()].map(|v| v.to_string());
+        let kernel = cuda_on_host::run(&exe, &args, &input);
+        assert_eq!(kernel, cpu.flatten_all().unwrap().to_vec1::<u8>().unwrap());
     }
 }

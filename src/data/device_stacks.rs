@@ -26,6 +26,15 @@ pub struct FrameStore {
     frame_shape: (usize, usize, usize),
 }
 
+/// Output byte [j, c, y, x] of a gather (n, k, h, w) is the store's flattened byte
+/// `channel[j·k + c] + row[j·h + y] + col[j·w + x]`.
+pub(crate) struct GatherTables {
+    pub channel: Vec<u64>,
+    pub row: Vec<u64>,
+    pub col: Vec<u64>,
+    pub shape: (usize, usize, usize, usize),
+}
+
 impl FrameStore {
     /// `frames` (rows, c·h·w) u8 of shape (c, h, w) each.
     pub fn new(frames: Tensor, frame_shape: (usize, usize, usize)) -> Result<Self> {
@@ -78,9 +87,8 @@ impl FrameStore {
         self.frames.elem_count()
     }
 
-    /// Observation j of frames `frames[j]` at shift `shifts[j]` ((sy, sx), each in
-    /// [−h, h] × [−w, w]): (n, FRAME_STACK·c, h, w) u8 on the store's device, one gather.
-    pub fn gather(&self, frames: &[StackIndices], shifts: &[(isize, isize)]) -> Result<Tensor> {
+    /// Where each output byte of [`FrameStore::gather`] comes from, as three small tables.
+    pub(crate) fn tables(&self, frames: &[StackIndices], shifts: &[(isize, isize)]) -> Result<GatherTables> {
         let n = frames.len();
         if shifts.len() != n {
             return Err(Error::Shape(format!(
@@ -108,6 +116,24 @@ impl FrameStore {
             row.extend((0..h).map(|y| clamp(y, sy, h) * w as u64));
             col.extend((0..w).map(|x| clamp(x, sx, w)));
         }
+        Ok(GatherTables {
+            channel,
+            row,
+            col,
+            shape: (n, k, h, w),
+        })
+    }
+
+    /// Observation j of frames `frames[j]` at shift `shifts[j]` ((sy, sx), each in
+    /// [−h, h] × [−w, w]): (n, FRAME_STACK·c, h, w) u8 on the store's device, one gather.
+    pub fn gather(&self, frames: &[StackIndices], shifts: &[(isize, isize)]) -> Result<Tensor> {
+        let GatherTables {
+            channel,
+            row,
+            col,
+            shape: (n, k, h, w),
+        } = self.tables(frames, shifts)?;
+        let (rows, width) = self.frames.dims2()?;
         let device = self.frames.device();
         #[cfg(feature = "cuda")]
         if device.is_cuda() && super::cuda_gather::fused(n * k * h * w) {

@@ -2,7 +2,7 @@
 //! stacking itself is [`crate::observation`]), random-shift augmentation, and the pair
 //! sampler. Works on `&[Episode]` so tests can build episodes in memory.
 
-#[cfg(feature = "cuda")]
+#[cfg(any(test, feature = "cuda"))]
 pub mod cuda_gather;
 pub mod device_stacks;
 pub mod episode_lengths;

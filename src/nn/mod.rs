@@ -8,6 +8,8 @@
 pub mod adam;
 pub mod checkpoint;
 pub mod clip_grad;
+#[cfg(test)]
+pub(crate) mod cuda_on_host;
 #[cfg(feature = "cuda")]
 pub mod cuda_step;
 #[cfg(feature = "cudnn")]

@@ -669,101 +669,54 @@ mod cuda {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-
     use candle_core::{Device, Tensor};
     use rand::{Rng, SeedableRng};
 
     use super::*;
+    use crate::nn::cuda_on_host;
 
-    /// A host program around [`SOURCE`]: CUDA's qualifiers and thread indices shimmed so that one
-    /// thread strides over every row; `main` runs the kernel named by argv[1] on raw f32 from
-    /// stdin and writes its output to stdout.
-    const HARNESS: &str = r#"
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string>
-#include <vector>
-struct Dim { unsigned int x; };
-static const Dim blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
-#define __global__
-#define __device__
-@SOURCE@
-static std::vector<float> in(size_t n) {
-    std::vector<float> v(n);
-    if (fread(v.data(), sizeof(float), n, stdin) != n) { fprintf(stderr, "short input\n"); exit(2); }
-    return v;
-}
+    /// Runs the kernel named by argv[1] over (argv[2], argv[3]) = (rows, cols) on raw f32 from
+    /// stdin.
+    const MAIN: &str = r#"
 int main(int argc, char** argv) {
     std::string k = argv[1];
     unsigned int b = atoi(argv[2]), c = atoi(argv[3]);
-    std::vector<float> out;
+    std::vector<float> o;
     if (k == "lfs_sac_layer_norm") {
-        auto y = in(b * c), g = in(c), be = in(c); out.resize(b * c);
-        lfs_sac_layer_norm(y.data(), g.data(), be.data(), out.data(), b, c);
+        auto y = in<float>(b * c), g = in<float>(c), be = in<float>(c); o.resize(b * c);
+        lfs_sac_layer_norm(y.data(), g.data(), be.data(), o.data(), b, c);
     } else if (k == "lfs_sac_layer_norm_input_grad") {
-        auto y = in(b * c), g = in(c), d = in(b * c); out.resize(b * c);
-        lfs_sac_layer_norm_input_grad(y.data(), g.data(), d.data(), out.data(), b, c);
+        auto y = in<float>(b * c), g = in<float>(c), d = in<float>(b * c); o.resize(b * c);
+        lfs_sac_layer_norm_input_grad(y.data(), g.data(), d.data(), o.data(), b, c);
     } else if (k == "lfs_sac_layer_norm_param_grads") {
-        auto y = in(b * c), d = in(b * c); out.resize(2 * c);
-        lfs_sac_layer_norm_param_grads(y.data(), d.data(), out.data(), b, c);
+        auto y = in<float>(b * c), d = in<float>(b * c); o.resize(2 * c);
+        lfs_sac_layer_norm_param_grads(y.data(), d.data(), o.data(), b, c);
     } else if (k == "lfs_sac_squashed_sample") {
-        auto s = in(2), h = in(b * 2 * c), e = in(b * c); out.resize(b * (c + 1));
-        lfs_sac_squashed_sample(h.data(), e.data(), out.data(), b, c, s[0], s[1]);
+        auto s = in<float>(2), h = in<float>(b * 2 * c), e = in<float>(b * c); o.resize(b * (c + 1));
+        lfs_sac_squashed_sample(h.data(), e.data(), o.data(), b, c, s[0], s[1]);
     } else if (k == "lfs_sac_squashed_sample_grad") {
-        auto s = in(3), h = in(b * 2 * c), e = in(b * c), d = in(b * c); out.resize(b * 2 * c);
-        lfs_sac_squashed_sample_grad(h.data(), e.data(), d.data(), out.data(), b, c, s[0], s[1], s[2]);
+        auto s = in<float>(3), h = in<float>(b * 2 * c), e = in<float>(b * c), d = in<float>(b * c);
+        o.resize(b * 2 * c);
+        lfs_sac_squashed_sample_grad(h.data(), e.data(), d.data(), o.data(), b, c, s[0], s[1], s[2]);
     } else { fprintf(stderr, "no kernel %s\n", argv[1]); return 2; }
-    fwrite(out.data(), sizeof(float), out.size(), stdout);
+    out(o);
     return 0;
 }
 "#;
 
-    /// The harness, built once per test run with the host's C++ compiler, without contraction
-    /// into fused multiply-adds (as NVRTC's `--fmad=false`).
-    fn harness() -> std::path::PathBuf {
-        static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-        BUILT
-            .get_or_init(|| {
-                let dir = std::env::temp_dir().join(format!("lfs-sac-rows-{}", std::process::id()));
-                std::fs::create_dir_all(&dir).unwrap();
-                let (cpp, exe) = (dir.join("harness.cpp"), dir.join("harness"));
-                std::fs::write(&cpp, HARNESS.replace("@SOURCE@", SOURCE)).unwrap();
-                let status = Command::new(std::env::var("CXX").unwrap_or_else(|_| "c++".into()))
-                    .args(["-O1", "-ffp-contract=off", "-std=c++17", "-o"])
-                    .arg(&exe)
-                    .arg(&cpp)
-                    .status()
-                    .expect("a C++ compiler (build-essential's c++, or $CXX) for the kernels' host test");
-                assert!(status.success(), "the SAC row kernels do not compile for the host");
-                exe
-            })
-            .clone()
-    }
-
     /// Kernel `name` over (rows, cols) on `inputs` (each flattened), run on the host.
     fn run(name: &str, rows: usize, cols: usize, inputs: &[&[f32]]) -> Vec<f32> {
-        let mut child = Command::new(harness())
-            .args([name, &rows.to_string(), &cols.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let exe = cuda_on_host::build("sac_rows", SOURCE, MAIN);
         let bytes: Vec<u8> = inputs
             .iter()
             .flat_map(|v| v.iter().flat_map(|x| x.to_le_bytes()))
             .collect();
-        child.stdin.take().unwrap().write_all(&bytes).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-        out.stdout
+        let args = [name.to_string(), rows.to_string(), cols.to_string()];
+        cuda_on_host::run(&exe, &args, &bytes)
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect()
     }
-
     fn values(t: &Tensor) -> Vec<f32> {
         t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
     }
