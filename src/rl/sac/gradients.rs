@@ -11,6 +11,9 @@
 //!   backward written out (issue 30; about a fifth faster). Constant features on the CPU only:
 //!   `lfs eval`'s frozen encoder, `lfs explore`'s agents, `lfs train` without the critic's
 //!   gradient.
+//! - [`super::on_device::OnDevice`]: the same arithmetic as tensor ops on the agent's device,
+//!   each gradient written once (issue 52: on a GPU the update is bound by kernel launches).
+//!   Off the CPU, for constant features and for features with a tape alike.
 
 use std::collections::BTreeMap;
 
