@@ -112,7 +112,7 @@ impl Autograd {
 }
 
 /// `values` (b·A) as a (b, A) tensor on `like`'s device.
-fn noise(values: &[f32], like: &Tensor, action_dim: usize) -> Result<Tensor> {
+pub(super) fn noise(values: &[f32], like: &Tensor, action_dim: usize) -> Result<Tensor> {
     let b = like.dim(0)?;
     Ok(Tensor::from_slice(values, (b, action_dim), like.device())?)
 }

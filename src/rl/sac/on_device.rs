@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{DType, Tensor};
 
-use super::gradients::{ActorGradients, CriticGradients, Gradients, Networks};
+use super::gradients::{noise, ActorGradients, CriticGradients, Gradients, Networks};
 use super::row_ops;
 use crate::device::read_scalars;
 use crate::nn::Params;
@@ -386,18 +386,13 @@ pub(crate) struct OnDevice {
     pub fused: bool,
 }
 
-/// `values` (b·A) as a (b, A) tensor on `like`'s device.
-fn noise(values: &[f32], b: usize, a: usize, like: &Tensor) -> Result<Tensor> {
-    Ok(Tensor::from_slice(values, (b, a), like.device())?)
-}
-
 impl Gradients for OnDevice {
     fn critic(&self, nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticGradients> {
         let (f, a) = (nets.dims.feature_dim, nets.dims.action_dim);
         let b = batch.obs.dim(0)?;
         let obs = batch.obs.detach(); // (b, repr)
         let next_obs = batch.next_obs.detach(); // (b, repr)
-        let next_eps = noise(next_eps, b, a, &obs)?; // (b, A)
+        let next_eps = noise(next_eps, &obs, a)?; // (b, A)
         let actor = ActorNets::of(nets.actor_params, self.fused)?;
         let critic = CriticNets::of(nets.critic_params, self.fused)?;
         let target = CriticNets::of(nets.critic_target_params, self.fused)?;
@@ -445,7 +440,7 @@ impl Gradients for OnDevice {
         let (f, a) = (nets.dims.feature_dim, nets.dims.action_dim);
         let b = obs.dim(0)?;
         let obs = obs.detach(); // (b, repr)
-        let eps = noise(eps, b, a, &obs)?; // (b, A)
+        let eps = noise(eps, &obs, a)?; // (b, A)
         let actor = ActorNets::of(nets.actor_params, self.fused)?;
         let critic = CriticNets::of(nets.critic_params, self.fused)?;
 

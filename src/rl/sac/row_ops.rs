@@ -16,6 +16,7 @@
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Shape, Tensor};
 
+use crate::nn::kernels::cpu_storage::contiguous_f32;
 use crate::rl::mlp::LAYER_NORM_EPS;
 use crate::Result;
 
@@ -114,24 +115,14 @@ pub(super) fn squash_grad_row(terms: &SquashTerms, eps: f32, d_action: f32, d_lo
 
 // ---- the ops
 
-/// A contiguous f32 CPU tensor's data; an error naming `what` otherwise.
-fn cpu_f32<'a>(op: &str, what: &str, s: &'a CpuStorage, l: &Layout) -> candle_core::Result<&'a [f32]> {
-    let CpuStorage::F32(data) = s else {
-        candle_core::bail!("{op}: {what} is not f32")
-    };
-    match l.contiguous_offsets() {
-        Some((start, end)) => Ok(&data[start..end]),
-        None => candle_core::bail!("{op}: {what} is not contiguous"),
-    }
-}
-
 /// y (b, F), γ, β (F) -> LayerNorm's output x_hat·γ + β (b, F).
 struct LayerNormForward;
 
 /// y (b, F), γ (F), d out (b, F) -> d y (b, F).
 struct LayerNormInputGrad;
 
-/// y (b, F), d out (b, F) -> (2, F): [d γ = Σ_rows d out·x_hat ; d β = Σ_rows d out].
+/// y (b, F), d out (b, F) -> (2, F): [d γ = Σ_rows d out·x_hat ; d β = Σ_rows d out] (on CUDA
+/// two kernels: each row's statistics, then one thread per column over the rows).
 struct LayerNormParamGrads;
 
 /// head (b, 2A) = [μ | raw], ε (b, A) -> (b, A + 1): [action | Σ_A log π].
@@ -159,9 +150,9 @@ impl CustomOp3 for LayerNormForward {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let name = self.name();
         let (y, gamma, beta) = (
-            cpu_f32(name, "y", y, y_l)?,
-            cpu_f32(name, "γ", g, g_l)?,
-            cpu_f32(name, "β", b, b_l)?,
+            contiguous_f32(y, y_l, name)?,
+            contiguous_f32(g, g_l, name)?,
+            contiguous_f32(b, b_l, name)?,
         );
         let mut out = y.to_vec();
         for row in out.chunks_exact_mut(gamma.len()) {
@@ -211,9 +202,9 @@ impl CustomOp3 for LayerNormInputGrad {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let name = self.name();
         let (y, gamma, d_out) = (
-            cpu_f32(name, "y", y, y_l)?,
-            cpu_f32(name, "γ", g, g_l)?,
-            cpu_f32(name, "d out", d, d_l)?,
+            contiguous_f32(y, y_l, name)?,
+            contiguous_f32(g, g_l, name)?,
+            contiguous_f32(d, d_l, name)?,
         );
         let f = gamma.len();
         let mut x_hat = vec![0f32; f];
@@ -261,7 +252,7 @@ impl CustomOp2 for LayerNormParamGrads {
         d_l: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let name = self.name();
-        let (y, d_out) = (cpu_f32(name, "y", y, y_l)?, cpu_f32(name, "d out", d, d_l)?);
+        let (y, d_out) = (contiguous_f32(y, y_l, name)?, contiguous_f32(d, d_l, name)?);
         let f = y_l.dims()[1];
         let mut grads = vec![0f32; 2 * f]; // (2, F)
         let mut x_hat = vec![0f32; f];
@@ -285,10 +276,13 @@ impl CustomOp2 for LayerNormParamGrads {
         d_l: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
         let (rows, f) = y_l.shape().dims2()?;
+        let stats_shape = Shape::from((rows, 2));
+        let (stats, _) = cuda::launch_rows("lfs_sac_row_stats", &stats_shape, &[(y, y_l)], (rows, f), &[], rows)?;
+        let stats_l = Layout::contiguous(stats_shape);
         cuda::launch_rows(
             "lfs_sac_layer_norm_param_grads",
             &Shape::from((2, f)),
-            &[(y, y_l), (d, d_l)],
+            &[(y, y_l), (d, d_l), (&stats, &stats_l)],
             (rows, f),
             &[],
             f,
@@ -309,7 +303,7 @@ impl CustomOp2 for SquashedSample {
         e_l: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let name = self.name();
-        let (head, eps) = (cpu_f32(name, "head", h, h_l)?, cpu_f32(name, "ε", e, e_l)?);
+        let (head, eps) = (contiguous_f32(h, h_l, name)?, contiguous_f32(e, e_l, name)?);
         let (b, a) = (e_l.dims()[0], e_l.dims()[1]);
         let mut out = vec![0f32; b * (a + 1)]; // (b, A + 1)
         for ((out, head), eps) in out
@@ -365,9 +359,9 @@ impl CustomOp3 for SquashedSampleGrad {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let name = self.name();
         let (head, eps, d_action) = (
-            cpu_f32(name, "head", h, h_l)?,
-            cpu_f32(name, "ε", e, e_l)?,
-            cpu_f32(name, "d action", d, d_l)?,
+            contiguous_f32(h, h_l, name)?,
+            contiguous_f32(e, e_l, name)?,
+            contiguous_f32(d, d_l, name)?,
         );
         let a = e_l.dims()[1];
         let mut d_head = vec![0f32; head.len()]; // (b, 2A): [d μ | d raw]
@@ -476,16 +470,23 @@ pub(super) fn fused() -> bool {
 const SOURCE: &str = r#"
 #define LN_EPS 1e-5f
 
-// normalise_row: centre, divide by sqrt(var + eps); returns the std.
-__device__ float lfs_normalise(const float* y, float* x_hat, unsigned int f) {
+// A row's mean (into *mean) and std = sqrt(var + eps), as normalise_row computes them.
+__device__ float lfs_row_stats(const float* y, unsigned int f, float* mean_out) {
     float mean = 0.0f;
     for (unsigned int j = 0; j < f; ++j) mean += y[j];
     mean /= (float)f;
     float var = 0.0f;
-    for (unsigned int j = 0; j < f; ++j) { float v = y[j] - mean; x_hat[j] = v; var += v * v; }
+    for (unsigned int j = 0; j < f; ++j) { float v = y[j] - mean; var += v * v; }
     var /= (float)f;
-    float std = sqrtf(var + LN_EPS);
-    for (unsigned int j = 0; j < f; ++j) x_hat[j] /= std;
+    *mean_out = mean;
+    return sqrtf(var + LN_EPS);
+}
+
+// normalise_row: centre, divide by sqrt(var + eps); returns the std.
+__device__ float lfs_normalise(const float* y, float* x_hat, unsigned int f) {
+    float mean;
+    float std = lfs_row_stats(y, f, &mean);
+    for (unsigned int j = 0; j < f; ++j) x_hat[j] = (y[j] - mean) / std;
     return std;
 }
 
@@ -521,23 +522,24 @@ extern "C" __global__ void lfs_sac_layer_norm_input_grad(const float* y, const f
     }
 }
 
-// d gamma and d beta, one thread per column, the rows summed in order (as the CPU's loop); each
-// row's mean and std recomputed as lfs_normalise computes them.
-extern "C" __global__ void lfs_sac_layer_norm_param_grads(const float* y, const float* d_out, float* grads,
-                                                          unsigned int b, unsigned int f) {
+// Each row's (mean, std) into stats (b, 2), one thread per row: what the parameters' gradients
+// read, so that no column's thread recomputes every row.
+extern "C" __global__ void lfs_sac_row_stats(const float* y, float* stats, unsigned int b, unsigned int f) {
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
+        stats[2 * i + 1] = lfs_row_stats(y + (unsigned long long)i * f, f, &stats[2 * i]);
+    }
+}
+
+// d gamma and d beta, one thread per column, the rows summed in order (as the CPU's loop), each
+// x_hat from its row's stats as lfs_normalise computes it.
+extern "C" __global__ void lfs_sac_layer_norm_param_grads(const float* y, const float* d_out, const float* stats,
+                                                          float* grads, unsigned int b, unsigned int f) {
     for (unsigned int j = blockIdx.x * blockDim.x + threadIdx.x; j < f; j += blockDim.x * gridDim.x) {
         float dg = 0.0f, db = 0.0f;
         for (unsigned int i = 0; i < b; ++i) {
-            const float* row = y + (unsigned long long)i * f;
-            float mean = 0.0f;
-            for (unsigned int k = 0; k < f; ++k) mean += row[k];
-            mean /= (float)f;
-            float var = 0.0f;
-            for (unsigned int k = 0; k < f; ++k) { float v = row[k] - mean; var += v * v; }
-            var /= (float)f;
-            float std = sqrtf(var + LN_EPS);
-            float x_hat = (row[j] - mean) / std;
-            float d = d_out[(unsigned long long)i * f + j];
+            unsigned long long r = (unsigned long long)i * f;
+            float x_hat = (y[r + j] - stats[2 * i]) / stats[2 * i + 1];
+            float d = d_out[r + j];
             dg += d * x_hat;
             db += d;
         }
@@ -690,7 +692,9 @@ int main(int argc, char** argv) {
         lfs_sac_layer_norm_input_grad(y.data(), g.data(), d.data(), o.data(), b, c);
     } else if (k == "lfs_sac_layer_norm_param_grads") {
         auto y = in<float>(b * c), d = in<float>(b * c); o.resize(2 * c);
-        lfs_sac_layer_norm_param_grads(y.data(), d.data(), o.data(), b, c);
+        std::vector<float> stats(2 * b);
+        lfs_sac_row_stats(y.data(), stats.data(), b, c);
+        lfs_sac_layer_norm_param_grads(y.data(), d.data(), stats.data(), o.data(), b, c);
     } else if (k == "lfs_sac_squashed_sample") {
         auto s = in<float>(2), h = in<float>(b * 2 * c), e = in<float>(b * c); o.resize(b * (c + 1));
         lfs_sac_squashed_sample(h.data(), e.data(), o.data(), b, c, s[0], s[1]);
