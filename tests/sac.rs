@@ -210,12 +210,16 @@ fn updates_on_constant_features_match_updates_through_candles_own_linear() {
     // (src/rl/sac/backward.rs): W's gradient alone, no (b, repr) input gradient, and from 4096
     // features on, the trunks' products split by rows across threads. An agent built for
     // features with a tape, fed them as a Var, goes through candle's autograd and its own
-    // Linear instead. Two agents from one
-    // seed, one fed each way, must stay the same through four updates (critic alone, then
-    // critic + actor + α + target, twice), metrics included.
-    for (repr, tolerance) in [(40, 1e-5), (5000, 1e-5)] {
+    // Linear instead; one built for a GPU (GradientPath::OnDevice, src/rl/sac/on_device.rs, run
+    // here on the CPU) writes the same arithmetic out as tensor ops, features with a tape or not.
+    // Two agents from one seed, one fed each way, must stay the same through four updates
+    // (critic alone, then critic + actor + α + target, twice), metrics included.
+    for (path, (repr, tolerance)) in [GradientPath::Autograd, GradientPath::OnDevice]
+        .into_iter()
+        .flat_map(|path| [(40, 1e-5), (5000, 1e-5)].map(|r| (path, r)))
+    {
         let (mut plain, mut rng_a) = small_agent(repr, 5, GradientPath::WrittenOut);
-        let (mut tracked, mut rng_b) = small_agent(repr, 5, GradientPath::Autograd);
+        let (mut tracked, mut rng_b) = small_agent(repr, 5, path);
         let batch = random_batch(repr, 16, &mut rng_a);
         let _ = random_batch(repr, 16, &mut rng_b); // keep the two generators in step
         let as_var = |t: &Tensor| candle_core::Var::from_tensor(t).unwrap().as_tensor().clone();
@@ -241,7 +245,7 @@ fn updates_on_constant_features_match_updates_through_candles_own_linear() {
                     && same(a.actor_entropy, b.actor_entropy)
                     && same(a.alpha_loss, b.alpha_loss)
                     && close(a.alpha, b.alpha),
-                "repr {repr}, step {step}: {a:?} vs {b:?}"
+                "{path:?}, repr {repr}, step {step}: {a:?} vs {b:?}"
             );
             assert_eq!(a.actor_loss.is_some(), step % 2 == 0);
         }
@@ -253,7 +257,7 @@ fn updates_on_constant_features_match_updates_through_candles_own_linear() {
                 .zip(&b[name])
                 .map(|(x, y)| (x - y).abs())
                 .fold(0.0f32, f32::max);
-            assert!(worst < tolerance, "repr {repr}, {name}: differs by {worst}");
+            assert!(worst < tolerance, "{path:?}, repr {repr}, {name}: differs by {worst}");
         }
     }
     use rand::SeedableRng;

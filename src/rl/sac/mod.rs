@@ -495,6 +495,59 @@ mod tests {
         x.iter().zip(&y).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
     }
 
+    /// Two numbers within 1e-5, relative to the larger of 1 and the reference.
+    fn close(ours: f64, reference: f64) -> bool {
+        (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0)
+    }
+
+    /// A critic step against candle's autograd's on the same networks, batch and noise: the
+    /// loss, and a gradient for every parameter of `params`, each within 1e-4 of the reference's
+    /// largest entry.
+    fn assert_critic_matches(
+        ours: &gradients::CriticGradients,
+        reference: &gradients::CriticGradients,
+        params: &Params,
+        what: &str,
+    ) {
+        assert!(
+            close(ours.loss, reference.loss),
+            "{what}: {} vs {}",
+            ours.loss,
+            reference.loss
+        );
+        assert_eq!(ours.grads.len(), params.len(), "{what}");
+        assert_eq!(reference.grads.len(), params.len(), "{what}");
+        for (name, _) in params.iter() {
+            let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
+            assert!(worst < 1e-4, "{what}, critic {name}: {worst}");
+        }
+    }
+
+    /// [`assert_critic_matches`] for an actor step, log π of each sample too.
+    fn assert_actor_matches(
+        ours: &gradients::ActorGradients,
+        reference: &gradients::ActorGradients,
+        params: &Params,
+        what: &str,
+    ) {
+        assert!(
+            close(ours.loss, reference.loss),
+            "{what}: {} vs {}",
+            ours.loss,
+            reference.loss
+        );
+        let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        for (x, y) in values(&ours.log_prob).iter().zip(&values(&reference.log_prob)) {
+            assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{what}: log π {x} vs {y}");
+        }
+        assert_eq!(ours.grads.len(), params.len(), "{what}");
+        assert_eq!(reference.grads.len(), params.len(), "{what}");
+        for (name, _) in params.iter() {
+            let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
+            assert!(worst < 1e-4, "{what}, actor {name}: {worst}");
+        }
+    }
+
     /// The written-out update (backward.rs) against candle's autograd on the same networks,
     /// batch and noise: every parameter's gradient, and the losses. (Adam is blind to a
     /// gradient's scale, so comparing parameters after a step would not catch a wrong factor.)
@@ -522,35 +575,17 @@ mod tests {
             let eps = agent.noise(16, &mut rng); // (b, A)
             let alpha = agent.alpha();
             let nets = agent.nets();
-            let close = |ours: f64, reference: f64| (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0);
-
+            let what = format!("repr {repr}");
             let (ours, reference) = (
                 written_out.critic(&nets, &batch, &eps, alpha).unwrap(),
                 autograd.critic(&nets, &batch, &eps, alpha).unwrap(),
             );
-            assert!(close(ours.loss, reference.loss), "{} vs {}", ours.loss, reference.loss);
-            assert_eq!(ours.grads.len(), agent.critic_params.len());
-            assert_eq!(reference.grads.len(), agent.critic_params.len());
-            for (name, _) in agent.critic_params.iter() {
-                let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
-                assert!(worst < 1e-4, "repr {repr}, critic {name}: {worst}");
-            }
-
+            assert_critic_matches(&ours, &reference, &agent.critic_params, &what);
             let (ours, reference) = (
                 written_out.actor(&nets, &batch.obs, &eps, alpha).unwrap(),
                 autograd.actor(&nets, &batch.obs, &eps, alpha).unwrap(),
             );
-            assert!(close(ours.loss, reference.loss), "{} vs {}", ours.loss, reference.loss);
-            let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-            for (x, y) in values(&ours.log_prob).iter().zip(&values(&reference.log_prob)) {
-                assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "log π {x} vs {y}");
-            }
-            assert_eq!(ours.grads.len(), agent.actor_params.len());
-            assert_eq!(reference.grads.len(), agent.actor_params.len());
-            for (name, _) in agent.actor_params.iter() {
-                let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
-                assert!(worst < 1e-4, "repr {repr}, actor {name}: {worst}");
-            }
+            assert_actor_matches(&ours, &reference, &agent.actor_params, &what);
         }
     }
 
@@ -587,23 +622,17 @@ mod tests {
         let eps = agent.noise(b, &mut rng); // (b, A)
         let alpha = agent.alpha();
         let nets = agent.nets();
-        let close = |ours: f64, reference: f64| (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0);
-
+        let what = format!("on device, fused {}", on_device.fused);
         let (ours, reference) = (
             on_device.critic(&nets, &batch, &eps, alpha).unwrap(),
             autograd.critic(&nets, &batch, &eps, alpha).unwrap(),
         );
-        assert!(close(ours.loss, reference.loss), "{} vs {}", ours.loss, reference.loss);
+        assert_critic_matches(&ours, &reference, &agent.critic_params, &what);
         assert!(close(ours.q1, reference.q1) && close(ours.target_q, reference.target_q));
-        assert_eq!(ours.grads.len(), agent.critic_params.len());
-        for (name, _) in agent.critic_params.iter() {
-            let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
-            assert!(worst < 1e-4, "critic {name}: {worst}");
-        }
         let (obs_grad, reference_obs_grad) = (ours.obs_grad.unwrap(), reference.obs_grad.unwrap());
         assert_eq!(obs_grad.dims(), &[b, repr]);
         let worst = worst_relative(&obs_grad, &reference_obs_grad);
-        assert!(worst < 1e-4, "d loss / d obs: {worst}");
+        assert!(worst < 1e-4, "{what}: d loss / d obs: {worst}");
         // Constant features get none.
         let constant = Batch {
             obs: batch.obs.detach(),
@@ -619,17 +648,8 @@ mod tests {
             on_device.actor(&nets, &batch.obs.detach(), &eps, alpha).unwrap(),
             autograd.actor(&nets, &batch.obs.detach(), &eps, alpha).unwrap(),
         );
-        assert!(close(ours.loss, reference.loss), "{} vs {}", ours.loss, reference.loss);
+        assert_actor_matches(&ours, &reference, &agent.actor_params, &what);
         assert!(close(ours.entropy, reference.entropy));
-        let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        for (x, y) in values(&ours.log_prob).iter().zip(&values(&reference.log_prob)) {
-            assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "log π {x} vs {y}");
-        }
-        assert_eq!(ours.grads.len(), agent.actor_params.len());
-        for (name, _) in agent.actor_params.iter() {
-            let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
-            assert!(worst < 1e-4, "actor {name}: {worst}");
-        }
     }
 
     /// The path each device and feature kind gets, and what `LFS_SAC_GRADIENTS` may change.
