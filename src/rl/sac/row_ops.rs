@@ -615,7 +615,7 @@ mod cuda {
     use candle_core::{Layout, Shape};
 
     use super::SOURCE;
-    use crate::nn::cuda_step::{compiled, launch_config};
+    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config};
 
     /// The module's name in candle's per-device cache of custom modules.
     const MODULE: &str = "lfs_sac_rows";
@@ -643,9 +643,7 @@ mod cuda {
         let views = inputs
             .iter()
             .map(|(s, l)| {
-                if !l.is_contiguous() {
-                    candle_core::bail!("{name}: an input is not contiguous")
-                }
+                contiguous_len(l, name)?;
                 Ok(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..))
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
