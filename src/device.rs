@@ -282,15 +282,25 @@ fn env_choice(var: &str, a: &'static str, b: &'static str) -> Option<bool> {
 /// on stderr with the choices and taken as unset, so a mistyped switch is seen, not silently
 /// read as its default.
 pub fn env_value(var: &str, choices: &[&'static str]) -> Option<&'static str> {
-    let value = std::env::var(var).ok()?;
-    if value.is_empty() {
-        return None;
-    }
-    let found = choices.iter().find(|c| **c == value).copied();
-    if found.is_none() {
-        eprintln!("lfs: {var}={value:?} is not one of {choices:?}; ignored");
+    let (found, refused) = choose_value(var, std::env::var(var).ok().as_deref(), choices);
+    if let Some(why) = refused {
+        eprintln!("{why}");
     }
     found
+}
+
+/// [`env_value`]'s rule for `var`'s `value`: the choice it names, or why it was refused.
+fn choose_value(var: &str, value: Option<&str>, choices: &[&'static str]) -> (Option<&'static str>, Option<String>) {
+    match value {
+        None | Some("") => (None, None),
+        Some(value) => match choices.iter().find(|c| **c == value) {
+            Some(&c) => (Some(c), None),
+            None => (
+                None,
+                Some(format!("lfs: {var}={value:?} is not one of {choices:?}; ignored")),
+            ),
+        },
+    }
 }
 
 /// Single-value tensors of one device read to the host in one copy, each as f64 (a GPU stops
@@ -357,6 +367,22 @@ impl Default for Backend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A switch's value: one of its choices, unset or empty (its default), or anything else,
+    /// which is refused with a message naming the variable, the value and the choices.
+    #[test]
+    fn a_mistyped_switch_is_named_and_ignored() {
+        let choices = &["1", "0"];
+        assert_eq!(choose_value("LFS_FUSED_SAC", Some("0"), choices), (Some("0"), None));
+        assert_eq!(choose_value("LFS_FUSED_SAC", Some(""), choices), (None, None));
+        assert_eq!(choose_value("LFS_FUSED_SAC", None, choices), (None, None));
+        let (found, why) = choose_value("LFS_FUSED_SAC", Some("off"), choices);
+        assert_eq!(found, None);
+        let why = why.unwrap();
+        for part in ["LFS_FUSED_SAC", "\"off\"", "[\"1\", \"0\"]", "ignored"] {
+            assert!(why.contains(part), "{why} lacks {part}");
+        }
+    }
 
     #[test]
     fn frames_stay_on_the_host_past_half_the_free_memory() {
