@@ -177,7 +177,8 @@ impl GradientPath {
     /// The fastest path for features on `device`: written out over host buffers for constants
     /// on the CPU; candle's autograd for features that carry their encoder's tape on the CPU
     /// (`encoder_tape`: the critic's gradient trains it); written out as tensor ops off the
-    /// CPU, either way, unless `LFS_SAC_GRADIENTS=autograd` (for timing the two side by side).
+    /// CPU, either way. `LFS_SAC_GRADIENTS=autograd` or `=on-device` forces that path on any
+    /// device (for timing paths side by side, and for running a GPU's path on the CPU).
     pub fn for_features(device: &Device, encoder_tape: bool) -> Self {
         static FORCED: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
         let forced = *FORCED.get_or_init(|| env_value("LFS_SAC_GRADIENTS", &["on-device", "autograd"]));
@@ -187,8 +188,10 @@ impl GradientPath {
     /// [`GradientPath::for_features`]' rule, `forced` being `LFS_SAC_GRADIENTS`' value.
     fn choose(cpu: bool, encoder_tape: bool, forced: Option<&str>) -> Self {
         match (cpu, encoder_tape, forced) {
+            (_, _, Some("autograd")) => Self::Autograd,
+            (_, _, Some("on-device")) => Self::OnDevice,
             (true, false, _) => Self::WrittenOut,
-            (true, true, _) | (false, _, Some("autograd")) => Self::Autograd,
+            (true, true, _) => Self::Autograd,
             (false, _, _) => Self::OnDevice,
         }
     }
@@ -652,16 +655,19 @@ mod tests {
         assert!(close(ours.entropy, reference.entropy));
     }
 
-    /// The path each device and feature kind gets, and what `LFS_SAC_GRADIENTS` may change.
+    /// The path each device and feature kind gets, and the one `LFS_SAC_GRADIENTS` forces.
     #[test]
     fn each_device_and_feature_kind_gets_its_path() {
         use GradientPath::*;
-        for forced in [None, Some("on-device"), Some("autograd")] {
-            assert_eq!(GradientPath::choose(true, false, forced), WrittenOut);
-            assert_eq!(GradientPath::choose(true, true, forced), Autograd);
-            let off_cpu = if forced == Some("autograd") { Autograd } else { OnDevice };
-            assert_eq!(GradientPath::choose(false, false, forced), off_cpu);
-            assert_eq!(GradientPath::choose(false, true, forced), off_cpu);
+        for (cpu, tape) in [(true, false), (true, true), (false, false), (false, true)] {
+            let default = match (cpu, tape) {
+                (true, false) => WrittenOut,
+                (true, true) => Autograd,
+                (false, _) => OnDevice,
+            };
+            assert_eq!(GradientPath::choose(cpu, tape, None), default);
+            assert_eq!(GradientPath::choose(cpu, tape, Some("autograd")), Autograd);
+            assert_eq!(GradientPath::choose(cpu, tape, Some("on-device")), OnDevice);
         }
     }
 
