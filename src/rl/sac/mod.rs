@@ -503,51 +503,57 @@ mod tests {
         (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0)
     }
 
-    /// A critic step against candle's autograd's on the same networks, batch and noise: the
-    /// loss, and a gradient for every parameter of `params`, each within 1e-4 of the reference's
-    /// largest entry.
+    /// A step's loss and gradients against candle's autograd's on the same networks, batch and
+    /// noise: the loss, and a gradient for every parameter of `params`, each within 1e-4 of the
+    /// reference's largest entry.
+    fn assert_step_matches(
+        (loss, reference_loss): (f64, f64),
+        (grads, reference_grads): (&BTreeMap<String, Tensor>, &BTreeMap<String, Tensor>),
+        params: &Params,
+        what: &str,
+    ) {
+        assert!(close(loss, reference_loss), "{what}: loss {loss} vs {reference_loss}");
+        assert_eq!(grads.len(), params.len(), "{what}");
+        assert_eq!(reference_grads.len(), params.len(), "{what}");
+        for (name, _) in params.iter() {
+            let worst = worst_relative(&grads[name], &reference_grads[name]);
+            assert!(worst < 1e-4, "{what}, {name}: {worst}");
+        }
+    }
+
+    /// [`assert_step_matches`] for a critic step.
     fn assert_critic_matches(
         ours: &gradients::CriticGradients,
         reference: &gradients::CriticGradients,
         params: &Params,
         what: &str,
     ) {
-        assert!(
-            close(ours.loss, reference.loss),
-            "{what}: {} vs {}",
-            ours.loss,
-            reference.loss
+        let what = format!("{what}, critic");
+        assert_step_matches(
+            (ours.loss, reference.loss),
+            (&ours.grads, &reference.grads),
+            params,
+            &what,
         );
-        assert_eq!(ours.grads.len(), params.len(), "{what}");
-        assert_eq!(reference.grads.len(), params.len(), "{what}");
-        for (name, _) in params.iter() {
-            let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
-            assert!(worst < 1e-4, "{what}, critic {name}: {worst}");
-        }
     }
 
-    /// [`assert_critic_matches`] for an actor step, log π of each sample too.
+    /// [`assert_step_matches`] for an actor step, log π of each sample too.
     fn assert_actor_matches(
         ours: &gradients::ActorGradients,
         reference: &gradients::ActorGradients,
         params: &Params,
         what: &str,
     ) {
-        assert!(
-            close(ours.loss, reference.loss),
-            "{what}: {} vs {}",
-            ours.loss,
-            reference.loss
+        let what = format!("{what}, actor");
+        assert_step_matches(
+            (ours.loss, reference.loss),
+            (&ours.grads, &reference.grads),
+            params,
+            &what,
         );
         let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
         for (x, y) in values(&ours.log_prob).iter().zip(&values(&reference.log_prob)) {
             assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{what}: log π {x} vs {y}");
-        }
-        assert_eq!(ours.grads.len(), params.len(), "{what}");
-        assert_eq!(reference.grads.len(), params.len(), "{what}");
-        for (name, _) in params.iter() {
-            let worst = worst_relative(&ours.grads[name], &reference.grads[name]);
-            assert!(worst < 1e-4, "{what}, actor {name}: {worst}");
         }
     }
 
