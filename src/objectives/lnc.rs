@@ -122,6 +122,26 @@ pub fn lnc_select_on_device(real: &Tensor, synthetic: &Tensor, cfg: &LncConfig) 
     Ok(LncSelection::clip(both[0], both[1..].to_vec(), cfg))
 }
 
+/// [`lnc_select`] by lfs's CUDA kernels (`super::cuda_lnc`) on `latent` (2M, dim), real rows
+/// first: the same sums in the same order as the host's, then one copy of the 2M distances and
+/// D's mean on the host in row order. `None` off CUDA or with `LFS_FUSED_LNC=0`.
+fn select_on_cuda(latent: &Tensor, m: usize, cfg: &LncConfig) -> Result<Option<LncSelection>> {
+    #[cfg(feature = "cuda")]
+    if latent.device().is_cuda() && super::cuda_lnc::fused() {
+        if cfg.k == 0 || cfg.k >= m {
+            return Err(Error::Config(format!(
+                "lnc: k = {} needs 1 <= k < real batch size {m}",
+                cfg.k
+            )));
+        }
+        let d = super::cuda_lnc::kth_distances(latent, m, cfg.k)?.to_vec1::<f64>()?; // (2M)
+        let d_internal = d[..m].iter().sum::<f64>() / m as f64;
+        return Ok(Some(LncSelection::clip(d_internal, d[m..].to_vec(), cfg)));
+    }
+    let _ = (latent, m, cfg);
+    Ok(None)
+}
+
 /// The differences [`kth_distances`] holds at once: 2^25 f64, 256 MB.
 const CHUNK_ELEMENTS: usize = 1 << 25;
 
@@ -198,6 +218,8 @@ pub fn lnc_pairs(d: Draw, cfg: &LncConfig, latent: LncLatent, metrics: &mut Upda
     let sel = if statistics_on_host(latent.device()) {
         let host = |t: &Tensor| t.flatten_all()?.to_vec1::<f32>();
         lnc_select(&host(&real_latent)?, &host(&syn_latent)?, latent.dim(1)?, cfg)?
+    } else if let Some(sel) = select_on_cuda(latent, m, cfg)? {
+        sel
     } else {
         lnc_select_on_device(&real_latent, &syn_latent, cfg)?
     };

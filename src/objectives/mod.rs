@@ -7,6 +7,8 @@
 
 pub mod atc;
 pub mod config;
+#[cfg(any(test, feature = "cuda"))]
+pub mod cuda_lnc;
 pub mod curl;
 pub mod infonce;
 pub mod lfs;
