@@ -18,8 +18,8 @@
 //!   for SAC).
 //!
 //! `--bench` then times updates on `--device` alone (JSON lines, seconds per update, the median
-//! of 10 after 3 warm-ups): LFS at B=512, with its parts, and SAC on cached features at B=128
-//! and 512. `--bench-only` times them without the checks. Each bench's timed updates are
+//! of 10 after 3 warm-ups): LFS at B=512, with its parts, SAC on cached features at B=128
+//! and 512, and DrQ-v2 from pixels at B=256 (frames on the device). `--bench-only` times them without the checks. Each bench's timed updates are
 //! marked for a profiler (`cuProfilerStart`/`Stop`: eval/gpu/kprof, Nsight's capture range).
 //! `--training-batch B` sets the batch of the last check, "encoder at a training batch" (256 on
 //! a GPU, 4 on the CPU); `--training-batch-only` runs that check alone.
@@ -38,12 +38,13 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use candle_core::{Device, Tensor, Var};
 use lfs::data::moving_squares::moving_square_episodes;
-use lfs::data::RandomShift;
+use lfs::data::{FrameStore, RandomShift};
 use lfs::device::{Backend, DeviceChoice, Precision};
 use lfs::nn::checkpoint;
 use lfs::nn::encoder::Encoded;
 use lfs::nn::{Adam, AdamConfig, Encoder, EncoderConfig, Params};
 use lfs::objectives::Trainer;
+use lfs::observation::StackIndices;
 use lfs::pretrain::run::video_pair_sampler;
 use lfs::pretrain::PretrainConfig;
 use lfs::rl::{
@@ -772,21 +773,32 @@ impl DrQv2Side {
     /// One update at agent step 0 on `data` (TACO: then its loss on `views`' pixels, encoded by
     /// the encoder after its critic step); returns the critic loss and TACO's.
     fn update(&mut self, data: &SacData, views: &TacoData, rng: &mut ChaCha8Rng) -> anyhow::Result<(f64, f64)> {
-        let b = data.reward.len();
         let (encoded, batch) = data.encoded(&self.encoder, &self.device)?;
+        self.update_encoded(&encoded, &batch, views, rng)
+    }
+
+    /// [`DrQv2Side::update`] of a batch whose observations `encoded` encoded (with its tape).
+    fn update_encoded(
+        &mut self,
+        encoded: &Encoded,
+        batch: &Batch,
+        views: &TacoData,
+        rng: &mut ChaCha8Rng,
+    ) -> anyhow::Result<(f64, f64)> {
+        let b = batch.reward.dim(0)?;
         let rows: Vec<usize> = (0..b).collect();
         let (critic_loss, dh, mut taco_metrics) = match &mut self.agent {
             PixelAgent::DrQv2(agent) => {
-                let (m, dh) = agent.update(&batch, 0, rng)?;
+                let (m, dh) = agent.update(batch, 0, rng)?;
                 (m.critic_loss, dh, None)
             }
             PixelAgent::Taco(agent) => {
-                let (m, dh) = agent.update(&batch, 0, rng)?;
+                let (m, dh) = agent.update(batch, 0, rng)?;
                 (m.agent.critic_loss, dh, Some(m))
             }
         };
         let dh = dh.context("the critic loss does not reach the encoder")?;
-        let grads: BTreeMap<String, Tensor> = self.encoder.backward(&encoded, &rows, &dh)?.into_iter().collect();
+        let grads: BTreeMap<String, Tensor> = self.encoder.backward(encoded, &rows, &dh)?.into_iter().collect();
         self.critic_adam.step_named(&self.params, &grads)?;
         let (PixelAgent::Taco(agent), Some(metrics)) = (&mut self.agent, taco_metrics.as_mut()) else {
             return Ok((critic_loss, 0.0));
@@ -965,7 +977,63 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
             median(times)
         );
     }
+    println!(
+        "{{\"bench\":\"drqv2 update\",\"batch\":{DRQV2_BENCH_BATCH},\"seconds\":{:.6},\"updates\":{TIMED}}}",
+        median(drqv2_bench(tested)?)
+    );
     Ok(())
+}
+
+/// DrQ-v2's batch in the bench, as strong_torch.py's `--batch-drqv2` default (upstream's 256).
+const DRQV2_BENCH_BATCH: usize = 256;
+
+/// Seconds of each timed DrQ-v2 update from pixels as `lfs train` makes it on a GPU, the work of
+/// strong_torch.py's "drqv2" suite: the observations' frames kept on the device (random bytes),
+/// each update's obs and next_obs gathered there with a random shift of ±4 pixels, encoded (obs
+/// with its tape), then the agent's update (critic, actor, target's EMA), the encoder's backward
+/// and its Adam step. Its critic loss is read on the host, so each update has finished.
+fn drqv2_bench(tested: &Backend) -> anyhow::Result<Vec<f64>> {
+    let b = DRQV2_BENCH_BATCH;
+    let device = &tested.device;
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let mut side = DrQv2Side::new(&encoder_init(&drqv2_encoder_config())?, tested, false)?;
+    // 2B observations of 3 frames each, every frame its own row of the store.
+    let frames = Tensor::from_vec(random_pixels(2 * b, &mut rng), (2 * b * 3, OBS_LEN / 3), device)?;
+    let store = FrameStore::new(frames, (3, 84, 84))?;
+    let stacks: Vec<StackIndices> = (0..2 * b).map(|i| [3 * i, 3 * i + 1, 3 * i + 2]).collect();
+    let views = TacoData::new(0, &mut rng);
+    let mut times = Vec::new();
+    for i in 0..(WARMUP + TIMED) {
+        if i == WARMUP {
+            profiler_range(device, true);
+        }
+        let action: Vec<f32> = (0..b * ACTION_DIM).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let reward: Vec<f32> = (0..b).map(|_| rng.random()).collect();
+        let start = Instant::now();
+        let shifts: Vec<(isize, isize)> = (0..2 * b)
+            .map(|_| {
+                (
+                    rng.random_range(-4i32..=4) as isize,
+                    rng.random_range(-4i32..=4) as isize,
+                )
+            })
+            .collect();
+        let pixels = store.gather(&stacks, &shifts)?; // (2B, 9, 84, 84) u8
+        let encoded = side.encoder.encode_tensor(&pixels.narrow(0, 0, b)?, true)?;
+        let batch = Batch {
+            obs: Var::from_tensor(&encoded.h)?.as_tensor().clone(), // (B, repr), a leaf
+            next_obs: side.encoder.encode_tensor(&pixels.narrow(0, b, b)?, false)?.h,
+            action: Tensor::from_vec(action, (b, ACTION_DIM), device)?,
+            reward: Tensor::from_vec(reward, (b, 1), device)?,
+            discount: Tensor::full(0.99f32, (b, 1), device)?,
+        };
+        side.update_encoded(&encoded, &batch, &views, &mut rng)?;
+        if i >= WARMUP {
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    profiler_range(device, false);
+    Ok(times)
 }
 
 /// Marks the timed updates of a bench for a profiler (`cuProfilerStart` / `cuProfilerStop`,

@@ -1,7 +1,8 @@
 //! `eval/gpu/session_summary.py`, the GPU session's summary, over the committed dry runs of its
 //! `pool` and `drqv2-seeds` stages (`results/gpu-session-dry-2026-11-27b/`) and its `cache`
-//! stage (`results/gpu-session-dry-2026-11-27c/`): the same-round ratios and the returns it
-//! reports against what the log's own lines say, recomputed here.
+//! stage (`results/gpu-session-dry-2026-11-27c/`), and the rounds' DrQ-v2 pairing on a log made
+//! here: the same-round ratios and the returns it reports against what the log's own lines say,
+//! recomputed here.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -185,4 +186,50 @@ fn the_drqv2_seeds_returns_are_the_logged_evaluations() {
             );
         }
     }
+}
+
+/// The rounds' DrQ-v2 update (device_check's "drqv2 update" bench beside strong_torch.py's
+/// "drqv2" suite) paired round by round, as the LFS and SAC benches are: each round's ratio
+/// is that round's lfs seconds over PyTorch's median, the summary's ratio the medians' ratio.
+#[test]
+fn the_rounds_pair_the_drqv2_update_with_pytorchs_in_each_round() {
+    let dir = temp_dir("gpu-summary-drqv2");
+    let log = dir.join("log.txt");
+    let torch = |median: f64| {
+        format!(
+            r#"{{"impl": "torch-strong", "suite": "drqv2", "batch": 256, "precision": "fp32", "summary": true, "updates": 10, "warmup": 5, "median_s": {median}, "min_s": {median}, "max_s": {median}, "q1_s": {median}, "q3_s": {median}}}"#
+        )
+    };
+    let lfs = |seconds: f64| format!(r#"{{"bench":"drqv2 update","batch":256,"seconds":{seconds},"updates":10}}"#);
+    let text = [
+        "== session device=cuda stages=[rounds] t=x at=0s".to_string(),
+        "== bench arm=lfs round=1 precision=fp32 t=x at=1s".into(),
+        lfs(0.007),
+        "== bench arm=torch-strong round=1 precision=fp32 t=x at=2s".into(),
+        torch(0.009),
+        "== bench arm=torch-strong round=2 precision=fp32 t=x at=3s".into(),
+        torch(0.010),
+        "== bench arm=lfs round=2 precision=fp32 t=x at=4s".into(),
+        lfs(0.006),
+        "== done t=x at=5s".into(),
+    ]
+    .join("\n");
+    std::fs::write(&log, text).unwrap();
+    let rounds = &summary(&log)["rounds"]["fp32"]["drqv2/256"];
+    let ratios: Vec<f64> = rounds["ratios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(ratios.len(), 2, "{rounds}");
+    for (got, want) in ratios.iter().zip([0.007 / 0.009, 0.006 / 0.010]) {
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    }
+    // statistics.median of two: their mean, on both sides
+    let want = 0.0065 / 0.0095;
+    assert!(
+        (rounds["ratio_of_medians"].as_f64().unwrap() - want).abs() < 1e-12,
+        "{rounds}"
+    );
 }

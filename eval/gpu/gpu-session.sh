@@ -14,10 +14,10 @@
 #            driver's JIT cache, ~25 s on a fresh machine)                                  ~90 s
 #            and device_check-cudnn's checks, when carried                                  ~45 s
 #   rounds   GPU_SESSION_ROUNDS (3) rounds in ABBA order: lfs (device_check --bench-only: LFS
-#            B=512, SAC on cached features B=128/512, medians of 10 after 3 warm-ups), lfs with
-#            cuDNN's convolutions (device_check-cudnn, when carried) and strong PyTorch (the same
-#            three updates, 10 timed after 5 warm-ups), each precision of
-#            GPU_SESSION_PRECISIONS (fp32)                                                  ~55 s a round
+#            B=512, SAC on cached features B=128/512, DrQ-v2 from pixels B=256, medians of 10
+#            after 3 warm-ups), lfs with cuDNN's convolutions (device_check-cudnn, when carried)
+#            and strong PyTorch (the same four updates, 10 timed after 5 warm-ups), each
+#            precision of GPU_SESSION_PRECISIONS (fp32)                                     ~60 s a round
 #   parts    lfs's LFS update with a true split: LFS_SYNC_PARTS=1 (the trainer waits for the
 #            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
 #            the conv backward as lfs's GEMMs (GPU_SESSION_PARTS_CONVS="gemm candle" adds
@@ -266,8 +266,8 @@ lfs_arm() {  # round precision [cudnn]: device_check, or with "cudnn" its cuDNN 
 }
 torch_arm() {
     mark "bench arm=torch-strong round=$1 precision=$2"
-    run 150 "$PY" eval/bench/strong_torch.py --device "$DEVICE" --suite lfs,sac-features --precision "$2" \
-        --batch-lfs "$B_LFS" --batch-sac "$B_SAC" --updates "$UPDATES" --warmup "$WARMUP"
+    run 150 "$PY" eval/bench/strong_torch.py --device "$DEVICE" --suite lfs,sac-features,drqv2 --precision "$2" \
+        --batch-lfs "$B_LFS" --batch-sac "$B_SAC" --batch-drqv2 "$B_DRQ" --updates "$UPDATES" --warmup "$WARMUP"
 }
 if has rounds && [ -n "$DC" ]; then
     for prec in $PRECISIONS; do
@@ -276,7 +276,7 @@ if has rounds && [ -n "$DC" ]; then
             continue
         fi
         for r in $(seq 1 "$ROUNDS"); do
-            fits "rounds-$r-$prec" 55 || break
+            fits "rounds-$r-$prec" 60 || break
             if [ $((r % 2)) = 1 ]; then lfs_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn; torch_arm "$r" "$prec"
             else torch_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec"; fi
         done

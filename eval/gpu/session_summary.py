@@ -67,6 +67,8 @@ def lfs_benches(objs):
             out[("lfs", o["batch"])] = o["seconds"]
         elif o.get("bench") == "sac update, cached features":
             out[("sac-features", o["batch"])] = o["seconds"]
+        elif o.get("bench") == "drqv2 update":
+            out[("drqv2", o["batch"])] = o["seconds"]
     return out
 
 
