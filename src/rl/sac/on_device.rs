@@ -18,230 +18,16 @@
 //! The unit test in `sac/mod.rs` holds every gradient and the returned feature gradient to
 //! candle's autograd on the same networks, batch and noise.
 
-use std::collections::BTreeMap;
-
-use candle_core::{DType, Tensor};
+use candle_core::Tensor;
 
 use super::gradients::{noise, ActorGradients, CriticGradients, Gradients, Networks};
 use super::row_ops;
 use crate::device::read_scalars;
 use crate::nn::Params;
 use crate::rl::batch::Batch;
-use crate::rl::mlp::LAYER_NORM_EPS;
-use crate::{Error, Result};
-
-// ---- layers
-
-/// A parameter's tensor, detached: the ops below record no graph.
-fn param(params: &Params, name: &str) -> Result<Tensor> {
-    params
-        .get(name)
-        .map(|var| var.as_tensor().detach())
-        .ok_or_else(|| Error::Shape(format!("sac on device: no parameter {name}")))
-}
-
-/// `Linear(inp → out)`: weight (out, inp), bias (out), PyTorch's layout.
-struct Linear {
-    name: String,
-    weight: Tensor,
-    bias: Tensor,
-}
-
-/// One Linear layer's gradients, shaped as its parameters.
-struct LinearGrads {
-    weight: Tensor,
-    bias: Tensor,
-}
-
-impl Linear {
-    fn of(params: &Params, name: &str) -> Result<Self> {
-        Ok(Self {
-            name: name.to_owned(),
-            weight: param(params, &format!("{name}.weight"))?,
-            bias: param(params, &format!("{name}.bias"))?,
-        })
-    }
-
-    /// x (b, inp) -> x · Wᵀ + bias (b, out).
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(x.matmul(&self.weight.t()?)?.broadcast_add(&self.bias)?)
-    }
-
-    /// Given the layer's input x (b, inp) and dy (b, out): dW (out, inp) = dyᵀ · x, dbias = Σ dy.
-    fn grads(&self, x: &Tensor, dy: &Tensor) -> Result<LinearGrads> {
-        Ok(LinearGrads {
-            weight: dy.t()?.matmul(x)?, // (out, inp)
-            bias: dy.sum(0)?,           // (out)
-        })
-    }
-
-    /// dx (b, inp) = dy (b, out) · W.
-    fn input_grad(&self, dy: &Tensor) -> Result<Tensor> {
-        Ok(dy.matmul(&self.weight)?)
-    }
-}
-
-/// `Linear(repr → feature) → LayerNorm(feature)`, `{prefix}.0` and `{prefix}.1`.
-struct Trunk {
-    linear: Linear,
-    ln_weight: Tensor,
-    ln_bias: Tensor,
-    /// The LayerNorm as [`row_ops`]' ops (else candle's element-wise ops).
-    fused: bool,
-}
-
-/// What a trunk's backward needs, and its output x_hat · γ + β (b, feature).
-enum TrunkTape {
-    /// [`row_ops`] recompute each row's statistics from the Linear's output y (b, feature).
-    Rows { y: Tensor, out: Tensor },
-    /// x_hat = (y − mean) / std per row (b, feature), and std = sqrt(var + eps) (b, 1).
-    Ops { x_hat: Tensor, std: Tensor, out: Tensor },
-}
-
-impl TrunkTape {
-    fn out(&self) -> &Tensor {
-        match self {
-            Self::Rows { out, .. } | Self::Ops { out, .. } => out,
-        }
-    }
-}
-
-/// A trunk's gradients, and the one reaching its input when asked for.
-struct TrunkGrads {
-    linear: LinearGrads,
-    ln_weight: Tensor,
-    ln_bias: Tensor,
-    /// d input (b, repr).
-    d_input: Option<Tensor>,
-}
-
-impl Trunk {
-    fn of(params: &Params, prefix: &str, fused: bool) -> Result<Self> {
-        Ok(Self {
-            linear: Linear::of(params, &format!("{prefix}.0"))?,
-            ln_weight: param(params, &format!("{prefix}.1.weight"))?,
-            ln_bias: param(params, &format!("{prefix}.1.bias"))?,
-            fused,
-        })
-    }
-
-    /// h (b, repr) -> the tape, whose `out` is (b, feature); LayerNorm as candle's
-    /// `layer_norm_slow` (the autograd path's): centre, divide by sqrt(var + eps).
-    fn forward(&self, h: &Tensor) -> Result<TrunkTape> {
-        let y = self.linear.forward(h)?; // (b, F)
-        if self.fused {
-            let out = row_ops::layer_norm(&y, &self.ln_weight, &self.ln_bias)?; // (b, F)
-            return Ok(TrunkTape::Rows { y, out });
-        }
-        let centred = y.broadcast_sub(&y.mean_keepdim(1)?)?; // (b, F)
-        let var = centred.sqr()?.mean_keepdim(1)?; // (b, 1)
-        let std = (var + f64::from(LAYER_NORM_EPS))?.sqrt()?; // (b, 1)
-        let x_hat = centred.broadcast_div(&std)?; // (b, F)
-        let out = x_hat.broadcast_mul(&self.ln_weight)?.broadcast_add(&self.ln_bias)?; // (b, F)
-        Ok(TrunkTape::Ops { x_hat, std, out })
-    }
-
-    /// Given the trunk's input h (b, repr), its tape and d out (b, F): the parameters'
-    /// gradients, and d h when `input_grad`.
-    fn backward(&self, h: &Tensor, tape: &TrunkTape, d_out: &Tensor, input_grad: bool) -> Result<TrunkGrads> {
-        let (dy, ln_weight, ln_bias) = match tape {
-            TrunkTape::Rows { y, .. } => {
-                let dy = row_ops::layer_norm_input_grad(y, &self.ln_weight, d_out)?; // (b, F)
-                let (ln_weight, ln_bias) = row_ops::layer_norm_param_grads(y, d_out)?; // (F) each
-                (dy, ln_weight, ln_bias)
-            }
-            TrunkTape::Ops { x_hat, std, .. } => {
-                let ln_weight = (d_out * x_hat)?.sum(0)?; // (F)
-                let ln_bias = d_out.sum(0)?; // (F)
-                let dx_hat = d_out.broadcast_mul(&self.ln_weight)?; // (b, F)
-                let mean_dx_hat = dx_hat.mean_keepdim(1)?; // (b, 1)
-                let mean_dx_hat_x_hat = (&dx_hat * x_hat)?.mean_keepdim(1)?; // (b, 1)
-                let dy = dx_hat
-                    .broadcast_sub(&mean_dx_hat)?
-                    .sub(&x_hat.broadcast_mul(&mean_dx_hat_x_hat)?)?
-                    .broadcast_div(std)?; // (b, F)
-                (dy, ln_weight, ln_bias)
-            }
-        };
-        Ok(TrunkGrads {
-            linear: self.linear.grads(h, &dy)?,
-            ln_weight,
-            ln_bias,
-            d_input: match input_grad {
-                true => Some(self.linear.input_grad(&dy)?),
-                false => None,
-            },
-        })
-    }
-}
-
-/// `Linear ReLU Linear ReLU Linear`, `{prefix}.{0,2,4}`.
-struct Mlp {
-    layers: [Linear; 3],
-}
-
-/// Both hidden layers after their ReLU (b, hidden) and the output.
-struct MlpTape {
-    h1: Tensor,
-    h2: Tensor,
-    out: Tensor,
-}
-
-/// The gradient reaching the MLP's input (b, inp) and its layers' gradients.
-struct MlpGrads {
-    d_x: Tensor,
-    layers: [LinearGrads; 3],
-}
-
-/// d through a ReLU whose output is `h`: passed where h > 0 (h ≥ 0, so sign(h) is the mask).
-fn through_relu(d: &Tensor, h: &Tensor) -> Result<Tensor> {
-    Ok((d * h.sign()?)?)
-}
-
-impl Mlp {
-    fn of(params: &Params, prefix: &str) -> Result<Self> {
-        Ok(Self {
-            layers: [
-                Linear::of(params, &format!("{prefix}.0"))?,
-                Linear::of(params, &format!("{prefix}.2"))?,
-                Linear::of(params, &format!("{prefix}.4"))?,
-            ],
-        })
-    }
-
-    fn forward(&self, x: &Tensor) -> Result<MlpTape> {
-        let h1 = self.layers[0].forward(x)?.relu()?; // (b, hidden)
-        let h2 = self.layers[1].forward(&h1)?.relu()?; // (b, hidden)
-        let out = self.layers[2].forward(&h2)?; // (b, out)
-        Ok(MlpTape { h1, h2, out })
-    }
-
-    /// d h1 and d h2 (b, hidden), through the ReLUs.
-    fn hidden_grads(&self, tape: &MlpTape, d_out: &Tensor) -> Result<(Tensor, Tensor)> {
-        let d_h2 = through_relu(&self.layers[2].input_grad(d_out)?, &tape.h2)?;
-        let d_h1 = through_relu(&self.layers[1].input_grad(&d_h2)?, &tape.h1)?;
-        Ok((d_h1, d_h2))
-    }
-
-    /// The gradient reaching the input (b, inp) alone (parameters held constant).
-    fn input_grad(&self, tape: &MlpTape, d_out: &Tensor) -> Result<Tensor> {
-        let (d_h1, _) = self.hidden_grads(tape, d_out)?;
-        self.layers[0].input_grad(&d_h1)
-    }
-
-    fn backward(&self, x: &Tensor, tape: &MlpTape, d_out: &Tensor) -> Result<MlpGrads> {
-        let (d_h1, d_h2) = self.hidden_grads(tape, d_out)?;
-        let [l0, l2, l4] = &self.layers;
-        Ok(MlpGrads {
-            d_x: l0.input_grad(&d_h1)?,
-            layers: [
-                l0.grads(x, &d_h1)?,
-                l2.grads(&tape.h1, &d_h2)?,
-                l4.grads(&tape.h2, d_out)?,
-            ],
-        })
-    }
-}
+use crate::rl::mlp::TrunkOutput;
+use crate::rl::written_out::{min_masks, Mlp, NamedGrads, Trunk};
+use crate::Result;
 
 /// The actor's trunk and policy MLP.
 struct ActorNets {
@@ -252,7 +38,7 @@ struct ActorNets {
 impl ActorNets {
     fn of(params: &Params, fused: bool) -> Result<Self> {
         Ok(Self {
-            trunk: Trunk::of(params, "trunk", fused)?,
+            trunk: Trunk::of(params, "trunk", TrunkOutput::LayerNorm, fused)?,
             policy: Mlp::of(params, "policy")?,
         })
     }
@@ -268,7 +54,7 @@ struct CriticNets {
 impl CriticNets {
     fn of(params: &Params, fused: bool) -> Result<Self> {
         Ok(Self {
-            trunk: Trunk::of(params, "trunk", fused)?,
+            trunk: Trunk::of(params, "trunk", TrunkOutput::LayerNorm, fused)?,
             q1: Mlp::of(params, "Q1")?,
             q2: Mlp::of(params, "Q2")?,
         })
@@ -339,42 +125,6 @@ impl SquashedSample {
         let d_log_std = ((&d_x * std)? * eps)?.affine(1.0, -d_log_prob)?; // (b, A)
         let d_raw = ((d_log_std * half_range)? * (1.0 - raw_tanh.sqr()?)?)?; // (b, A)
         Ok(Tensor::cat(&[&d_x, &d_raw], 1)?) // (b, 2A)
-    }
-}
-
-/// d min(q1, q2) / d (q1, q2), as candle's `minimum` (a tie splits it in halves): (b, 1) each.
-fn min_masks(q1: &Tensor, q2: &Tensor) -> Result<(Tensor, Tensor)> {
-    let m = q1.minimum(q2)?;
-    let on1 = m.eq(q1)?.to_dtype(DType::F32)?;
-    let on2 = m.eq(q2)?.to_dtype(DType::F32)?;
-    Ok(((&on1 / (&on2 + 1.0)?)?, (&on2 / (&on1 + 1.0)?)?))
-}
-
-// ---- gradients by name
-
-/// The gradients of one network by parameter name.
-struct NamedGrads(BTreeMap<String, Tensor>);
-
-impl NamedGrads {
-    fn new() -> Self {
-        Self(BTreeMap::new())
-    }
-
-    fn linear(&mut self, layer: &Linear, g: LinearGrads) {
-        self.0.insert(format!("{}.weight", layer.name), g.weight);
-        self.0.insert(format!("{}.bias", layer.name), g.bias);
-    }
-
-    fn trunk(&mut self, prefix: &str, trunk: &Trunk, g: TrunkGrads) {
-        self.linear(&trunk.linear, g.linear);
-        self.0.insert(format!("{prefix}.1.weight"), g.ln_weight);
-        self.0.insert(format!("{prefix}.1.bias"), g.ln_bias);
-    }
-
-    fn mlp(&mut self, mlp: &Mlp, g: [LinearGrads; 3]) {
-        for (layer, grads) in mlp.layers.iter().zip(g) {
-            self.linear(layer, grads);
-        }
     }
 }
 

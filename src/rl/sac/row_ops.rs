@@ -404,21 +404,21 @@ impl CustomOp3 for SquashedSampleGrad {
     }
 }
 
-// ---- what on_device calls
+// ---- what the written-out layers (crate::rl::written_out) and on_device call
 
 /// y (b, F) -> x_hat·γ + β (b, F).
-pub(super) fn layer_norm(y: &Tensor, gamma: &Tensor, beta: &Tensor) -> Result<Tensor> {
+pub(crate) fn layer_norm(y: &Tensor, gamma: &Tensor, beta: &Tensor) -> Result<Tensor> {
     Ok(y.contiguous()?.apply_op3_no_bwd(gamma, beta, &LayerNormForward)?)
 }
 
 /// d y (b, F) of the LayerNorm over y (b, F), given d out (b, F).
-pub(super) fn layer_norm_input_grad(y: &Tensor, gamma: &Tensor, d_out: &Tensor) -> Result<Tensor> {
+pub(crate) fn layer_norm_input_grad(y: &Tensor, gamma: &Tensor, d_out: &Tensor) -> Result<Tensor> {
     Ok(y.contiguous()?
         .apply_op3_no_bwd(gamma, &d_out.contiguous()?, &LayerNormInputGrad)?)
 }
 
 /// (d γ, d β), (F) each, of the LayerNorm over y (b, F), given d out (b, F).
-pub(super) fn layer_norm_param_grads(y: &Tensor, d_out: &Tensor) -> Result<(Tensor, Tensor)> {
+pub(crate) fn layer_norm_param_grads(y: &Tensor, d_out: &Tensor) -> Result<(Tensor, Tensor)> {
     let grads = y
         .contiguous()?
         .apply_op2_no_bwd(&d_out.contiguous()?, &LayerNormParamGrads)?; // (2, F)

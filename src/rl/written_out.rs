@@ -1,0 +1,287 @@
+//! Actor-critic layers written out as tensor ops (issue 52): each forward keeps what its
+//! backward needs and each backward writes every gradient once, with no autograd graph, no
+//! zero-filled accumulators and no adds of parts; on a GPU, where the agents' updates are bound
+//! by kernel launches, that is most of their cost. SAC's update on a GPU
+//! ([`super::sac::on_device`]) and DrQ-v2's ([`super::drqv2::on_device`]) are made of these: the
+//! trunk `Linear → LayerNorm (→ tanh)`, the `Linear ReLU Linear ReLU Linear` heads, and the
+//! twin-Q minimum's gradient. The LayerNorm's row-wise parts are [`super::sac::row_ops`]' ops
+//! (one kernel each on CUDA) unless `fused` is off.
+
+use std::collections::BTreeMap;
+
+use candle_core::{DType, Tensor};
+
+use super::mlp::{TrunkOutput, LAYER_NORM_EPS};
+use super::sac::row_ops;
+use crate::nn::Params;
+use crate::{Error, Result};
+
+/// A parameter's tensor, detached: the ops below record no graph.
+pub(crate) fn param(params: &Params, name: &str) -> Result<Tensor> {
+    params
+        .get(name)
+        .map(|var| var.as_tensor().detach())
+        .ok_or_else(|| Error::Shape(format!("written out: no parameter {name}")))
+}
+
+/// `Linear(inp → out)`: weight (out, inp), bias (out), PyTorch's layout.
+pub(crate) struct Linear {
+    pub(crate) name: String,
+    pub(crate) weight: Tensor,
+    pub(crate) bias: Tensor,
+}
+
+/// One Linear layer's gradients, shaped as its parameters.
+pub(crate) struct LinearGrads {
+    pub(crate) weight: Tensor,
+    pub(crate) bias: Tensor,
+}
+
+impl Linear {
+    pub(crate) fn of(params: &Params, name: &str) -> Result<Self> {
+        Ok(Self {
+            name: name.to_owned(),
+            weight: param(params, &format!("{name}.weight"))?,
+            bias: param(params, &format!("{name}.bias"))?,
+        })
+    }
+
+    /// x (b, inp) -> x · Wᵀ + bias (b, out).
+    pub(crate) fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(x.matmul(&self.weight.t()?)?.broadcast_add(&self.bias)?)
+    }
+
+    /// Given the layer's input x (b, inp) and dy (b, out): dW (out, inp) = dyᵀ · x, dbias = Σ dy.
+    pub(crate) fn grads(&self, x: &Tensor, dy: &Tensor) -> Result<LinearGrads> {
+        Ok(LinearGrads {
+            weight: dy.t()?.matmul(x)?, // (out, inp)
+            bias: dy.sum(0)?,           // (out)
+        })
+    }
+
+    /// dx (b, inp) = dy (b, out) · W.
+    pub(crate) fn input_grad(&self, dy: &Tensor) -> Result<Tensor> {
+        Ok(dy.matmul(&self.weight)?)
+    }
+}
+
+/// `Linear(repr → feature) → LayerNorm(feature)` (→ tanh), `{prefix}.0` and `{prefix}.1`.
+pub(crate) struct Trunk {
+    pub(crate) linear: Linear,
+    pub(crate) ln_weight: Tensor,
+    pub(crate) ln_bias: Tensor,
+    /// With a tanh after the LayerNorm (DrQ-v2's) or without (Proto-RL's SAC).
+    pub(crate) output: TrunkOutput,
+    /// The LayerNorm as [`row_ops`]' ops (else candle's element-wise ops).
+    pub(crate) fused: bool,
+}
+
+/// What a trunk's backward needs, and its output x_hat · γ + β, or its tanh (b, feature).
+pub(crate) enum TrunkTape {
+    /// [`row_ops`] recompute each row's statistics from the Linear's output y (b, feature).
+    Rows { y: Tensor, out: Tensor },
+    /// x_hat = (y − mean) / std per row (b, feature), and std = sqrt(var + eps) (b, 1).
+    Ops { x_hat: Tensor, std: Tensor, out: Tensor },
+}
+
+impl TrunkTape {
+    pub(crate) fn out(&self) -> &Tensor {
+        match self {
+            Self::Rows { out, .. } | Self::Ops { out, .. } => out,
+        }
+    }
+}
+
+/// A trunk's gradients, and the one reaching its input when asked for.
+pub(crate) struct TrunkGrads {
+    pub(crate) linear: LinearGrads,
+    pub(crate) ln_weight: Tensor,
+    pub(crate) ln_bias: Tensor,
+    /// d input (b, repr).
+    pub(crate) d_input: Option<Tensor>,
+}
+
+impl Trunk {
+    pub(crate) fn of(params: &Params, prefix: &str, output: TrunkOutput, fused: bool) -> Result<Self> {
+        Ok(Self {
+            linear: Linear::of(params, &format!("{prefix}.0"))?,
+            ln_weight: param(params, &format!("{prefix}.1.weight"))?,
+            ln_bias: param(params, &format!("{prefix}.1.bias"))?,
+            output,
+            fused,
+        })
+    }
+
+    /// h (b, repr) -> the tape, whose `out` is (b, feature); LayerNorm as candle's
+    /// `layer_norm_slow` (the autograd path's): centre, divide by sqrt(var + eps).
+    pub(crate) fn forward(&self, h: &Tensor) -> Result<TrunkTape> {
+        let y = self.linear.forward(h)?; // (b, F)
+        if self.fused {
+            let out = self.squash(row_ops::layer_norm(&y, &self.ln_weight, &self.ln_bias)?)?; // (b, F)
+            return Ok(TrunkTape::Rows { y, out });
+        }
+        let centred = y.broadcast_sub(&y.mean_keepdim(1)?)?; // (b, F)
+        let var = centred.sqr()?.mean_keepdim(1)?; // (b, 1)
+        let std = (var + f64::from(LAYER_NORM_EPS))?.sqrt()?; // (b, 1)
+        let x_hat = centred.broadcast_div(&std)?; // (b, F)
+        let out = self.squash(x_hat.broadcast_mul(&self.ln_weight)?.broadcast_add(&self.ln_bias)?)?; // (b, F)
+        Ok(TrunkTape::Ops { x_hat, std, out })
+    }
+
+    /// The LayerNorm's output through the trunk's tanh, if it has one.
+    fn squash(&self, ln_out: Tensor) -> Result<Tensor> {
+        Ok(match self.output {
+            TrunkOutput::LayerNorm => ln_out,
+            TrunkOutput::LayerNormTanh => ln_out.tanh()?,
+        })
+    }
+
+    /// Given the trunk's input h (b, repr), its tape and d out (b, F): the parameters'
+    /// gradients, and d h when `input_grad`.
+    pub(crate) fn backward(
+        &self,
+        h: &Tensor,
+        tape: &TrunkTape,
+        d_out: &Tensor,
+        input_grad: bool,
+    ) -> Result<TrunkGrads> {
+        // Through the tanh: d (LayerNorm's output) = d out · (1 − out²).
+        let d_ln = match self.output {
+            TrunkOutput::LayerNorm => d_out.clone(),
+            TrunkOutput::LayerNormTanh => (d_out * (1.0 - tape.out().sqr()?)?)?,
+        };
+        let d_out = &d_ln; // (b, F)
+        let (dy, ln_weight, ln_bias) = match tape {
+            TrunkTape::Rows { y, .. } => {
+                let dy = row_ops::layer_norm_input_grad(y, &self.ln_weight, d_out)?; // (b, F)
+                let (ln_weight, ln_bias) = row_ops::layer_norm_param_grads(y, d_out)?; // (F) each
+                (dy, ln_weight, ln_bias)
+            }
+            TrunkTape::Ops { x_hat, std, .. } => {
+                let ln_weight = (d_out * x_hat)?.sum(0)?; // (F)
+                let ln_bias = d_out.sum(0)?; // (F)
+                let dx_hat = d_out.broadcast_mul(&self.ln_weight)?; // (b, F)
+                let mean_dx_hat = dx_hat.mean_keepdim(1)?; // (b, 1)
+                let mean_dx_hat_x_hat = (&dx_hat * x_hat)?.mean_keepdim(1)?; // (b, 1)
+                let dy = dx_hat
+                    .broadcast_sub(&mean_dx_hat)?
+                    .sub(&x_hat.broadcast_mul(&mean_dx_hat_x_hat)?)?
+                    .broadcast_div(std)?; // (b, F)
+                (dy, ln_weight, ln_bias)
+            }
+        };
+        Ok(TrunkGrads {
+            linear: self.linear.grads(h, &dy)?,
+            ln_weight,
+            ln_bias,
+            d_input: match input_grad {
+                true => Some(self.linear.input_grad(&dy)?),
+                false => None,
+            },
+        })
+    }
+}
+
+/// `Linear ReLU Linear ReLU Linear`, `{prefix}.{0,2,4}`.
+pub(crate) struct Mlp {
+    pub(crate) layers: [Linear; 3],
+}
+
+/// Both hidden layers after their ReLU (b, hidden) and the output.
+pub(crate) struct MlpTape {
+    pub(crate) h1: Tensor,
+    pub(crate) h2: Tensor,
+    pub(crate) out: Tensor,
+}
+
+/// The gradient reaching the MLP's input (b, inp) and its layers' gradients.
+pub(crate) struct MlpGrads {
+    pub(crate) d_x: Tensor,
+    pub(crate) layers: [LinearGrads; 3],
+}
+
+/// d through a ReLU whose output is `h`: passed where h > 0 (h ≥ 0, so sign(h) is the mask).
+pub(crate) fn through_relu(d: &Tensor, h: &Tensor) -> Result<Tensor> {
+    Ok((d * h.sign()?)?)
+}
+
+impl Mlp {
+    pub(crate) fn of(params: &Params, prefix: &str) -> Result<Self> {
+        Ok(Self {
+            layers: [
+                Linear::of(params, &format!("{prefix}.0"))?,
+                Linear::of(params, &format!("{prefix}.2"))?,
+                Linear::of(params, &format!("{prefix}.4"))?,
+            ],
+        })
+    }
+
+    pub(crate) fn forward(&self, x: &Tensor) -> Result<MlpTape> {
+        let h1 = self.layers[0].forward(x)?.relu()?; // (b, hidden)
+        let h2 = self.layers[1].forward(&h1)?.relu()?; // (b, hidden)
+        let out = self.layers[2].forward(&h2)?; // (b, out)
+        Ok(MlpTape { h1, h2, out })
+    }
+
+    /// d h1 and d h2 (b, hidden), through the ReLUs.
+    pub(crate) fn hidden_grads(&self, tape: &MlpTape, d_out: &Tensor) -> Result<(Tensor, Tensor)> {
+        let d_h2 = through_relu(&self.layers[2].input_grad(d_out)?, &tape.h2)?;
+        let d_h1 = through_relu(&self.layers[1].input_grad(&d_h2)?, &tape.h1)?;
+        Ok((d_h1, d_h2))
+    }
+
+    /// The gradient reaching the input (b, inp) alone (parameters held constant).
+    pub(crate) fn input_grad(&self, tape: &MlpTape, d_out: &Tensor) -> Result<Tensor> {
+        let (d_h1, _) = self.hidden_grads(tape, d_out)?;
+        self.layers[0].input_grad(&d_h1)
+    }
+
+    pub(crate) fn backward(&self, x: &Tensor, tape: &MlpTape, d_out: &Tensor) -> Result<MlpGrads> {
+        let (d_h1, d_h2) = self.hidden_grads(tape, d_out)?;
+        let [l0, l2, l4] = &self.layers;
+        Ok(MlpGrads {
+            d_x: l0.input_grad(&d_h1)?,
+            layers: [
+                l0.grads(x, &d_h1)?,
+                l2.grads(&tape.h1, &d_h2)?,
+                l4.grads(&tape.h2, d_out)?,
+            ],
+        })
+    }
+}
+
+/// d min(q1, q2) / d (q1, q2), as candle's `minimum` (a tie splits it in halves): (b, 1) each.
+pub(crate) fn min_masks(q1: &Tensor, q2: &Tensor) -> Result<(Tensor, Tensor)> {
+    let m = q1.minimum(q2)?;
+    let on1 = m.eq(q1)?.to_dtype(DType::F32)?;
+    let on2 = m.eq(q2)?.to_dtype(DType::F32)?;
+    Ok(((&on1 / (&on2 + 1.0)?)?, (&on2 / (&on1 + 1.0)?)?))
+}
+
+// ---- gradients by name
+
+/// The gradients of one network by parameter name.
+pub(crate) struct NamedGrads(pub(crate) BTreeMap<String, Tensor>);
+
+impl NamedGrads {
+    pub(crate) fn new() -> Self {
+        Self(BTreeMap::new())
+    }
+
+    pub(crate) fn linear(&mut self, layer: &Linear, g: LinearGrads) {
+        self.0.insert(format!("{}.weight", layer.name), g.weight);
+        self.0.insert(format!("{}.bias", layer.name), g.bias);
+    }
+
+    pub(crate) fn trunk(&mut self, prefix: &str, trunk: &Trunk, g: TrunkGrads) {
+        self.linear(&trunk.linear, g.linear);
+        self.0.insert(format!("{prefix}.1.weight"), g.ln_weight);
+        self.0.insert(format!("{prefix}.1.bias"), g.ln_bias);
+    }
+
+    pub(crate) fn mlp(&mut self, mlp: &Mlp, g: [LinearGrads; 3]) {
+        for (layer, grads) in mlp.layers.iter().zip(g) {
+            self.linear(layer, grads);
+        }
+    }
+}
