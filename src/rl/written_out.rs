@@ -250,6 +250,112 @@ impl Mlp {
     }
 }
 
+/// An actor's trunk and policy MLP (`trunk.*`, `policy.*`).
+pub(crate) struct ActorNets {
+    pub(crate) trunk: Trunk,
+    pub(crate) policy: Mlp,
+}
+
+impl ActorNets {
+    pub(crate) fn of(params: &Params, output: TrunkOutput, fused: bool) -> Result<Self> {
+        Ok(Self {
+            trunk: Trunk::of(params, "trunk", output, fused)?,
+            policy: Mlp::of(params, "policy")?,
+        })
+    }
+}
+
+/// A critic's trunk and its two Q heads (`trunk.*`, `Q1.*`, `Q2.*`).
+pub(crate) struct CriticNets {
+    pub(crate) trunk: Trunk,
+    pub(crate) q1: Mlp,
+    pub(crate) q2: Mlp,
+}
+
+impl CriticNets {
+    pub(crate) fn of(params: &Params, output: TrunkOutput, fused: bool) -> Result<Self> {
+        Ok(Self {
+            trunk: Trunk::of(params, "trunk", output, fused)?,
+            q1: Mlp::of(params, "Q1")?,
+            q2: Mlp::of(params, "Q2")?,
+        })
+    }
+}
+
+/// A critic's step on MSE(Q1, y) + MSE(Q2, y): its gradients by name, the loss, both Q (b, 1),
+/// and d loss / d obs (b, repr) when asked for.
+pub(crate) struct Regression {
+    pub(crate) grads: BTreeMap<String, Tensor>,
+    pub(crate) loss: Tensor,
+    pub(crate) q1: Tensor,
+    pub(crate) q2: Tensor,
+    pub(crate) obs_grad: Option<Tensor>,
+}
+
+/// min(Q1, Q2) of an action (b, 1) and d (−mean min Q) / d action (b, A), the critic's
+/// parameters held constant (the actor's step).
+pub(crate) struct MinQ {
+    pub(crate) value: Tensor,
+    pub(crate) action_grad: Tensor,
+}
+
+impl CriticNets {
+    /// The critic on (obs, action) (b, repr), (b, A) regressed onto `target_q` (b, 1), without a
+    /// graph: MSE(Q1, y) + MSE(Q2, y) and every gradient written once; with `obs_grad` also the
+    /// gradient reaching obs (an encoder the critic trains).
+    pub(crate) fn regress(
+        &self,
+        obs: &Tensor,
+        action: &Tensor,
+        target_q: &Tensor,
+        obs_grad: bool,
+    ) -> Result<Regression> {
+        let b = obs.dim(0)?;
+        let f = self.trunk.ln_weight.dim(0)?;
+        let trunk = self.trunk.forward(obs)?;
+        let x = Tensor::cat(&[trunk.out(), action], 1)?; // (b, F + A)
+        let (t1, t2) = (self.q1.forward(&x)?, self.q2.forward(&x)?);
+        let (e1, e2) = ((&t1.out - target_q)?, (&t2.out - target_q)?); // (b, 1) each
+        let loss = (e1.sqr()?.mean_all()? + e2.sqr()?.mean_all()?)?;
+        // d MSE / d q = 2 (q − y) / b.
+        let scale = 2.0 / b as f64;
+        let g1 = self.q1.backward(&x, &t1, &(e1 * scale)?)?;
+        let g2 = self.q2.backward(&x, &t2, &(e2 * scale)?)?;
+        // The trunk's output is the first F columns of both heads' input.
+        let d_features = (g1.d_x.narrow(1, 0, f)? + g2.d_x.narrow(1, 0, f)?)?; // (b, F)
+        let trunk_grads = self.trunk.backward(obs, &trunk, &d_features, obs_grad)?;
+        let obs_grad = trunk_grads.d_input.clone();
+        let mut grads = NamedGrads::new();
+        grads.trunk("trunk", &self.trunk, trunk_grads);
+        grads.mlp(&self.q1, g1.layers);
+        grads.mlp(&self.q2, g2.layers);
+        Ok(Regression {
+            grads: grads.0,
+            loss,
+            q1: t1.out,
+            q2: t2.out,
+            obs_grad,
+        })
+    }
+
+    /// min(Q1, Q2)(obs, action) and the gradient of −mean min Q with respect to the action.
+    pub(crate) fn min_q(&self, obs: &Tensor, action: &Tensor) -> Result<MinQ> {
+        let b = obs.dim(0)?;
+        let (f, a) = (self.trunk.ln_weight.dim(0)?, action.dim(1)?);
+        let x = Tensor::cat(&[self.trunk.forward(obs)?.out(), action], 1)?; // (b, F + A)
+        let (t1, t2) = (self.q1.forward(&x)?, self.q2.forward(&x)?);
+        let (m1, m2) = min_masks(&t1.out, &t2.out)?;
+        let per_row = -1.0 / b as f64;
+        let d_x1 = self.q1.input_grad(&t1, &(m1 * per_row)?)?; // (b, F + A)
+        let d_x2 = self.q2.input_grad(&t2, &(m2 * per_row)?)?; // (b, F + A)
+        Ok(MinQ {
+            value: t1.out.minimum(&t2.out)?,
+            // The action is the last A columns of both heads' input.
+            action_grad: (d_x1.narrow(1, f, a)? + d_x2.narrow(1, f, a)?)?,
+        })
+    }
+}
+
 /// d min(q1, q2) / d (q1, q2), as candle's `minimum` (a tie splits it in halves): (b, 1) each.
 pub(crate) fn min_masks(q1: &Tensor, q2: &Tensor) -> Result<(Tensor, Tensor)> {
     let m = q1.minimum(q2)?;
@@ -283,5 +389,45 @@ impl NamedGrads {
         for (layer, grads) in mlp.layers.iter().zip(g) {
             self.linear(layer, grads);
         }
+    }
+}
+
+/// What the written-out paths' tests share: a random batch, and the comparisons with candle's
+/// autograd.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use candle_core::{Device, Tensor};
+    use rand::Rng;
+
+    use crate::rl::batch::Batch;
+
+    pub(crate) fn batch(repr: usize, b: usize, a: usize, rng: &mut impl Rng) -> Batch {
+        let mut t = |dims: (usize, usize), lo: f32, hi: f32| {
+            let v: Vec<f32> = (0..dims.0 * dims.1).map(|_| rng.random_range(lo..hi)).collect();
+            Tensor::from_vec(v, dims, &Device::Cpu).unwrap()
+        };
+        Batch {
+            obs: t((b, repr), 0.0, 1.0),
+            action: t((b, a), -1.0, 1.0),
+            reward: t((b, 1), 0.0, 1.0),
+            discount: t((b, 1), 0.9, 1.0),
+            next_obs: t((b, repr), 0.0, 1.0),
+        }
+    }
+
+    /// Worst |ours − candle's| over a parameter's gradient, relative to candle's largest entry.
+    pub(crate) fn worst_relative(ours: &Tensor, reference: &Tensor) -> f32 {
+        let (x, y) = (
+            ours.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            reference.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+        );
+        assert_eq!(x.len(), y.len());
+        let scale = y.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
+        x.iter().zip(&y).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+    }
+
+    /// Two numbers within 1e-5, relative to the larger of 1 and the reference.
+    pub(crate) fn close(ours: f64, reference: f64) -> bool {
+        (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0)
     }
 }

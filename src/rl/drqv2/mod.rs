@@ -10,6 +10,7 @@
 
 pub mod actor;
 mod agent;
+pub mod on_device;
 pub mod schedule;
 pub mod truncated_normal;
 
@@ -31,6 +32,7 @@ use crate::nn::{Adam, AdamConfig, Params};
 use crate::{Error, Result};
 pub use actor::Actor;
 pub use agent::DrQv2Sums;
+pub use on_device::DrQv2Gradients;
 pub use schedule::StddevSchedule;
 pub use truncated_normal::TruncatedNormal;
 
@@ -158,6 +160,27 @@ pub fn actor_loss(q1: &Tensor, q2: &Tensor) -> Result<Tensor> {
     Ok(q1.minimum(q2)?.mean_all()?.neg()?)
 }
 
+/// The critic's metrics from its loss, Q1, Q2, target (b, 1) and the batch's reward, in one
+/// read (a GPU stops once for them); an error if the loss is not finite.
+fn critic_metrics(loss: &Tensor, q1: &Tensor, q2: &Tensor, target_q: &Tensor, batch: &Batch) -> Result<DrQv2Metrics> {
+    let [critic_loss, critic_q1, critic_q2, critic_target_q, batch_reward] = read_scalars([
+        loss,
+        &q1.mean_all()?,
+        &q2.mean_all()?,
+        &target_q.mean_all()?,
+        &batch.reward.mean_all()?,
+    ])?;
+    check_finite("critic loss", critic_loss)?;
+    Ok(DrQv2Metrics {
+        critic_loss,
+        critic_q1,
+        critic_q2,
+        critic_target_q,
+        batch_reward,
+        ..DrQv2Metrics::default()
+    })
+}
+
 /// The critic's loss and what it is made of.
 pub struct CriticLosses {
     pub loss: Tensor,
@@ -189,6 +212,8 @@ pub struct DrQv2Agent {
     critic_opt: Adam,
     /// TACO's critic takes latent actions ([`ActionEncoding`]); None: the actions themselves.
     latent_actions: Option<LatentActions>,
+    /// candle's autograd, or written out on the device ([`DrQv2Gradients::for_device`]).
+    gradients: DrQv2Gradients,
 }
 
 /// An action encoder in front of the critic and the Adam that steps it on the critic's loss
@@ -257,6 +282,7 @@ impl DrQv2Agent {
         let critic_target_params = Params::from_tensors(&critic_params.snapshot()?, device)?;
         let critic_target = Critic::from_params(critic_dims, TrunkOutput::LayerNormTanh, "", &critic_target_params)?;
         Ok(Self {
+            gradients: DrQv2Gradients::for_device(device, latent_actions.is_some()),
             latent_actions,
             actor_opt: Adam::new(cfg.optimizer.clone(), &actor_params),
             critic_opt: Adam::new(cfg.optimizer.clone(), &critic_params),
@@ -399,24 +425,15 @@ impl DrQv2Agent {
         rng: &mut R,
     ) -> Result<(DrQv2Metrics, Option<Tensor>)> {
         let next_eps = self.noise(batch.obs.dim(0)?, batch.obs.device(), rng)?;
+        if let Some(on_device) = self.on_device() {
+            let step =
+                on_device.critic_step(&self.stores_of_networks(), batch, std, self.cfg.stddev_clip, &next_eps)?;
+            let metrics = critic_metrics(&step.loss, &step.q1, &step.q2, &step.target_q, batch)?;
+            self.critic_opt.step_named(&self.critic_params, &step.grads)?;
+            return Ok((metrics, step.obs_grad));
+        }
         let CriticLosses { loss, q, target_q } = self.critic_losses(batch, std, &next_eps)?;
-        // One read of the critic's numbers and the batch's reward (a GPU stops once for them).
-        let [critic_loss, critic_q1, critic_q2, critic_target_q, batch_reward] = read_scalars([
-            &loss,
-            &q.q1.mean_all()?,
-            &q.q2.mean_all()?,
-            &target_q.mean_all()?,
-            &batch.reward.mean_all()?,
-        ])?;
-        let metrics = DrQv2Metrics {
-            critic_loss,
-            critic_q1,
-            critic_q2,
-            critic_target_q,
-            batch_reward,
-            ..DrQv2Metrics::default()
-        };
-        check_finite("critic loss", metrics.critic_loss)?;
+        let metrics = critic_metrics(&loss, &q.q1, &q.q2, &target_q, batch)?;
         let grads = loss.backward()?;
         self.critic_opt.step(&self.critic_params, &grads)?;
         if let Some(l) = &mut self.latent_actions {
@@ -429,6 +446,21 @@ impl DrQv2Agent {
         Ok((metrics, obs_grad))
     }
 
+    /// The written-out path, when the agent takes it.
+    fn on_device(&self) -> Option<on_device::OnDevice> {
+        (self.gradients == DrQv2Gradients::OnDevice).then(|| on_device::OnDevice {
+            fused: crate::rl::sac::row_ops::fused(),
+        })
+    }
+
+    fn stores_of_networks(&self) -> on_device::Stores<'_> {
+        on_device::Stores {
+            actor: &self.actor_params,
+            critic: &self.critic_params,
+            critic_target: &self.critic_target_params,
+        }
+    }
+
     fn update_actor<R: Rng + ?Sized>(
         &mut self,
         obs: &Tensor,
@@ -437,13 +469,30 @@ impl DrQv2Agent {
         metrics: &mut DrQv2Metrics,
     ) -> Result<()> {
         let eps = self.noise(obs.dim(0)?, obs.device(), rng)?;
+        if let Some(on_device) = self.on_device() {
+            let step = on_device.actor_step(&self.stores_of_networks(), obs, std, self.cfg.stddev_clip, &eps)?;
+            self.actor_metrics(&step.loss, &step.dist, &step.action, metrics)?;
+            return self.actor_opt.step_named(&self.actor_params, &step.grads);
+        }
         let ActorLosses { loss, dist, action } = self.actor_losses(obs, std, &eps)?;
-        [metrics.actor_loss, metrics.actor_logprob] =
-            read_scalars([&loss, &dist.log_prob(&action.detach())?.mean_all()?])?;
-        metrics.actor_ent = dist.entropy(self.action_dim);
-        check_finite("actor loss", metrics.actor_loss)?;
+        self.actor_metrics(&loss, &dist, &action, metrics)?;
         let grads = loss.backward()?;
         self.actor_opt.step(&self.actor_params, &grads)
+    }
+
+    /// The actor's loss, the mean log-density of its action and the policy's entropy, into
+    /// `metrics` (one read); an error if the loss is not finite.
+    fn actor_metrics(
+        &self,
+        loss: &Tensor,
+        dist: &TruncatedNormal,
+        action: &Tensor,
+        metrics: &mut DrQv2Metrics,
+    ) -> Result<()> {
+        [metrics.actor_loss, metrics.actor_logprob] =
+            read_scalars([loss, &dist.log_prob(&action.detach())?.mean_all()?])?;
+        metrics.actor_ent = dist.entropy(self.action_dim);
+        check_finite("actor loss", metrics.actor_loss)
     }
 
     /// Replaces the networks' parameters with `tensors` (`actor.…`, `critic.…`,

@@ -11,6 +11,8 @@ use crate::Result;
 const LOW: f64 = -1.0;
 const HIGH: f64 = 1.0;
 const EPS: f64 = 1e-6;
+/// [`TruncatedNormal::sample`]'s clamp, lower and upper.
+pub(crate) const SAMPLE_BOUNDS: (f64, f64) = (LOW + EPS, HIGH - EPS);
 
 /// A batch of Normal(μ, σ) policies with one σ: μ (b, A).
 #[derive(Debug, Clone)]
@@ -31,7 +33,7 @@ impl TruncatedNormal {
             Some(c) => noise.clamp(-c, c)?,
             None => noise,
         };
-        straight_through_clamp(&(&self.mu + noise)?, LOW + EPS, HIGH - EPS)
+        straight_through_clamp(&(&self.mu + noise)?, SAMPLE_BOUNDS.0, SAMPLE_BOUNDS.1)
     }
 
     /// The deterministic action: μ (evaluation).

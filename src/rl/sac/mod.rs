@@ -469,39 +469,10 @@ impl SacAgent {
 
 #[cfg(test)]
 mod tests {
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
 
     use super::*;
-
-    fn batch(repr: usize, b: usize, a: usize, rng: &mut impl Rng) -> Batch {
-        let mut t = |dims: (usize, usize), lo: f32, hi: f32| {
-            let v: Vec<f32> = (0..dims.0 * dims.1).map(|_| rng.random_range(lo..hi)).collect();
-            Tensor::from_vec(v, dims, &Device::Cpu).unwrap()
-        };
-        Batch {
-            obs: t((b, repr), 0.0, 1.0),
-            action: t((b, a), -1.0, 1.0),
-            reward: t((b, 1), 0.0, 1.0),
-            discount: t((b, 1), 0.9, 1.0),
-            next_obs: t((b, repr), 0.0, 1.0),
-        }
-    }
-
-    /// Worst |ours − candle's| over a parameter's gradient, relative to candle's largest entry.
-    fn worst_relative(ours: &Tensor, reference: &Tensor) -> f32 {
-        let (x, y) = (
-            ours.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
-            reference.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
-        );
-        assert_eq!(x.len(), y.len());
-        let scale = y.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-12);
-        x.iter().zip(&y).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
-    }
-
-    /// Two numbers within 1e-5, relative to the larger of 1 and the reference.
-    fn close(ours: f64, reference: f64) -> bool {
-        (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0)
-    }
+    use crate::rl::written_out::test_support::{batch, close, worst_relative};
 
     /// A step's loss and gradients against candle's autograd's on the same networks, batch and
     /// noise: the loss, and a gradient for every parameter of `params`, each within 1e-4 of the

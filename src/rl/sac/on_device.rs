@@ -23,43 +23,10 @@ use candle_core::Tensor;
 use super::gradients::{noise, ActorGradients, CriticGradients, Gradients, Networks};
 use super::row_ops;
 use crate::device::read_scalars;
-use crate::nn::Params;
 use crate::rl::batch::Batch;
 use crate::rl::mlp::TrunkOutput;
-use crate::rl::written_out::{min_masks, Mlp, NamedGrads, Trunk};
+use crate::rl::written_out::{ActorNets, CriticNets, NamedGrads};
 use crate::Result;
-
-/// The actor's trunk and policy MLP.
-struct ActorNets {
-    trunk: Trunk,
-    policy: Mlp,
-}
-
-impl ActorNets {
-    fn of(params: &Params, fused: bool) -> Result<Self> {
-        Ok(Self {
-            trunk: Trunk::of(params, "trunk", TrunkOutput::LayerNorm, fused)?,
-            policy: Mlp::of(params, "policy")?,
-        })
-    }
-}
-
-/// The critic's trunk and its two Q heads.
-struct CriticNets {
-    trunk: Trunk,
-    q1: Mlp,
-    q2: Mlp,
-}
-
-impl CriticNets {
-    fn of(params: &Params, fused: bool) -> Result<Self> {
-        Ok(Self {
-            trunk: Trunk::of(params, "trunk", TrunkOutput::LayerNorm, fused)?,
-            q1: Mlp::of(params, "Q1")?,
-            q2: Mlp::of(params, "Q2")?,
-        })
-    }
-}
 
 // ---- the squashed Gaussian
 
@@ -138,14 +105,13 @@ pub(crate) struct OnDevice {
 
 impl Gradients for OnDevice {
     fn critic(&self, nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticGradients> {
-        let (f, a) = (nets.dims.feature_dim, nets.dims.action_dim);
-        let b = batch.obs.dim(0)?;
+        let a = nets.dims.action_dim;
         let obs = batch.obs.detach(); // (b, repr)
         let next_obs = batch.next_obs.detach(); // (b, repr)
         let next_eps = noise(next_eps, &obs, a)?; // (b, A)
-        let actor = ActorNets::of(nets.actor_params, self.fused)?;
-        let critic = CriticNets::of(nets.critic_params, self.fused)?;
-        let target = CriticNets::of(nets.critic_target_params, self.fused)?;
+        let actor = ActorNets::of(nets.actor_params, TrunkOutput::LayerNorm, self.fused)?;
+        let critic = CriticNets::of(nets.critic_params, TrunkOutput::LayerNorm, self.fused)?;
+        let target = CriticNets::of(nets.critic_target_params, TrunkOutput::LayerNorm, self.fused)?;
 
         // The target: the actor and the target critic on s', no gradient.
         let head = actor.policy.forward(actor.trunk.forward(&next_obs)?.out())?.out; // (b, 2A)
@@ -155,30 +121,12 @@ impl Gradients for OnDevice {
         let target_v = (tq1.minimum(&tq2)? - (next.log_prob * alpha)?)?; // (b, 1)
         let target_q = (&batch.reward.detach() + target_v.mul(&batch.discount.detach())?)?; // (b, 1)
 
-        // The critic on (s, a), keeping its tapes.
-        let trunk = critic.trunk.forward(&obs)?;
-        let x = Tensor::cat(&[trunk.out(), &batch.action.detach()], 1)?; // (b, F + A)
-        let (t1, t2) = (critic.q1.forward(&x)?, critic.q2.forward(&x)?);
-        let (e1, e2) = ((&t1.out - &target_q)?, (&t2.out - &target_q)?); // (b, 1) each
-        let loss = (e1.sqr()?.mean_all()? + e2.sqr()?.mean_all()?)?;
-        // d MSE / d q = 2 (q − y) / b.
-        let scale = 2.0 / b as f64;
-        let g1 = critic.q1.backward(&x, &t1, &(e1 * scale)?)?;
-        let g2 = critic.q2.backward(&x, &t2, &(e2 * scale)?)?;
-        // The trunk's output is the first F columns of both heads' input.
-        let d_features = (g1.d_x.narrow(1, 0, f)? + g2.d_x.narrow(1, 0, f)?)?; // (b, F)
-        let obs_tape = batch.obs.track_op();
-        let trunk_grads = critic.trunk.backward(&obs, &trunk, &d_features, obs_tape)?;
-        let obs_grad = trunk_grads.d_input.clone();
-
-        let mut grads = NamedGrads::new();
-        grads.trunk("trunk", &critic.trunk, trunk_grads);
-        grads.mlp(&critic.q1, g1.layers);
-        grads.mlp(&critic.q2, g2.layers);
+        let fit = critic.regress(&obs, &batch.action.detach(), &target_q, batch.obs.track_op())?;
+        let (grads, obs_grad) = (fit.grads, fit.obs_grad);
         // One read of the three numbers (a GPU stops once for them).
-        let [loss, q1, target_q] = read_scalars([&loss, &t1.out.mean_all()?, &target_q.mean_all()?])?;
+        let [loss, q1, target_q] = read_scalars([&fit.loss, &fit.q1.mean_all()?, &target_q.mean_all()?])?;
         Ok(CriticGradients {
-            grads: grads.0,
+            grads,
             loss,
             q1,
             target_q,
@@ -187,27 +135,19 @@ impl Gradients for OnDevice {
     }
 
     fn actor(&self, nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<ActorGradients> {
-        let (f, a) = (nets.dims.feature_dim, nets.dims.action_dim);
+        let a = nets.dims.action_dim;
         let b = obs.dim(0)?;
         let obs = obs.detach(); // (b, repr)
         let eps = noise(eps, &obs, a)?; // (b, A)
-        let actor = ActorNets::of(nets.actor_params, self.fused)?;
-        let critic = CriticNets::of(nets.critic_params, self.fused)?;
+        let actor = ActorNets::of(nets.actor_params, TrunkOutput::LayerNorm, self.fused)?;
+        let critic = CriticNets::of(nets.critic_params, TrunkOutput::LayerNorm, self.fused)?;
 
         let trunk = actor.trunk.forward(&obs)?;
         let policy = actor.policy.forward(trunk.out())?; // out (b, 2A)
         let sample = SquashedSample::new(&policy.out, &eps, nets.log_std_bounds, self.fused)?;
-        let x = Tensor::cat(&[critic.trunk.forward(&obs)?.out(), &sample.action], 1)?; // (b, F + A)
-        let (t1, t2) = (critic.q1.forward(&x)?, critic.q2.forward(&x)?);
-        let loss = ((&sample.log_prob * alpha)? - t1.out.minimum(&t2.out)?)?.mean_all()?;
-
-        // d loss / d q through −min(q1, q2) / b; the critic's weights get nothing.
-        let (m1, m2) = min_masks(&t1.out, &t2.out)?;
-        let per_row = -1.0 / b as f64;
-        let d_x1 = critic.q1.input_grad(&t1, &(m1 * per_row)?)?; // (b, F + A)
-        let d_x2 = critic.q2.input_grad(&t2, &(m2 * per_row)?)?; // (b, F + A)
-                                                                 // The action is the last A columns of both heads' input.
-        let d_action = (d_x1.narrow(1, f, a)? + d_x2.narrow(1, f, a)?)?; // (b, A)
+        let min_q = critic.min_q(&obs, &sample.action)?;
+        let loss = ((&sample.log_prob * alpha)? - &min_q.value)?.mean_all()?;
+        let d_action = min_q.action_grad; // d (−mean min Q) / d action: (b, A)
 
         // Back through the sample; d log π = α / b per row.
         let d_head = sample.grad(&eps, &d_action, alpha / b as f64, nets.log_std_bounds)?; // (b, 2A)

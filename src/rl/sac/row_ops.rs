@@ -451,7 +451,7 @@ pub(super) fn squashed_sample_grad(
 
 /// Whether [`super::on_device`] uses these ops: unless `LFS_FUSED_SAC=0` (candle's element-wise
 /// ops then, for timing the two side by side), and on CUDA if NVRTC compiles the kernels.
-pub(super) fn fused() -> bool {
+pub(crate) fn fused() -> bool {
     static FUSED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *FUSED.get_or_init(|| {
         #[cfg(feature = "cuda")]

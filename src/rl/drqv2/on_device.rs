@@ -1,0 +1,360 @@
+//! DrQ-v2's update written out as tensor ops on the agent's device (issue 52), what an agent
+//! off the CPU takes ([`DrQv2Gradients::for_device`]). On a GPU the autograd path is bound by
+//! kernel launches: candle's backward zero-fills each gradient and adds every node's part into
+//! it (SAC's written-out update, the same layers, took 369 launches per update where autograd
+//! took ~1,010, and 2.6 ms where it took 7.0 on an H200; results/gpu-h200-2026-11-28d/). Here
+//! each network's forward keeps what its backward needs ([`crate::rl::written_out`]) and each
+//! gradient is written once.
+//!
+//! The arithmetic is [`super::DrQv2Agent::critic_losses`] and
+//! [`super::DrQv2Agent::actor_losses`] term for term (drqv2.py @c0c650b's `update_critic` and
+//! `update_actor`): the target's action μ'(s') + clip(σ·ε'), clamped, the n-step target
+//! `r + γⁿ·min(Q1', Q2')`, MSE(Q1, y) + MSE(Q2, y); the actor's action μ(s) + clip(σ·ε) clamped
+//! straight-through (d action / d μ = 1), its loss −mean min(Q1, Q2) through the critic held
+//! constant. The unit test in `drqv2/mod.rs` holds the gradients, the metrics and the
+//! feature gradient to candle's autograd on the same networks, batch and noise.
+
+use std::collections::BTreeMap;
+
+use candle_core::Tensor;
+
+use super::truncated_normal::{TruncatedNormal, SAMPLE_BOUNDS};
+use crate::device::env_value;
+use crate::nn::Params;
+use crate::rl::batch::Batch;
+use crate::rl::mlp::TrunkOutput;
+use crate::rl::written_out::{ActorNets, CriticNets, NamedGrads, Regression};
+use crate::Result;
+
+/// How a DrQ-v2 agent's updates are differentiated; fixed for its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrQv2Gradients {
+    /// candle's autograd over the losses' graphs.
+    Autograd,
+    /// Written out as tensor ops on the agent's device ([`OnDevice`]).
+    OnDevice,
+}
+
+impl DrQv2Gradients {
+    /// The fastest path on `device`: autograd on the CPU, written out off it; an agent whose
+    /// critic takes latent actions (TACO's) always autograd (its action encoder's gradients are
+    /// not written out). `LFS_DRQV2_GRADIENTS=autograd` or `=on-device` forces a path on any
+    /// device (for timing the two side by side, and for running a GPU's path on the CPU).
+    pub fn for_device(device: &candle_core::Device, latent_actions: bool) -> Self {
+        static FORCED: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+        let forced = *FORCED.get_or_init(|| env_value("LFS_DRQV2_GRADIENTS", &["on-device", "autograd"]));
+        Self::choose(device.is_cpu(), latent_actions, forced)
+    }
+
+    /// [`DrQv2Gradients::for_device`]'s rule, `forced` being `LFS_DRQV2_GRADIENTS`' value.
+    pub(crate) fn choose(cpu: bool, latent_actions: bool, forced: Option<&str>) -> Self {
+        match (latent_actions, forced, cpu) {
+            (true, _, _) | (false, Some("autograd"), _) => Self::Autograd,
+            (false, Some(_), _) | (false, None, false) => Self::OnDevice,
+            (false, None, true) => Self::Autograd,
+        }
+    }
+}
+
+/// The networks one update reads, as their stores.
+pub(crate) struct Stores<'a> {
+    pub actor: &'a Params,
+    pub critic: &'a Params,
+    pub critic_target: &'a Params,
+}
+
+/// The critic's step before its optimiser.
+pub(crate) struct CriticStep {
+    pub grads: BTreeMap<String, Tensor>,
+    /// The loss, Q1 and Q2 (b, 1) and the target (b, 1), for the metrics.
+    pub loss: Tensor,
+    pub q1: Tensor,
+    pub q2: Tensor,
+    pub target_q: Tensor,
+    /// d loss / d `batch.obs` (b, repr), when the features carry a tape.
+    pub obs_grad: Option<Tensor>,
+}
+
+/// The actor's step before its optimiser.
+pub(crate) struct ActorStep {
+    pub grads: BTreeMap<String, Tensor>,
+    pub loss: Tensor,
+    /// The policy and the action (b, A) its loss was taken at (the log-density's metric).
+    pub dist: TruncatedNormal,
+    pub action: Tensor,
+}
+
+/// The written-out path, with the LayerNorms as one op each when `fused` (on CUDA one kernel;
+/// `LFS_FUSED_SAC=0` for candle's element-wise ops, as for SAC's).
+pub(crate) struct OnDevice {
+    pub fused: bool,
+}
+
+/// μ + clip(σ·ε, ±c) clamped into (−1, 1): [`TruncatedNormal::sample`]'s value.
+fn sample(mu: &Tensor, eps: &Tensor, std: f64, clip: f64) -> Result<Tensor> {
+    let noise = (eps * std)?.clamp(-clip, clip)?; // (b, A)
+    Ok((mu + noise)?.clamp(SAMPLE_BOUNDS.0, SAMPLE_BOUNDS.1)?)
+}
+
+impl OnDevice {
+    fn actor(&self, params: &Params) -> Result<ActorNets> {
+        ActorNets::of(params, TrunkOutput::LayerNormTanh, self.fused)
+    }
+
+    fn critic(&self, params: &Params) -> Result<CriticNets> {
+        CriticNets::of(params, TrunkOutput::LayerNormTanh, self.fused)
+    }
+
+    /// The critic's step on `batch` with the target's noise `next_eps` (b, A) at σ = `std`.
+    pub(crate) fn critic_step(
+        &self,
+        nets: &Stores,
+        batch: &Batch,
+        std: f64,
+        clip: f64,
+        next_eps: &Tensor,
+    ) -> Result<CriticStep> {
+        let obs = batch.obs.detach(); // (b, repr)
+        let next_obs = batch.next_obs.detach(); // (b, repr)
+        let (actor, critic, target) = (
+            self.actor(nets.actor)?,
+            self.critic(nets.critic)?,
+            self.critic(nets.critic_target)?,
+        );
+        // The target: the actor and the target critic on s', no gradient.
+        let mu = actor
+            .policy
+            .forward(actor.trunk.forward(&next_obs)?.out())?
+            .out
+            .tanh()?; // (b, A)
+        let next_action = sample(&mu, next_eps, std, clip)?; // (b, A)
+        let x = Tensor::cat(&[target.trunk.forward(&next_obs)?.out(), &next_action], 1)?; // (b, F + A)
+        let (tq1, tq2) = (target.q1.forward(&x)?.out, target.q2.forward(&x)?.out); // (b, 1) each
+        let target_q = super::critic_target(&batch.reward, &batch.discount, &tq1, &tq2)?; // (b, 1)
+
+        let Regression {
+            grads,
+            loss,
+            q1,
+            q2,
+            obs_grad,
+        } = critic.regress(&obs, &batch.action.detach(), &target_q, batch.obs.track_op())?;
+        Ok(CriticStep {
+            grads,
+            loss,
+            q1,
+            q2,
+            target_q,
+            obs_grad,
+        })
+    }
+
+    /// The actor's step on features `obs` (b, repr) with noise `eps` (b, A) at σ = `std`.
+    pub(crate) fn actor_step(
+        &self,
+        nets: &Stores,
+        obs: &Tensor,
+        std: f64,
+        clip: f64,
+        eps: &Tensor,
+    ) -> Result<ActorStep> {
+        let obs = obs.detach(); // (b, repr)
+        let (actor, critic) = (self.actor(nets.actor)?, self.critic(nets.critic)?);
+        let trunk = actor.trunk.forward(&obs)?;
+        let policy = actor.policy.forward(trunk.out())?; // out (b, A), before the tanh
+        let mu = policy.out.tanh()?; // (b, A)
+        let action = sample(&mu, eps, std, clip)?; // (b, A)
+        let min_q = critic.min_q(&obs, &action)?;
+        let loss = min_q.value.mean_all()?.neg()?;
+        // Straight through the clamp: d μ = d action; then through μ = tanh(out).
+        let d_out = (min_q.action_grad * (1.0 - mu.sqr()?)?)?; // (b, A)
+        let g_policy = actor.policy.backward(trunk.out(), &policy, &d_out)?;
+        let trunk_grads = actor.trunk.backward(&obs, &trunk, &g_policy.d_x, false)?;
+        let mut grads = NamedGrads::new();
+        grads.trunk("trunk", &actor.trunk, trunk_grads);
+        grads.mlp(&actor.policy, g_policy.layers);
+        Ok(ActorStep {
+            grads: grads.0,
+            loss,
+            dist: TruncatedNormal { mu, std },
+            action,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use candle_core::backprop::GradStore;
+    use candle_core::{Device, Tensor, Var};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::rl::drqv2::{ActorLosses, CriticLosses, DrQv2Agent, DrQv2Config};
+    use crate::rl::written_out::test_support::{batch, close, worst_relative};
+
+    /// `grads`' entries for `params`' variables, by name.
+    fn by_name(grads: &GradStore, params: &Params) -> BTreeMap<String, Tensor> {
+        params
+            .iter()
+            .filter_map(|(name, var)| grads.get(var.as_tensor()).map(|g| (name.clone(), g.clone())))
+            .collect()
+    }
+
+    fn assert_grads_match(
+        ours: &BTreeMap<String, Tensor>,
+        reference: &BTreeMap<String, Tensor>,
+        params: &Params,
+        what: &str,
+    ) {
+        assert_eq!(ours.len(), params.len(), "{what}");
+        assert_eq!(reference.len(), params.len(), "{what}");
+        for (name, _) in params.iter() {
+            let worst = worst_relative(&ours[name], &reference[name]);
+            assert!(worst < 1e-4, "{what}, {name}: {worst}");
+        }
+    }
+
+    fn scalar(t: &Tensor) -> f64 {
+        t.to_scalar::<f32>().unwrap() as f64
+    }
+
+    /// An agent after a few autograd updates, so that no LayerNorm γ is 1, no bias 0 and the
+    /// target has moved from the critic.
+    fn warmed_agent(repr: usize, rng: &mut ChaCha8Rng) -> DrQv2Agent {
+        let cfg = DrQv2Config {
+            feature_dim: 8,
+            hidden_dim: 32,
+            batch_size: 16,
+            critic_target_tau: 0.3,
+            ..DrQv2Config::default()
+        };
+        let mut agent = DrQv2Agent::new(&cfg, repr, 3, &Device::Cpu, rng).unwrap();
+        agent.gradients = DrQv2Gradients::Autograd;
+        for step in 0..4 {
+            agent.update(&batch(repr, 16, 3, rng), step, rng).unwrap();
+        }
+        agent
+    }
+
+    /// Each step's loss, gradients and values against candle's autograd on the same networks,
+    /// batch and noise: the critic's with features that carry a tape (d loss / d features too)
+    /// and without, the actor's; with the LayerNorms as one op each and as element-wise ops;
+    /// at a σ whose noise the clip cuts (0.6·ε beyond ±0.3) and actions the clamp cuts.
+    #[test]
+    fn the_written_out_steps_match_candles_autograd() {
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        let repr = 40;
+        let agent = warmed_agent(repr, &mut rng);
+        let (std, clip) = (0.6, agent.cfg.stddev_clip);
+        let stores = agent.stores_of_networks();
+        for fused in [true, false] {
+            let path = OnDevice { fused };
+            for tape in [false, true] {
+                let mut b = batch(repr, 16, 3, &mut rng);
+                // Actions at the bounds, so the target's and the actor's clamps are reached.
+                b.action = (b.action * 2.0).unwrap().clamp(-1.0, 1.0).unwrap();
+                let obs_var = Var::from_tensor(&b.obs).unwrap();
+                if tape {
+                    b.obs = obs_var.as_tensor().clone();
+                }
+                let what = format!("fused {fused}, tape {tape}");
+                let next_eps = agent.noise(16, &Device::Cpu, &mut rng).unwrap();
+                let ours = path.critic_step(&stores, &b, std, clip, &next_eps).unwrap();
+                let CriticLosses { loss, q, target_q } = agent.critic_losses(&b, std, &next_eps).unwrap();
+                let grads = loss.backward().unwrap();
+                assert!(close(scalar(&ours.loss), scalar(&loss)), "{what}: critic loss");
+                for (x, y) in [(&ours.q1, &q.q1), (&ours.q2, &q.q2), (&ours.target_q, &target_q)] {
+                    assert!(worst_relative(x, y) < 1e-5, "{what}: Q or target");
+                }
+                assert_grads_match(
+                    &ours.grads,
+                    &by_name(&grads, &agent.critic_params),
+                    &agent.critic_params,
+                    &what,
+                );
+                match (tape, &ours.obs_grad) {
+                    (true, Some(d)) => {
+                        let reference = grads.get(obs_var.as_tensor()).unwrap();
+                        assert!(worst_relative(d, reference) < 1e-4, "{what}: d features");
+                    }
+                    (false, None) => {}
+                    _ => panic!("{what}: a feature gradient exactly when the features carry a tape"),
+                }
+
+                let eps = agent.noise(16, &Device::Cpu, &mut rng).unwrap();
+                let ours = path.actor_step(&stores, &b.obs, std, clip, &eps).unwrap();
+                let ActorLosses { loss, dist, action } = agent.actor_losses(&b.obs.detach(), std, &eps).unwrap();
+                let grads = loss.backward().unwrap();
+                assert!(close(scalar(&ours.loss), scalar(&loss)), "{what}: actor loss");
+                assert!(worst_relative(&ours.action, &action) < 1e-6, "{what}: action");
+                assert!(worst_relative(&ours.dist.mu, &dist.mu) < 1e-6, "{what}: μ");
+                assert_grads_match(
+                    &ours.grads,
+                    &by_name(&grads, &agent.actor_params),
+                    &agent.actor_params,
+                    &what,
+                );
+            }
+        }
+    }
+
+    /// Whole updates (noise draws, metrics, Adam steps, the target's EMA) on the two paths from
+    /// the same state and seeds stay together: every tensor of the agents' states within 1e-5
+    /// after four updates, and the same metrics.
+    #[test]
+    fn updates_on_the_two_paths_agree() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let repr = 24;
+        let reference = warmed_agent(repr, &mut rng);
+        let mut agents = [reference, warmed_agent(repr, &mut ChaCha8Rng::seed_from_u64(4))];
+        let (tensors, meta) = agents[0].state().unwrap();
+        agents[1].load_state(&tensors, &meta).unwrap();
+        agents[1].gradients = DrQv2Gradients::OnDevice;
+        let batches: Vec<_> = (0..4).map(|_| batch(repr, 16, 3, &mut rng)).collect();
+        let mut metrics = [Vec::new(), Vec::new()];
+        for (agent, out) in agents.iter_mut().zip(&mut metrics) {
+            let mut rng = ChaCha8Rng::seed_from_u64(9);
+            for (step, b) in batches.iter().enumerate() {
+                out.push(agent.update(b, 100 + 2 * step as u64, &mut rng).unwrap().0);
+            }
+        }
+        for (a, b) in metrics[0].iter().zip(&metrics[1]) {
+            for (x, y) in [
+                (a.critic_loss, b.critic_loss),
+                (a.actor_loss, b.actor_loss),
+                (a.critic_target_q, b.critic_target_q),
+                (a.actor_logprob, b.actor_logprob),
+            ] {
+                assert!(close(y, x), "{a:?} vs {b:?}");
+            }
+        }
+        let (a, _) = agents[0].state().unwrap();
+        let (b, _) = agents[1].state().unwrap();
+        assert_eq!(a.len(), b.len());
+        for (name, t) in &a {
+            assert!(worst_relative(&b[name], t) < 1e-5, "{name}");
+        }
+    }
+
+    /// The path each device gets, and what `LFS_DRQV2_GRADIENTS` forces; TACO's agents stay on
+    /// autograd.
+    #[test]
+    fn the_path_is_autograd_on_the_cpu_written_out_off_it() {
+        use DrQv2Gradients::*;
+        assert_eq!(DrQv2Gradients::choose(true, false, None), Autograd);
+        assert_eq!(DrQv2Gradients::choose(false, false, None), OnDevice);
+        assert_eq!(DrQv2Gradients::choose(false, false, Some("autograd")), Autograd);
+        assert_eq!(DrQv2Gradients::choose(true, false, Some("on-device")), OnDevice);
+        for (cpu, forced) in [
+            (true, None),
+            (false, None),
+            (true, Some("on-device")),
+            (false, Some("on-device")),
+        ] {
+            assert_eq!(DrQv2Gradients::choose(cpu, true, forced), Autograd);
+        }
+    }
+}
