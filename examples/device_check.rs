@@ -22,7 +22,8 @@
 //! and 512, and DrQ-v2 from pixels at B=256 (frames on the device). `--bench-only` times them without the checks. Each bench's timed updates are
 //! marked for a profiler (`cuProfilerStart`/`Stop`: eval/gpu/kprof, Nsight's capture range).
 //! `--training-batch B` sets the batch of the last check, "encoder at a training batch" (256 on
-//! a GPU, 4 on the CPU); `--training-batch-only` runs that check alone.
+//! a GPU, 4 on the CPU); `--training-batch-only` runs that check alone and prints every
+//! tensor's error (h, then each gradient).
 //!
 //! On a build without CUDA, `--device cpu` checks candle's CPU ops, the code a GPU runs
 //! (`tests/device.rs`); `make gpu-check` runs `--device cuda` on a lent GPU.
@@ -134,10 +135,14 @@ fn main() -> anyhow::Result<()> {
         None if device.is_cpu() => 4,
         None => 256,
     };
-    report(
-        "encoder at a training batch",
-        encoder_check(&tested, &reference, 0.0, batch)?,
-    );
+    let worst = encoder_check(&tested, &reference, 0.0, batch)?;
+    if only_training_batch {
+        // The diagnosis prints every tensor: the features h, then each parameter's gradient.
+        for (name, rel_err) in &worst.each {
+            println!("{{\"tensor\":\"{name}\",\"batch\":{batch},\"rel_err\":{rel_err:e}}}");
+        }
+    }
+    report("encoder at a training batch", worst);
     if argv.iter().any(|a| a == "--bench") {
         bench(&tested, &episodes)?;
     }
@@ -311,6 +316,8 @@ fn flag_value<T: std::str::FromStr<Err = String>>(argv: &[String], flag: &str) -
 struct Worst {
     name: String,
     rel_err: f64,
+    /// Every tensor's relative error, in the order compared.
+    each: Vec<(String, f64)>,
 }
 
 impl Worst {
@@ -329,6 +336,7 @@ impl Worst {
         let diff = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
         let norm = b.iter().map(|y| y * y).sum::<f64>().sqrt();
         let rel_err = if norm > 0.0 { diff / norm } else { diff };
+        self.each.push((name.to_string(), rel_err));
         if !rel_err.is_finite() || rel_err > self.rel_err || self.name.is_empty() {
             self.name = name.to_string();
             self.rel_err = if rel_err.is_finite() { rel_err } else { f64::INFINITY };

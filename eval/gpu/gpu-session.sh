@@ -52,8 +52,9 @@
 #            GPU time per kernel name and launches per update of each bench's timed updates,
 #            into kprof-<arm>.txt                                                           ~40 s
 #   trainbatch (not in the default list) device_check --training-batch-only at B=6, 16, 64,
-#            256 and at 256 with LFS_ENCODER_REFORWARD=0, per build: where the B=256 check's
-#            4.08e-4 of 2026-11-28 comes from                                             ~40 s
+#            96, 128, 160, 192, 224, 256 (every tensor's error) and at 256 with
+#            LFS_ENCODER_REFORWARD=0, per build: where the B=256 check's 4.08e-4 of
+#            2026-11-28 comes from                                                        ~60 s
 #   long     (not in the default list; GPU_SESSION_STAGES="info long") device_check --long
 #            GPU_SESSION_LONG_UPDATES (100): LFS B=512, SAC on cached features B=128/512, DrQ-v2
 #            B=256, every update's loss on the GPU against the CPU kernels' (band 5%), per build
@@ -367,15 +368,16 @@ fi
 
 # ---- trainbatch ---------------------------------------------------------------------------
 # The diagnosis of 2026-11-28's one failing check ("encoder at a training batch": 4.08e-4 at
-# B=256 on CUDA in every build, 9.9e-6 on the CPU's candle path): that check alone at batches 6,
-# 16, 64 and 256 for each build, and at 256 with the encoder's re-forward branch off
-# (LFS_ENCODER_REFORWARD=0, src/nn/encoder.rs). Every line goes to the log.
+# B=256 on CUDA in every build, 9.9e-6 on the CPU's candle path; 6, 16 and 64 pass at ~1e-6 on
+# CUDA, and the re-forward is not the cause, 2026-11-28d): that check alone at batches 6 to 256
+# for each build, every tensor's error printed (h, each gradient), and at 256 with the encoder's
+# re-forward branch off (LFS_ENCODER_REFORWARD=0, src/nn/encoder.rs). Every line goes to the log.
 if has trainbatch && [ -n "$DC" ]; then
     for arm in lfs lfs-cudnn; do
         bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
         [ -n "$bin" ] || continue
-        fits "trainbatch-$arm" 40 || break
-        for b in 6 16 64 256; do
+        fits "trainbatch-$arm" 60 || break
+        for b in 6 16 64 96 128 160 192 224 256; do
             mark "trainbatch arm=$arm batch=$b"
             run 60 "$bin" --device "$DEVICE" --training-batch "$b" --training-batch-only
         done
