@@ -339,6 +339,38 @@ mod tests {
         }
     }
 
+    /// Over 300 updates on the same batches (features with a tape, as `lfs train`'s) and the same
+    /// noise, the two paths do not drift apart: every update's critic and actor losses and the
+    /// feature gradient handed to the encoder within 1e-5 (they differ at rounding, ~1e-7).
+    #[test]
+    fn the_paths_stay_together_over_300_updates() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let repr = 24;
+        let cfg = DrQv2Config {
+            feature_dim: 8,
+            hidden_dim: 32,
+            batch_size: 16,
+            ..DrQv2Config::default()
+        };
+        let agent = |path| {
+            let mut agent = DrQv2Agent::new(&cfg, repr, 3, &Device::Cpu, &mut ChaCha8Rng::seed_from_u64(1)).unwrap();
+            agent.gradients = path;
+            (agent, ChaCha8Rng::seed_from_u64(9))
+        };
+        let (mut a, mut rng_a) = agent(DrQv2Gradients::Autograd);
+        let (mut b, mut rng_b) = agent(DrQv2Gradients::OnDevice);
+        for step in 0..300 {
+            let mut batch = batch(repr, 16, 3, &mut rng);
+            batch.obs = Var::from_tensor(&batch.obs).unwrap().as_tensor().clone();
+            let (ma, ga) = a.update(&batch, step, &mut rng_a).unwrap();
+            let (mb, gb) = b.update(&batch, step, &mut rng_b).unwrap();
+            assert!(close(mb.critic_loss, ma.critic_loss), "update {step}: {ma:?} vs {mb:?}");
+            assert!(close(mb.actor_loss, ma.actor_loss), "update {step}: {ma:?} vs {mb:?}");
+            let worst = worst_relative(&gb.unwrap(), &ga.unwrap());
+            assert!(worst < 1e-5, "update {step}: d features {worst}");
+        }
+    }
+
     /// The path each device gets, and what `LFS_DRQV2_GRADIENTS` forces; TACO's agents stay on
     /// autograd.
     #[test]
