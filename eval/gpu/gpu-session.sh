@@ -24,9 +24,11 @@
 #            candle's own, src/nn/gemm_conv.rs), and the cuDNN build's (when carried): its
 #            default, with Adam/EMA as candle's ops (LFS_FUSED_STEP=0), with SAC's gradients
 #            by candle's autograd (LFS_SAC_GRADIENTS=autograd) and written out without the row
-#            kernels (LFS_FUSED_SAC=0; both: their SAC benches), with cuDNN's
+#            kernels (LFS_FUSED_SAC=0; both: their SAC benches), DrQ-v2's by autograd
+#            (LFS_DRQV2_GRADIENTS=autograd: its DrQ-v2 bench), the projector's product with
+#            its operands swapped (LFS_LONG_PRODUCT=w-xt), with cuDNN's
 #            heuristic algorithms (LFS_CUDNN_ALGO=heuristic), with lfs's GEMM backward, and
-#            at TF32; a split each                                                         ~160 s
+#            at TF32; a split each                                                         ~200 s
 #   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
 #            rendering) and sac/paper (B=512, no cache, dm_control's rendering),
 #            GPU_SESSION_E2E_FRAMES (3000) frames, 1000 of them seed frames               ~150 s
@@ -288,7 +290,7 @@ fi
 # The conv backward with a true split: lfs's GEMMs (the plain build's default; GPU_SESSION_PARTS_CONVS
 # adds candle's own, LFS_CONV_BACKWARD=candle); then the cuDNN build's splits.
 if has parts && [ -n "$DC" ]; then
-    fits parts 160 && {
+    fits parts 200 && {
         # candle's own backward (candle) timed level with the GEMMs twice (2026-11-26/27): gemm only
         for conv in ${GPU_SESSION_PARTS_CONVS:-gemm}; do
             mark "parts arm=lfs mode=LFS_SYNC_PARTS conv=$conv"
@@ -315,6 +317,14 @@ if has parts && [ -n "$DC" ]; then
             # squashed Gaussian (LFS_FUSED_SAC=0) instead of src/rl/sac/row_ops.rs' kernels
             mark "parts arm=lfs-cudnn mode=unblocked conv=cudnn sac=elementwise"
             LFS_FUSED_SAC=0 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            # DrQ-v2's gradients through candle's autograd (LFS_DRQV2_GRADIENTS=autograd, the way
+            # before src/rl/drqv2/on_device.rs): its DrQ-v2 bench beside the rounds' default
+            mark "parts arm=lfs-cudnn mode=unblocked conv=cudnn drqv2=autograd"
+            LFS_DRQV2_GRADIENTS=autograd run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
+            # the projector's long product x · Wᵀ (K = 39,200) with its operands swapped
+            # (LFS_LONG_PRODUCT=w-xt): the LFS update's whole beside the unblocked arms above
+            mark "parts arm=lfs-cudnn mode=unblocked conv=cudnn long=w-xt"
+            LFS_LONG_PRODUCT=w-xt run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn-heuristic"
             LFS_CUDNN_ALGO=heuristic LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=gemm"

@@ -179,6 +179,7 @@ def parts_table(sections, lines, result):
                     total = sum(o.get(n, 0) for n in names)
                     conv = f" conv backward={keys['conv']}" if "conv" in keys else ""
                     conv += f" step={keys['step']}" if "step" in keys else ""
+                    conv += f" long product={keys['long']}" if "long" in keys else ""
                     who = "lfs" if keys.get("arm", "lfs") == "lfs" else f"lfs ({keys['arm']})"
                     lines.append(f"\n## {who}'s LFS update, split ({keys.get('mode')}{conv} {keys.get('args', '')}): "
                                  f"whole {fmt(o['seconds'])}; " + ", ".join(f"{n} {fmt(o.get(n))}" for n in names)
@@ -194,6 +195,11 @@ def parts_table(sections, lines, result):
                                  f"{how.get(keys['sac'], keys['sac'])}: B={o.get('batch')} {fmt(o['seconds'])} "
                                  "(one run; the rounds time the default: written out, with the row kernels)")
                     result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "sac": keys["sac"], **o})
+                elif o.get("bench") == "drqv2 update" and "drqv2" in keys:
+                    lines.append(f"\n## lfs ({keys.get('arm')})'s DrQ-v2 update from pixels, gradients by "
+                                 f"{keys['drqv2']} (LFS_DRQV2_GRADIENTS): B={o.get('batch')} {fmt(o['seconds'])} "
+                                 "(one run; the rounds time the default: written out on the device)")
+                    result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "drqv2": keys["drqv2"], **o})
 
 
 def anchors_table(sections, lines, result):
