@@ -2,7 +2,8 @@
 //! its input gradient and its parameters' gradients, and the squashed Gaussian's sample and its
 //! gradient. Written with candle's element-wise ops these are ~12, ~14, ~26 and ~14 kernel
 //! launches each, and an update on a GPU is bound by launches; here each is one (two for the
-//! parameters' gradients). [`super::on_device`] uses them unless `LFS_FUSED_SAC=0`.
+//! parameters' gradients). [`super::on_device`] and the written-out layers (DrQ-v2's update off
+//! the CPU too) use them unless `LFS_FUSED_SAC=0`.
 //!
 //! The arithmetic per row lives here once, in plain functions ([`normalise_row`],
 //! [`layer_norm_input_grad_row`], [`squash_row`], [`squash_grad_row`]) that the host path
@@ -449,8 +450,9 @@ pub(super) fn squashed_sample_grad(
     Ok(head.contiguous()?.apply_op3_no_bwd(eps, &d_action.contiguous()?, &op)?)
 }
 
-/// Whether [`super::on_device`] uses these ops: unless `LFS_FUSED_SAC=0` (candle's element-wise
-/// ops then, for timing the two side by side), and on CUDA if NVRTC compiles the kernels.
+/// Whether [`super::on_device`] and the written-out layers ([`crate::rl::written_out`]: DrQ-v2's
+/// update off the CPU too) use these ops: unless `LFS_FUSED_SAC=0` (candle's element-wise ops
+/// then, for timing the two side by side), and on CUDA if NVRTC compiles the kernels.
 pub(crate) fn fused() -> bool {
     static FUSED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *FUSED.get_or_init(|| {
