@@ -173,7 +173,10 @@ fits() {
 has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 
 : > "$LOG"
-mark "session device=$DEVICE stages=[$STAGES] rounds=$ROUNDS precisions=[$PRECISIONS] budget=${BUDGET}s commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)"
+# The binaries' commit, as eval/gpu/pack.sh recorded it (the device tool's copy of .git may be
+# older than the tree the binaries were built from); else the checkout's HEAD.
+BUILT=$(cat "$CARRY/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo none)
+mark "session device=$DEVICE stages=[$STAGES] rounds=$ROUNDS precisions=[$PRECISIONS] budget=${BUDGET}s commit=$BUILT"
 
 # ---- the builds ---------------------------------------------------------------------------
 DC=${GPU_SESSION_DEVICE_CHECK:-}

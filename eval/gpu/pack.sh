@@ -21,6 +21,10 @@ if readelf -d "$BIN" | grep -q 'NEEDED.*libav'; then
     exit 1
 fi
 mkdir -p "$OUT"
+# The commit the binaries were built from (+dirty when the tree had changes), for the session's
+# header: the device tool's copy of .git is the session's first, not necessarily this one.
+{ git rev-parse --short HEAD; git diff --quiet HEAD -- src examples Cargo.toml Cargo.lock || echo dirty; } |
+    paste -sd+ > "$OUT/COMMIT"
 CUDNN_BIN="$TARGET/release/device_check-cudnn"
 rm -f "$OUT/device_check-cudnn.xz"
 if [ "${GPU_PACK_ONLY_CUDNN:-0}" = 1 ]; then
