@@ -133,6 +133,15 @@ impl Params {
         Ok(())
     }
 
+    /// `grads`' entries for these parameters, keyed by name (what [`crate::nn::Adam::step_named`]
+    /// takes); a parameter the gradients do not reach has none.
+    pub fn grads_by_name(&self, grads: &candle_core::backprop::GradStore) -> BTreeMap<String, Tensor> {
+        self.vars
+            .iter()
+            .filter_map(|(name, var)| grads.get(var.as_tensor()).map(|g| (name.clone(), g.clone())))
+            .collect()
+    }
+
     /// Detached copies of every parameter, keyed by name (for checkpoints and export).
     pub fn snapshot(&self) -> Result<BTreeMap<String, Tensor>> {
         let mut out = BTreeMap::new();

@@ -186,7 +186,6 @@ impl OnDevice {
 mod tests {
     use std::collections::BTreeMap;
 
-    use candle_core::backprop::GradStore;
     use candle_core::{Device, Tensor, Var};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
@@ -194,14 +193,6 @@ mod tests {
     use super::*;
     use crate::rl::drqv2::{ActorLosses, CriticLosses, DrQv2Agent, DrQv2Config};
     use crate::rl::written_out::test_support::{batch, close, worst_relative};
-
-    /// `grads`' entries for `params`' variables, by name.
-    fn by_name(grads: &GradStore, params: &Params) -> BTreeMap<String, Tensor> {
-        params
-            .iter()
-            .filter_map(|(name, var)| grads.get(var.as_tensor()).map(|g| (name.clone(), g.clone())))
-            .collect()
-    }
 
     fn assert_grads_match(
         ours: &BTreeMap<String, Tensor>,
@@ -271,7 +262,7 @@ mod tests {
                 }
                 assert_grads_match(
                     &ours.grads,
-                    &by_name(&grads, &agent.critic_params),
+                    &agent.critic_params.grads_by_name(&grads),
                     &agent.critic_params,
                     &what,
                 );
@@ -293,7 +284,7 @@ mod tests {
                 assert!(worst_relative(&ours.dist.mu, &dist.mu) < 1e-6, "{what}: μ");
                 assert_grads_match(
                     &ours.grads,
-                    &by_name(&grads, &agent.actor_params),
+                    &agent.actor_params.grads_by_name(&grads),
                     &agent.actor_params,
                     &what,
                 );

@@ -17,7 +17,6 @@
 
 use std::collections::BTreeMap;
 
-use candle_core::backprop::GradStore;
 use candle_core::Tensor;
 
 use super::actor::Actor;
@@ -78,14 +77,6 @@ pub(crate) trait Gradients {
 /// candle's autograd over the losses' graphs.
 pub(crate) struct Autograd;
 
-/// `grads`' entries for `params`' variables, by parameter name.
-fn by_name(grads: &GradStore, params: &Params) -> BTreeMap<String, Tensor> {
-    params
-        .iter()
-        .filter_map(|(name, var)| grads.get(var.as_tensor()).map(|g| (name.clone(), g.clone())))
-        .collect()
-}
-
 impl Autograd {
     /// The critic's loss as a graph, with the Q1 and target values its metrics report.
     fn critic_graph(nets: &Networks, batch: &Batch, next_eps: &Tensor, alpha: f64) -> Result<(Tensor, Tensor, Tensor)> {
@@ -125,7 +116,7 @@ impl Gradients for Autograd {
         // One read of the three numbers (a GPU stops once for them).
         let [loss, q1, target_q] = read_scalars([&loss, &q1.mean_all()?, &target_q.mean_all()?])?;
         Ok(CriticGradients {
-            grads: by_name(&grads, nets.critic_params),
+            grads: nets.critic_params.grads_by_name(&grads),
             loss,
             q1,
             target_q,
@@ -144,7 +135,7 @@ impl Gradients for Autograd {
         let grads = loss.backward()?;
         let [loss, mean_log_prob] = read_scalars([&loss, &log_prob.mean_all()?])?;
         Ok(ActorGradients {
-            grads: by_name(&grads, nets.actor_params),
+            grads: nets.actor_params.grads_by_name(&grads),
             loss,
             entropy: -mean_log_prob,
             log_prob: log_prob.detach(),
