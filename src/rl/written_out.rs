@@ -344,21 +344,22 @@ impl CriticNets {
         let (f, a) = (self.trunk.ln_weight.dim(0)?, action.dim(1)?);
         let x = Tensor::cat(&[self.trunk.forward(obs)?.out(), action], 1)?; // (b, F + A)
         let (t1, t2) = (self.q1.forward(&x)?, self.q2.forward(&x)?);
-        let (m1, m2) = min_masks(&t1.out, &t2.out)?;
+        let value = t1.out.minimum(&t2.out)?; // (b, 1)
+        let (m1, m2) = min_masks(&t1.out, &t2.out, &value)?;
         let per_row = -1.0 / b as f64;
         let d_x1 = self.q1.input_grad(&t1, &(m1 * per_row)?)?; // (b, F + A)
         let d_x2 = self.q2.input_grad(&t2, &(m2 * per_row)?)?; // (b, F + A)
         Ok(MinQ {
-            value: t1.out.minimum(&t2.out)?,
+            value,
             // The action is the last A columns of both heads' input.
             action_grad: (d_x1.narrow(1, f, a)? + d_x2.narrow(1, f, a)?)?,
         })
     }
 }
 
-/// d min(q1, q2) / d (q1, q2), as candle's `minimum` (a tie splits it in halves): (b, 1) each.
-pub(crate) fn min_masks(q1: &Tensor, q2: &Tensor) -> Result<(Tensor, Tensor)> {
-    let m = q1.minimum(q2)?;
+/// d min(q1, q2) / d (q1, q2), as candle's `minimum` (a tie splits it in halves): (b, 1) each,
+/// given the minimum `m` = min(q1, q2).
+fn min_masks(q1: &Tensor, q2: &Tensor, m: &Tensor) -> Result<(Tensor, Tensor)> {
     let on1 = m.eq(q1)?.to_dtype(DType::F32)?;
     let on2 = m.eq(q2)?.to_dtype(DType::F32)?;
     Ok(((&on1 / (&on2 + 1.0)?)?, (&on2 / (&on1 + 1.0)?)?))
