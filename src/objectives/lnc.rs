@@ -55,6 +55,17 @@ pub struct LncSelection {
     pub d_synthetic: Vec<f64>,
 }
 
+/// The k-th neighbour of Eq. 3 (self excluded) exists: 1 <= k < the real batch's size.
+fn check_k(cfg: &LncConfig, n_real: usize) -> Result<()> {
+    if cfg.k == 0 || cfg.k >= n_real {
+        return Err(Error::Config(format!(
+            "lnc: k = {} needs 1 <= k < real batch size {n_real}",
+            cfg.k
+        )));
+    }
+    Ok(())
+}
+
 /// Selects synthetic candidates by their distance to the real batch in latent space.
 /// `real` and `synthetic` are row-major (n, dim) latents of the "previous" observations.
 pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) -> Result<LncSelection> {
@@ -66,12 +77,7 @@ pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) 
         )));
     }
     let n_real = real.len() / dim;
-    if cfg.k == 0 || cfg.k >= n_real {
-        return Err(Error::Config(format!(
-            "lnc: k = {} needs 1 <= k < real batch size {n_real}",
-            cfg.k
-        )));
-    }
+    check_k(cfg, n_real)?;
     let row = |xs: &'_ [f32], i: usize| -> Vec<f64> { xs[i * dim..(i + 1) * dim].iter().map(|v| *v as f64).collect() };
     let real_rows: Vec<Vec<f64>> = (0..n_real).map(|i| row(real, i)).collect();
     let dist = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt();
@@ -105,12 +111,7 @@ pub fn lnc_select_on_device(real: &Tensor, synthetic: &Tensor, cfg: &LncConfig) 
             synthetic.dim(1)?
         )));
     }
-    if cfg.k == 0 || cfg.k >= n_real {
-        return Err(Error::Config(format!(
-            "lnc: k = {} needs 1 <= k < real batch size {n_real}",
-            cfg.k
-        )));
-    }
+    check_k(cfg, n_real)?;
     let real = real.detach().to_dtype(DType::F64)?;
     let synthetic = synthetic.detach().to_dtype(DType::F64)?;
     // Eq. 3: the k-th smallest distance to the real rows, self (0) included at index 0.
@@ -128,12 +129,7 @@ pub fn lnc_select_on_device(real: &Tensor, synthetic: &Tensor, cfg: &LncConfig) 
 fn select_on_cuda(latent: &Tensor, m: usize, cfg: &LncConfig) -> Result<Option<LncSelection>> {
     #[cfg(feature = "cuda")]
     if latent.device().is_cuda() && super::cuda_lnc::fused() {
-        if cfg.k == 0 || cfg.k >= m {
-            return Err(Error::Config(format!(
-                "lnc: k = {} needs 1 <= k < real batch size {m}",
-                cfg.k
-            )));
-        }
+        check_k(cfg, m)?;
         let d = super::cuda_lnc::kth_distances(latent, m, cfg.k)?.to_vec1::<f64>()?; // (2M)
         let d_internal = d[..m].iter().sum::<f64>() / m as f64;
         return Ok(Some(LncSelection::clip(d_internal, d[m..].to_vec(), cfg)));
