@@ -397,9 +397,12 @@ impl NamedGrads {
 /// autograd.
 #[cfg(test)]
 pub(crate) mod test_support {
+    use std::collections::BTreeMap;
+
     use candle_core::{Device, Tensor};
     use rand::Rng;
 
+    use crate::nn::Params;
     use crate::rl::batch::Batch;
 
     pub(crate) fn batch(repr: usize, b: usize, a: usize, rng: &mut impl Rng) -> Batch {
@@ -430,5 +433,23 @@ pub(crate) mod test_support {
     /// Two numbers within 1e-5, relative to the larger of 1 and the reference.
     pub(crate) fn close(ours: f64, reference: f64) -> bool {
         (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0)
+    }
+
+    /// A step's loss and gradients against candle's autograd's on the same networks, batch and
+    /// noise: the loss, and a gradient for every parameter of `params`, each within 1e-4 of the
+    /// reference's largest entry.
+    pub(crate) fn assert_step_matches(
+        (loss, reference_loss): (f64, f64),
+        (grads, reference_grads): (&BTreeMap<String, Tensor>, &BTreeMap<String, Tensor>),
+        params: &Params,
+        what: &str,
+    ) {
+        assert!(close(loss, reference_loss), "{what}: loss {loss} vs {reference_loss}");
+        assert_eq!(grads.len(), params.len(), "{what}");
+        assert_eq!(reference_grads.len(), params.len(), "{what}");
+        for (name, _) in params.iter() {
+            let worst = worst_relative(&grads[name], &reference_grads[name]);
+            assert!(worst < 1e-4, "{what}, {name}: {worst}");
+        }
     }
 }

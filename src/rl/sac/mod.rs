@@ -472,25 +472,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::rl::written_out::test_support::{batch, close, worst_relative};
-
-    /// A step's loss and gradients against candle's autograd's on the same networks, batch and
-    /// noise: the loss, and a gradient for every parameter of `params`, each within 1e-4 of the
-    /// reference's largest entry.
-    fn assert_step_matches(
-        (loss, reference_loss): (f64, f64),
-        (grads, reference_grads): (&BTreeMap<String, Tensor>, &BTreeMap<String, Tensor>),
-        params: &Params,
-        what: &str,
-    ) {
-        assert!(close(loss, reference_loss), "{what}: loss {loss} vs {reference_loss}");
-        assert_eq!(grads.len(), params.len(), "{what}");
-        assert_eq!(reference_grads.len(), params.len(), "{what}");
-        for (name, _) in params.iter() {
-            let worst = worst_relative(&grads[name], &reference_grads[name]);
-            assert!(worst < 1e-4, "{what}, {name}: {worst}");
-        }
-    }
+    use crate::rl::written_out::test_support::{assert_step_matches, batch, close, worst_relative};
 
     /// [`assert_step_matches`] for a critic step.
     fn assert_critic_matches(
