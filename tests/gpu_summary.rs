@@ -205,10 +205,15 @@ fn the_rounds_pair_the_drqv2_update_with_pytorchs_in_each_round() {
         "== session device=cuda stages=[rounds] t=x at=0s".to_string(),
         "== bench arm=lfs round=1 precision=fp32 t=x at=1s".into(),
         lfs(0.007),
+        // GPU_SESSION_ALT_ARM's arm: the same build with a switch, in the same rounds
+        "== bench arm=lfs-graph round=1 precision=fp32 switches=[LFS_ENCODER_BACKWARD=graph] t=x at=1s".into(),
+        lfs(0.008),
         "== bench arm=torch-strong round=1 precision=fp32 t=x at=2s".into(),
         torch(0.009),
         "== bench arm=torch-strong round=2 precision=fp32 t=x at=3s".into(),
         torch(0.010),
+        "== bench arm=lfs-graph round=2 precision=fp32 switches=[LFS_ENCODER_BACKWARD=graph] t=x at=3s".into(),
+        lfs(0.0085),
         "== bench arm=lfs round=2 precision=fp32 t=x at=4s".into(),
         lfs(0.006),
         "== done t=x at=5s".into(),
@@ -231,5 +236,12 @@ fn the_rounds_pair_the_drqv2_update_with_pytorchs_in_each_round() {
     assert!(
         (rounds["ratio_of_medians"].as_f64().unwrap() - want).abs() < 1e-12,
         "{rounds}"
+    );
+    // the switch's arm against the same rounds' PyTorch, under its own key
+    let alt = &summary(&log)["rounds"]["fp32"]["lfs-graph:drqv2/256"];
+    let want = 0.00825 / 0.0095;
+    assert!(
+        (alt["ratio_of_medians"].as_f64().unwrap() - want).abs() < 1e-12,
+        "{alt}"
     );
 }

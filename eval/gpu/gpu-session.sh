@@ -17,7 +17,8 @@
 #            B=512, SAC on cached features B=128/512, DrQ-v2 from pixels B=256, medians of 10
 #            after 3 warm-ups), lfs with cuDNN's convolutions (device_check-cudnn, when carried)
 #            and strong PyTorch (the same four updates, 10 timed after 5 warm-ups), each
-#            precision of GPU_SESSION_PRECISIONS (fp32)                                     ~60 s a round
+#            precision of GPU_SESSION_PRECISIONS (fp32); and lfs with GPU_SESSION_ALT_ARM's
+#            switches (default "graph LFS_ENCODER_BACKWARD=graph": arm lfs-graph)           ~60 s a round
 #   parts    lfs's LFS update with a true split: LFS_SYNC_PARTS=1 (the trainer waits for the
 #            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
 #            the conv backward as lfs's GEMMs (GPU_SESSION_PARTS_CONVS="gemm candle" adds
@@ -135,6 +136,11 @@ E2E_FRAMES=${GPU_SESSION_E2E_FRAMES:-3000}
 DRQ_FRAMES=${GPU_SESSION_DRQV2_FRAMES:-8000}
 DRQ_TASK=${GPU_SESSION_DRQV2_TASK:-cartpole_swingup}
 DRQ_PRECISIONS=${GPU_SESSION_DRQV2_PRECISIONS:-default fp32}
+# "NAME VAR=value ...": one more lfs arm in every round, lfs-NAME, device_check with those
+# variables (a same-round A/B of a switch; the summary sets it against PyTorch like the others).
+# The default: the encoder's backward through candle's graph and its re-forward, the way before
+# the kept activations (src/nn/encoder.rs); empty for none.
+ALT_ARM=${GPU_SESSION_ALT_ARM-graph LFS_ENCODER_BACKWARD=graph}
 SCALE=${GPU_SESSION_TIMEOUT_SCALE:-1}  # each command's timeout and each stage's estimate times this (a dry run's CPU)
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-gpu-check-out}
@@ -257,18 +263,22 @@ if has parity && [ -n "$DC" ]; then
 fi
 
 # ---- rounds -------------------------------------------------------------------------------
-lfs_arm() {  # round precision [cudnn]: device_check, or with "cudnn" its cuDNN build
-    local extra= arm=lfs bin=$DC
+lfs_arm() {  # round precision [cudnn|alt]: device_check, with "cudnn" its cuDNN build, with "alt"
+    # device_check with GPU_SESSION_ALT_ARM's variables (arm lfs-<its name>)
+    local extra= arm=lfs bin=$DC switches=
     [ "$2" = tf32 ] && extra=$LFS_TF32_ARGS
     if [ "${3:-}" = cudnn ]; then
         [ -n "$DC_CUDNN" ] || return 0
         arm=lfs-cudnn bin=$DC_CUDNN
+    elif [ "${3:-}" = alt ]; then
+        [ -n "$ALT_ARM" ] || return 0
+        arm=lfs-${ALT_ARM%% *} switches=${ALT_ARM#* }
     fi
-    mark "bench arm=$arm round=$1 precision=$2"
+    mark "bench arm=$arm round=$1 precision=$2${switches:+ switches=[$switches]}"
     # fp32: NVIDIA_TF32_OVERRIDE=0 keeps cuDNN's convolutions FP32 (candle leaves their math type
     # at CUDNN_DEFAULT_MATH, which lets cuDNN use TF32 for FP32 data on an H100/H200)
-    if [ "$2" = fp32 ]; then NVIDIA_TF32_OVERRIDE=0 run 120 "$bin" --device "$DEVICE" --bench-only $extra
-    else run 120 "$bin" --device "$DEVICE" --bench-only $extra; fi
+    if [ "$2" = fp32 ]; then run 120 env NVIDIA_TF32_OVERRIDE=0 $switches "$bin" --device "$DEVICE" --bench-only $extra
+    else run 120 env $switches "$bin" --device "$DEVICE" --bench-only $extra; fi
 }
 torch_arm() {
     mark "bench arm=torch-strong round=$1 precision=$2"
@@ -283,8 +293,11 @@ if has rounds && [ -n "$DC" ]; then
         fi
         for r in $(seq 1 "$ROUNDS"); do
             fits "rounds-$r-$prec" 60 || break
-            if [ $((r % 2)) = 1 ]; then lfs_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn; torch_arm "$r" "$prec"
-            else torch_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec"; fi
+            if [ $((r % 2)) = 1 ]; then
+                lfs_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec" alt; torch_arm "$r" "$prec"
+            else
+                torch_arm "$r" "$prec"; lfs_arm "$r" "$prec" alt; lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec"
+            fi
         done
     done
 fi

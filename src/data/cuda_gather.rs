@@ -10,7 +10,11 @@
 //! on the device against the host's stacking; "replay rows on the device" must be exact).
 
 #[cfg(feature = "cuda")]
-pub use on_cuda::{fused, gather};
+pub use on_cuda::{fused, gather, gather_input};
+
+/// The factor of `crate::nn::encoder::scale_pixels` (candle's `x / 255.0` is an affine op by
+/// 1/255 rounded to f32), handed to `lfs_gather_input`.
+pub const PIXEL_SCALE: f32 = (1.0f64 / 255.0) as f32;
 
 /// The kernel, compiled by NVRTC on CUDA; the unit test below compiles it for the host too
 /// (`crate::nn::cuda_on_host`) and holds it to the CPU's gather.
@@ -31,6 +35,26 @@ extern "C" __global__ void lfs_gather_stacks(const unsigned char* frames, const 
         t /= h;
         unsigned int kk = t % k, j = t / k;
         out[i] = frames[channel[j * k + kk] + row[j * h + y] + col[j * w + x]];
+    }
+}
+
+// The same gather into the encoder's input: out (n, k, h, w) f32 = byte · scale + offset, in
+// two roundings as candle's two affine ops make it (`crate::nn::encoder::scale_pixels`: x · (1/255),
+// then + offset; NVRTC runs without contraction into a fused multiply-add).
+extern "C" __global__ void lfs_gather_input(const unsigned char* frames, const long long* tables,
+                                            float* out, unsigned int n, unsigned int k,
+                                            unsigned int h, unsigned int w, float scale, float offset) {
+    const long long* channel = tables;
+    const long long* row = tables + (unsigned long long)n * k;
+    const long long* col = row + (unsigned long long)n * h;
+    unsigned int total = n * k * h * w;
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+        unsigned int x = i % w, t = i / w;
+        unsigned int y = t % h;
+        t /= h;
+        unsigned int kk = t % k, j = t / k;
+        float v = (float)frames[channel[j * k + kk] + row[j * h + y] + col[j * w + x]] * scale;
+        out[i] = offset == 0.0f ? v : v + offset;
     }
 }
 "#;
@@ -72,6 +96,25 @@ mod on_cuda {
         col: &[u64],
         shape: (usize, usize, usize, usize),
     ) -> Result<Tensor> {
+        run(frames, channel, row, col, Gather { shape, input: None })
+    }
+
+    /// [`gather`] into the encoder's input, (n, k, h, w) f32: each byte · `scale` + `offset`
+    /// (`crate::nn::encoder::scale_pixels`'s floats, with `scale` = [`super::PIXEL_SCALE`]).
+    pub fn gather_input(
+        frames: &Tensor,
+        channel: &[u64],
+        row: &[u64],
+        col: &[u64],
+        shape: (usize, usize, usize, usize),
+        offset: f32,
+    ) -> Result<Tensor> {
+        let input = Some((super::PIXEL_SCALE, offset));
+        run(frames, channel, row, col, Gather { shape, input })
+    }
+
+    fn run(frames: &Tensor, channel: &[u64], row: &[u64], col: &[u64], op: Gather) -> Result<Tensor> {
+        let shape = op.shape;
         let (n, k, h, w) = shape;
         if channel.len() != n * k || row.len() != n * h || col.len() != n * w {
             return Err(Error::Shape(format!(
@@ -84,11 +127,13 @@ mod on_cuda {
         let tables: Vec<i64> = channel.iter().chain(row).chain(col).map(|&v| v as i64).collect();
         let tables = Tensor::from_vec(tables, n * (k + h + w), frames.device())?;
         let frames = frames.flatten_all()?;
-        Ok(frames.apply_op2_no_bwd(&tables, &Gather { shape })?)
+        Ok(frames.apply_op2_no_bwd(&tables, &op)?)
     }
 
     struct Gather {
         shape: (usize, usize, usize, usize),
+        /// None: the bytes (u8); Some((scale, offset)): the encoder's input (f32).
+        input: Option<(f32, f32)>,
     }
 
     impl CustomOp2 for Gather {
@@ -117,37 +162,61 @@ mod on_cuda {
             contiguous_len(tables_l, "the index tables")?;
             let (n, k, h, w) = self.shape;
             let total = n * k * h * w;
+            if total > u32::MAX as usize {
+                candle_core::bail!("gather-stacks-cuda: {total} outputs pass 32-bit indexing");
+            }
             let dev = frames.device.clone();
-            let func = dev.get_or_load_custom_func("lfs_gather_stacks", MODULE, ptx()?)?;
             let frames_v = frames.as_cuda_slice::<u8>()?.slice(frames_l.start_offset()..);
             let tables_v = tables.as_cuda_slice::<i64>()?.slice(tables_l.start_offset()..);
-            // SAFETY: every byte is written by the kernel.
-            let out = unsafe { dev.alloc::<u8>(total.max(1))? };
-            if total > u32::MAX as usize {
-                candle_core::bail!("gather-stacks-cuda: {total} bytes pass 32-bit indexing");
-            }
             let dims = [n, k, h, w].map(|d| d as u32);
-            let mut builder = func.builder();
-            builder.arg(&frames_v);
-            builder.arg(&tables_v);
-            builder.arg(&out);
-            for d in &dims {
-                builder.arg(d);
+            let shape = Shape::from((n, k, h, w));
+            match self.input {
+                None => {
+                    let func = dev.get_or_load_custom_func("lfs_gather_stacks", MODULE, ptx()?)?;
+                    // SAFETY: every byte is written by the kernel.
+                    let out = unsafe { dev.alloc::<u8>(total.max(1))? };
+                    let mut builder = func.builder();
+                    builder.arg(&frames_v);
+                    builder.arg(&tables_v);
+                    builder.arg(&out);
+                    for d in &dims {
+                        builder.arg(d);
+                    }
+                    // SAFETY: the arguments are as lfs_gather_stacks declares them; the caller's
+                    // tables index inside the store (FrameStore::gather checks every frame
+                    // against its rows).
+                    unsafe { builder.launch(launch_config(total)) }.w()?;
+                    Ok((CudaStorage::wrap_cuda_slice(out, dev), shape))
+                }
+                Some((scale, offset)) => {
+                    let func = dev.get_or_load_custom_func("lfs_gather_input", MODULE, ptx()?)?;
+                    // SAFETY: every float is written by the kernel.
+                    let out = unsafe { dev.alloc::<f32>(total.max(1))? };
+                    let mut builder = func.builder();
+                    builder.arg(&frames_v);
+                    builder.arg(&tables_v);
+                    builder.arg(&out);
+                    for d in &dims {
+                        builder.arg(d);
+                    }
+                    builder.arg(&scale);
+                    builder.arg(&offset);
+                    // SAFETY: as lfs_gather_input declares them; the tables as above.
+                    unsafe { builder.launch(launch_config(total)) }.w()?;
+                    Ok((CudaStorage::wrap_cuda_slice(out, dev), shape))
+                }
             }
-            // SAFETY: the arguments are as lfs_gather_stacks declares them; the caller's tables index
-            // inside the store (FrameStore::gather checks every frame against its rows).
-            unsafe { builder.launch(launch_config(total)) }.w()?;
-            Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from((n, k, h, w))))
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{Device, Tensor};
+    use candle_core::{DType, Device, Tensor};
     use rand::{Rng, SeedableRng};
 
     use super::SOURCE;
+    use crate::nn::encoder::scale_pixels;
     use crate::data::device_stacks::GatherTables;
     use crate::data::FrameStore;
     use crate::nn::cuda_on_host;
@@ -162,6 +231,21 @@ int main(int argc, char** argv) {
     auto tables = in<long long>((size_t)n * (k + h + w));
     std::vector<unsigned char> o((size_t)n * k * h * w);
     lfs_gather_stacks(frames.data(), tables.data(), o.data(), n, k, h, w);
+    out(o);
+    return 0;
+}
+"#;
+
+    /// argv: n k h w, the store's bytes, the offset; stdin as [`MAIN`]'s.
+    const MAIN_INPUT: &str = r#"
+int main(int argc, char** argv) {
+    unsigned int n = atoi(argv[1]), k = atoi(argv[2]), h = atoi(argv[3]), w = atoi(argv[4]);
+    size_t bytes = atol(argv[5]);
+    float scale = strtof(argv[6], nullptr), offset = strtof(argv[7], nullptr);
+    auto frames = in<unsigned char>(bytes);
+    auto tables = in<long long>((size_t)n * (k + h + w));
+    std::vector<float> o((size_t)n * k * h * w);
+    lfs_gather_input(frames.data(), tables.data(), o.data(), n, k, h, w, scale, offset);
     out(o);
     return 0;
 }
@@ -206,5 +290,28 @@ int main(int argc, char** argv) {
         let args = [n, k, h, w, bytes.len()].map(|v| v.to_string());
         let kernel = cuda_on_host::run(&exe, &args, &input);
         assert_eq!(kernel, cpu.flatten_all().unwrap().to_vec1::<u8>().unwrap());
+
+        // The gather into the encoder's input: the floats of the encoder's own scaling of the
+        // CPU's bytes, bit for bit, without and with DrQ-v2's offset. The scale travels as
+        // text: Rust's shortest round-trip digits, which strtof reads back to the same float.
+        let exe = cuda_on_host::build("gather_input", SOURCE, MAIN_INPUT);
+        for offset in [0.0f32, -0.5] {
+            let mut args = args.to_vec();
+            args.extend([super::PIXEL_SCALE.to_string(), offset.to_string()]);
+            let kernel: Vec<u32> = cuda_on_host::run(&exe, &args, &input)
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            let scaled = scale_pixels(&cpu.to_dtype(DType::F32).unwrap(), offset).unwrap();
+            let expected: Vec<u32> = scaled
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(kernel, expected, "offset {offset}");
+        }
     }
 }

@@ -133,12 +133,38 @@ impl FrameStore {
             col,
             shape: (n, k, h, w),
         } = self.tables(frames, shifts)?;
-        let (rows, width) = self.frames.dims2()?;
-        let device = self.frames.device();
         #[cfg(feature = "cuda")]
-        if device.is_cuda() && super::cuda_gather::fused(n * k * h * w) {
+        if self.frames.device().is_cuda() && super::cuda_gather::fused(n * k * h * w) {
             return super::cuda_gather::gather(&self.frames, &channel, &row, &col, (n, k, h, w));
         }
+        self.gather_with_candle(channel, row, col, (n, k, h, w))
+    }
+
+    /// [`FrameStore::gather`] into the encoder's input: (n, FRAME_STACK·c, h, w) f32 =
+    /// `scale_pixels(bytes, offset)` (`crate::nn::encoder`), on CUDA in the gather's own kernel
+    /// (one pass where the bytes, their cast and their scaling took three).
+    pub fn gather_input(&self, frames: &[StackIndices], shifts: &[(isize, isize)], offset: f32) -> Result<Tensor> {
+        let tables = self.tables(frames, shifts)?;
+        let (n, k, h, w) = tables.shape;
+        #[cfg(feature = "cuda")]
+        if self.frames.device().is_cuda() && super::cuda_gather::fused(n * k * h * w) {
+            let GatherTables { channel, row, col, .. } = tables;
+            return super::cuda_gather::gather_input(&self.frames, &channel, &row, &col, (n, k, h, w), offset);
+        }
+        let bytes = self.gather_with_candle(tables.channel, tables.row, tables.col, (n, k, h, w))?; // u8
+        crate::nn::encoder::scale_pixels(&bytes.to_dtype(candle_core::DType::F32)?, offset)
+    }
+
+    /// [`FrameStore::gather`] by candle's ops: the full index tensor, then one index_select.
+    fn gather_with_candle(
+        &self,
+        channel: Vec<u64>,
+        row: Vec<u64>,
+        col: Vec<u64>,
+        (n, k, h, w): (usize, usize, usize, usize),
+    ) -> Result<Tensor> {
+        let (rows, width) = self.frames.dims2()?;
+        let device = self.frames.device();
         // u32 indices while the store's bytes fit them, i64 beyond.
         let wide = (rows * width) as u64 > u64::from(u32::MAX);
         let upload = |values: Vec<u64>, shape: (usize, usize, usize, usize)| -> Result<Tensor> {
@@ -194,6 +220,12 @@ impl FrameStacks {
     /// (n, 9, h, w) u8 on the store's device.
     pub fn gather(&self) -> Result<Tensor> {
         self.store.gather(&self.frames, &self.shifts)
+    }
+
+    /// (n, 9, h, w) f32 on the store's device: the encoder's input, pixels / 255 + `offset`
+    /// ([`FrameStore::gather_input`]).
+    pub fn gather_input(&self, offset: f32) -> Result<Tensor> {
+        self.store.gather_input(&self.frames, &self.shifts, offset)
     }
 }
 

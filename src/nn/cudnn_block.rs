@@ -25,6 +25,7 @@ use candle_core::cuda::{CudaStorage, WrapErr};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, InplaceOp2, Layout, Shape, Tensor};
 
 use super::cuda_step::{compiled, contiguous_len, launch_config, switched_on};
+use super::gemm_conv::BlockGrads;
 use crate::Result;
 
 const SOURCE: &str = r#"
@@ -144,20 +145,27 @@ impl CustomOp3 for Block {
         res: &Tensor,
         g: &Tensor,
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let to_candle = |e: crate::Error| candle_core::Error::Msg(e.to_string());
         let input_grad = x.track_op(); // never for layer 0's pixels
-        let (x, w) = (x.detach(), w.detach());
-        let dy = g.detach().contiguous()?.apply_op2_no_bwd(&res.detach(), &ReluGrad)?; // (n, o, ho, wo)
-        let db = dy.apply_op1_no_bwd(&ChannelSum)?; // (o)
-        let (_, _, h, wd) = x.dims4()?;
-        let k = w.dim(2)?;
-        let dw = super::cudnn_conv::backward_filter(&x, &dy, k, self.stride).map_err(to_candle)?;
-        let dx = match input_grad {
-            true => Some(super::cudnn_conv::backward_data(&w, &dy, (h, wd), self.stride).map_err(to_candle)?),
-            false => None,
-        };
-        Ok((dx, Some(dw), Some(db)))
+        let grads = grads(&x.detach(), &w.detach(), &res.detach(), g, self.stride, input_grad)
+            .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+        Ok((grads.input, Some(grads.weight), Some(grads.bias)))
     }
+}
+
+/// The gradients of y = relu(conv(x, w) + b) for g = dL/dy, from x and y (CUDA tensors, outside
+/// any graph): [`Block`]'s backward, and the encoder's over the rows of a forward it kept
+/// (`Encoder::backward`). The input gradient only when `input_grad`.
+pub(crate) fn grads(x: &Tensor, w: &Tensor, y: &Tensor, g: &Tensor, stride: usize, input_grad: bool) -> Result<BlockGrads> {
+    let (x, y) = (x.contiguous()?, y.contiguous()?);
+    let dy = g.detach().contiguous()?.apply_op2_no_bwd(&y, &ReluGrad)?; // (n, o, ho, wo)
+    let bias = dy.apply_op1_no_bwd(&ChannelSum)?; // (o)
+    let (_, _, h, wd) = x.dims4()?;
+    let weight = super::cudnn_conv::backward_filter(&x, &dy, w.dim(2)?, stride)?;
+    let input = match input_grad {
+        true => Some(super::cudnn_conv::backward_data(w, &dy, (h, wd), stride)?),
+        false => None,
+    };
+    Ok(BlockGrads { input, weight, bias })
 }
 
 /// y ← relu(y + b[channel]) in place (dst = y (n, o, ho, wo), src = b (o)).

@@ -156,9 +156,14 @@ pub struct Encoded {
 pub(crate) enum Kept {
     /// The kernels' activations (host memory).
     Tape(Tape),
-    /// h (b, repr_dim) still joined to candle's graph over the parameters, and the input x
-    /// (b, 9, 84, 84) f32 on the device, to re-run the rows of a backward that needs few of them.
+    /// h (b, repr_dim) still joined to candle's graph over the parameters, and the scaled input
+    /// x (b, 9, 84, 84) f32 on the device, to re-run the rows of a backward that needs few of
+    /// them (`LFS_ENCODER_BACKWARD=graph`).
     Graph { h: Tensor, x: Tensor },
+    /// Candle's ops without a graph, every layer's input and output kept: the scaled pixels
+    /// (b, 9, 84, 84), then each layer's ReLU output (b, o, s, s). The backward gathers the
+    /// rows it needs from them ([`Encoder::backward_kept`]), as the kernels' tape does on the CPU.
+    Activations(Vec<Tensor>),
 }
 
 impl Encoded {
@@ -313,7 +318,12 @@ impl Encoder {
     /// [`Encoder::forward`] through candle's conv2d, on any device, with its backward as GEMMs
     /// ([`gemm_conv`]).
     fn forward_candle(&self, obs: &Tensor) -> Result<Tensor> {
-        let mut h = self.scaled_input(obs)?;
+        self.forward_layers(&self.scaled_input(obs)?)
+    }
+
+    /// The layers of [`Encoder::forward_candle`] on its scaled input x (b, 9, 84, 84).
+    fn forward_layers(&self, x: &Tensor) -> Result<Tensor> {
+        let mut h = x.clone();
         for layer in &self.layers {
             h = gemm_conv::conv2d_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?;
             // (b, 32, s, s)
@@ -324,11 +334,12 @@ impl Encoder {
 
     /// pixels / 255 + input_offset.
     fn scaled_input(&self, obs: &Tensor) -> Result<Tensor> {
-        let h = (obs / 255.0)?;
-        Ok(match self.input_offset {
-            0.0 => h,
-            offset => (h + f64::from(offset))?,
-        })
+        scale_pixels(obs, self.input_offset)
+    }
+
+    /// [`EncoderConfig::input_offset`], added to pixels / 255.
+    pub fn input_offset(&self) -> f32 {
+        self.input_offset
     }
 
     /// [`Encoder::encode`] of pixels already in a tensor: obs (b, 9, 84, 84) u8 -> h (b, 39200),
@@ -338,14 +349,33 @@ impl Encoder {
     pub fn encode_tensor(&self, obs: &Tensor, keep: bool) -> Result<Encoded> {
         if self.compute == Compute::Candle {
             let x = obs.to_device(self.layers[0].weight.device())?.to_dtype(DType::F32)?; // (b, 9, 84, 84)
-            let h = self.forward_candle(&x)?; // (b, repr), joined to the parameters' graph
-            return Ok(Encoded {
-                h: h.detach(),
-                tape: keep.then_some(Kept::Graph { h, x }),
-            });
+            return self.encode_input(&self.scaled_input(&x)?, keep);
         }
         let b = obs.dim(0)?;
         self.encode(&obs.flatten_all()?.to_vec1::<u8>()?, b, keep)
+    }
+
+    /// [`Encoder::encode_tensor`] on candle's path from the input already scaled: x (b, 9, 84, 84)
+    /// f32 = [`scale_pixels`] of the pixels (as `FrameStacks::gather_input` makes it on a GPU).
+    /// The CPU's kernels take pixels: with [`Compute::Kernels`] an error.
+    pub fn encode_input(&self, x: &Tensor, keep: bool) -> Result<Encoded> {
+        if self.compute != Compute::Candle {
+            return Err(Error::Shape("encoder: the CPU's kernels take pixels, not a scaled input".into()));
+        }
+        let x = &x.to_device(self.layers[0].weight.device())?; // (b, 9, 84, 84)
+        if keep && backward_from_activations() {
+            let activations = self.forward_kept(x)?;
+            let last = activations.last().expect("the input at least");
+            return Ok(Encoded {
+                h: last.reshape((x.dim(0)?, ()))?, // (b, repr)
+                tape: Some(Kept::Activations(activations)),
+            });
+        }
+        let h = self.forward_layers(x)?; // (b, repr), joined to the parameters' graph
+        Ok(Encoded {
+            h: h.detach(),
+            tape: keep.then_some(Kept::Graph { h, x: x.clone() }),
+        })
     }
 
     /// Shapes: obs (b, 9, 84, 84) u8 pixels (host memory) -> h (b, 39200) on the encoder's
@@ -401,6 +431,7 @@ impl Encoder {
         let tape = match kept {
             Kept::Tape(tape) => tape,
             Kept::Graph { h, x } => return self.backward_graph(h, x, rows, dh),
+            Kept::Activations(activations) => return self.backward_kept(activations, rows, dh),
         };
         // Read in place, not copied out (a copy was 20 MB of serial memcpy and page faults per
         // LFS update at B = 128: BENCHMARKS.md, "The LFS update's parts", its serial work).
@@ -442,7 +473,7 @@ impl Encoder {
         let dh = dh.detach().to_device(device)?; // (rows, repr)
         let distinct = rows.iter().collect::<std::collections::BTreeSet<_>>().len();
         let h_rows = if 3 * distinct < 2 * b && reforward_allowed() {
-            self.forward_candle(&x.index_select(&idx, 0)?)? // (rows, repr), a graph of its own
+            self.forward_layers(&x.index_select(&idx, 0)?)? // (rows, repr), a graph of its own
         } else {
             h.index_select(&idx, 0)? // (rows, repr)
         };
@@ -461,6 +492,60 @@ impl Encoder {
         for layer in &self.layers {
             out.push((format!("{}.weight", layer.name), grad_of(&layer.weight)?));
             out.push((format!("{}.bias", layer.name), grad_of(&layer.bias)?));
+        }
+        Ok(out)
+    }
+
+    /// [`Encoder::forward_layers`] outside any graph, keeping every layer's input and output:
+    /// [the scaled input x (b, 9, 84, 84), layer 1's output (b, o, 41, 41), …, the last's
+    /// (b, o, 35, 35)].
+    fn forward_kept(&self, x: &Tensor) -> Result<Vec<Tensor>> {
+        let mut activations = vec![x.clone()];
+        for layer in &self.layers {
+            let input = activations.last().expect("the input at least");
+            let (w, b) = (layer.weight.detach(), layer.bias.detach());
+            activations.push(gemm_conv::conv2d_bias_relu(input, &w, &b, layer.stride)?); // (b, o, s, s)
+        }
+        Ok(activations)
+    }
+
+    /// [`Encoder::backward`] from [`Kept::Activations`]: each layer's input and output rows
+    /// `rows` gathered (none when the rows are every sample in order), then the layers'
+    /// gradients from the last to the first ([`gemm_conv::conv2d_bias_relu_grads`]), the input
+    /// gradient carried down to layer 1 and not computed for the pixels. The work of a backward
+    /// of rows.len() samples, without the second forward of them that [`Encoder::backward_graph`]
+    /// runs when rows are few (an LFS update's M of the 2M it encoded for LNC).
+    fn backward_kept(&self, activations: &[Tensor], rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
+        let first = &activations[0];
+        let (device, b) = (first.device(), first.dim(0)?);
+        let every = rows.len() == b && rows.iter().enumerate().all(|(i, &r)| i == r);
+        let idx = match every {
+            true => None,
+            false => Some(row_index(rows, b, device)?),
+        };
+        let pick = |t: &Tensor| -> Result<Tensor> {
+            Ok(match &idx {
+                Some(idx) => t.index_select(idx, 0)?, // (rows, …)
+                None => t.clone(),
+            })
+        };
+        let mut output = pick(activations.last().expect("the input at least"))?; // (rows, o, s, s)
+        let mut g = dh.detach().to_device(device)?.reshape(output.shape())?; // (rows, o, s, s)
+        let mut per_layer = Vec::with_capacity(self.layers.len());
+        for (l, layer) in self.layers.iter().enumerate().rev() {
+            let input = pick(&activations[l])?; // (rows, c, h, w)
+            let grads =
+                gemm_conv::conv2d_bias_relu_grads(&input, &layer.weight.detach(), &output, &g, layer.stride, l > 0)?;
+            per_layer.push((layer, grads.weight, grads.bias));
+            if let Some(dx) = grads.input {
+                g = dx;
+            }
+            output = input;
+        }
+        let mut out = NamedGrads::new();
+        for (layer, weight, bias) in per_layer.into_iter().rev() {
+            out.push((format!("{}.weight", layer.name), weight));
+            out.push((format!("{}.bias", layer.name), bias));
         }
         Ok(out)
     }
@@ -492,6 +577,17 @@ impl Encoder {
 }
 
 /// Errors unless every row is < b.
+/// The encoder's input from pixels x (any shape, f32 values 0..=255): x / 255 + offset, as
+/// candle's two affine ops (one when the offset is 0). `FrameStacks::gather_input`'s CUDA kernel
+/// computes the same floats.
+pub fn scale_pixels(x: &Tensor, offset: f32) -> Result<Tensor> {
+    let h = (x / 255.0)?;
+    Ok(match offset {
+        0.0 => h,
+        offset => (h + f64::from(offset))?,
+    })
+}
+
 fn check_rows(rows: &[usize], b: usize) -> Result<()> {
     match rows.iter().find(|&&r| r >= b) {
         Some(bad) => Err(Error::Shape(format!("encoder: row {bad} of a {b}-sample forward"))),
@@ -542,6 +638,14 @@ impl candle_core::CustomOp1 for Seed {
     }
 }
 
+/// Whether candle's path keeps its forward's activations for [`Encoder::backward`]
+/// ([`Kept::Activations`], the default) or candle's graph (`LFS_ENCODER_BACKWARD=graph`, the way
+/// before 2026-11-28, for timing one against the other on a GPU).
+fn backward_from_activations() -> bool {
+    static KEPT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *KEPT.get_or_init(|| crate::device::env_value("LFS_ENCODER_BACKWARD", &["activations", "graph"]) != Some("graph"))
+}
+
 /// Whether [`Encoder::backward`]'s graph path may forward the selected samples again
 /// (`LFS_ENCODER_REFORWARD=0`: never; `1` or unset: when it saves work).
 fn reforward_allowed() -> bool {
@@ -554,4 +658,69 @@ pub(crate) fn row_index(rows: &[usize], b: usize, device: &Device) -> Result<Ten
     check_rows(rows, b)?;
     let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
     Ok(Tensor::from_vec(idx, rows.len(), device)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::device::Backend;
+
+    /// The largest |a − b| over max |b| of two tensors.
+    fn rel_err(a: &Tensor, b: &Tensor) -> f32 {
+        let diff = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        let scale = b.abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        diff / scale.max(1e-12)
+    }
+
+    #[test]
+    fn the_kept_activations_give_the_graphs_gradients() {
+        // candle's path on the CPU (the GPU's code): the backward from kept activations against
+        // the one through candle's graph (its re-forward of few rows, and through all b), for
+        // rows that are a few samples with one twice, every sample out of order, and every
+        // sample in order (no gather).
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let cfg = EncoderConfig {
+            image_size: 21,
+            num_filters: 16,
+            ..EncoderConfig::default()
+        };
+        let mut params = Params::new(Backend::candle(&Device::Cpu));
+        let encoder = Encoder::new(&cfg, "encoder", &mut params, &mut rng).unwrap();
+        for (name, var) in params.iter() {
+            if name.ends_with("bias") {
+                let b: Vec<f32> = (0..var.elem_count()).map(|_| rng.random_range(-0.3..0.3)).collect();
+                var.set(&Tensor::from_vec(b, var.shape(), &Device::Cpu).unwrap()).unwrap();
+            }
+        }
+        let b = 6;
+        let pixels: Vec<u8> = (0..b * 9 * 21 * 21).map(|_| rng.random()).collect();
+        let x = Tensor::from_vec(pixels, (b, 9, 21, 21), &Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap();
+        let h_graph = encoder.forward_candle(&x).unwrap(); // (b, repr), with its graph
+        let x = encoder.scaled_input(&x).unwrap();
+        let activations = encoder.forward_kept(&x).unwrap();
+        assert_eq!(activations.len(), cfg.num_layers + 1);
+        let h_kept = activations.last().unwrap().reshape((b, ())).unwrap();
+        assert_eq!(rel_err(&h_kept, &h_graph.detach()), 0.0);
+        for rows in [&[4usize, 1, 4][..], &[5, 4, 3, 2, 1, 0], &[0, 1, 2, 3, 4, 5]] {
+            let dh: Vec<f32> = (0..rows.len() * encoder.repr_dim())
+                .map(|_| rng.random_range(-1.0..1.0))
+                .collect();
+            let dh = Tensor::from_vec(dh, (rows.len(), encoder.repr_dim()), &Device::Cpu).unwrap();
+            let kept = encoder.backward_kept(&activations, rows, &dh).unwrap();
+            let graph = encoder.backward_graph(&h_graph, &x, rows, &dh).unwrap();
+            assert_eq!(kept.len(), 2 * cfg.num_layers);
+            for ((name, ours), (ref_name, expected)) in kept.iter().zip(&graph) {
+                assert_eq!(name, ref_name);
+                assert_eq!(ours.dims(), expected.dims(), "{name}");
+                let err = rel_err(ours, expected);
+                assert!(err < 1e-5, "rows {rows:?}, {name}: relative error {err}");
+            }
+        }
+    }
 }

@@ -16,6 +16,7 @@ use super::encoder::{row_index, Encoded, NamedGrads};
 use super::kernels::row_split::constant_product;
 use super::{Encoder, EncoderConfig, Params, Projector};
 use crate::data::Stacks;
+use crate::device::Compute;
 use crate::{Error, Result};
 
 /// PyTorch `state_dict` prefix of the encoder f.
@@ -112,6 +113,11 @@ impl EncoderProjector {
     pub fn forward_stacks(&self, obs: &Stacks, b: usize, keep: bool) -> Result<Features> {
         match obs {
             Stacks::Host(bytes) => self.forward_pixels(bytes, b, keep),
+            // candle's path takes the input scaled by the gather itself (one pass on a GPU)
+            Stacks::Frames(frames) if frames.len() == b && self.encoder.compute() == Compute::Candle => {
+                let x = frames.gather_input(self.encoder.input_offset())?; // (b, 9, 84, 84) f32
+                self.project(self.encoder.encode_input(&x, keep)?)
+            }
             Stacks::Frames(frames) if frames.len() == b => {
                 self.project(self.encoder.encode_tensor(&frames.gather()?, keep)?)
             }

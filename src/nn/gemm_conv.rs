@@ -51,6 +51,52 @@ pub fn conv2d_bias_relu(x: &Tensor, w: &Tensor, b: &Tensor, stride: usize) -> Re
         .relu()?)
 }
 
+/// The gradients of one encoder layer y = relu(conv(x, w) + b).
+pub struct BlockGrads {
+    /// dL/dx (n, c, h, w), when asked for (never for layer 0's pixels).
+    pub input: Option<Tensor>,
+    /// dL/dw (o, c, k, k).
+    pub weight: Tensor,
+    /// dL/db (o).
+    pub bias: Tensor,
+}
+
+/// [`conv2d_bias_relu`]'s gradients for g = dL/dy (n, o, ho, wo), from its input x (n, c, h, w)
+/// and output y, tensors outside any graph (the rows of a forward the encoder kept,
+/// `Encoder::backward`): the ReLU's mask from y (PyTorch's `threshold_backward`, the CPU
+/// kernels' rule), the bias gradient as the mask's sum per channel, the weight and (when
+/// `with_input`) input gradients as [`conv2d`]'s backward computes them. On CUDA with cuDNN the
+/// block's own kernels (`src/nn/cudnn_block.rs`); `LFS_CONV_BACKWARD=candle` gets the GEMMs here.
+pub fn conv2d_bias_relu_grads(
+    x: &Tensor,
+    w: &Tensor,
+    y: &Tensor,
+    g: &Tensor,
+    stride: usize,
+    with_input: bool,
+) -> Result<BlockGrads> {
+    let cudnn = conv_path() == ConvPath::Cudnn && on_cudnn(x);
+    #[cfg(feature = "cudnn")]
+    if cudnn && super::cudnn_block::fused() {
+        return super::cudnn_block::grads(x, w, y, g, stride, with_input);
+    }
+    let g = g.contiguous()?;
+    let dy = y.gt(&y.zeros_like()?)?.where_cond(&g, &g.zeros_like()?)?; // (n, o, ho, wo)
+    let bias = dy.sum((0, 2, 3))?; // (o)
+    let (input, weight) = match cudnn {
+        true => cudnn_grads(x, w, &dy, stride, with_input)?,
+        false => {
+            let weight = weight_grad(x, &dy, w.dim(2)?, stride)?;
+            let input = match with_input {
+                true => Some(input_grad(x, w, &dy, stride)?),
+                false => None,
+            };
+            (input, weight)
+        }
+    };
+    Ok(BlockGrads { input, weight, bias })
+}
+
 /// `x.conv2d(w, padding 0, stride, dilation 1, groups 1)`: x (b, c, h, w), w (o, c, k, k) →
 /// (b, o, ho, wo), differentiable in x and w through [`ConvGrad`].
 pub fn conv2d(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
