@@ -363,11 +363,57 @@ fn feature_net_backward_with_several_samples_per_group_matches_candle_autograd()
 
 #[test]
 fn feature_net_backward_on_candles_path_matches_candle_autograd() {
-    // The GPU's path on the CPU: candle's graph. Few distinct rows (2 of 6, one twice) re-run
-    // the forward of those samples; most rows (5 of 6, or all) back-propagate the kept graph.
+    // The GPU's path on the CPU: candle's ops, the forward's activations kept (the default) and
+    // the rows' backward from them; few distinct rows (2 of 6, one twice), most (5 of 6), all.
     let candle = Backend::candle(&Device::Cpu);
     for rows in [&[4usize, 1, 4][..], &[0, 1, 2, 3, 4], &[5, 4, 3, 2, 1, 0]] {
         check_feature_net_backward_on(13, 6, rows, &candle);
+    }
+}
+
+#[test]
+fn candles_path_encodes_frames_on_the_device_as_their_bytes() {
+    // The GPU's pre-training batches on the CPU: observations as frames of a store, shifted, which
+    // candle's path reads as the gather's scaled input (`FrameStacks::gather_input`, one kernel on
+    // CUDA), against the same observations' bytes in host memory. The same features and the same
+    // gradients, bit for bit, without and with DrQ-v2's input offset.
+    use lfs::data::{FrameStacks, FrameStore, RandomShift, Stacks};
+    use rand::Rng;
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let (cfg, params, _, _) = small_encoder_projector(&mut rng);
+    let (b, rows, latent) = (5, [3usize, 0, 3, 4], 5);
+    let frames: Vec<u8> = (0..12 * 3 * 21 * 21).map(|_| rng.random()).collect();
+    let store = FrameStore::new(
+        Tensor::from_vec(frames, (12, 3 * 21 * 21), &Device::Cpu).unwrap(),
+        (3, 21, 21),
+    )
+    .unwrap();
+    let stacks = (0..b).map(|_| std::array::from_fn(|_| rng.random_range(0..12))).collect();
+    let mut on_device = Stacks::Frames(FrameStacks::new(&store, stacks));
+    let shift = RandomShift { pad: 4 };
+    on_device.shift(&shift, (b, 9, 21, 21), &mut rng).unwrap();
+    let on_host = Stacks::Host(on_device.to_host().unwrap().into_owned());
+    let dz: Vec<f32> = (0..rows.len() * latent).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let dz = Tensor::from_vec(dz, (rows.len(), latent), &Device::Cpu).unwrap();
+    for offset in [0.0, -0.5] {
+        let cfg = EncoderConfig {
+            input_offset: offset,
+            ..cfg.clone()
+        };
+        let on_candle = Params::from_tensors(&params.snapshot().unwrap(), Backend::candle(&Device::Cpu)).unwrap();
+        let net = lfs::nn::EncoderProjector::from_params(&cfg, latent, &on_candle).unwrap();
+        let device = net.forward_stacks(&on_device, b, true).unwrap();
+        let host = net.forward_stacks(&on_host, b, true).unwrap();
+        let bits = |t: &Tensor| -> Vec<u32> {
+            t.flatten_all().unwrap().to_vec1::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
+        };
+        assert_eq!(bits(&device.z), bits(&host.z), "offset {offset}");
+        let grads_device = net.backward(&device, &rows, &dz).unwrap();
+        let grads_host = net.backward(&host, &rows, &dz).unwrap();
+        assert_eq!(grads_device.len(), grads_host.len());
+        for ((name, g), (_, h)) in grads_device.iter().zip(&grads_host) {
+            assert_eq!(bits(g), bits(h), "offset {offset}: {name}");
+        }
     }
 }
 
