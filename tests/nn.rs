@@ -388,7 +388,9 @@ fn candles_path_encodes_frames_on_the_device_as_their_bytes() {
         (3, 21, 21),
     )
     .unwrap();
-    let stacks = (0..b).map(|_| std::array::from_fn(|_| rng.random_range(0..12))).collect();
+    let stacks = (0..b)
+        .map(|_| std::array::from_fn(|_| rng.random_range(0..12)))
+        .collect();
     let mut on_device = Stacks::Frames(FrameStacks::new(&store, stacks));
     let shift = RandomShift { pad: 4 };
     on_device.shift(&shift, (b, 9, 21, 21), &mut rng).unwrap();
@@ -405,7 +407,13 @@ fn candles_path_encodes_frames_on_the_device_as_their_bytes() {
         let device = net.forward_stacks(&on_device, b, true).unwrap();
         let host = net.forward_stacks(&on_host, b, true).unwrap();
         let bits = |t: &Tensor| -> Vec<u32> {
-            t.flatten_all().unwrap().to_vec1::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
+            t.flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
         };
         assert_eq!(bits(&device.z), bits(&host.z), "offset {offset}");
         let grads_device = net.backward(&device, &rows, &dz).unwrap();

@@ -216,10 +216,10 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::SOURCE;
-    use crate::nn::encoder::scale_pixels;
     use crate::data::device_stacks::GatherTables;
     use crate::data::FrameStore;
     use crate::nn::cuda_on_host;
+    use crate::nn::encoder::scale_pixels;
     use crate::observation::StackIndices;
 
     /// argv: n k h w and the store's bytes; stdin: the store's bytes, then the tables as i64.

@@ -155,7 +155,14 @@ impl CustomOp3 for Block {
 /// The gradients of y = relu(conv(x, w) + b) for g = dL/dy, from x and y (CUDA tensors, outside
 /// any graph): [`Block`]'s backward, and the encoder's over the rows of a forward it kept
 /// (`Encoder::backward`). The input gradient only when `input_grad`.
-pub(crate) fn grads(x: &Tensor, w: &Tensor, y: &Tensor, g: &Tensor, stride: usize, input_grad: bool) -> Result<BlockGrads> {
+pub(crate) fn grads(
+    x: &Tensor,
+    w: &Tensor,
+    y: &Tensor,
+    g: &Tensor,
+    stride: usize,
+    input_grad: bool,
+) -> Result<BlockGrads> {
     let (x, y) = (x.contiguous()?, y.contiguous()?);
     let dy = g.detach().contiguous()?.apply_op2_no_bwd(&y, &ReluGrad)?; // (n, o, ho, wo)
     let bias = dy.apply_op1_no_bwd(&ChannelSum)?; // (o)

@@ -360,7 +360,9 @@ impl Encoder {
     /// The CPU's kernels take pixels: with [`Compute::Kernels`] an error.
     pub fn encode_input(&self, x: &Tensor, keep: bool) -> Result<Encoded> {
         if self.compute != Compute::Candle {
-            return Err(Error::Shape("encoder: the CPU's kernels take pixels, not a scaled input".into()));
+            return Err(Error::Shape(
+                "encoder: the CPU's kernels take pixels, not a scaled input".into(),
+            ));
         }
         let x = &x.to_device(self.layers[0].weight.device())?; // (b, 9, 84, 84)
         if keep && backward_from_activations() {
@@ -504,7 +506,8 @@ impl Encoder {
         for layer in &self.layers {
             let input = activations.last().expect("the input at least");
             let (w, b) = (layer.weight.detach(), layer.bias.detach());
-            activations.push(gemm_conv::conv2d_bias_relu(input, &w, &b, layer.stride)?); // (b, o, s, s)
+            activations.push(gemm_conv::conv2d_bias_relu(input, &w, &b, layer.stride)?);
+            // (b, o, s, s)
         }
         Ok(activations)
     }
@@ -670,7 +673,14 @@ mod tests {
 
     /// The largest |a − b| over max |b| of two tensors.
     fn rel_err(a: &Tensor, b: &Tensor) -> f32 {
-        let diff = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+        let diff = (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap();
         let scale = b.abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
         diff / scale.max(1e-12)
     }
@@ -692,7 +702,8 @@ mod tests {
         for (name, var) in params.iter() {
             if name.ends_with("bias") {
                 let b: Vec<f32> = (0..var.elem_count()).map(|_| rng.random_range(-0.3..0.3)).collect();
-                var.set(&Tensor::from_vec(b, var.shape(), &Device::Cpu).unwrap()).unwrap();
+                var.set(&Tensor::from_vec(b, var.shape(), &Device::Cpu).unwrap())
+                    .unwrap();
             }
         }
         let b = 6;
