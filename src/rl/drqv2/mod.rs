@@ -160,23 +160,59 @@ pub fn actor_loss(q1: &Tensor, q2: &Tensor) -> Result<Tensor> {
     Ok(q1.minimum(q2)?.mean_all()?.neg()?)
 }
 
-/// The critic's metrics from its loss, Q1, Q2, target (b, 1) and the batch's reward, in one
-/// read (a GPU stops once for them); an error if the loss is not finite.
-fn critic_metrics(loss: &Tensor, q1: &Tensor, q2: &Tensor, target_q: &Tensor, batch: &Batch) -> Result<DrQv2Metrics> {
-    let [critic_loss, critic_q1, critic_q2, critic_target_q, batch_reward] = read_scalars([
-        loss,
-        &q1.mean_all()?,
-        &q2.mean_all()?,
-        &target_q.mean_all()?,
-        &batch.reward.mean_all()?,
-    ])?;
+/// What the critic's step leaves to be read: its loss and the means of Q1, Q2 and the target,
+/// scalars on the batch's device.
+struct CriticReadings {
+    loss: Tensor,
+    q1: Tensor,
+    q2: Tensor,
+    target_q: Tensor,
+}
+
+impl CriticReadings {
+    /// From the loss, Q1, Q2 and the target, (b, 1) each.
+    fn of(loss: &Tensor, q1: &Tensor, q2: &Tensor, target_q: &Tensor) -> Result<Self> {
+        Ok(Self {
+            loss: loss.clone(),
+            q1: q1.mean_all()?,
+            q2: q2.mean_all()?,
+            target_q: target_q.mean_all()?,
+        })
+    }
+}
+
+/// What the actor's step leaves to be read: its loss and its action's mean log-density
+/// (scalars on the device), and the policy's entropy (known on the host).
+struct ActorReadings {
+    loss: Tensor,
+    logprob: Tensor,
+    entropy: f64,
+}
+
+/// The update's metrics in one read after all its steps are launched (a GPU stops once per
+/// update, not after the critic's step and again after the actor's); an error if either loss
+/// is not finite. `actor_ent` and `actor_stddev` are the caller's.
+fn read_metrics(critic: &CriticReadings, actor: &ActorReadings, batch: &Batch) -> Result<DrQv2Metrics> {
+    let [critic_loss, critic_q1, critic_q2, critic_target_q, batch_reward, actor_loss, actor_logprob] =
+        read_scalars([
+            &critic.loss,
+            &critic.q1,
+            &critic.q2,
+            &critic.target_q,
+            &batch.reward.mean_all()?,
+            &actor.loss,
+            &actor.logprob,
+        ])?;
     check_finite("critic loss", critic_loss)?;
+    check_finite("actor loss", actor_loss)?;
     Ok(DrQv2Metrics {
         critic_loss,
         critic_q1,
         critic_q2,
         critic_target_q,
         batch_reward,
+        actor_loss,
+        actor_logprob,
         ..DrQv2Metrics::default()
     })
 }
@@ -366,13 +402,15 @@ impl DrQv2Agent {
         rng: &mut R,
     ) -> Result<(DrQv2Metrics, Option<Tensor>)> {
         let std = self.cfg.stddev_schedule.at(step);
-        let (mut metrics, obs_grad) = self.update_critic(batch, std, rng)?;
-        self.update_actor(&batch.obs.detach(), std, rng, &mut metrics)?;
+        let (critic, obs_grad) = self.update_critic(batch, std, rng)?;
+        let actor = self.update_actor(&batch.obs.detach(), std, rng)?;
         ema_update(
             &self.critic_params,
             &self.critic_target_params,
             self.cfg.critic_target_tau,
         )?;
+        let mut metrics = read_metrics(&critic, &actor, batch)?;
+        metrics.actor_ent = actor.entropy;
         metrics.actor_stddev = std;
         Ok((metrics, obs_grad))
     }
@@ -423,17 +461,17 @@ impl DrQv2Agent {
         batch: &Batch,
         std: f64,
         rng: &mut R,
-    ) -> Result<(DrQv2Metrics, Option<Tensor>)> {
+    ) -> Result<(CriticReadings, Option<Tensor>)> {
         let next_eps = self.noise(batch.obs.dim(0)?, batch.obs.device(), rng)?;
         if let Some(on_device) = self.on_device() {
             let step =
                 on_device.critic_step(&self.stores_of_networks(), batch, std, self.cfg.stddev_clip, &next_eps)?;
-            let metrics = critic_metrics(&step.loss, &step.q1, &step.q2, &step.target_q, batch)?;
+            let readings = CriticReadings::of(&step.loss, &step.q1, &step.q2, &step.target_q)?;
             self.critic_opt.step_named(&self.critic_params, &step.grads)?;
-            return Ok((metrics, step.obs_grad));
+            return Ok((readings, step.obs_grad));
         }
         let CriticLosses { loss, q, target_q } = self.critic_losses(batch, std, &next_eps)?;
-        let metrics = critic_metrics(&loss, &q.q1, &q.q2, &target_q, batch)?;
+        let readings = CriticReadings::of(&loss, &q.q1, &q.q2, &target_q)?;
         let grads = loss.backward()?;
         self.critic_opt.step(&self.critic_params, &grads)?;
         if let Some(l) = &mut self.latent_actions {
@@ -443,7 +481,7 @@ impl DrQv2Agent {
             true => grads.get(&batch.obs).cloned(),
             false => None,
         };
-        Ok((metrics, obs_grad))
+        Ok((readings, obs_grad))
     }
 
     /// The written-out path, when the agent takes it.
@@ -461,38 +499,28 @@ impl DrQv2Agent {
         }
     }
 
-    fn update_actor<R: Rng + ?Sized>(
-        &mut self,
-        obs: &Tensor,
-        std: f64,
-        rng: &mut R,
-        metrics: &mut DrQv2Metrics,
-    ) -> Result<()> {
+    fn update_actor<R: Rng + ?Sized>(&mut self, obs: &Tensor, std: f64, rng: &mut R) -> Result<ActorReadings> {
         let eps = self.noise(obs.dim(0)?, obs.device(), rng)?;
         if let Some(on_device) = self.on_device() {
             let step = on_device.actor_step(&self.stores_of_networks(), obs, std, self.cfg.stddev_clip, &eps)?;
-            self.actor_metrics(&step.loss, &step.dist, &step.action, metrics)?;
-            return self.actor_opt.step_named(&self.actor_params, &step.grads);
+            let readings = self.actor_readings(&step.loss, &step.dist, &step.action)?;
+            self.actor_opt.step_named(&self.actor_params, &step.grads)?;
+            return Ok(readings);
         }
         let ActorLosses { loss, dist, action } = self.actor_losses(obs, std, &eps)?;
-        self.actor_metrics(&loss, &dist, &action, metrics)?;
+        let readings = self.actor_readings(&loss, &dist, &action)?;
         let grads = loss.backward()?;
-        self.actor_opt.step(&self.actor_params, &grads)
+        self.actor_opt.step(&self.actor_params, &grads)?;
+        Ok(readings)
     }
 
-    /// The actor's loss, the mean log-density of its action and the policy's entropy, into
-    /// `metrics` (one read); an error if the loss is not finite.
-    fn actor_metrics(
-        &self,
-        loss: &Tensor,
-        dist: &TruncatedNormal,
-        action: &Tensor,
-        metrics: &mut DrQv2Metrics,
-    ) -> Result<()> {
-        [metrics.actor_loss, metrics.actor_logprob] =
-            read_scalars([loss, &dist.log_prob(&action.detach())?.mean_all()?])?;
-        metrics.actor_ent = dist.entropy(self.action_dim);
-        check_finite("actor loss", metrics.actor_loss)
+    /// The actor's loss, the mean log-density of its action and the policy's entropy.
+    fn actor_readings(&self, loss: &Tensor, dist: &TruncatedNormal, action: &Tensor) -> Result<ActorReadings> {
+        Ok(ActorReadings {
+            loss: loss.clone(),
+            logprob: dist.log_prob(&action.detach())?.mean_all()?,
+            entropy: dist.entropy(self.action_dim),
+        })
     }
 
     /// Replaces the networks' parameters with `tensors` (`actor.…`, `critic.…`,
