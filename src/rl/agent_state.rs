@@ -72,7 +72,8 @@ fn step_key(prefix: &str) -> String {
     format!("lfs.{prefix}_step")
 }
 
-/// A scalar tensor's value, for metrics.
+/// A scalar tensor's value (the tests' reading of a step's metrics).
+#[cfg(test)]
 pub fn scalar(t: &Tensor) -> Result<f64> {
     Ok(t.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?)
 }

@@ -25,7 +25,6 @@ use super::row_ops::{layer_norm_input_grad_row, normalise_row, squash_grad_row, 
 use crate::nn::kernels::cpu_storage::host_f32;
 use crate::nn::kernels::row_split::{row_split_parts, row_split_product};
 use crate::nn::Params;
-use crate::rl::agent_state::scalar;
 use crate::rl::batch::Batch;
 use crate::rl::critic::NetworkDims;
 use crate::{Error, Result};
@@ -376,6 +375,11 @@ fn min_masks(q1: f32, q2: f32) -> (f32, f32) {
     (on1 / (on2 + 1.0), on2 / (on1 + 1.0))
 }
 
+/// A number computed on the host as the 0-d f64 tensor the update reads with the others.
+fn host_scalar(v: f64) -> Result<Tensor> {
+    Ok(Tensor::new(v, &Device::Cpu)?)
+}
+
 fn mean(v: &[f32]) -> f64 {
     v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
 }
@@ -514,9 +518,9 @@ fn critic_step(nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> 
     grads.mlp("Q2", &critic.q2, g2.layers)?;
     Ok(CriticGradients {
         grads: grads.0,
-        loss: critic_loss,
-        q1: mean(q1),
-        target_q: mean(&target_q),
+        loss: host_scalar(critic_loss)?,
+        q1: host_scalar(mean(q1))?,
+        target_q: host_scalar(mean(&target_q))?,
         obs_grad: None,
     })
 }
@@ -581,8 +585,8 @@ fn actor_step(nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<
     let log_prob = Tensor::from_vec(sample.log_prob, (b, 1), &Device::Cpu)?; // (b, 1)
     Ok(ActorGradients {
         grads: grads.0,
-        loss: actor_loss,
-        entropy: -scalar(&log_prob.mean_all()?)?,
+        loss: host_scalar(actor_loss)?,
+        mean_log_prob: log_prob.mean_all()?,
         log_prob,
     })
 }

@@ -21,7 +21,6 @@ use candle_core::Tensor;
 
 use super::actor::Actor;
 use super::{actor_loss, critic_target};
-use crate::device::read_scalars;
 use crate::nn::Params;
 use crate::rl::batch::Batch;
 use crate::rl::critic::{critic_loss, Critic, NetworkDims};
@@ -40,24 +39,25 @@ pub(crate) struct Networks<'a> {
 }
 
 /// The critic's step, before its optimiser: gradients by parameter name and what the metrics
-/// report.
+/// report, as scalar tensors that the update reads with the rest of its numbers in one copy
+/// ([`super::SacAgent::update`]).
 pub(crate) struct CriticGradients {
     pub grads: BTreeMap<String, Tensor>,
-    pub loss: f64,
+    pub loss: Tensor,
     /// Mean Q1 and mean target on the batch.
-    pub q1: f64,
-    pub target_q: f64,
+    pub q1: Tensor,
+    pub target_q: Tensor,
     /// The loss's gradient with respect to `batch.obs` (b, repr), when the features carry a
     /// tape.
     pub obs_grad: Option<Tensor>,
 }
 
-/// The actor's step, before its optimiser.
+/// The actor's step, before its optimiser; scalars as [`CriticGradients`]'s.
 pub(crate) struct ActorGradients {
     pub grads: BTreeMap<String, Tensor>,
-    pub loss: f64,
-    /// The policy's entropy estimate on the batch, −mean log π.
-    pub entropy: f64,
+    pub loss: Tensor,
+    /// mean log π on the batch (the policy's entropy estimate is its negative).
+    pub mean_log_prob: Tensor,
     /// log π of each sampled action (b, 1), constant: α's step reads it.
     pub log_prob: Tensor,
 }
@@ -113,13 +113,11 @@ impl Gradients for Autograd {
         let next_eps = noise(next_eps, &batch.obs, nets.dims.action_dim)?; // (b, A)
         let (loss, q1, target_q) = Self::critic_graph(nets, batch, &next_eps, alpha)?;
         let grads = loss.backward()?;
-        // One read of the three numbers (a GPU stops once for them).
-        let [loss, q1, target_q] = read_scalars([&loss, &q1.mean_all()?, &target_q.mean_all()?])?;
         Ok(CriticGradients {
             grads: nets.critic_params.grads_by_name(&grads),
-            loss,
-            q1,
-            target_q,
+            loss: loss.detach(),
+            q1: q1.mean_all()?,
+            target_q: target_q.mean_all()?,
             obs_grad: match batch.obs.track_op() {
                 true => grads.get(&batch.obs).cloned(),
                 false => None,
@@ -133,11 +131,10 @@ impl Gradients for Autograd {
         // Only the actor's gradients are kept: the critic is detached, so this loss gives it
         // none (Proto-RL computes them and zeroes them before the critic's next step).
         let grads = loss.backward()?;
-        let [loss, mean_log_prob] = read_scalars([&loss, &log_prob.mean_all()?])?;
         Ok(ActorGradients {
             grads: nets.actor_params.grads_by_name(&grads),
-            loss,
-            entropy: -mean_log_prob,
+            loss: loss.detach(),
+            mean_log_prob: log_prob.mean_all()?,
             log_prob: log_prob.detach(),
         })
     }

@@ -18,7 +18,7 @@ use candle_core::{Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::device::{env_value, read_scalars};
+use crate::device::{env_value, read_scalar_list, read_scalars};
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
@@ -29,7 +29,7 @@ use crate::rl::mlp::TrunkOutput;
 use crate::{Error, Result};
 use actor::Actor;
 pub use agent::SacSums;
-use gradients::{Gradients, Networks};
+use gradients::{ActorGradients, CriticGradients, Gradients, Networks};
 
 /// The agent's hyper-parameters (Proto-RL's and the paper's table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,6 +111,12 @@ impl SacConfig {
         }
         self.optimizer.validate(&format!("{section}.optimizer"))
     }
+}
+
+/// The actor's step and α's loss, left to [`SacAgent::read_metrics`].
+struct ActorReadings {
+    actor: ActorGradients,
+    alpha_loss: Tensor,
 }
 
 /// What one update reports (keys `train/<name>` in `train.jsonl`).
@@ -395,25 +401,19 @@ impl SacAgent {
         // The critic, on y = r + γ·(min Q'(s', a') − α·log π(a'|s')), a' ~ π(·|s').
         let next_eps = self.noise(b, rng); // (b, A)
         let critic = gradients.critic(&self.nets(), batch, &next_eps, alpha)?;
-        check_finite("critic loss", critic.loss)?;
         self.critic_opt.step_named(&self.critic_params, &critic.grads)?;
-        let mut metrics = SacMetrics {
-            critic_loss: critic.loss,
-            critic_q1: critic.q1,
-            critic_target_q: critic.target_q,
-            ..SacMetrics::default()
-        };
 
         // The actor, on α·log π(a|s) − min Q(s, a), a ~ π(·|s), and α on its log π.
-        if step.is_multiple_of(self.cfg.actor_update_every_steps) {
-            let eps = self.noise(b, rng); // (b, A)
-            let actor = gradients.actor(&self.nets(), &batch.obs.detach(), &eps, alpha)?;
-            metrics.actor_loss = Some(actor.loss);
-            metrics.actor_entropy = Some(actor.entropy);
-            check_finite("actor loss", actor.loss)?;
-            self.actor_opt.step_named(&self.actor_params, &actor.grads)?;
-            self.update_alpha(&actor.log_prob, &mut metrics)?;
-        }
+        let actor = match step.is_multiple_of(self.cfg.actor_update_every_steps) {
+            true => {
+                let eps = self.noise(b, rng); // (b, A)
+                let actor = gradients.actor(&self.nets(), &batch.obs.detach(), &eps, alpha)?;
+                self.actor_opt.step_named(&self.actor_params, &actor.grads)?;
+                let alpha_loss = self.alpha_step(&actor.log_prob)?;
+                Some(ActorReadings { actor, alpha_loss })
+            }
+            false => None,
+        };
 
         // The target critic follows the critic.
         if step.is_multiple_of(self.cfg.critic_target_update_every_steps) {
@@ -423,19 +423,45 @@ impl SacAgent {
                 self.cfg.critic_target_tau,
             )?;
         }
-        metrics.alpha = self.alpha;
+        let metrics = self.read_metrics(&critic, actor.as_ref())?;
         Ok((metrics, critic.obs_grad))
     }
 
-    /// α's step on the actor step's log π (b, 1); its loss and the new α are read together.
-    fn update_alpha(&mut self, log_prob: &Tensor, metrics: &mut SacMetrics) -> Result<()> {
+    /// α's step on the actor step's log π (b, 1): its loss, a scalar on the device.
+    fn alpha_step(&mut self, log_prob: &Tensor) -> Result<Tensor> {
         let loss = alpha_loss(self.log_alpha()?, log_prob, self.target_entropy())?;
         let grads = loss.backward()?;
         self.alpha_opt.step(&self.alpha_params, &grads)?;
-        let [loss, alpha] = read_scalars([&loss, &self.log_alpha()?.exp()?])?;
-        metrics.alpha_loss = Some(loss);
-        self.alpha = alpha;
-        Ok(())
+        Ok(loss.detach())
+    }
+
+    /// The update's numbers in one read after all its steps are launched (a GPU stops once per
+    /// update, where it stopped after the critic's, the actor's and α's steps), the new α among
+    /// them; an error if a loss is not finite.
+    fn read_metrics(&mut self, critic: &CriticGradients, actor: Option<&ActorReadings>) -> Result<SacMetrics> {
+        let mut scalars = vec![&critic.loss, &critic.q1, &critic.target_q];
+        let alpha;
+        if let Some(ActorReadings { actor, alpha_loss }) = actor {
+            alpha = self.log_alpha()?.exp()?; // after α's step
+            scalars.extend([&actor.loss, &actor.mean_log_prob, alpha_loss, &alpha]);
+        }
+        let read = read_scalar_list(&scalars)?;
+        check_finite("critic loss", read[0])?;
+        let mut metrics = SacMetrics {
+            critic_loss: read[0],
+            critic_q1: read[1],
+            critic_target_q: read[2],
+            ..SacMetrics::default()
+        };
+        if let [actor_loss, mean_log_prob, alpha_loss, alpha] = read[3..] {
+            check_finite("actor loss", actor_loss)?;
+            metrics.actor_loss = Some(actor_loss);
+            metrics.actor_entropy = Some(-mean_log_prob);
+            metrics.alpha_loss = Some(alpha_loss);
+            self.alpha = alpha;
+        }
+        metrics.alpha = self.alpha;
+        Ok(metrics)
     }
 
     // ---- checkpoints
@@ -474,6 +500,11 @@ mod tests {
     use super::*;
     use crate::rl::written_out::test_support::{assert_step_matches, batch, close, worst_relative};
 
+    /// A step's scalar, read.
+    fn value(t: &Tensor) -> f64 {
+        crate::rl::agent_state::scalar(t).unwrap()
+    }
+
     /// [`assert_step_matches`] for a critic step.
     fn assert_critic_matches(
         ours: &gradients::CriticGradients,
@@ -483,7 +514,7 @@ mod tests {
     ) {
         let what = format!("{what}, critic");
         assert_step_matches(
-            (ours.loss, reference.loss),
+            (value(&ours.loss), value(&reference.loss)),
             (&ours.grads, &reference.grads),
             params,
             &what,
@@ -499,7 +530,7 @@ mod tests {
     ) {
         let what = format!("{what}, actor");
         assert_step_matches(
-            (ours.loss, reference.loss),
+            (value(&ours.loss), value(&reference.loss)),
             (&ours.grads, &reference.grads),
             params,
             &what,
@@ -590,7 +621,8 @@ mod tests {
             autograd.critic(&nets, &batch, &eps, alpha).unwrap(),
         );
         assert_critic_matches(&ours, &reference, &agent.critic_params, &what);
-        assert!(close(ours.q1, reference.q1) && close(ours.target_q, reference.target_q));
+        assert!(close(value(&ours.q1), value(&reference.q1)));
+        assert!(close(value(&ours.target_q), value(&reference.target_q)));
         let (obs_grad, reference_obs_grad) = (ours.obs_grad.unwrap(), reference.obs_grad.unwrap());
         assert_eq!(obs_grad.dims(), &[b, repr]);
         let worst = worst_relative(&obs_grad, &reference_obs_grad);
@@ -611,7 +643,7 @@ mod tests {
             autograd.actor(&nets, &batch.obs.detach(), &eps, alpha).unwrap(),
         );
         assert_actor_matches(&ours, &reference, &agent.actor_params, &what);
-        assert!(close(ours.entropy, reference.entropy));
+        assert!(close(value(&ours.mean_log_prob), value(&reference.mean_log_prob)));
     }
 
     /// The path each device and feature kind gets, and the one `LFS_SAC_GRADIENTS` forces.

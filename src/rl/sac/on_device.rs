@@ -22,7 +22,6 @@ use candle_core::Tensor;
 
 use super::gradients::{noise, ActorGradients, CriticGradients, Gradients, Networks};
 use super::row_ops;
-use crate::device::read_scalars;
 use crate::rl::batch::Batch;
 use crate::rl::mlp::TrunkOutput;
 use crate::rl::written_out::{ActorNets, CriticNets, NamedGrads};
@@ -122,15 +121,12 @@ impl Gradients for OnDevice {
         let target_q = (&batch.reward.detach() + target_v.mul(&batch.discount.detach())?)?; // (b, 1)
 
         let fit = critic.regress(&obs, &batch.action.detach(), &target_q, batch.obs.track_op())?;
-        let (grads, obs_grad) = (fit.grads, fit.obs_grad);
-        // One read of the three numbers (a GPU stops once for them).
-        let [loss, q1, target_q] = read_scalars([&fit.loss, &fit.q1.mean_all()?, &target_q.mean_all()?])?;
         Ok(CriticGradients {
-            grads,
-            loss,
-            q1,
-            target_q,
-            obs_grad,
+            grads: fit.grads,
+            loss: fit.loss,
+            q1: fit.q1.mean_all()?,
+            target_q: target_q.mean_all()?,
+            obs_grad: fit.obs_grad,
         })
     }
 
@@ -157,11 +153,10 @@ impl Gradients for OnDevice {
         let mut grads = NamedGrads::new();
         grads.trunk("trunk", &actor.trunk, trunk_grads);
         grads.mlp(&actor.policy, g_policy.layers);
-        let [loss, mean_log_prob] = read_scalars([&loss, &sample.log_prob.mean_all()?])?;
         Ok(ActorGradients {
             grads: grads.0,
             loss,
-            entropy: -mean_log_prob,
+            mean_log_prob: sample.log_prob.mean_all()?,
             log_prob: sample.log_prob,
         })
     }
