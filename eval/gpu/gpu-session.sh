@@ -17,8 +17,9 @@
 #            B=512, SAC on cached features B=128/512, DrQ-v2 from pixels B=256, medians of 10
 #            after 3 warm-ups), lfs with cuDNN's convolutions (device_check-cudnn, when carried)
 #            and strong PyTorch (the same four updates, 10 timed after 5 warm-ups), each
-#            precision of GPU_SESSION_PRECISIONS (fp32); and lfs with GPU_SESSION_ALT_ARM's
-#            switches (default "graph LFS_ENCODER_BACKWARD=graph": arm lfs-graph)           ~60 s a round
+#            precision of GPU_SESSION_PRECISIONS (fp32); and lfs with each of GPU_SESSION_ALT_ARMS'
+#            switches (default arms lfs-graph, LFS_ENCODER_BACKWARD=graph, and lfs-splitk,
+#            LFS_LONG_PRODUCT=split-k)                                                     ~60 s a round
 #   parts    lfs's LFS update with a true split: LFS_SYNC_PARTS=1 (the trainer waits for the
 #            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
 #            the conv backward as lfs's GEMMs (GPU_SESSION_PARTS_CONVS="gemm candle" adds
@@ -136,11 +137,16 @@ E2E_FRAMES=${GPU_SESSION_E2E_FRAMES:-3000}
 DRQ_FRAMES=${GPU_SESSION_DRQV2_FRAMES:-8000}
 DRQ_TASK=${GPU_SESSION_DRQV2_TASK:-cartpole_swingup}
 DRQ_PRECISIONS=${GPU_SESSION_DRQV2_PRECISIONS:-default fp32}
-# "NAME VAR=value ...": one more lfs arm in every round, lfs-NAME, device_check with those
-# variables (a same-round A/B of a switch; the summary sets it against PyTorch like the others).
-# The default: the encoder's backward through candle's graph and its re-forward, the way before
-# the kept activations (src/nn/encoder.rs); empty for none.
-ALT_ARM=${GPU_SESSION_ALT_ARM-graph LFS_ENCODER_BACKWARD=graph}
+# "NAME VAR=value ...; NAME VAR=value ...": more lfs arms in every round, lfs-NAME each,
+# device_check with those variables (same-round A/Bs of switches; the summary sets each against
+# PyTorch like the others, ~12 s a round each). The default: the encoder's backward through
+# candle's graph and its re-forward (the way before the kept activations, src/nn/encoder.rs),
+# and the projector's product split over its inner dimension (src/nn/kernels/row_split.rs);
+# empty for none.
+IFS=';' read -r -a ALT_ARMS <<< "${GPU_SESSION_ALT_ARMS-graph LFS_ENCODER_BACKWARD=graph; splitk LFS_LONG_PRODUCT=split-k}"
+for ((i = 0; i < ${#ALT_ARMS[@]}; i++)); do ALT_ARMS[i]=$(echo "${ALT_ARMS[i]}" | xargs); done
+for ((i = ${#ALT_ARMS[@]} - 1; i >= 0; i--)); do [ -n "${ALT_ARMS[i]}" ] || unset 'ALT_ARMS[i]'; done
+ALT_ARMS=("${ALT_ARMS[@]}")
 SCALE=${GPU_SESSION_TIMEOUT_SCALE:-1}  # each command's timeout and each stage's estimate times this (a dry run's CPU)
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-gpu-check-out}
@@ -263,16 +269,15 @@ if has parity && [ -n "$DC" ]; then
 fi
 
 # ---- rounds -------------------------------------------------------------------------------
-lfs_arm() {  # round precision [cudnn|alt]: device_check, with "cudnn" its cuDNN build, with "alt"
-    # device_check with GPU_SESSION_ALT_ARM's variables (arm lfs-<its name>)
+lfs_arm() {  # round precision [cudnn | alt "NAME VAR=value ..."]: device_check, with "cudnn" its
+    # cuDNN build, with "alt" device_check with an arm of GPU_SESSION_ALT_ARMS (arm lfs-NAME)
     local extra= arm=lfs bin=$DC switches=
     [ "$2" = tf32 ] && extra=$LFS_TF32_ARGS
     if [ "${3:-}" = cudnn ]; then
         [ -n "$DC_CUDNN" ] || return 0
         arm=lfs-cudnn bin=$DC_CUDNN
     elif [ "${3:-}" = alt ]; then
-        [ -n "$ALT_ARM" ] || return 0
-        arm=lfs-${ALT_ARM%% *} switches=${ALT_ARM#* }
+        arm=lfs-${4%% *} switches=${4#* }
     fi
     mark "bench arm=$arm round=$1 precision=$2${switches:+ switches=[$switches]}"
     # fp32: NVIDIA_TF32_OVERRIDE=0 keeps cuDNN's convolutions FP32 (candle leaves their math type
@@ -294,9 +299,13 @@ if has rounds && [ -n "$DC" ]; then
         for r in $(seq 1 "$ROUNDS"); do
             fits "rounds-$r-$prec" 60 || break
             if [ $((r % 2)) = 1 ]; then
-                lfs_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec" alt; torch_arm "$r" "$prec"
+                lfs_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn
+                for ((i = 0; i < ${#ALT_ARMS[@]}; i++)); do lfs_arm "$r" "$prec" alt "${ALT_ARMS[i]}"; done
+                torch_arm "$r" "$prec"
             else
-                torch_arm "$r" "$prec"; lfs_arm "$r" "$prec" alt; lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec"
+                torch_arm "$r" "$prec"
+                for ((i = ${#ALT_ARMS[@]} - 1; i >= 0; i--)); do lfs_arm "$r" "$prec" alt "${ALT_ARMS[i]}"; done
+                lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec"
             fi
         done
     done
