@@ -402,6 +402,30 @@ fn encoder_check(tested: &Backend, reference: &Backend, input_offset: f64, n: us
     let dh = Tensor::from_vec(dh, (rows.len(), a.repr_dim()), &Device::Cpu)?; // (rows, repr)
     let grads_a: BTreeMap<String, Tensor> = a.backward(&ea, &rows, &dh)?.into_iter().collect();
     let grads_b: BTreeMap<String, Tensor> = b.backward(&eb, &rows, &dh)?.into_iter().collect();
+    // The gradients go through every ReLU, whose mask a forward that differs by rounding flips
+    // where a pre-activation is within rounding of 0: at 256 samples a few such flips move the
+    // gradients by ~1e-3 whatever the backward (examples/relu_kink.rs: weights perturbed by 1e-7
+    // of themselves on the CPU give 8e-4). So when the tested side kept its activations (candle's
+    // path), the reference's backward runs on those same activations, the same masks, and the
+    // gradients check the backward alone; the forward is checked by h above. The gradients
+    // against the reference's own forward are printed beside it (not checked). On the CPU,
+    // where candle's forward and the kernels' give the same bits, against the kernels' backward.
+    let on_reference = match tested.device.same_device(&reference.device) {
+        true => None,
+        false => ea.to_device(&reference.device).ok(),
+    };
+    let Some(ea_on_reference) = on_reference else {
+        worst.compare_all(&grads_a, &grads_b)?;
+        return Ok(worst);
+    };
+    let mut own_forward = Worst::default();
+    own_forward.compare_all(&grads_a, &grads_b)?;
+    println!(
+        "{}",
+        serde_json::json!({"note": "gradients against the reference's own forward (ReLU masks may differ)",
+            "batch": n, "worst": own_forward.name, "rel_err": own_forward.rel_err})
+    );
+    let grads_b: BTreeMap<String, Tensor> = b.backward(&ea_on_reference, &rows, &dh)?.into_iter().collect();
     worst.compare_all(&grads_a, &grads_b)?;
     Ok(worst)
 }

@@ -172,6 +172,28 @@ impl Encoded {
         Self { h, tape: None }
     }
 
+    /// A copy on `device` of a forward that kept its activations ([`Kept::Activations`], candle's
+    /// path): another device's encoder can run its backward on the same activations, and so the
+    /// same ReLU masks (`examples/device_check.rs` holds a GPU's backward to the CPU's so; a
+    /// forward that differs by rounding flips a few masks at a training batch, and with them the
+    /// gradients by ~1e-3: `examples/relu_kink.rs`). An error for any other forward.
+    pub fn to_device(&self, device: &Device) -> Result<Encoded> {
+        match &self.tape {
+            Some(Kept::Activations(activations)) => Ok(Encoded {
+                h: self.h.to_device(device)?,
+                tape: Some(Kept::Activations(
+                    activations
+                        .iter()
+                        .map(|a| a.to_device(device))
+                        .collect::<candle_core::Result<_>>()?,
+                )),
+            }),
+            _ => Err(Error::Shape(
+                "encoder: only a forward that kept its activations moves to another device".into(),
+            )),
+        }
+    }
+
     /// What the forward kept, or an error if it did not keep anything.
     pub(crate) fn tape(&self) -> Result<&Kept> {
         self.tape
@@ -718,6 +740,19 @@ mod tests {
         assert_eq!(activations.len(), cfg.num_layers + 1);
         let h_kept = activations.last().unwrap().reshape((b, ())).unwrap();
         assert_eq!(rel_err(&h_kept, &h_graph.detach()), 0.0);
+        // Another device's encoder (here the kernels' on the CPU) runs the backward of a moved
+        // copy: the same gradients. A forward without kept activations does not move.
+        let encoded = encoder.encode_input(&x, true).unwrap().to_device(&Device::Cpu).unwrap();
+        let kernels = Encoder::from_tensors(&cfg, "encoder", &params.snapshot().unwrap()).unwrap();
+        assert_eq!(kernels.compute(), Compute::Kernels);
+        let dh = Tensor::ones((2, encoder.repr_dim()), DType::F32, &Device::Cpu).unwrap();
+        let moved = kernels.backward(&encoded, &[1, 3], &dh).unwrap();
+        let here = encoder.backward_kept(&activations, &[1, 3], &dh).unwrap();
+        for ((name, a), (_, b)) in moved.iter().zip(&here) {
+            assert_eq!(rel_err(a, b), 0.0, "{name}");
+        }
+        let plain = Encoded::without_tape(h_kept.clone());
+        assert!(plain.to_device(&Device::Cpu).is_err());
         for rows in [&[4usize, 1, 4][..], &[5, 4, 3, 2, 1, 0], &[0, 1, 2, 3, 4, 5]] {
             let dh: Vec<f32> = (0..rows.len() * encoder.repr_dim())
                 .map(|_| rng.random_range(-1.0..1.0))
