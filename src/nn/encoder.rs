@@ -14,8 +14,10 @@
 //!   [`Encoder::backward`]: the pre-trainer's and the RL loop's path. With
 //!   [`Compute::Kernels`] (the CPU) it keeps the activations and computes the parameters'
 //!   gradients by hand (`kernels::tape`); with [`Compute::Candle`] (a GPU, or the CPU in the
-//!   device tests) it runs candle's conv2d and keeps candle's graph, and the backward is
-//!   candle's autograd with the convolutions' own as GEMMs (`super::gemm_conv`).
+//!   device tests) it runs candle's ops (cuDNN's convolutions in the `cudnn` build) outside any
+//!   graph and keeps every layer's activations, and the backward gathers the rows it needs and
+//!   runs each layer's gradients (`super::gemm_conv::conv2d_bias_relu_grads`), as the tape does;
+//!   `LFS_ENCODER_BACKWARD=graph` keeps candle's graph instead and back-propagates through it.
 //!
 //! The encoder holds its parameters as tensors: views of a [`Params`] store's `Var`s when it is
 //! trained (an optimiser step on the store is seen here), or plain tensors when it is frozen
@@ -387,18 +389,19 @@ impl Encoder {
             ));
         }
         let x = &x.to_device(self.layers[0].weight.device())?; // (b, 9, 84, 84)
-        if keep && backward_from_activations() {
-            let activations = self.forward_kept(x)?;
-            let last = activations.last().expect("the input at least");
+        if keep && !backward_from_activations() {
+            let h = self.forward_layers(x)?; // (b, repr), joined to the parameters' graph
             return Ok(Encoded {
-                h: last.reshape((x.dim(0)?, ()))?, // (b, repr)
-                tape: Some(Kept::Activations(activations)),
+                h: h.detach(),
+                tape: Some(Kept::Graph { h, x: x.clone() }),
             });
         }
-        let h = self.forward_layers(x)?; // (b, repr), joined to the parameters' graph
+        // No graph either way: the activations are kept for the backward, or dropped here.
+        let activations = self.forward_kept(x)?;
+        let last = activations.last().expect("the input at least");
         Ok(Encoded {
-            h: h.detach(),
-            tape: keep.then_some(Kept::Graph { h, x: x.clone() }),
+            h: last.reshape((x.dim(0)?, ()))?, // (b, repr)
+            tape: keep.then_some(Kept::Activations(activations)),
         })
     }
 
@@ -601,7 +604,6 @@ impl Encoder {
     }
 }
 
-/// Errors unless every row is < b.
 /// The encoder's input from pixels x (any shape, f32 values 0..=255): x / 255 + offset, as
 /// candle's two affine ops (one when the offset is 0). `FrameStacks::gather_input`'s CUDA kernel
 /// computes the same floats.
@@ -613,6 +615,7 @@ pub fn scale_pixels(x: &Tensor, offset: f32) -> Result<Tensor> {
     })
 }
 
+/// Errors unless every row is < b.
 fn check_rows(rows: &[usize], b: usize) -> Result<()> {
     match rows.iter().find(|&&r| r >= b) {
         Some(bad) => Err(Error::Shape(format!("encoder: row {bad} of a {b}-sample forward"))),
