@@ -59,12 +59,17 @@ fn main() -> anyhow::Result<()> {
         let obs: Vec<u8> = (0..n * 9 * 84 * 84).map(|_| rng.random()).collect();
         let (ea, eb) = (a.encode(&obs, n, true)?, b.encode(&obs, n, true)?);
         let rows: Vec<usize> = [0, 2, 2, n - 1].into_iter().chain((3..n - 1).step_by(3)).collect();
-        let dh: Vec<f32> = (0..rows.len() * a.repr_dim()).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let dh: Vec<f32> = (0..rows.len() * a.repr_dim())
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
         let dh = Tensor::from_vec(dh, (rows.len(), a.repr_dim()), &Device::Cpu)?; // (rows, repr)
         let ga: BTreeMap<String, Tensor> = a.backward(&ea, &rows, &dh)?.into_iter().collect();
         let gb: BTreeMap<String, Tensor> = b.backward(&eb, &rows, &dh)?.into_iter().collect();
         // The last layer's mask flips: features zero on one side and not on the other.
-        let (ha, hb) = (ea.h.flatten_all()?.to_vec1::<f32>()?, eb.h.flatten_all()?.to_vec1::<f32>()?);
+        let (ha, hb) = (
+            ea.h.flatten_all()?.to_vec1::<f32>()?,
+            eb.h.flatten_all()?.to_vec1::<f32>()?,
+        );
         let flips = ha.iter().zip(&hb).filter(|(x, y)| (**x > 0.0) != (**y > 0.0)).count();
         let mut line = format!(
             "eps {eps:e} n {n}: h {:.2e} (last layer's mask flips {flips} of {})",
