@@ -19,41 +19,40 @@ pub const PIXEL_SCALE: f32 = (1.0f64 / 255.0) as f32;
 /// The kernel, compiled by NVRTC on CUDA; the unit test below compiles it for the host too
 /// (`crate::nn::cuda_on_host`) and holds it to the CPU's gather.
 const SOURCE: &str = r#"
-// out (n, k, h, w) u8; tables = [channel (n·k), row (n·h), col (n·w)] as signed 64-bit
-// positions in the store (which may pass 4 GB); the output's own index fits 32 bits (checked by
-// the caller), so the divisions are 32-bit ones.
+// tables = [channel (n·k), row (n·h), col (n·w)] as signed 64-bit positions in the store (which
+// may pass 4 GB); the output's own index i < n·k·h·w fits 32 bits (checked by the caller), so
+// the divisions are 32-bit ones. The store's position of output element i of (n, k, h, w):
+__device__ long long stack_position(const long long* tables, unsigned int i, unsigned int n,
+                                    unsigned int k, unsigned int h, unsigned int w) {
+    const long long* channel = tables;
+    const long long* row = tables + (unsigned long long)n * k;
+    const long long* col = row + (unsigned long long)n * h;
+    unsigned int x = i % w, t = i / w;
+    unsigned int y = t % h;
+    t /= h;
+    unsigned int kk = t % k, j = t / k;
+    return channel[j * k + kk] + row[j * h + y] + col[j * w + x];
+}
+
+// out (n, k, h, w) u8: the bytes.
 extern "C" __global__ void lfs_gather_stacks(const unsigned char* frames, const long long* tables,
                                              unsigned char* out, unsigned int n, unsigned int k,
                                              unsigned int h, unsigned int w) {
-    const long long* channel = tables;
-    const long long* row = tables + (unsigned long long)n * k;
-    const long long* col = row + (unsigned long long)n * h;
     unsigned int total = n * k * h * w;
     for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-        unsigned int x = i % w, t = i / w;
-        unsigned int y = t % h;
-        t /= h;
-        unsigned int kk = t % k, j = t / k;
-        out[i] = frames[channel[j * k + kk] + row[j * h + y] + col[j * w + x]];
+        out[i] = frames[stack_position(tables, i, n, k, h, w)];
     }
 }
 
-// The same gather into the encoder's input: out (n, k, h, w) f32 = byte · scale + offset, in
-// two roundings as candle's two affine ops make it (`crate::nn::encoder::scale_pixels`: x · (1/255),
-// then + offset; NVRTC runs without contraction into a fused multiply-add).
+// out (n, k, h, w) f32: the encoder's input, byte · scale + offset in two roundings as
+// candle's two affine ops make it (`crate::nn::encoder::scale_pixels`: x · (1/255), then
+// + offset; NVRTC runs without contraction into a fused multiply-add).
 extern "C" __global__ void lfs_gather_input(const unsigned char* frames, const long long* tables,
                                             float* out, unsigned int n, unsigned int k,
                                             unsigned int h, unsigned int w, float scale, float offset) {
-    const long long* channel = tables;
-    const long long* row = tables + (unsigned long long)n * k;
-    const long long* col = row + (unsigned long long)n * h;
     unsigned int total = n * k * h * w;
     for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
-        unsigned int x = i % w, t = i / w;
-        unsigned int y = t % h;
-        t /= h;
-        unsigned int kk = t % k, j = t / k;
-        float v = (float)frames[channel[j * k + kk] + row[j * h + y] + col[j * w + x]] * scale;
+        float v = (float)frames[stack_position(tables, i, n, k, h, w)] * scale;
         out[i] = offset == 0.0f ? v : v + offset;
     }
 }

@@ -695,20 +695,7 @@ mod tests {
 
     use super::*;
     use crate::device::Backend;
-
-    /// The largest |a − b| over max |b| of two tensors.
-    fn rel_err(a: &Tensor, b: &Tensor) -> f32 {
-        let diff = (a - b)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
-        let scale = b.abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
-        diff / scale.max(1e-12)
-    }
+    use crate::rl::written_out::test_support::worst_relative as rel_err;
 
     #[test]
     fn the_kept_activations_give_the_graphs_gradients() {
