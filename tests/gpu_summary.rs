@@ -245,3 +245,42 @@ fn the_rounds_pair_the_drqv2_update_with_pytorchs_in_each_round() {
         "{alt}"
     );
 }
+
+#[test]
+fn the_training_batch_check_is_listed_with_its_own_forward_note() {
+    // device_check's "encoder at a training batch" on a GPU: its note (the gradients against the
+    // CPU's own forward) printed before its check line; the summary pairs them per section.
+    let dir = temp_dir("gpu-summary-trainbatch");
+    let log = dir.join("log.txt");
+    let note = |batch: usize, rel: f64| {
+        format!(
+            r#"{{"batch":{batch},"note":"gradients against the reference's own forward (ReLU masks may differ)","rel_err":{rel},"worst":"encoder.convnet.2.weight"}}"#
+        )
+    };
+    let check = |rel: f64, ok: bool| {
+        format!(
+            r#"{{"check":"encoder at a training batch","device":"cuda:0","worst":"encoder.convnet.0.bias","rel_err":{rel},"limit":1e-4,"ok":{ok}}}"#
+        )
+    };
+    let text = [
+        "== session device=cuda stages=[trainbatch] t=x at=0s".to_string(),
+        "== trainbatch arm=lfs batch=64 t=x at=1s".into(),
+        note(64, 1.0e-6),
+        check(2.0e-6, true),
+        // parity's run: the small checks' notes come first
+        "== parity t=x at=2s".into(),
+        note(6, 1.0e-6),
+        r#"{"check":"encoder offset=0","device":"cuda:0","worst":"h","rel_err":1e-7,"limit":1e-4,"ok":true}"#.into(),
+        note(256, 4.08e-4),
+        check(3.0e-6, true),
+        "== done t=x at=3s".into(),
+    ]
+    .join("\n");
+    std::fs::write(&log, text).unwrap();
+    let rows = summary(&log)["training_batch"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1]["batch"], 256);
+    assert_eq!(rows[1]["own_forward"].as_f64().unwrap(), 4.08e-4);
+    assert_eq!(rows[1]["check"].as_f64().unwrap(), 3.0e-6);
+    assert_eq!(rows[1]["ok"], true);
+}

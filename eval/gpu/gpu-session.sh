@@ -56,9 +56,10 @@
 #            GPU time per kernel name and launches per update of each bench's timed updates,
 #            into kprof-<arm>.txt                                                           ~40 s
 #   trainbatch (not in the default list) device_check --training-batch-only at B=6, 16, 64,
-#            96, 128, 160, 192, 224, 256 (every tensor's error) and at 256 with
-#            LFS_ENCODER_REFORWARD=0, per build: where the B=256 check's 4.08e-4 of
-#            2026-11-28 comes from                                                        ~60 s
+#            96, 128, 160, 192, 224, 256 (every tensor's error, and the note of the gradients
+#            against the CPU's own forward) and at 256 with LFS_ENCODER_BACKWARD=graph, per
+#            build: the B=256 check's 4.08e-4 of 2026-11-28 (ReLU masks flipped by rounding,
+#            results/relu-kink-2026-11-28/) against the check's new form                 ~60 s
 #   long     (not in the default list; GPU_SESSION_STAGES="info long") device_check --long
 #            GPU_SESSION_LONG_UPDATES (100): LFS B=512, SAC on cached features B=128/512, DrQ-v2
 #            B=256, every update's loss on the GPU against the CPU kernels' (band 5%), per build
@@ -402,11 +403,13 @@ if has kprof && [ -n "$DC" ]; then
 fi
 
 # ---- trainbatch ---------------------------------------------------------------------------
-# The diagnosis of 2026-11-28's one failing check ("encoder at a training batch": 4.08e-4 at
-# B=256 on CUDA in every build, 9.9e-6 on the CPU's candle path; 6, 16 and 64 pass at ~1e-6 on
-# CUDA, and the re-forward is not the cause, 2026-11-28d): that check alone at batches 6 to 256
-# for each build, every tensor's error printed (h, each gradient), and at 256 with the encoder's
-# re-forward branch off (LFS_ENCODER_REFORWARD=0, src/nn/encoder.rs). Every line goes to the log.
+# 2026-11-28's one failing check ("encoder at a training batch": 4.08e-4 at B=256 on CUDA in
+# every build, 9.9e-6 on the CPU's candle path; 6, 16 and 64 pass at ~1e-6): ReLU masks flipped
+# by a forward that differs by rounding (results/relu-kink-2026-11-28/). The check now runs the
+# CPU's backward on the GPU's own activations and notes the gradients against the CPU's own
+# forward; here alone at batches 6 to 256 for each build, every tensor's error printed, and at
+# 256 through candle's graph (LFS_ENCODER_BACKWARD=graph, src/nn/encoder.rs: the old form, no
+# note). Every line goes to the log; the summary lists each batch's check and note.
 if has trainbatch && [ -n "$DC" ]; then
     for arm in lfs lfs-cudnn; do
         bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
@@ -416,8 +419,10 @@ if has trainbatch && [ -n "$DC" ]; then
             mark "trainbatch arm=$arm batch=$b"
             run 60 "$bin" --device "$DEVICE" --training-batch "$b" --training-batch-only
         done
-        mark "trainbatch arm=$arm batch=256 reforward=0"
-        LFS_ENCODER_REFORWARD=0 run 60 "$bin" --device "$DEVICE" --training-batch 256 --training-batch-only
+        # candle's graph (the way before the kept activations): its gradients against the CPU's
+        # own forward only, as every session before 2026-11-28's fourth had them
+        mark "trainbatch arm=$arm batch=256 backward=graph"
+        LFS_ENCODER_BACKWARD=graph run 60 "$bin" --device "$DEVICE" --training-batch 256 --training-batch-only
     done
 fi
 

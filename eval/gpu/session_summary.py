@@ -307,6 +307,36 @@ def seeds_table(sections, lines, result):
     result["drqv2_seeds"] = evals
 
 
+def own_forward_notes(sections, lines, result):
+    """The training-batch check's note lines (parity, trainbatch): the gradients against the
+    CPU's own forward, whose ReLU masks may differ (results/relu-kink-2026-11-28), beside the
+    check itself (the CPU's backward on the GPU's own activations)."""
+    rows = []
+    for kind, keys, objs, _ in sections:
+        if kind not in ("parity", "trainbatch"):
+            continue
+        note = None
+        for o in objs:  # each check's note comes just before it (the small checks' notes too)
+            if "note" in o and "batch" in o:
+                note = o
+            if o.get("check") != "encoder at a training batch" or note is None:
+                continue
+            check = o
+            rows.append({"stage": kind, "arm": keys.get("arm", "lfs"), "batch": note["batch"],
+                         "check": check["rel_err"], "check_worst": check["worst"], "ok": check["ok"],
+                         "own_forward": note["rel_err"], "own_forward_worst": note["worst"],
+                         **({"reforward": keys["reforward"]} if "reforward" in keys else {})})
+    if not rows:
+        return
+    lines.append("\n## encoder at a training batch: the check (the CPU's backward on the GPU's activations) "
+                 "and the gradients against the CPU's own forward (ReLU masks may differ; not checked)")
+    for r in rows:
+        extra = f" reforward={r['reforward']}" if "reforward" in r else ""
+        lines.append(f"  {r['stage']} {r['arm']} B={r['batch']}{extra}: check {r['check']:.2e} ({r['check_worst']}, "
+                     f"{'ok' if r['ok'] else 'FAILED'}), own forward {r['own_forward']:.2e} ({r['own_forward_worst']})")
+    result["training_batch"] = rows
+
+
 def long_table(sections, lines, result):
     """device_check --long's loss series (GPU against the CPU kernels) and --memory's growth."""
     for kind, keys, objs, _ in sections:
@@ -447,6 +477,7 @@ def main():
     checks += e2e_tables(sections, lines, result)
     seeds_table(sections, lines, result)
     long_table(sections, lines, result)
+    own_forward_notes(sections, lines, result)
     bench_host_device_table(sections, lines, result, "stats", "statistics",
                             "statistics on the device / on the host (LFS_UPDATE_STATISTICS=host)")
     bench_host_device_table(sections, lines, result, "video", "frames",
