@@ -62,8 +62,8 @@ extern "C" __global__ void lfs_gather_input(const unsigned char* frames, const l
 mod on_cuda {
     use std::sync::OnceLock;
 
-    use candle_core::cuda::cudarc::driver::PushKernelArg;
-    use candle_core::cuda::{CudaStorage, WrapErr};
+    use candle_core::cuda::cudarc::driver::{CudaView, DeviceRepr, PushKernelArg};
+    use candle_core::cuda::{CudaDType, CudaDevice, CudaStorage, WrapErr};
     use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
     use super::SOURCE;
@@ -129,6 +129,37 @@ mod on_cuda {
         Ok(frames.apply_op2_no_bwd(&tables, &op)?)
     }
 
+    /// Launches the kernel `name` (frames, tables, out, n, k, h, w, then `scalars`) over a new
+    /// output of n·k·h·w elements of `T`.
+    fn launch<T: CudaDType + DeviceRepr>(
+        dev: &CudaDevice,
+        name: &str,
+        frames: &CudaView<'_, u8>,
+        tables: &CudaView<'_, i64>,
+        dims: [u32; 4],
+        scalars: &[f32],
+    ) -> candle_core::Result<CudaStorage> {
+        let total = dims.iter().map(|&d| d as usize).product::<usize>();
+        let func = dev.get_or_load_custom_func(name, MODULE, ptx()?)?;
+        // SAFETY: every element is written by the kernel.
+        let out = unsafe { dev.alloc::<T>(total.max(1))? };
+        let mut builder = func.builder();
+        builder.arg(frames);
+        builder.arg(tables);
+        builder.arg(&out);
+        for d in &dims {
+            builder.arg(d);
+        }
+        for v in scalars {
+            builder.arg(v);
+        }
+        // SAFETY: the arguments are as lfs_gather_stacks and lfs_gather_input declare them; the
+        // caller's tables index inside the store (FrameStore::gather checks every frame against
+        // its rows).
+        unsafe { builder.launch(launch_config(total)) }.w()?;
+        Ok(CudaStorage::wrap_cuda_slice(out, dev.clone()))
+    }
+
     struct Gather {
         shape: (usize, usize, usize, usize),
         /// None: the bytes (u8); Some((scale, offset)): the encoder's input (f32).
@@ -164,47 +195,17 @@ mod on_cuda {
             if total > u32::MAX as usize {
                 candle_core::bail!("gather-stacks-cuda: {total} outputs pass 32-bit indexing");
             }
-            let dev = frames.device.clone();
+            let dev = &frames.device;
             let frames_v = frames.as_cuda_slice::<u8>()?.slice(frames_l.start_offset()..);
             let tables_v = tables.as_cuda_slice::<i64>()?.slice(tables_l.start_offset()..);
             let dims = [n, k, h, w].map(|d| d as u32);
-            let shape = Shape::from((n, k, h, w));
-            match self.input {
-                None => {
-                    let func = dev.get_or_load_custom_func("lfs_gather_stacks", MODULE, ptx()?)?;
-                    // SAFETY: every byte is written by the kernel.
-                    let out = unsafe { dev.alloc::<u8>(total.max(1))? };
-                    let mut builder = func.builder();
-                    builder.arg(&frames_v);
-                    builder.arg(&tables_v);
-                    builder.arg(&out);
-                    for d in &dims {
-                        builder.arg(d);
-                    }
-                    // SAFETY: the arguments are as lfs_gather_stacks declares them; the caller's
-                    // tables index inside the store (FrameStore::gather checks every frame
-                    // against its rows).
-                    unsafe { builder.launch(launch_config(total)) }.w()?;
-                    Ok((CudaStorage::wrap_cuda_slice(out, dev), shape))
-                }
+            let out = match self.input {
+                None => launch::<u8>(dev, "lfs_gather_stacks", &frames_v, &tables_v, dims, &[])?,
                 Some((scale, offset)) => {
-                    let func = dev.get_or_load_custom_func("lfs_gather_input", MODULE, ptx()?)?;
-                    // SAFETY: every float is written by the kernel.
-                    let out = unsafe { dev.alloc::<f32>(total.max(1))? };
-                    let mut builder = func.builder();
-                    builder.arg(&frames_v);
-                    builder.arg(&tables_v);
-                    builder.arg(&out);
-                    for d in &dims {
-                        builder.arg(d);
-                    }
-                    builder.arg(&scale);
-                    builder.arg(&offset);
-                    // SAFETY: as lfs_gather_input declares them; the tables as above.
-                    unsafe { builder.launch(launch_config(total)) }.w()?;
-                    Ok((CudaStorage::wrap_cuda_slice(out, dev), shape))
+                    launch::<f32>(dev, "lfs_gather_input", &frames_v, &tables_v, dims, &[scale, offset])?
                 }
-            }
+            };
+            Ok((out, Shape::from((n, k, h, w))))
         }
     }
 }
