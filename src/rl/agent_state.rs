@@ -72,12 +72,6 @@ fn step_key(prefix: &str) -> String {
     format!("lfs.{prefix}_step")
 }
 
-/// A scalar tensor's value (the tests' reading of a step's metrics).
-#[cfg(test)]
-pub fn scalar(t: &Tensor) -> Result<f64> {
-    Ok(t.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?)
-}
-
 /// An error naming `what` unless `v` is finite (a diverged loss stops the run).
 pub fn check_finite(what: &str, v: f64) -> Result<()> {
     if v.is_finite() {

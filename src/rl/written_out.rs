@@ -430,6 +430,11 @@ pub(crate) mod test_support {
         x.iter().zip(&y).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
     }
 
+    /// A scalar tensor's value (a step's loss or metric), as f64.
+    pub(crate) fn value(t: &Tensor) -> f64 {
+        t.to_dtype(candle_core::DType::F64).unwrap().to_scalar::<f64>().unwrap()
+    }
+
     /// Two numbers within 1e-5, relative to the larger of 1 and the reference.
     pub(crate) fn close(ours: f64, reference: f64) -> bool {
         (ours - reference).abs() <= 1e-5 * reference.abs().max(1.0)

@@ -185,17 +185,13 @@ impl OnDevice {
 #[cfg(test)]
 mod tests {
 
-    use candle_core::{Device, Tensor, Var};
+    use candle_core::{Device, Var};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
     use crate::rl::drqv2::{ActorLosses, CriticLosses, DrQv2Agent, DrQv2Config};
-    use crate::rl::written_out::test_support::{assert_step_matches, batch, close, worst_relative};
-
-    fn scalar(t: &Tensor) -> f64 {
-        t.to_scalar::<f32>().unwrap() as f64
-    }
+    use crate::rl::written_out::test_support::{assert_step_matches, batch, close, value, worst_relative};
 
     /// An agent after a few autograd updates, so that no LayerNorm γ is 1, no bias 0 and the
     /// target has moved from the critic.
@@ -245,7 +241,7 @@ mod tests {
                     assert!(worst_relative(x, y) < 1e-5, "{what}: Q or target");
                 }
                 assert_step_matches(
-                    (scalar(&ours.loss), scalar(&loss)),
+                    (value(&ours.loss), value(&loss)),
                     (&ours.grads, &agent.critic_params.grads_by_name(&grads)),
                     &agent.critic_params,
                     &format!("{what}, critic"),
@@ -266,7 +262,7 @@ mod tests {
                 assert!(worst_relative(&ours.action, &action) < 1e-6, "{what}: action");
                 assert!(worst_relative(&ours.dist.mu, &dist.mu) < 1e-6, "{what}: μ");
                 assert_step_matches(
-                    (scalar(&ours.loss), scalar(&loss)),
+                    (value(&ours.loss), value(&loss)),
                     (&ours.grads, &agent.actor_params.grads_by_name(&grads)),
                     &agent.actor_params,
                     &format!("{what}, actor"),

@@ -498,12 +498,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::rl::written_out::test_support::{assert_step_matches, batch, close, worst_relative};
-
-    /// A step's scalar, read.
-    fn value(t: &Tensor) -> f64 {
-        crate::rl::agent_state::scalar(t).unwrap()
-    }
+    use crate::rl::written_out::test_support::{assert_step_matches, batch, close, value, worst_relative};
 
     /// [`assert_step_matches`] for a critic step.
     fn assert_critic_matches(
