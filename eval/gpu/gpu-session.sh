@@ -144,10 +144,9 @@ DRQ_PRECISIONS=${GPU_SESSION_DRQV2_PRECISIONS:-default fp32}
 # candle's graph and its re-forward (the way before the kept activations, src/nn/encoder.rs),
 # and the projector's product split over its inner dimension (src/nn/kernels/row_split.rs);
 # empty for none.
-IFS=';' read -r -a ALT_ARMS <<< "${GPU_SESSION_ALT_ARMS-graph LFS_ENCODER_BACKWARD=graph; splitk LFS_LONG_PRODUCT=split-k}"
-for ((i = 0; i < ${#ALT_ARMS[@]}; i++)); do ALT_ARMS[i]=$(echo "${ALT_ARMS[i]}" | xargs); done
-for ((i = ${#ALT_ARMS[@]} - 1; i >= 0; i--)); do [ -n "${ALT_ARMS[i]}" ] || unset 'ALT_ARMS[i]'; done
-ALT_ARMS=("${ALT_ARMS[@]}")
+IFS=';' read -r -a alt_parts <<< "${GPU_SESSION_ALT_ARMS-graph LFS_ENCODER_BACKWARD=graph; splitk LFS_LONG_PRODUCT=split-k}"
+ALT_ARMS=()
+for part in "${alt_parts[@]}"; do part=$(echo "$part" | xargs); [ -z "$part" ] || ALT_ARMS+=("$part"); done
 SCALE=${GPU_SESSION_TIMEOUT_SCALE:-1}  # each command's timeout and each stage's estimate times this (a dry run's CPU)
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-gpu-check-out}
