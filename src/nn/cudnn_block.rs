@@ -166,12 +166,7 @@ pub(crate) fn grads(
     let (x, y) = (x.contiguous()?, y.contiguous()?);
     let dy = g.detach().contiguous()?.apply_op2_no_bwd(&y, &ReluGrad)?; // (n, o, ho, wo)
     let bias = dy.apply_op1_no_bwd(&ChannelSum)?; // (o)
-    let (_, _, h, wd) = x.dims4()?;
-    let weight = super::cudnn_conv::backward_filter(&x, &dy, w.dim(2)?, stride)?;
-    let input = match input_grad {
-        true => Some(super::cudnn_conv::backward_data(w, &dy, (h, wd), stride)?),
-        false => None,
-    };
+    let (input, weight) = super::gemm_conv::cudnn_grads(&x, w, &dy, stride, input_grad)?;
     Ok(BlockGrads { input, weight, bias })
 }
 

@@ -83,18 +83,29 @@ pub fn conv2d_bias_relu_grads(
     let g = g.contiguous()?;
     let dy = y.gt(&y.zeros_like()?)?.where_cond(&g, &g.zeros_like()?)?; // (n, o, ho, wo)
     let bias = dy.sum((0, 2, 3))?; // (o)
-    let (input, weight) = match cudnn {
-        true => cudnn_grads(x, w, &dy, stride, with_input)?,
-        false => {
-            let weight = weight_grad(x, &dy, w.dim(2)?, stride)?;
-            let input = match with_input {
-                true => Some(input_grad(x, w, &dy, stride)?),
-                false => None,
-            };
-            (input, weight)
-        }
-    };
+    let (input, weight) = conv_grads(x, w, &dy, stride, with_input, cudnn)?;
     Ok(BlockGrads { input, weight, bias })
+}
+
+/// dx (when `with_input`) and dw of y = conv(x, w) for g = dL/dy: by cuDNN when `cudnn`, else as
+/// GEMMs ([`input_grad`], [`weight_grad`]). [`conv2d`]'s backward and [`conv2d_bias_relu_grads`].
+fn conv_grads(
+    x: &Tensor,
+    w: &Tensor,
+    g: &Tensor,
+    stride: usize,
+    with_input: bool,
+    cudnn: bool,
+) -> Result<(Option<Tensor>, Tensor)> {
+    if cudnn {
+        return cudnn_grads(x, w, g, stride, with_input);
+    }
+    let dw = weight_grad(x, g, w.dim(2)?, stride)?;
+    let dx = match with_input {
+        true => Some(input_grad(x, w, g, stride)?),
+        false => None,
+    };
+    Ok((dx, dw))
 }
 
 /// `x.conv2d(w, padding 0, stride, dilation 1, groups 1)`: x (b, c, h, w), w (o, c, k, k) →
@@ -175,9 +186,10 @@ fn cudnn_forward(_: &Tensor, _: &Tensor, _: usize) -> Result<Tensor> {
     Err(Error::Shape("gemm_conv: this build has no cuDNN".into()))
 }
 
-/// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy by cuDNN.
+/// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy by cuDNN (also the encoder
+/// layer's backward in `super::cudnn_block`).
 #[cfg(feature = "cudnn")]
-fn cudnn_grads(
+pub(super) fn cudnn_grads(
     x: &Tensor,
     w: &Tensor,
     g: &Tensor,
@@ -255,16 +267,7 @@ impl CustomOp3 for ConvGrad {
     ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let to_candle = |e: Error| candle_core::Error::Msg(e.to_string());
         let (x, w, g) = (x.detach(), w.detach(), g.detach().contiguous()?);
-        if self.cudnn {
-            let (dx, dw) = cudnn_grads(&x, &w, &g, self.stride, self.input_grad).map_err(to_candle)?;
-            return Ok((dx, Some(dw), None));
-        }
-        let dw = weight_grad(&x, &g, w.dims4()?.2, self.stride).map_err(to_candle)?;
-        let dx = if self.input_grad {
-            Some(input_grad(&x, &w, &g, self.stride).map_err(to_candle)?)
-        } else {
-            None
-        };
+        let (dx, dw) = conv_grads(&x, &w, &g, self.stride, self.input_grad, self.cudnn).map_err(to_candle)?;
         Ok((dx, Some(dw), None))
     }
 }
