@@ -324,15 +324,13 @@ def own_forward_notes(sections, lines, result):
             check = o
             rows.append({"stage": kind, "arm": keys.get("arm", "lfs"), "batch": note["batch"],
                          "check": check["rel_err"], "check_worst": check["worst"], "ok": check["ok"],
-                         "own_forward": note["rel_err"], "own_forward_worst": note["worst"],
-                         **({"reforward": keys["reforward"]} if "reforward" in keys else {})})
+                         "own_forward": note["rel_err"], "own_forward_worst": note["worst"]})
     if not rows:
         return
     lines.append("\n## encoder at a training batch: the check (the CPU's backward on the GPU's activations) "
                  "and the gradients against the CPU's own forward (ReLU masks may differ; not checked)")
     for r in rows:
-        extra = f" reforward={r['reforward']}" if "reforward" in r else ""
-        lines.append(f"  {r['stage']} {r['arm']} B={r['batch']}{extra}: check {r['check']:.2e} ({r['check_worst']}, "
+        lines.append(f"  {r['stage']} {r['arm']} B={r['batch']}: check {r['check']:.2e} ({r['check_worst']}, "
                      f"{'ok' if r['ok'] else 'FAILED'}), own forward {r['own_forward']:.2e} ({r['own_forward_worst']})")
     result["training_batch"] = rows
 
