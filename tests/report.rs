@@ -1625,6 +1625,58 @@ fn the_primary_comparison_with_seeds_as_units() {
     );
 }
 
+/// `[primary] b = [...]`: `a` against each method, one family decided on Holm's step-down
+/// p-values. Rewards: random 200, atc 350, lfs and curl 500 with the same noise. With 4 seeds
+/// a complete separation has p = 2/70 = 0.0286 on its own, decided alone, but Holm's smallest
+/// multiplier (3) makes it 0.0857 in a family of three: nothing is decided. With 5 seeds, p =
+/// 2/252 = 0.0079, adjusted 0.0238 (×3, then ×2 made non-decreasing) for both separated
+/// methods, while the tie with curl stays p = 1. A family needs seeds as units.
+#[test]
+fn a_family_of_primary_comparisons_is_decided_by_holms_step_down() {
+    let tasks = ["cartpole_swingup", "walker_stand"];
+    let encoders = ["random", "atc", "lfs", "curl"];
+    let family = "a = \"lfs\"\nb = [\"random\", \"curl\", \"atc\"]\naggregate = \"iqm\"\nunit = \"seed\"";
+    let four = primary_section("family-four", &encoders, &tasks, 4, family, None);
+    assert!(
+        four.contains("**lfs − random** and **lfs − curl** and **lfs − atc**") && four.contains("Holm step-down"),
+        "{four}"
+    );
+    assert!(four.contains("### lfs − random\n\np = 0.0286 (all 70 splits"), "{four}");
+    assert_eq!(four.matches("Holm-adjusted p = 0.0857.").count(), 2, "{four}");
+    assert!(four.contains("Holm-adjusted p = 1.0000."), "{four}");
+    assert_eq!(four.matches("**Verdict: no difference between lfs and").count(), 3, "{four}");
+    let alone = primary_section(
+        "family-alone",
+        &encoders,
+        &tasks,
+        4,
+        "a = \"lfs\"\nb = [\"random\"]\naggregate = \"iqm\"\nunit = \"seed\"",
+        None,
+    );
+    assert!(
+        alone.contains("**Verdict: lfs is better than random at this scale.**") && !alone.contains("Holm"),
+        "{alone}"
+    );
+    let five = primary_section("family-five", &encoders, &tasks, 5, family, None);
+    assert!(five.contains("p = 0.0079 (all 252 splits"), "{five}");
+    assert_eq!(five.matches("Holm-adjusted p = 0.0238.").count(), 2, "{five}");
+    assert!(five.contains("**Verdict: lfs is better than random at this scale.**"), "{five}");
+    assert!(five.contains("**Verdict: lfs is better than atc at this scale.**"), "{five}");
+    assert!(
+        five.contains("**Verdict: no difference between lfs and curl detected at this scale.**"),
+        "{five}"
+    );
+    let runs = primary_section(
+        "family-runs",
+        &encoders,
+        &tasks,
+        4,
+        "a = \"lfs\"\nb = [\"random\", \"atc\"]\naggregate = \"iqm\"",
+        None,
+    );
+    assert!(runs.contains("suite.toml") && runs.contains("it needs unit = \"seed\""), "{runs}");
+}
+
 /// Study 2's secondary comparisons (eval/study/probe_runs.py) against the report's permutation
 /// test: on probe reports of made-up scores, each comparison's exact p equals
 /// `seed_units::permutation_test` on the same runs (one unit per run, its nine-task mean as

@@ -86,8 +86,9 @@ pub struct Report {
     /// DrQ-v2's published curves on the tasks the suite ran DrQ-v2 on, up to the frames its
     /// cells reached there.
     pub published: Vec<PublishedCurve>,
-    /// The verdict of the suite file's pre-registered `[primary]` comparison, if it declares one.
-    pub primary: Option<primary::PrimaryVerdict>,
+    /// The verdicts of the suite file's pre-registered `[primary]` comparison, one per method of
+    /// its `b` (none when it declares none).
+    pub primary: Vec<primary::PrimaryVerdict>,
     pub bootstrap: BootstrapConfig,
 }
 
@@ -157,14 +158,16 @@ pub fn analyse(suite_dir: &Path, opts: &ReportOptions) -> Result<Report> {
     let probes = probes::read(&cells, &methods, budgets.last().map(|b| &b.scores), &opts.probes);
     let progress = progress(suite_dir, &cells)?;
     let published = published_curves(&cells, &opts.bootstrap);
-    let primary = declared.map(|(declared, budget)| {
-        let scores = &budgets
-            .iter()
-            .find(|b| b.scores.budget == budget)
-            .expect("inserted above")
-            .scores;
-        primary::decide(&declared, scores, &opts.bootstrap)
-    });
+    let primary = declared
+        .map(|(declared, budget)| {
+            let scores = &budgets
+                .iter()
+                .find(|b| b.scores.budget == budget)
+                .expect("inserted above")
+                .scores;
+            primary::decide(&declared, scores, &opts.bootstrap)
+        })
+        .unwrap_or_default();
     Ok(Report {
         suite_dir: suite_dir.to_path_buf(),
         cells,

@@ -30,10 +30,12 @@ pub enum Verdict {
     NoRuns,
 }
 
-/// The declared comparison, as computed.
+/// One comparison of the declared ones (`a` against one of `b`), as computed.
 #[derive(Debug, Clone)]
 pub struct PrimaryVerdict {
     pub declared: PrimaryComparison,
+    /// The method of `declared.b` this comparison is against.
+    pub b: String,
     /// The frame budget the scores are taken at (the suite's `num_train_frames`).
     pub budget: u64,
     /// The tasks both methods have runs on at that budget.
@@ -46,6 +48,9 @@ pub struct PrimaryVerdict {
     pub difference: Estimate,
     /// With seeds as units: the seeds compared and the test.
     pub seed_test: Option<SeedTest>,
+    /// Holm's step-down p-value over the declared family, when `b` names several methods: the
+    /// verdict is decided on it.
+    pub holm_p: Option<f64>,
     pub verdict: Verdict,
 }
 
@@ -63,7 +68,7 @@ pub struct SeedTest {
 impl PrimaryVerdict {
     /// The sentence the report prints.
     pub fn sentence(&self) -> String {
-        let (a, b) = (&self.declared.a, &self.declared.b);
+        let (a, b) = (&self.declared.a, &self.b);
         match self.verdict {
             Verdict::ABetter => format!("{a} is better than {b} at this scale"),
             Verdict::BBetter => format!("{b} is better than {a} at this scale"),
@@ -91,11 +96,63 @@ pub fn declared(suite_dir: &Path) -> Result<Option<(PrimaryComparison, u64)>> {
     Ok(suite.primary.map(|p| (p, suite.num_train_frames.0)))
 }
 
-/// Applies the declared rule to the scores at its budget.
-pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &BootstrapConfig) -> PrimaryVerdict {
+/// Applies the declared rule to the scores at its budget: one verdict per method of `b`, in its
+/// order, decided on Holm's step-down p-values when there are several.
+pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &BootstrapConfig) -> Vec<PrimaryVerdict> {
+    let mut verdicts: Vec<PrimaryVerdict> = declared
+        .b
+        .iter()
+        .map(|b| decide_one(declared, b, scores, bootstrap))
+        .collect();
+    if verdicts.len() > 1 {
+        // NoRuns comparisons have no p-value; they count as p = 1 in the family.
+        let p: Vec<f64> = verdicts
+            .iter()
+            .map(|v| v.seed_test.as_ref().map_or(1.0, |t| t.test.p_value))
+            .collect();
+        let alpha = 1.0 - declared.confidence;
+        for (v, adjusted) in verdicts.iter_mut().zip(holm(&p)) {
+            v.holm_p = Some(adjusted);
+            if v.verdict != Verdict::NoRuns {
+                v.verdict = verdict_of(adjusted, alpha, v.difference.point);
+            }
+        }
+    }
+    verdicts
+}
+
+/// Holm's step-down adjusted p-values, in the order given: the i-th smallest p times the
+/// number of hypotheses not yet rejected (m − i + 1, i from 1), made non-decreasing along that
+/// order and capped at 1.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| p[i].total_cmp(&p[j]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 0.0;
+    for (rank, &i) in order.iter().enumerate() {
+        running = running.max(((m - rank) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// The seed-unit rule: rejected at `alpha`, in the direction of the difference.
+fn verdict_of(p_value: f64, alpha: f64, difference: f64) -> Verdict {
+    match p_value <= alpha {
+        true if difference > 0.0 => Verdict::ABetter,
+        true if difference < 0.0 => Verdict::BBetter,
+        _ => Verdict::NoDifference,
+    }
+}
+
+/// `declared.a` against `b` alone.
+fn decide_one(declared: &PrimaryComparison, b: &str, scores: &BudgetScores, bootstrap: &BootstrapConfig) -> PrimaryVerdict {
     let find = |name: &str| scores.methods.iter().find(|m| m.method == name);
     let empty = MethodScores::empty("");
-    let (a, b) = (find(&declared.a).unwrap_or(&empty), find(&declared.b).unwrap_or(&empty));
+    let (a, b_scores) = (find(&declared.a).unwrap_or(&empty), find(b).unwrap_or(&empty));
+    let b_name = b;
+    let b = b_scores;
     let normalised_tasks =
         |m: &MethodScores| -> BTreeSet<Task> { m.tasks().filter(|t| m.normalised(*t).is_some()).collect() };
     let tasks: Vec<Task> = normalised_tasks(a)
@@ -142,11 +199,7 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
                     seed_units::MAX_EXACT_SPLITS,
                     cfg.seed,
                 );
-                let verdict = match test.p_value <= 1.0 - declared.confidence {
-                    true if d.point > 0.0 => Verdict::ABetter,
-                    true if d.point < 0.0 => Verdict::BBetter,
-                    _ => Verdict::NoDifference,
-                };
+                let verdict = verdict_of(test.p_value, 1.0 - declared.confidence, d.point);
                 let seeds = |u: &seed_units::MethodUnits| u.units.iter().map(|u| u.seed).collect();
                 let seed_test = SeedTest {
                     seeds_a: seeds(&ua),
@@ -166,29 +219,43 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
     };
     PrimaryVerdict {
         declared: declared.clone(),
+        b: b_name.to_string(),
         budget: scores.budget,
         tasks,
         runs_a,
         runs_b,
         difference,
         seed_test,
+        holm_p: None,
         verdict,
     }
 }
 
-/// The report's section on it (Markdown).
-pub fn markdown(v: &PrimaryVerdict) -> String {
+/// The report's section on the declared comparisons (Markdown): the declaration once, then each
+/// comparison's test, difference and verdict.
+pub fn markdown(verdicts: &[PrimaryVerdict]) -> String {
+    let mut md = String::from("## Pre-registered primary comparison\n\n");
+    if let [first, ..] = verdicts {
+        md.push_str(&declaration(first, verdicts.len()));
+    }
+    for v in verdicts {
+        md.push_str(&comparison(v, verdicts.len() > 1));
+    }
+    md
+}
+
+/// What was declared, and its rule, for `a` against the first `b` (and the family's Holm rule).
+fn declaration(v: &PrimaryVerdict, family: usize) -> String {
     let p = &v.declared;
     let agg = aggregate_of(p.aggregate).name();
-    let tasks: Vec<String> = v.tasks.iter().map(ToString::to_string).collect();
-    let mut md = String::from("## Pre-registered primary comparison\n\n");
+    // In a family the rule is stated once, for each of its methods.
+    let b = if family > 1 { "the other method" } else { v.b.as_str() };
     let rule = match p.unit {
         PrimaryUnit::Run => format!(
             "with its {conf}% stratified-bootstrap percentile interval (each method's runs resampled \
              independently within each task). Rule: {a} is better if the interval lies above 0, {b} if it \
              lies below 0, otherwise no difference is detected",
             a = p.a,
-            b = p.b,
             conf = 100.0 * p.confidence,
         ),
         PrimaryUnit::Seed => format!(
@@ -198,18 +265,39 @@ pub fn markdown(v: &PrimaryVerdict) -> String {
              it is below 0, otherwise no difference is detected. The interval, {conf}% percentile of a \
              bootstrap of each method's seeds, is descriptive",
             a = p.a,
-            b = p.b,
             alpha = format_level(1.0 - p.confidence),
             conf = 100.0 * p.confidence,
         ),
     };
-    md.push_str(&format!(
-        "Declared in the suite file before its results (`[primary]`): **{a} − {b}**, the difference of the {agg} \
+    let (what, rule) = if family > 1 {
+        let each: Vec<String> = p.b.iter().map(|b| format!("**{} − {b}**", p.a)).collect();
+        (
+            each.join(" and "),
+            format!(
+                "{rule}. The {family} comparisons are one family: each is decided on its Holm step-down \
+                 p-value (the i-th smallest p times {family} − i + 1, made non-decreasing), which holds the \
+                 family-wise level at {}",
+                format_level(1.0 - p.confidence)
+            ),
+        )
+    } else {
+        (format!("**{} − {b}**", p.a), rule)
+    };
+    format!(
+        "Declared in the suite file before its results (`[primary]`): {what}, the difference of the {agg} \
          of expert-normalised scores at {budget} frames over the tasks both have runs on, {rule}.\n\n",
-        a = p.a,
-        b = p.b,
         budget = v.budget,
-    ));
+    )
+}
+
+/// One comparison's test, difference and verdict.
+fn comparison(v: &PrimaryVerdict, in_family: bool) -> String {
+    let p = &v.declared;
+    let tasks: Vec<String> = v.tasks.iter().map(ToString::to_string).collect();
+    let mut md = String::new();
+    if in_family {
+        md.push_str(&format!("### {} − {}\n\n", p.a, v.b));
+    }
     if let Some(t) = &v.seed_test {
         let list = |seeds: &[u64]| seeds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
         md.push_str(&format!(
@@ -222,9 +310,12 @@ pub fn markdown(v: &PrimaryVerdict) -> String {
             list(&t.seeds_a),
             list(&t.seeds_b),
             a = p.a,
-            b = p.b,
+            b = v.b,
         ));
-        for (name, left_out) in [(&p.a, &t.incomplete_a), (&p.b, &t.incomplete_b)] {
+        if let Some(holm_p) = v.holm_p {
+            md.push_str(&format!("Holm-adjusted p = {holm_p:.4}.\n\n"));
+        }
+        for (name, left_out) in [(&p.a, &t.incomplete_a), (&v.b, &t.incomplete_b)] {
             if !left_out.is_empty() {
                 md.push_str(&format!(
                     "Left out of {name}: seeds {} (not one run on each task at this budget).\n\n",
@@ -243,7 +334,7 @@ pub fn markdown(v: &PrimaryVerdict) -> String {
             v.runs_b,
             tasks.join(", "),
             a = p.a,
-            b = p.b,
+            b = v.b,
         ));
     }
     md.push_str(&format!("**Verdict: {}.**\n\n", v.sentence()));
@@ -256,4 +347,28 @@ fn format_level(alpha: f64) -> String {
         .trim_end_matches('0')
         .trim_end_matches('.')
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holm;
+
+    /// Holm's step-down worked by hand: sorted p 0.01, 0.03, 0.04 times 3, 2, 1 are 0.03, 0.06,
+    /// 0.04; made non-decreasing along that order, the last becomes 0.06. 0.6 and 0.7 times 2
+    /// and 1 cap at 1. One hypothesis keeps its p.
+    #[test]
+    fn holm_matches_the_hand_computation() {
+        for (p, want) in [
+            (vec![0.01, 0.04, 0.03], vec![0.03, 0.06, 0.06]),
+            (vec![0.5, 0.001, 0.2, 0.3], vec![0.6, 0.004, 0.6, 0.6]),
+            (vec![0.6, 0.7], vec![1.0, 1.0]),
+            (vec![0.02], vec![0.02]),
+        ] {
+            let adjusted = holm(&p);
+            assert_eq!(adjusted.len(), want.len());
+            for (ours, want) in adjusted.iter().zip(&want) {
+                assert!((ours - want).abs() < 1e-12, "{p:?}: {adjusted:?}");
+            }
+        }
+    }
 }

@@ -67,15 +67,18 @@ pub struct SuiteFile {
 /// With `unit = "run"`: a stratified-bootstrap percentile interval at `confidence`; `a` is
 /// better if the interval's lower end is above 0, `b` is better if its upper end is below 0,
 /// otherwise no difference is detected. With `unit = "seed"`: an exact permutation test of the
-/// seeds' method labels at level 1 − `confidence` (src/report/seed_units.rs).
+/// seeds' method labels at level 1 − `confidence` (src/report/seed_units.rs). `b` may name
+/// several methods (`b = ["random", "atc"]`, seeds as units only): `a` is then compared with
+/// each, and Holm's step-down over their p-values holds the family-wise level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrimaryComparison {
     /// A method as the report names it: an encoder row's name (`name+agent` when the suite's
     /// rows run different agents).
     pub a: String,
-    /// The method `a` is compared with.
-    pub b: String,
+    /// The method `a` is compared with, or the methods (a family of comparisons).
+    #[serde(with = "one_or_many")]
+    pub b: Vec<String>,
     /// `iqm`, `mean` (of the per-task means) or `median` (of the per-task means).
     pub aggregate: PrimaryAggregate,
     /// Coverage of the interval (0.95: a two-sided decision at level 0.05).
@@ -107,6 +110,33 @@ impl PrimaryUnit {
 
 fn default_confidence() -> f64 {
     0.95
+}
+
+/// `b = "random"` or `b = ["random", "atc"]`; written back as it was read (one method as a
+/// string, so that older suite folders' `suite.toml` round-trip unchanged).
+mod one_or_many {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Deserialize, Serialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+
+    pub fn serialize<S: Serializer>(methods: &[String], s: S) -> Result<S::Ok, S::Error> {
+        match methods {
+            [one] => OneOrMany::One(one.clone()).serialize(s),
+            many => OneOrMany::Many(many.to_vec()).serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        Ok(match OneOrMany::deserialize(d)? {
+            OneOrMany::One(one) => vec![one],
+            OneOrMany::Many(many) => many,
+        })
+    }
 }
 
 /// The aggregates a primary comparison may use (rliable's, optimality gap left out).
@@ -263,7 +293,10 @@ impl SuiteFile {
             names.push(&row.name);
         }
         if let Some(p) = &self.primary {
-            for method in [&p.a, &p.b] {
+            if p.b.is_empty() {
+                return bad("primary: b names no method".to_string());
+            }
+            for method in std::iter::once(&p.a).chain(&p.b) {
                 let row = method.split('+').next().unwrap_or_default();
                 if !names.contains(&row) {
                     return bad(format!(
@@ -272,8 +305,18 @@ impl SuiteFile {
                     ));
                 }
             }
-            if p.a == p.b {
+            if p.b.contains(&p.a) {
                 return bad(format!("primary: a and b are both {:?}", p.a));
+            }
+            if has_duplicate(&p.b) {
+                return bad(format!("primary: b names a method twice: {:?}", p.b));
+            }
+            if p.b.len() > 1 && p.unit != PrimaryUnit::Seed {
+                return bad(format!(
+                    "primary: b = {:?} is a family of comparisons, which Holm's step-down decides from \
+                     p-values: it needs unit = \"seed\"",
+                    p.b
+                ));
             }
             if !(p.confidence > 0.0 && p.confidence < 1.0) {
                 return bad(format!(

@@ -99,8 +99,8 @@ pub fn render(report: &Report, pictures: &[&str]) -> String {
     let mut md = String::new();
     header(&mut md, report);
     scale(&mut md, report);
-    if let Some(verdict) = &report.primary {
-        md.push_str(&super::primary::markdown(verdict));
+    if !report.primary.is_empty() {
+        md.push_str(&super::primary::markdown(&report.primary));
     }
     not_counted(&mut md, report);
     mismatches(&mut md, report);
