@@ -12,7 +12,7 @@
 .DEFAULT_GOAL := all
 .PHONY: help all deps build setup setup-torch sample test test-fast lint bench bench-ingest pretrain export bench-pretrain
 .PHONY: collect bench-env bench-encoder bench-batching bench-sac bench-e2e eval train suite suite-tiny bench-dynamics
-.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 replay-ablation upstream-drqv2 probe-set probe bench-drqv2 bench-dynamics-drqv2
+.PHONY: check-lerobot bench-dynamics-reference study-mini study-2 study-3 study-4 replay-ablation upstream-drqv2 probe-set probe bench-drqv2 bench-dynamics-drqv2
 .PHONY: bench-dynamics-drqv2-reference bench-dynamics-taco bench-dynamics-taco-reference build-cuda
 .PHONY: bench-dynamics-explore bench-explore
 .PHONY: gpu-pack gpu-check gpu-e2e gpu-pack-drqv2 gpu-session gpu-session-dry
@@ -76,7 +76,7 @@ gpu-check: ## on a GPU machine: the CUDA build's parity checks and timings again
 	eval/gpu/gpu-check.sh
 gpu-e2e: ## on a GPU machine: mini agent steps/s of lfs eval and lfs train, CUDA and CPU
 	eval/gpu/gpu-e2e.sh
-# Issue 52's GPU session (eval/gpu/README.md): lfs's CUDA build against the strong PyTorch twins
+# The GPU session script (eval/gpu/README.md): lfs's CUDA build against the strong PyTorch twins
 # in ABBA rounds, lfs's split, end-to-end agent steps/s, in one device-tool command (~8 min;
 # carry .gpu-carry). gpu-pack-drqv2 fetches upstream DrQ-v2 for its optional drqv2 stage;
 # gpu-session-dry runs the session on the CPU at tiny sizes (DRY_PYTHON: a python with torch).
@@ -95,10 +95,11 @@ $(VENV)/.stamp: python/requirements.txt python/requirements-data.txt
 	$(VENV)/bin/pip install --disable-pip-version-check -q -r python/requirements.txt -r python/requirements-data.txt
 	touch $@
 
-# torch in .venv, for the one test that loads an export in PyTorch (tests/export.rs). PyPI's Linux
+# torch and safetensors in .venv, for loading an export in PyTorch (docs/pytorch.md) and the test that
+# does (tests/export.rs). PyPI's Linux
 # torch brings NVIDIA's CUDA libraries with it: about 5.3 GB, 1-4 min here (2026-11-26). CI runs
 # it (.ci/run); without it that test is skipped, loudly, and under CI=true it fails.
-setup-torch: $(VENV)/.stamp-torch ## torch in .venv for the PyTorch loader test (~5.3 GB; CI runs it)
+setup-torch: $(VENV)/.stamp-torch ## torch and safetensors in .venv, to load exports in PyTorch (~5.3 GB; CI runs it)
 $(VENV)/.stamp-torch: $(VENV)/.stamp python/requirements-torch.txt
 	$(VENV)/bin/pip install --disable-pip-version-check -q -r python/requirements-torch.txt
 	touch $@
@@ -159,7 +160,7 @@ SLOW_TESTS := \
 test: setup ## the whole test suite, as CI runs it (~14 min on 2 quiet cores once built)
 	$(CARGO) test --release --locked
 
-test-fast: setup ## unit tests and the fast integration tests (~1 min on 2 quiet cores once built)
+test-fast: setup ## unit tests and the fast integration tests (1-2 min on 2 cores once built)
 	$(CARGO) test --release --locked -- $(addprefix --skip ,$(SLOW_TESTS))
 
 lint: ## cargo fmt --check and clippy -D warnings
@@ -185,7 +186,7 @@ bench-ingest: setup build
 	$(VENV)/bin/pip install --disable-pip-version-check -q -r eval/requirements-bench.txt
 	$(PYTHON) eval/bench/bench_ingest.py --lfs $(LFS)
 
-# ---- Pre-training (issue 4) -----------------------------------------------------------------
+# ---- Pre-training ---------------------------------------------------------------------------
 # make pretrain [VIDEOS=<dir>] [PRETRAIN_CONFIG=pipelines/mini.toml] [SET='--set k=v ...']
 #   = lfs ingest (incremental) + lfs pretrain (resumes a killed run) + lfs export, all into
 #   runs/<name>/: dataset/, checkpoint.safetensors, metrics.jsonl, config.resolved.toml,
@@ -241,7 +242,7 @@ COLLECT_EPISODES ?= 320
 collect: setup build ## [COLLECT_EPISODES=320] the paper's demonstration videos into videos/
 	$(LFS) collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes $(COLLECT_EPISODES) --video-frames 250 --out videos/
 
-# ---- The probe (issue 34): is an encoder any good, in minutes and without RL -----------------
+# ---- The probe: is an encoder any good, in minutes and without RL ----------------------------
 # make probe-set [PROBE_RENDER_QUALITY=fast|default PROBE_EPISODES=40]: the held-out probe set,
 # built once so that every encoder is probed on the same frames: all nine tasks, PROBE_EPISODES
 # random-policy episodes each of up to 250 frames (action repeat 2), every frame's state and
@@ -270,12 +271,12 @@ probe-set: setup build ## [PROBE_RENDER_QUALITY=fast|default PROBE_EPISODES=40] 
 probe: build ## ENCODER=file|random [PROBE_RENDER_QUALITY=fast|default] held-out R2 of state and reward from frozen features
 	$(LFS) probe --encoder $(ENCODER) --dataset $(PROBE_SET)
 
-# Issue 10: round-robin vs mixed task batches at batch 16/64/512, on the embedded sample and a
+# Round-robin vs mixed task batches at batch 16/64/512, on the embedded sample and a
 # collected 36-episode set (about 75 minutes); the summary table goes in BENCHMARKS.md.
 bench-batching: setup build
 	eval/bench/task_batching.sh
 
-# Issue 14: ATC and CURL loss curves (lfs pretrain) against PyTorch transcriptions of rlpyt's ATC
+# ATC and CURL loss curves (lfs pretrain) against PyTorch transcriptions of rlpyt's ATC
 # and MishaLaskin/curl on the embedded sample, batch 64; window means within seed-spread bands.
 # Our side is run (~10 min) and compared with the stored torch curves; results: BENCHMARKS.md,
 # "ATC and CURL dynamics".
@@ -288,7 +289,7 @@ bench-dynamics-reference: setup build
 	SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/contrastive_dynamics.sh
 	python3 eval/bench/contrastive_dynamics.py bench-out/dynamics --store eval/bench/dynamics_reference.json
 
-# Issue 31: DrQ-v2's updates (examples/bench_drqv2.rs --frames) against the PyTorch
+# DrQ-v2's updates (examples/bench_drqv2.rs --frames) against the PyTorch
 # transcription of DrQ-v2's (eval/bench/drqv2_torch.py) on one fixed replay of cartpole_swingup
 # episodes, batch 64, 300 updates, seeds 1-3; window means within seed-spread bands. Our side is
 # run (~5 min) and compared with the stored torch curves; results: BENCHMARKS.md, "DrQ-v2".
@@ -303,7 +304,7 @@ bench-dynamics-drqv2-reference: setup build
 	SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/drqv2_dynamics.sh
 	python3 eval/bench/drqv2_dynamics.py bench-out/drqv2-dynamics --store eval/bench/drqv2_dynamics_reference.json
 
-# Issue 54: Proto-RL's and APT's exploration updates (examples/bench_explore.rs) against the
+# Proto-RL's and APT's exploration updates (examples/bench_explore.rs) against the
 # PyTorch transcriptions of denisyarats/proto and URLB's icm_apt (eval/bench/explore_torch.py)
 # on the same replay, batch 64, 300 updates, seeds 1-3; our side is run (~15 min) and compared
 # with the stored torch curves (eval/bench/{proto,apt}_dynamics_reference.json).
@@ -313,7 +314,7 @@ bench-dynamics-explore: setup build
 	python3 eval/bench/explore_dynamics.py proto --reference eval/bench/proto_dynamics_reference.json
 	python3 eval/bench/explore_dynamics.py apt --reference eval/bench/apt_dynamics_reference.json
 
-# Issue 54's speed: one exploration update of each method, ours against the same PyTorch
+# Exploration speed: one exploration update of each method, ours against the same PyTorch
 # transcriptions (explore_torch.py, its random shift one gather), interleaved rounds in ABBA
 # order, same-round ratios (eval/bench/explore_speed.py; needs torch: make setup-torch).
 bench-explore: setup build
@@ -334,7 +335,7 @@ bench-dynamics-taco-reference: setup build
 	AGENT=taco SIDES=torch TORCH_PYTHON=$(BENCH_TORCH_PYTHON) eval/bench/drqv2_dynamics.sh
 	python3 eval/bench/drqv2_dynamics.py bench-out/taco-dynamics --store eval/bench/taco_dynamics_reference.json
 
-# ---- Frozen-encoder SAC (issue 11) ---------------------------------------------------------
+# ---- Frozen-encoder SAC ---------------------------------------------------------------------
 # make eval TASK=cartpole_swingup [ENCODER=runs/tiny/encoder.safetensors|random]
 #           [EVAL_CONFIG=pipelines/sac/mini.toml] [SEED=1] [SET='--set k=v ...']
 #   into runs/eval/<config>/<task>/<encoder name>/<seed>/; the encoder's name is `random`, the
@@ -390,61 +391,72 @@ bench-drqv2:
 	python3 eval/bench/compare.py --suite drqv2 --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_DRQV2_PLAN) --repeats 3
 	python3 eval/bench/compare.py --suite taco --torch-python $(BENCH_TORCH_PYTHON) --plan $(BENCH_TACO_PLAN) --repeats 3
 
-# ---- Benchmark suite (issue 12) ----------------------------------------------------------
+# ---- Benchmark suite ---------------------------------------------------------------------
 # make suite [SUITE=eval/suites/mini.toml] [JOBS=N]: every unfinished cell of the suite in a
 # local pool (resumes, retries failed cells), then the report, into runs/suite-<name>/.
 # On a SLURM cluster: lfs suite sbatch $(SUITE) --out <dir> ... (eval/suites/README.md).
 SUITE ?= eval/suites/tiny.toml
 SUITE_OUT ?= runs/suite-$(basename $(notdir $(SUITE)))
-# JOBS unset: lfs picks (one cell per core, one thread each; BENCHMARKS.md, issue 30).
+# JOBS unset: lfs picks (one cell per core, one thread each; BENCHMARKS.md).
 JOBS ?=
 suite: setup build ## [SUITE=eval/suites/tiny.toml JOBS=N] a benchmark suite and its report
 	$(LFS) suite run $(SUITE) --out $(SUITE_OUT) $(if $(JOBS),-j $(JOBS))
 	$(LFS) report $(SUITE_OUT) --out $(SUITE_OUT)/report
 
-# ---- The reduced-scale study (issue 16, docs/study-mini.md) ---------------------------------
+# ---- The reduced-scale study (docs/study-mini.md) -------------------------------------------
 # Collect 300 fast-rendered videos of the seen tasks, pre-train lfs, atc and curl on them
 # (pipelines/mini.toml), run eval/suites/study-mini.toml (24 cells, -j 2), write the report and
 # copy the results into results/study-mini/. About 6.5 hours on 2 cores; rerun to resume.
 study-mini: setup build ## the reduced-scale study (about 6.5 hours)
 	eval/study/study_mini.sh $(LFS)
 
-# ---- Study 2 (issue 35, docs/study-2.md) -------------------------------------------------------
+# ---- Study 2 (docs/study-2.md) -----------------------------------------------------------------
 # study-mini's videos again; six LFS pre-training runs (LNC r = 0.2), one per SAC seed, through
 # the plan's calibration gate; eval/suites/study-2.toml (lfs vs random, 24 cells, two at a time;
 # its [primary] is decided by lfs report); three atc and three curl runs; the probe of every
 # encoder and the secondary comparisons. Commits results/study-2/ as each piece finishes. About
-# 10.6 hours on 2 cores over several sessions; rerun to resume.
+# 10.6 hours on 2 cores, in several runs; rerun to resume.
 study-2: setup build ## study 2 (about 10.6 hours; resumable, commits results/study-2/ as it goes)
 	eval/study/study_2.sh $(LFS)
 
-# ---- Study 3 (issue 57, docs/study-3.md) -------------------------------------------------------
+# ---- Study 3 (docs/study-3.md) -----------------------------------------------------------------
 # Does the frame mask (and LNC's choice) make LFS's features better? The probe of lfs against
 # lfs-no-fm (P1) and lfs-no-lnc (P2), ten pre-training runs per arm (lfs reuses study 2's six when
 # its reuse check passes), on study 2's videos and probe set; then, if the plan's budget rule
 # allows, SAC on cartpole_swingup, lfs vs random, seeds 7-12 (eval/suites/study-3-sac.toml).
-# Commits results/study-3/ as each piece finishes. About 12-14 hours on 2 cores over several
-# sessions; rerun to resume. The study keeps one binary: STUDY3_LFS=/path/to/lfs.
+# Commits results/study-3/ as each piece finishes. About 12-14 hours on 2 cores, in several runs;
+# rerun to resume. The study keeps one binary: STUDY3_LFS=/path/to/lfs.
 STUDY3_LFS ?= $(LFS)
 study-3: setup ## study 3 (about 12-14 hours; resumable, commits results/study-3/ as it goes)
 	eval/study/study_3.sh $(STUDY3_LFS)
 
-# make replay-ablation ABLATION_LFS=<binary>: issue 55's replay ablation, DrQ-v2 on
+# ---- Study 4 (docs/study-4.md) -----------------------------------------------------------------
+# Does a frozen LFS encoder beat a random one, and an ATC one, in SAC return at 100K frames?
+# cartpole_swingup, committed mini encoders (study 2's and study 3's, checked by sha256),
+# eval/suites/study-4.toml (lfs, random, atc; seeds per the plan's power analysis), two cells at
+# a time; lfs report decides both comparisons (Holm). Commits results/study-4/ after every cell.
+# Tens of hours on 2 cores over several sessions: run it niced; rerun to resume. One binary:
+# STUDY4_LFS=/path/to/lfs.
+STUDY4_LFS ?= $(LFS)
+study-4: setup ## study 4 (tens of hours on 2 cores; resumable, commits results/study-4/ as it goes)
+	eval/study/study_4.sh $(STUDY4_LFS)
+
+# make replay-ablation ABLATION_LFS=<binary>: the replay ablation, DrQ-v2 on
 # cartpole_swingup at 20K frames, upstream's replay loader against lfs's uniform sampling, seeds
 # 1-3 (eval/suites/replay_ablation.toml; an hour or more per cell). Resumable; commits
 # results/replay-ablation/ after every cell. Run it niced beside other work.
 ABLATION_LFS ?= target/release/lfs
-replay-ablation: setup ## issue 55's replay ablation (6 cells, 6+ hours; resumable, commits as it goes)
+replay-ablation: setup ## DrQ-v2's replay loader against uniform sampling (6 cells, 6+ hours; resumable, commits as it goes)
 	eval/study/replay_ablation.sh $(ABLATION_LFS)
 
-# make upstream-drqv2 UPSTREAM_PYTHON=<python>: issue 55's sanity check, upstream DrQ-v2's own
-# train.py (@c0c650b, eval/gpu/pack-drqv2.sh) on this CPU beside the ablation's drqv2 arm:
+# make upstream-drqv2 UPSTREAM_PYTHON=<python>: a sanity check, upstream DrQ-v2's own
+# train.py (@c0c650b, eval/gpu/pack-drqv2.sh) on the CPU beside the ablation's drqv2 arm:
 # cartpole_swingup, 20K frames, one thread, seeds UPSTREAM_SEEDS (hours per seed; make
 # gpu-pack-drqv2 first). Resumable at episode ends; commits results/upstream-drqv2/ after every
 # evaluation. UPSTREAM_PYTHON needs eval/study/requirements-upstream-drqv2.txt.
 UPSTREAM_PYTHON ?= .venv-upstream/bin/python
 UPSTREAM_SEEDS ?= 1
-upstream-drqv2: ## issue 55: upstream DrQ-v2's train.py on this CPU (hours per seed; resumable)
+upstream-drqv2: ## upstream DrQ-v2's own train.py on the CPU, beside lfs's DrQ-v2 (hours per seed; resumable)
 	eval/study/upstream_drqv2.sh $(UPSTREAM_PYTHON) $(UPSTREAM_SEEDS)
 
 # The tiny suite end to end (the make-pretrain encoder and `random`, two tasks, two seeds) to a

@@ -97,6 +97,7 @@ const STEPS: &[Step] = &[
     skip("make study-mini", "the study: about 6.5 hours"),
     skip("make study-2", "the second study: about 10.6 hours over several sessions"),
     skip("make study-3", "the third study: about 12-14 hours over several sessions"),
+    skip("make study-4", "the fourth study: tens of hours of SAC cells over several sessions"),
     skip(
         "make replay-ablation",
         "issue 55's replay ablation: six DrQ-v2 cells of an hour or more each",
@@ -155,7 +156,7 @@ const STEPS: &[Step] = &[
         "SET='--set run.num_updates=1 --set run.batch_size=32'",
     ),
     run(
-        "target/release/lfs eval --config pipelines/sac/mini.toml --encoder runs/tiny/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval/walker_walk/1",
+        "target/release/lfs eval --config pipelines/sac/mini.toml --encoder runs/videos-mini/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval/walker_walk/1",
         SAC_BUDGET,
     ),
     run(
@@ -616,10 +617,35 @@ fn tensorboard_serves_the_runs(dir: &Path, written: &str) {
     child.wait().unwrap();
 }
 
+/// The first ```python block of `page` (relative to the checkout), run as written with the
+/// walk's torch Python from the walk's folder: what it printed.
+fn python_snippet_prints(dir: &Path, page: &str) -> String {
+    let text = std::fs::read_to_string(repo().join(page)).unwrap();
+    let block = text
+        .split("```python\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .unwrap_or_else(|| panic!("{page}: no ```python block"));
+    let file = dir.join("snippet.py");
+    std::fs::write(&file, block).unwrap();
+    let out = bash(dir, "exec .venv/bin/python snippet.py").output().unwrap();
+    assert!(out.status.success(), "{page}'s Python snippet failed:\n{}", output_text(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// What a step must have left behind, beyond exit 0.
 fn check_after(dir: &Path, written: &str) {
     let runs = dir.join("runs");
     match written {
+        // torch is there (a WithTorch step): the README's and export.md's PyTorch snippets run as
+        // written on the encoders `make` and the guide's export wrote, and print what they say.
+        ".venv/bin/python python/load_encoder_torch.py runs/mine/encoder.safetensors" => {
+            assert_eq!(python_snippet_prints(dir, "README.md"), "lfs (8, 39200)");
+            assert_eq!(
+                python_snippet_prints(dir, "docs/guide/export.md"),
+                "lfs (8, 39200) (8, 128)"
+            );
+        }
         "make" => {
             assert!(runs.join("tiny/encoder.safetensors").is_file());
             assert!(runs.join("tiny/contact-sheet.png").is_file());
@@ -655,7 +681,7 @@ fn check_after(dir: &Path, written: &str) {
             let report = json(&runs.join("probe/random.json"));
             assert_eq!(report["tasks"][0]["test_episodes"], 4, "{report}");
         }
-        "target/release/lfs eval --config pipelines/sac/mini.toml --encoder runs/tiny/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval/walker_walk/1" => {
+        "target/release/lfs eval --config pipelines/sac/mini.toml --encoder runs/videos-mini/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval/walker_walk/1" => {
             let info = json(&runs.join("eval/walker_walk/1/run.json"));
             assert_eq!(info["render_quality"], "default", "{info}");
         }

@@ -122,6 +122,9 @@ for i in "${order[@]}"; do
     fi
     echo "== study-4: cell $i ($(date -u +%FT%TZ); clock $hours h)"
     run_cell "$i" &
+    # The first cell writes the suite folder's suite.toml: binaries before the fix of 2026-11-28
+    # lose a cell that writes it at the same moment (one temporary name for both processes).
+    for _ in $(seq 60); do [ -f "$DIR/suite/suite.toml" ] && break; sleep 1; done
     running=$((running + 1))
     if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
 done
