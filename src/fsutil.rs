@@ -31,18 +31,25 @@ pub fn write_atomic<F>(path: &Path, write: F) -> io::Result<()>
 where
     F: FnOnce(&mut File) -> io::Result<()>,
 {
+    write_atomic_via(path, &temp_path(path), write)
+}
+
+/// [`write_atomic`] through `tmp`.
+fn write_atomic_via<F>(path: &Path, tmp: &Path, write: F) -> io::Result<()>
+where
+    F: FnOnce(&mut File) -> io::Result<()>,
+{
     ensure_parent(path)?;
-    let tmp = temp_path(path);
     let result = (|| {
-        let mut file = File::create(&tmp)?;
+        let mut file = File::create(tmp)?;
         write(&mut file)?;
         file.flush()?;
         file.sync_all()?;
         set_mode_0644(&file)?;
-        fs::rename(&tmp, path)
+        fs::rename(tmp, path)
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = fs::remove_file(tmp);
     }
     result
 }
@@ -61,6 +68,18 @@ fn set_mode_0644(_file: &File) -> io::Result<()> {
 /// Write a byte slice atomically.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic(path, |f| f.write_all(bytes))
+}
+
+/// Write a byte slice atomically to a file that several writers may write at the same moment
+/// (a suite folder's `suite.toml`, which every cell of a SLURM array writes as it starts): each
+/// write goes through its own temporary file (process id and a counter in its name), so one
+/// writer's rename cannot take another's temporary file away. The last rename wins.
+pub fn write_bytes_atomic_shared(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()));
+    write_atomic_via(path, &tmp, |f| f.write_all(bytes))
 }
 
 /// Rename a finished temporary file into place (used when the writer needs the open file,
@@ -153,5 +172,36 @@ fn try_flock(file: &File) -> io::Result<bool> {
         Ok(false)
     } else {
         Err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Eight writers of one file at once (a job array's cells writing suite.toml as they start):
+    /// every write succeeds, the file holds the text whole, and no temporary file is left. With
+    /// one temporary name for all writers (`write_bytes_atomic`), a rename finds its temporary
+    /// file already taken by another writer's rename and fails (ENOENT).
+    #[test]
+    fn concurrent_writers_of_one_file_all_succeed() {
+        let dir = std::env::temp_dir().join(format!("lfs-fsutil-shared-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("suite.toml");
+        let text = "name = \"x\"\n".repeat(2000);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        write_bytes_atomic_shared(&path, text.as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        let left: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -96,7 +96,8 @@ pub fn prepare(suite: &SuiteFile, out: &Path) -> Result<LoopConfig> {
     ];
     for (path, text) in files {
         if read_if_exists(&path)?.as_deref() != Some(text.as_str()) {
-            fsutil::write_bytes_atomic(&path, text.as_bytes())
+            // Every cell of a job array writes them as it starts, at the same moment.
+            fsutil::write_bytes_atomic_shared(&path, text.as_bytes())
                 .map_err(|e| Error::checkpoint(&path, format!("writing: {e}")))?;
         }
     }
