@@ -404,8 +404,8 @@ fn candles_path_encodes_frames_on_the_device_as_their_bytes() {
         };
         let on_candle = Params::from_tensors(&params.snapshot().unwrap(), Backend::candle(&Device::Cpu)).unwrap();
         let net = lfs::nn::EncoderProjector::from_params(&cfg, latent, &on_candle).unwrap();
-        let device = net.forward_stacks(&on_device, b, true).unwrap();
-        let host = net.forward_stacks(&on_host, b, true).unwrap();
+        let device = lfs::objectives::stacks::forward_stacks(&net, &on_device, b, true).unwrap();
+        let host = lfs::objectives::stacks::forward_stacks(&net, &on_host, b, true).unwrap();
         let bits = |t: &Tensor| -> Vec<u32> {
             t.flatten_all()
                 .unwrap()

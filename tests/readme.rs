@@ -313,15 +313,26 @@ const STEPS: &[Step] = &[
     run("tail -n 1 runs/mine/metrics.jsonl", ""),
     run("cat runs/eval/mine/cartpole_swingup/1/eval.csv", ""),
     run("cat runs/mine/summary.json", ""),
-    // docs/guide/gpu.md (make build-cuda, gpu-check and gpu-e2e are make help's, above)
+    // docs/guide/gpu.md (make build-cuda and gpu-check are make help's, above)
     skip(
-        "LD_LIBRARY_PATH=target-cuda/release/cuda-libs target-cuda/release/lfs pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/paper/dataset\"]' --out-dir runs/paper-gpu --device cuda",
+        "export LD_LIBRARY_PATH=$PWD/target-cuda/release/cuda-libs:$(echo $PWD/.venv-cuda/lib/python3*/site-packages/nvidia/cudnn/lib)",
+        "needs an NVIDIA GPU and make build-cuda's binary: the library folders of the CUDA \
+         commands after it",
+    ),
+    skip(
+        "target-cuda/release/lfs-cudnn pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/paper/dataset\"]' --out-dir runs/paper-gpu --device cuda",
         "needs an NVIDIA GPU and make build-cuda's binary; the CUDA path's checks run on the CPU \
          here (tests/device.rs)",
     ),
     skip(
-        "LD_LIBRARY_PATH=target-cuda/release/cuda-libs target-cuda/release/lfs eval --config pipelines/sac/paper.toml --encoder runs/paper-gpu/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval-gpu/walker_walk/1 --device cuda",
-        "needs an NVIDIA GPU and make build-cuda's binary, and hours at the paper's budget",
+        "target/release/lfs export runs/paper-gpu/checkpoint.safetensors --out runs/paper-gpu/encoder.safetensors",
+        "needs an NVIDIA GPU and make build-cuda's binary for the checkpoint it exports; the same \
+         export of a CPU run is walked above (pretrain.md)",
+    ),
+    skip(
+        "target-cuda/release/lfs-cudnn eval --config pipelines/sac/paper.toml --encoder runs/paper-gpu/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval-gpu/walker_walk/1 --device cuda",
+        "needs an NVIDIA GPU and make build-cuda's binary, and about 36 GPU minutes at the paper's \
+         budget",
     ),
     Step {
         written: ".venv/bin/tensorboard --logdir runs/",
@@ -629,7 +640,11 @@ fn python_snippet_prints(dir: &Path, page: &str) -> String {
     let file = dir.join("snippet.py");
     std::fs::write(&file, block).unwrap();
     let out = bash(dir, "exec .venv/bin/python snippet.py").output().unwrap();
-    assert!(out.status.success(), "{page}'s Python snippet failed:\n{}", output_text(&out));
+    assert!(
+        out.status.success(),
+        "{page}'s Python snippet failed:\n{}",
+        output_text(&out)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The CUDA build's checks on a lent GPU machine (issue 29, part 2), in one command well inside
-# the device tool's 10 minutes, from the archive eval/gpu/pack.sh made (carried as .gpu-carry):
+# The CUDA build's checks on a machine with an NVIDIA GPU (issue 29, part 2): a workstation that
+# ran make build-cuda, or a lent machine with the archive eval/gpu/pack.sh made (carried as
+# .gpu-carry), in one command well inside the device tool's 10 minutes:
 #   1. parity: examples/device_check --device cuda against the CPU kernels (encoder features and
 #      gradients, one update of LFS, ATC and CURL, one SAC, one DrQ-v2 and one TACO update from
 #      pixels (the critic's gradient, and TACO's loss, stepping the encoder), checkpoint files
@@ -13,7 +14,14 @@
 #      cuda), when python3 has torch (the GPU image does).
 # Everything it prints is also written under $OUT (the device tool's folder) or gpu-check-out/.
 #
-#   run: eval/gpu/gpu-check.sh            (make gpu-check; carry .gpu-carry)
+# Which device_check: .gpu-carry/device_check.xz (make gpu-pack) or make build-cuda's
+# target-cuda/release/examples/device_check, whichever is newer (a lent machine has only the
+# carry; a workstation that built lfs itself may have only target-cuda/). Its CUDA libraries:
+# make build-cuda's target-cuda/release/cuda-libs/ (and cuDNN 9 from .venv-cuda, for a carried
+# cuDNN build) when that folder is here; otherwise those of python3's packages (the lent GPU
+# image's torch, eval/gpu/cuda-libs.sh).
+#
+#   run: eval/gpu/gpu-check.sh            (make gpu-check; on a lent machine, carry .gpu-carry)
 #   dry run without a GPU: cargo build --release --example device_check && eval/gpu/pack.sh target &&
 #       GPU_CHECK_DEVICE=cpu eval/gpu/gpu-check.sh
 set -uo pipefail
@@ -25,12 +33,31 @@ WORK=$(mktemp -d /tmp/lfs-gpu.XXXXXX)
 failed=()
 step() { echo; echo "== $*"; }
 
-step "unpack .gpu-carry/device_check.xz into $WORK"
-xz -dc .gpu-carry/device_check.xz > "$WORK/device_check" || { echo "no carried build: make gpu-pack, then carry .gpu-carry" >&2; exit 1; }
+CARRIED=.gpu-carry/device_check.xz
+BUILT=target-cuda/release/examples/device_check
+if [ -f "$CARRIED" ] && ! { [ -x "$BUILT" ] && [ "$BUILT" -nt "$CARRIED" ]; }; then
+    step "unpack $CARRIED into $WORK"
+    xz -dc "$CARRIED" > "$WORK/device_check" || { echo "cannot unpack $CARRIED" >&2; exit 1; }
+elif [ -x "$BUILT" ]; then
+    step "copy $BUILT (make build-cuda) into $WORK"
+    cp "$BUILT" "$WORK/device_check"
+else
+    echo "no device_check: make build-cuda on this machine, or make gpu-pack and carry .gpu-carry" >&2
+    exit 1
+fi
 chmod +x "$WORK/device_check"
-# CUDA 13's libraries from the Python packages of the GPU image (nvidia-cublas, ...).
-. eval/gpu/cuda-libs.sh
-cuda_dirs=$(cuda_lib_dirs)
+# CUDA 13's libraries: make build-cuda's copies beside the binary (and the cuDNN wheel's, which
+# it leaves in .venv-cuda), else the Python packages of the GPU image (nvidia-cublas, ...).
+LIBS=target-cuda/release/cuda-libs
+if [ -n "$(ls -A "$LIBS" 2>/dev/null)" ]; then
+    cuda_dirs=$PWD/$LIBS
+    for dir in "$PWD"/.venv-cuda/lib/python3*/site-packages/nvidia/cudnn/lib; do
+        [ -d "$dir" ] && cuda_dirs="$cuda_dirs:$dir"
+    done
+else
+    . eval/gpu/cuda-libs.sh
+    cuda_dirs=$(cuda_lib_dirs)
+fi
 export LD_LIBRARY_PATH="${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "device $DEVICE; CUDA libraries from: ${cuda_dirs:-none found}"
 command -v nvidia-smi >/dev/null && nvidia-smi -L

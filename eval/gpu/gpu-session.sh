@@ -18,12 +18,12 @@
 #            after 3 warm-ups), lfs with cuDNN's convolutions (device_check-cudnn, when carried)
 #            and strong PyTorch (the same four updates, 10 timed after 5 warm-ups), each
 #            precision of GPU_SESSION_PRECISIONS (fp32); and lfs with each of GPU_SESSION_ALT_ARMS'
-#            switches (default arms lfs-graph, LFS_ENCODER_BACKWARD=graph, and lfs-splitk,
-#            LFS_LONG_PRODUCT=split-k)                                                     ~60 s a round
+#            switches (default arm lfs-wxt, LFS_LONG_PRODUCT=w-xt: the last untimed A/B of
+#            the LFS update)                                                               ~60 s a round
 #   parts    lfs's LFS update with a true split: LFS_SYNC_PARTS=1 (the trainer waits for the
 #            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
-#            the conv backward as lfs's GEMMs (GPU_SESSION_PARTS_CONVS="gemm candle" adds
-#            candle's own, src/nn/gemm_conv.rs), and the cuDNN build's (when carried): its
+#            the conv backward as lfs's GEMMs (src/nn/gemm_conv.rs), and the cuDNN build's
+#            (when carried): its
 #            default, with Adam/EMA as candle's ops (LFS_FUSED_STEP=0), with SAC's gradients
 #            by candle's autograd (LFS_SAC_GRADIENTS=autograd) and written out without the row
 #            kernels (LFS_FUSED_SAC=0; both: their SAC benches), DrQ-v2's by autograd
@@ -57,9 +57,9 @@
 #            into kprof-<arm>.txt                                                           ~40 s
 #   trainbatch (not in the default list) device_check --training-batch-only at B=6, 16, 64,
 #            96, 128, 160, 192, 224, 256 (every tensor's error, and the note of the gradients
-#            against the CPU's own forward) and at 256 with LFS_ENCODER_BACKWARD=graph, per
-#            build: the B=256 check's 4.08e-4 of 2026-11-28 (ReLU masks flipped by rounding,
-#            results/relu-kink-2026-11-28/) against the check's new form                 ~60 s
+#            against the CPU's own forward), per build: the B=256 check's 4.08e-4 of
+#            2026-11-28 (ReLU masks flipped by rounding, results/relu-kink-2026-11-28/)
+#            against the check's new form                                                 ~60 s
 #   long     (not in the default list; GPU_SESSION_STAGES="info long") device_check --long
 #            GPU_SESSION_LONG_UPDATES (100): LFS B=512, SAC on cached features B=128/512, DrQ-v2
 #            B=256, every update's loss on the GPU against the CPU kernels' (band 5%), per build
@@ -140,11 +140,10 @@ DRQ_TASK=${GPU_SESSION_DRQV2_TASK:-cartpole_swingup}
 DRQ_PRECISIONS=${GPU_SESSION_DRQV2_PRECISIONS:-default fp32}
 # "NAME VAR=value ...; NAME VAR=value ...": more lfs arms in every round, lfs-NAME each,
 # device_check with those variables (same-round A/Bs of switches; the summary sets each against
-# PyTorch like the others, ~12 s a round each). The default: the encoder's backward through
-# candle's graph and its re-forward (the way before the kept activations, src/nn/encoder.rs),
-# and the projector's product split over its inner dimension (src/nn/kernels/row_split.rs);
-# empty for none.
-IFS=';' read -r -a alt_parts <<< "${GPU_SESSION_ALT_ARMS-graph LFS_ENCODER_BACKWARD=graph; splitk LFS_LONG_PRODUCT=split-k}"
+# PyTorch like the others, ~12 s a round each). The default: the projector's long product with
+# its operands swapped (src/nn/kernels/row_split.rs), the LFS update's last untimed A/B; empty
+# for none. (The graph backward and the split-K product lost on 2026-11-28 and are gone.)
+IFS=';' read -r -a alt_parts <<< "${GPU_SESSION_ALT_ARMS-wxt LFS_LONG_PRODUCT=w-xt}"
 ALT_ARMS=()
 for part in "${alt_parts[@]}"; do part=$(echo "$part" | xargs); [ -z "$part" ] || ALT_ARMS+=("$part"); done
 SCALE=${GPU_SESSION_TIMEOUT_SCALE:-1}  # each command's timeout and each stage's estimate times this (a dry run's CPU)
@@ -312,19 +311,14 @@ if has rounds && [ -n "$DC" ]; then
 fi
 
 # ---- parts --------------------------------------------------------------------------------
-# The conv backward with a true split: lfs's GEMMs (the plain build's default; GPU_SESSION_PARTS_CONVS
-# adds candle's own, LFS_CONV_BACKWARD=candle); then the cuDNN build's splits.
+# The plain build's split (its convolutions' backward as lfs's GEMMs); then the cuDNN build's.
 if has parts && [ -n "$DC" ]; then
     fits parts 200 && {
-        # candle's own backward (candle) timed level with the GEMMs twice (2026-11-26/27): gemm only
-        for conv in ${GPU_SESSION_PARTS_CONVS:-gemm}; do
-            mark "parts arm=lfs mode=LFS_SYNC_PARTS conv=$conv"
-            LFS_CONV_BACKWARD=$conv LFS_SYNC_PARTS=1 run 150 "$DC" --device "$DEVICE" --bench-only
-        done
+        mark "parts arm=lfs mode=LFS_SYNC_PARTS conv=gemm"
+        LFS_SYNC_PARTS=1 run 150 "$DC" --device "$DEVICE" --bench-only
         if [ -n "$DC_CUDNN" ]; then
-            # the cuDNN build: cuDNN's forward and both gradients (its default, FP32 by cuDNN's
-            # math type), then cuDNN's forward with lfs's GEMM backward (the build's way before
-            # src/nn/cudnn_conv.rs), then the default at TF32 (unblocked: only the whole is exact)
+            # the cuDNN build: cuDNN's forward and both gradients (FP32 by cuDNN's math type),
+            # then at TF32 (unblocked: only the whole is exact)
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn"
             LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             # Adam and the EMA as candle's ops (LFS_FUSED_STEP=0, the way before
@@ -352,8 +346,6 @@ if has parts && [ -n "$DC" ]; then
             LFS_LONG_PRODUCT=w-xt run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn-heuristic"
             LFS_CUDNN_ALGO=heuristic LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=gemm"
-            NVIDIA_TF32_OVERRIDE=0 LFS_CONV_BACKWARD=gemm LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
             mark "parts arm=lfs-cudnn mode=unblocked-tf32 conv=cudnn"
             run 120 "$DC_CUDNN" --device "$DEVICE" --bench-only $LFS_TF32_ARGS
         fi
@@ -406,9 +398,8 @@ fi
 # every build, 9.9e-6 on the CPU's candle path; 6, 16 and 64 pass at ~1e-6): ReLU masks flipped
 # by a forward that differs by rounding (results/relu-kink-2026-11-28/). The check now runs the
 # CPU's backward on the GPU's own activations and notes the gradients against the CPU's own
-# forward; here alone at batches 6 to 256 for each build, every tensor's error printed, and at
-# 256 through candle's graph (LFS_ENCODER_BACKWARD=graph, src/nn/encoder.rs: the old form, no
-# note). Every line goes to the log; the summary lists each batch's check and note.
+# forward; here alone at batches 6 to 256 for each build, every tensor's error printed. Every
+# line goes to the log; the summary lists each batch's check and note.
 if has trainbatch && [ -n "$DC" ]; then
     for arm in lfs lfs-cudnn; do
         bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
@@ -418,10 +409,6 @@ if has trainbatch && [ -n "$DC" ]; then
             mark "trainbatch arm=$arm batch=$b"
             run 60 "$bin" --device "$DEVICE" --training-batch "$b" --training-batch-only
         done
-        # candle's graph (the way before the kept activations): its gradients against the CPU's
-        # own forward only, as every session before 2026-11-28's fourth had them
-        mark "trainbatch arm=$arm batch=256 backward=graph"
-        LFS_ENCODER_BACKWARD=graph run 60 "$bin" --device "$DEVICE" --training-batch 256 --training-batch-only
     done
 fi
 

@@ -16,8 +16,9 @@
 //!   gradients by hand (`kernels::tape`); with [`Compute::Candle`] (a GPU, or the CPU in the
 //!   device tests) it runs candle's ops (cuDNN's convolutions in the `cudnn` build) outside any
 //!   graph and keeps every layer's activations, and the backward gathers the rows it needs and
-//!   runs each layer's gradients (`super::gemm_conv::conv2d_bias_relu_grads`), as the tape does;
-//!   `LFS_ENCODER_BACKWARD=graph` keeps candle's graph instead and back-propagates through it.
+//!   runs each layer's gradients (`super::gemm_conv::conv2d_bias_relu_grads`), as the tape does.
+//!   (It replaced a backward through candle's graph, which took 1.18× its time in the LFS
+//!   update on an H200: 17.08 against 14.53 ms, 3 rounds, BENCHMARKS.md "GPU".)
 //!
 //! The encoder holds its parameters as tensors: views of a [`Params`] store's `Var`s when it is
 //! trained (an optimiser step on the store is seen here), or plain tensors when it is frozen
@@ -158,10 +159,6 @@ pub struct Encoded {
 pub(crate) enum Kept {
     /// The kernels' activations (host memory).
     Tape(Tape),
-    /// h (b, repr_dim) still joined to candle's graph over the parameters, and the scaled input
-    /// x (b, 9, 84, 84) f32 on the device, to re-run the rows of a backward that needs few of
-    /// them (`LFS_ENCODER_BACKWARD=graph`).
-    Graph { h: Tensor, x: Tensor },
     /// Candle's ops without a graph, every layer's input and output kept: the scaled pixels
     /// (b, 9, 84, 84), then each layer's ReLU output (b, o, s, s). The backward gathers the
     /// rows it needs from them ([`Encoder::backward_kept`]), as the kernels' tape does on the CPU.
@@ -388,15 +385,8 @@ impl Encoder {
                 "encoder: the CPU's kernels take pixels, not a scaled input".into(),
             ));
         }
+        // No graph: the activations are kept for the backward, or dropped here.
         let x = &x.to_device(self.layers[0].weight.device())?; // (b, 9, 84, 84)
-        if keep && !backward_from_activations() {
-            let h = self.forward_layers(x)?; // (b, repr), joined to the parameters' graph
-            return Ok(Encoded {
-                h: h.detach(),
-                tape: Some(Kept::Graph { h, x: x.clone() }),
-            });
-        }
-        // No graph either way: the activations are kept for the backward, or dropped here.
         let activations = self.forward_kept(x)?;
         let last = activations.last().expect("the input at least");
         Ok(Encoded {
@@ -457,7 +447,6 @@ impl Encoder {
         }
         let tape = match kept {
             Kept::Tape(tape) => tape,
-            Kept::Graph { h, x } => return self.backward_graph(h, x, rows, dh),
             Kept::Activations(activations) => return self.backward_kept(activations, rows, dh),
         };
         // Read in place, not copied out (a copy was 20 MB of serial memcpy and page faults per
@@ -483,46 +472,6 @@ impl Encoder {
         Ok(out)
     }
 
-    /// [`Encoder::backward`] through candle's graph: the vector-Jacobian product of the rows
-    /// `rows` of h with `dh`, as the gradient of Σ (h[rows] ⊙ dh).
-    ///
-    /// When fewer than 2/3 of the b samples have a row (LFS's loss reads M of the 2M it encoded
-    /// for LNC), the forward of those samples alone is run again, with its graph, instead of a
-    /// backward through all b whose other rows have a zero gradient: a forward of r samples and
-    /// a backward of r (~3 forwards of r) cost less than a backward of b (~2 forwards of b).
-    /// `LFS_ENCODER_REFORWARD=0` always takes the backward through all b (a diagnosis switch:
-    /// on CUDA the gradients at B=256, which take the re-forward, sat 4e-4 from the CPU's
-    /// kernels on 2026-11-28 while candle's path on the CPU sat 1e-5).
-    fn backward_graph(&self, h: &Tensor, x: &Tensor, rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
-        let device = h.device();
-        let b = h.dim(0)?;
-        let idx = row_index(rows, b, device)?;
-        let dh = dh.detach().to_device(device)?; // (rows, repr)
-        let distinct = rows.iter().collect::<std::collections::BTreeSet<_>>().len();
-        let h_rows = if 3 * distinct < 2 * b && reforward_allowed() {
-            self.forward_layers(&x.index_select(&idx, 0)?)? // (rows, repr), a graph of its own
-        } else {
-            h.index_select(&idx, 0)? // (rows, repr)
-        };
-        // The backward's root hands dh to h_rows as its gradient (d/dh_rows of Σ h_rows ⊙ dh).
-        // As `h_rows.mul(&dh)?.sum_all()?` it cost candle's one-block sum over rows·repr (20M
-        // at an LFS update's B = 512), a broadcast multiply per side and their accumulations.
-        let root = h_rows.apply_op1(Seed { dh: dh.clone() })?;
-        let grads = root.backward()?;
-        let grad_of = |t: &Tensor| -> Result<Tensor> {
-            Ok(match grads.get(t) {
-                Some(g) => g.clone(),
-                None => t.zeros_like()?,
-            })
-        };
-        let mut out = NamedGrads::new();
-        for layer in &self.layers {
-            out.push((format!("{}.weight", layer.name), grad_of(&layer.weight)?));
-            out.push((format!("{}.bias", layer.name), grad_of(&layer.bias)?));
-        }
-        Ok(out)
-    }
-
     /// [`Encoder::forward_layers`] outside any graph, keeping every layer's input and output:
     /// [the scaled input x (b, 9, 84, 84), layer 1's output (b, o, 41, 41), …, the last's
     /// (b, o, 35, 35)].
@@ -540,9 +489,8 @@ impl Encoder {
     /// [`Encoder::backward`] from [`Kept::Activations`]: each layer's input and output rows
     /// `rows` gathered (none when the rows are every sample in order), then the layers'
     /// gradients from the last to the first ([`gemm_conv::conv2d_bias_relu_grads`]), the input
-    /// gradient carried down to layer 1 and not computed for the pixels. The work of a backward
-    /// of rows.len() samples, without the second forward of them that [`Encoder::backward_graph`]
-    /// runs when rows are few (an LFS update's M of the 2M it encoded for LNC).
+    /// gradient carried down to layer 1 and not computed for the pixels: the work of a backward
+    /// of rows.len() samples (an LFS update's M of the 2M it encoded for LNC).
     fn backward_kept(&self, activations: &[Tensor], rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
         let first = &activations[0];
         let (device, b) = (first.device(), first.dim(0)?);
@@ -623,64 +571,6 @@ fn check_rows(rows: &[usize], b: usize) -> Result<()> {
     }
 }
 
-/// A scalar op whose backward gives its argument the gradient `dh` (its argument's shape): the
-/// root of [`Encoder::backward_graph`]'s backward, the vector-Jacobian product of h's rows with
-/// dh. Its value is 0 (never read); its backward assumes the root's gradient of 1, which is how
-/// candle's `backward` starts.
-struct Seed {
-    dh: Tensor,
-}
-
-impl candle_core::CustomOp1 for Seed {
-    fn name(&self) -> &'static str {
-        "encoder-backward-seed"
-    }
-
-    fn cpu_fwd(
-        &self,
-        _: &candle_core::CpuStorage,
-        _: &candle_core::Layout,
-    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
-        Ok((candle_core::CpuStorage::F32(vec![0.0]), candle_core::Shape::from(())))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s: &candle_core::CudaStorage,
-        _: &candle_core::Layout,
-    ) -> candle_core::Result<(candle_core::CudaStorage, candle_core::Shape)> {
-        let dev = s.device.clone();
-        let zero = dev.alloc_zeros::<f32>(1)?;
-        Ok((
-            candle_core::CudaStorage::wrap_cuda_slice(zero, dev),
-            candle_core::Shape::from(()),
-        ))
-    }
-
-    fn bwd(&self, arg: &Tensor, _res: &Tensor, _grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
-        if self.dh.dims() != arg.dims() {
-            candle_core::bail!("encoder backward: dh {:?} for rows {:?}", self.dh.dims(), arg.dims())
-        }
-        Ok(Some(self.dh.clone()))
-    }
-}
-
-/// Whether candle's path keeps its forward's activations for [`Encoder::backward`]
-/// ([`Kept::Activations`], the default) or candle's graph (`LFS_ENCODER_BACKWARD=graph`, the way
-/// before 2026-11-28, for timing one against the other on a GPU).
-fn backward_from_activations() -> bool {
-    static KEPT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *KEPT.get_or_init(|| crate::device::env_value("LFS_ENCODER_BACKWARD", &["activations", "graph"]) != Some("graph"))
-}
-
-/// Whether [`Encoder::backward`]'s graph path may forward the selected samples again
-/// (`LFS_ENCODER_REFORWARD=0`: never; `1` or unset: when it saves work).
-fn reforward_allowed() -> bool {
-    static ALLOWED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ALLOWED.get_or_init(|| crate::device::env_value("LFS_ENCODER_REFORWARD", &["1", "0"]) != Some("0"))
-}
-
 /// `rows` as an index tensor on `device`, each checked < b.
 pub(crate) fn row_index(rows: &[usize], b: usize, device: &Device) -> Result<Tensor> {
     check_rows(rows, b)?;
@@ -700,7 +590,7 @@ mod tests {
     #[test]
     fn the_kept_activations_give_the_graphs_gradients() {
         // candle's path on the CPU (the GPU's code): the backward from kept activations against
-        // the one through candle's graph (its re-forward of few rows, and through all b), for
+        // candle's autograd through the encoder's forward (the gradient of Σ h[rows] ⊙ dh), for
         // rows that are a few samples with one twice, every sample out of order, and every
         // sample in order (no gather).
         let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -749,8 +639,28 @@ mod tests {
                 .collect();
             let dh = Tensor::from_vec(dh, (rows.len(), encoder.repr_dim()), &Device::Cpu).unwrap();
             let kept = encoder.backward_kept(&activations, rows, &dh).unwrap();
-            let graph = encoder.backward_graph(&h_graph, &x, rows, &dh).unwrap();
+            let idx = row_index(rows, b, &Device::Cpu).unwrap();
+            let grads = h_graph
+                .index_select(&idx, 0)
+                .unwrap()
+                .mul(&dh)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap();
             assert_eq!(kept.len(), 2 * cfg.num_layers);
+            let graph: Vec<(String, Tensor)> = encoder
+                .layers
+                .iter()
+                .flat_map(|l| {
+                    [
+                        (format!("{}.weight", l.name), &l.weight),
+                        (format!("{}.bias", l.name), &l.bias),
+                    ]
+                })
+                .map(|(name, p)| (name, grads.get(p).expect("a parameter's gradient").clone()))
+                .collect();
             for ((name, ours), (ref_name, expected)) in kept.iter().zip(&graph) {
                 assert_eq!(name, ref_name);
                 assert_eq!(ours.dims(), expected.dims(), "{name}");

@@ -15,8 +15,6 @@ use rand::Rng;
 use super::encoder::{row_index, Encoded, NamedGrads};
 use super::kernels::row_split::constant_product;
 use super::{Encoder, EncoderConfig, Params, Projector};
-use crate::data::Stacks;
-use crate::device::Compute;
 use crate::{Error, Result};
 
 /// PyTorch `state_dict` prefix of the encoder f.
@@ -108,28 +106,9 @@ impl EncoderProjector {
         self.project(self.encoder.encode(obs, b, keep)?)
     }
 
-    /// [`EncoderProjector::forward_pixels`] of a batch's observations wherever they are: bytes
-    /// in host memory, or frames on the device gathered there.
-    pub fn forward_stacks(&self, obs: &Stacks, b: usize, keep: bool) -> Result<Features> {
-        match obs {
-            Stacks::Host(bytes) => self.forward_pixels(bytes, b, keep),
-            // candle's path takes the input scaled by the gather itself (one pass on a GPU)
-            Stacks::Frames(frames) if frames.len() == b && self.encoder.compute() == Compute::Candle => {
-                let x = frames.gather_input(self.encoder.input_offset())?; // (b, 9, 84, 84) f32
-                self.project(self.encoder.encode_input(&x, keep)?)
-            }
-            Stacks::Frames(frames) if frames.len() == b => {
-                self.project(self.encoder.encode_tensor(&frames.gather()?, keep)?)
-            }
-            Stacks::Frames(frames) => Err(Error::Shape(format!(
-                "encoder: {} observations on the device for {b} samples",
-                frames.len()
-            ))),
-        }
-    }
-
-    /// z = g(h) for the encoder's output.
-    fn project(&self, encoded: Encoded) -> Result<Features> {
+    /// z = g(h) for the encoder's output (the pre-trainer's batches on the device come here
+    /// through `objectives::stacks`).
+    pub fn project(&self, encoded: Encoded) -> Result<Features> {
         // g as candle's Linear: h · Wᵀ + bias, on detached parameters (no graph is built); the
         // long, narrow product split by rows over the threads on the CPU.
         let w = self.projector.weight().detach(); // (latent, repr)

@@ -20,13 +20,11 @@
 //!   `conv_transpose2d`, as before.
 //!
 //! The forward is candle's conv2d on detached tensors; the graph node is a [`CustomOp3`] over
-//! (x, w, y) whose forward hands back y and whose backward is the above. Set
-//! `LFS_CONV_BACKWARD=candle` to get candle's own backward instead (for measuring one against
-//! the other on a GPU in one session; eval/gpu/README.md). A build with the cargo feature
-//! `cudnn` runs the forward and both gradients by cuDNN instead on CUDA
-//! (`src/nn/cudnn_conv.rs`), unless `LFS_CONV_BACKWARD` says `gemm` or `candle`.
-
-use std::sync::OnceLock;
+//! (x, w, y) whose forward hands back y and whose backward is the above (candle's own backward
+//! timed level with it on an H200, 65.3 against 66.5 ms and 68.2 against 64.5 per LFS update:
+//! BENCHMARKS.md). A build with the cargo feature `cudnn` runs the forward and both gradients by
+//! cuDNN instead on CUDA in f32 (`src/nn/cudnn_conv.rs`): 26.2 ms per LFS update against 69.8
+//! with cuDNN's forward and these GEMMs' backward (results/gpu-h200-2026-11-28d, command 3).
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp3, Layout, Shape, Tensor};
@@ -38,11 +36,11 @@ use crate::{Error, Result};
 const CHUNK: usize = 256;
 
 /// One encoder layer, relu(conv(x, w) + b) with b (o) per channel: on CUDA with cuDNN (the
-/// cargo feature `cudnn`, [`ConvPath::Cudnn`]) one graph node (`src/nn/cudnn_block.rs`, unless
-/// `LFS_FUSED_CONV=0`), elsewhere [`conv2d`], candle's broadcast add and ReLU.
+/// cargo feature `cudnn`) one graph node (`src/nn/cudnn_block.rs`, unless `LFS_FUSED_CONV=0`),
+/// elsewhere [`conv2d`], candle's broadcast add and ReLU.
 pub fn conv2d_bias_relu(x: &Tensor, w: &Tensor, b: &Tensor, stride: usize) -> Result<Tensor> {
     #[cfg(feature = "cudnn")]
-    if conv_path() == ConvPath::Cudnn && on_cudnn(x) && super::cudnn_block::fused() {
+    if on_cudnn(x) && super::cudnn_block::fused() {
         return super::cudnn_block::conv_bias_relu(x, w, b, stride);
     }
     let o = b.dim(0)?;
@@ -66,7 +64,7 @@ pub struct BlockGrads {
 /// `Encoder::backward`): the ReLU's mask from y (PyTorch's `threshold_backward`, the CPU
 /// kernels' rule), the bias gradient as the mask's sum per channel, the weight and (when
 /// `with_input`) input gradients as [`conv2d`]'s backward computes them. On CUDA with cuDNN the
-/// block's own kernels (`src/nn/cudnn_block.rs`); `LFS_CONV_BACKWARD=candle` gets the GEMMs here.
+/// block's own kernels (`src/nn/cudnn_block.rs`).
 pub fn conv2d_bias_relu_grads(
     x: &Tensor,
     w: &Tensor,
@@ -75,7 +73,7 @@ pub fn conv2d_bias_relu_grads(
     stride: usize,
     with_input: bool,
 ) -> Result<BlockGrads> {
-    let cudnn = conv_path() == ConvPath::Cudnn && on_cudnn(x);
+    let cudnn = on_cudnn(x);
     #[cfg(feature = "cudnn")]
     if cudnn && super::cudnn_block::fused() {
         return super::cudnn_block::grads(x, w, y, g, stride, with_input);
@@ -111,11 +109,7 @@ fn conv_grads(
 /// `x.conv2d(w, padding 0, stride, dilation 1, groups 1)`: x (b, c, h, w), w (o, c, k, k) →
 /// (b, o, ho, wo), differentiable in x and w through [`ConvGrad`].
 pub fn conv2d(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
-    let path = conv_path();
-    if path == ConvPath::Candle {
-        return Ok(x.conv2d(w, 0, stride, 1, 1)?);
-    }
-    let cudnn = path == ConvPath::Cudnn && on_cudnn(x);
+    let cudnn = on_cudnn(x);
     let y = match cudnn {
         true => cudnn_forward(&x.detach(), &w.detach(), stride)?,
         false => x.detach().conv2d(&w.detach(), 0, stride, 1, 1)?,
@@ -129,41 +123,6 @@ pub fn conv2d(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
         cudnn,
     };
     Ok(x.apply_op3(w, &y, op)?)
-}
-
-/// How the encoder's convolutions run on candle's path: `LFS_CONV_BACKWARD` = `gemm` (candle's
-/// forward, the backward as GEMMs here), `candle` (candle's forward and backward) or `cudnn`
-/// (cuDNN's forward, backward-data and backward-filter, `src/nn/cudnn_conv.rs`, at the run's
-/// precision; a build with the cargo feature `cudnn` only, where it is the default for f32 on
-/// CUDA; anything else keeps `gemm`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ConvPath {
-    Gemm,
-    Candle,
-    Cudnn,
-}
-
-fn conv_path() -> ConvPath {
-    static PATH: OnceLock<ConvPath> = OnceLock::new();
-    *PATH.get_or_init(|| {
-        let built = cfg!(feature = "cudnn");
-        let default = if built { ConvPath::Cudnn } else { ConvPath::Gemm };
-        match std::env::var("LFS_CONV_BACKWARD").as_deref() {
-            Ok("gemm") => ConvPath::Gemm,
-            Ok("candle") => ConvPath::Candle,
-            Ok("cudnn") if built => ConvPath::Cudnn,
-            Ok("") | Err(_) => default,
-            Ok(other) => {
-                let choices = if built {
-                    "gemm, candle or cudnn"
-                } else {
-                    "gemm or candle (this build has no cudnn)"
-                };
-                eprintln!("lfs: LFS_CONV_BACKWARD={other:?} is not {choices}; ignored");
-                default
-            }
-        }
-    })
 }
 
 #[cfg(feature = "cudnn")]

@@ -17,6 +17,7 @@ pub mod lnc;
 pub mod objective;
 pub mod sinkhorn;
 pub mod spread;
+pub mod stacks;
 pub mod trainer;
 pub mod update_metrics;
 

@@ -251,14 +251,14 @@ impl Trainer {
         let online = match online {
             Some(online) => online,
             None => OnlinePass {
-                features: self.online_net.forward_stacks(&batch.prev, batch.len, true)?,
+                features: super::stacks::forward_stacks(&self.online_net, &batch.prev, batch.len, true)?,
                 rows: (0..batch.len).collect(),
             },
         };
         let z_leaf = Var::from_tensor(&online.features.z_rows(&online.rows)?)?; // (M, latent)
 
         // The target branch builds no graph, so backward never reaches its parameters.
-        let t = self.target_net.forward_stacks(&batch.cur, batch.len, false)?.z; // (M, latent)
+        let t = super::stacks::forward_stacks(&self.target_net, &batch.cur, batch.len, false)?.z; // (M, latent)
         let spread_sums = spread_sums(&t)?; // (3)
         let loss = self.loss(z_leaf.as_tensor(), &t, &spread_sums, &mut metrics)?;
 

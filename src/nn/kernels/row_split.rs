@@ -24,36 +24,18 @@ pub(crate) fn row_split_parts(rows: usize, inner: usize) -> Option<usize> {
 /// rows (BENCHMARKS.md, issue 30).
 ///
 /// Off the CPU it is one GEMM, x · Wᵀ; with `LFS_LONG_PRODUCT=w-xt`, (W · xᵀ)ᵀ, the same
-/// product with its operands swapped; with `LFS_LONG_PRODUCT=split-k`, [`split_k_product`]. Both
-/// are A/Bs for a GPU: on the 2026-11-28 H200 profile the projector's x · Wᵀ at K = 39,200
-/// ran as a 32×64-tile kernel without split-K (64 tiles for B = 1,024 and 128 outputs, on 132
-/// SMs), 1.7 of the LFS update's 15.8 GPU-busy ms, and cuBLAS chooses its kernel by the
-/// problem's orientation and shape.
+/// product with its operands swapped, an A/B for a GPU not yet timed: on the 2026-11-28 H200
+/// profile the projector's x · Wᵀ at K = 39,200 ran as a 32×64-tile kernel without split-K (64
+/// tiles for B = 1,024 and 128 outputs, on 132 SMs), 1.7 of the LFS update's 15.8 GPU-busy ms,
+/// and cuBLAS chooses its kernel by the problem's orientation and shape. (A split-K by hand,
+/// 8 chunk products in one batched GEMM, made the LFS update slower: 15.95 against 14.53 ms,
+/// results/gpu-h200-2026-11-28-review/cmd1/summary.txt.)
 pub(crate) fn constant_product(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let (b, inner) = x.dims2()?;
     match (row_split_parts(b, inner), long_product()) {
         (Some(parts), _) if x.device().is_cpu() => Ok(x.apply_op2_no_bwd(w, &RowSplitProduct { parts })?),
-        (_, LongProduct::SplitK) if inner >= ROW_SPLIT_MIN_INNER && inner % SPLIT_K == 0 => {
-            split_k_product(x, w, SPLIT_K)
-        }
         (_, order) => one_gemm(x, w, order == LongProduct::Swapped),
     }
-}
-
-/// The chunks of the inner dimension [`split_k_product`] takes (39,200 = 8 × 4,900).
-const SPLIT_K: usize = 8;
-
-/// x · Wᵀ (b, out) as `parts` products over equal chunks of the inner dimension, one batched
-/// GEMM, then their sum: each chunk's product is a problem of its own, so a GPU has `parts`
-/// times the output tiles to spread over its cores (split-K by hand). x (b, in) and W (out, in)
-/// are copied chunk-major first (candle's batched product takes only packed batches).
-fn split_k_product(x: &Tensor, w: &Tensor, parts: usize) -> Result<Tensor> {
-    let (b, inner) = x.dims2()?;
-    let out = w.dim(0)?;
-    let chunk = inner / parts;
-    let xs = x.reshape((b, parts, chunk))?.transpose(0, 1)?.contiguous()?; // (parts, b, chunk)
-    let ws = w.reshape((out, parts, chunk))?.transpose(0, 1)?.contiguous()?; // (parts, out, chunk)
-    Ok(xs.matmul(&ws.transpose(1, 2)?)?.sum(0)?) // (parts, b, out) summed: (b, out)
 }
 
 /// x · Wᵀ (b, out) as one GEMM, or as (W · xᵀ)ᵀ when `swapped`.
@@ -71,16 +53,13 @@ enum LongProduct {
     Plain,
     /// (W · xᵀ)ᵀ (`w-xt`).
     Swapped,
-    /// [`split_k_product`] (`split-k`).
-    SplitK,
 }
 
 fn long_product() -> LongProduct {
     static ORDER: std::sync::OnceLock<LongProduct> = std::sync::OnceLock::new();
     *ORDER.get_or_init(
-        || match crate::device::env_value("LFS_LONG_PRODUCT", &["x-wt", "w-xt", "split-k"]) {
+        || match crate::device::env_value("LFS_LONG_PRODUCT", &["x-wt", "w-xt"]) {
             Some("w-xt") => LongProduct::Swapped,
-            Some("split-k") => LongProduct::SplitK,
             _ => LongProduct::Plain,
         },
     )
@@ -164,7 +143,7 @@ pub(crate) fn row_split_product(x: &[f32], rows: usize, inner: usize, w: &[f32],
 mod tests {
     use candle_core::{Device, Tensor};
 
-    use super::{one_gemm, split_k_product};
+    use super::one_gemm;
 
     /// The swapped product (`LFS_LONG_PRODUCT=w-xt`) is the same x · Wᵀ, laid out as candle's:
     /// contiguous (b, out), every entry within rounding of the unswapped one's.
@@ -175,17 +154,6 @@ mod tests {
         let (a, b) = (one_gemm(&x, &w, false).unwrap(), one_gemm(&x, &w, true).unwrap());
         assert_eq!(b.dims(), &[5, 7]);
         assert!(b.is_contiguous());
-        assert_same_product(&a, &b);
-    }
-
-    /// The product split over chunks of the inner dimension (`LFS_LONG_PRODUCT=split-k`) sums
-    /// to the same x · Wᵀ (in another order: to rounding).
-    #[test]
-    fn the_split_k_product_is_the_same_product() {
-        let x = Tensor::randn(0f32, 1.0, (5, 320), &Device::Cpu).unwrap();
-        let w = Tensor::randn(0f32, 1.0, (7, 320), &Device::Cpu).unwrap();
-        let (a, b) = (one_gemm(&x, &w, false).unwrap(), split_k_product(&x, &w, 8).unwrap());
-        assert_eq!(b.dims(), &[5, 7]);
         assert_same_product(&a, &b);
     }
 
