@@ -205,7 +205,7 @@ pub fn lnc_pairs(d: Draw, cfg: &LncConfig, latent: LncLatent, metrics: &mut Upda
     real.augment(d.shift, &mut *d.rng)?;
     syn.augment(d.shift, &mut *d.rng)?;
     let obs = real.prev.clone().concat(&syn.prev)?; // (2M, 9, 84, 84): real rows 0..M, candidates M..2M
-    let features = super::stacks::forward_stacks(&d.online_net, &obs, 2 * m, true)?;
+    let features = super::stacks::forward_stacks(d.online_net, &obs, 2 * m, true)?;
     let latent = match latent {
         LncLatent::Projector => &features.z,
         LncLatent::Conv => &features.encoded.h,
