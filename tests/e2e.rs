@@ -204,8 +204,9 @@ fn synthetic_pairs_are_the_queues_pairs_of_the_stored_episodes() {
     assert!(err.contains("no synthetic pairs yet"), "{err}");
 }
 
-/// pipelines/e2e/tiny.toml at toy sizes: one cartpole episode and a bit (1400 frames), updates
-/// from frame 600 (400 agent steps of LFS + SAC), evaluations at frames 0, 700 and 1400, a
+/// pipelines/e2e/tiny.toml at toy sizes: one cartpole episode and a bit (1200 frames), updates
+/// from frame 600 (300 agent steps of LFS + SAC), evaluations at frames 0 and 1200 (one before
+/// the kill of the resume tests, one after; an evaluation is a whole 1000-frame episode), a
 /// checkpoint at the first episode end (frame 1000).
 const SMALL: [&str; 11] = [
     "env.render_quality=fast",
@@ -213,9 +214,9 @@ const SMALL: [&str; 11] = [
     "agent.feature_dim=8",
     "aux.model.predictor_hidden_dim=64",
     "aux.model.num_prototypes=32",
-    "run.num_train_frames=1400",
+    "run.num_train_frames=1200",
     "run.num_seed_frames=600",
-    "run.eval_every_frames=700",
+    "run.eval_every_frames=1200",
     "run.num_eval_episodes=1",
     "run.checkpoint_every_frames=500",
     "replay.capacity=5000",
@@ -333,7 +334,7 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
     let said = text(&result);
     assert!(said.contains(&format!("encoder {encoder_id}")), "{said}");
     let (rows, episodes) = run_results(&whole);
-    assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 700, 1400
+    assert_eq!(rows.len(), 3, "{rows:?}"); // header + frames 0, 1200
                                            // The first episode (frames 0–1000) had 200 agent steps after the seed frames.
     assert_eq!(episodes[0]["train/num_updates"], first_episode_updates);
     // An episode with updates logs the agent's means (one without has none: tests/drqv2.rs).
@@ -346,9 +347,9 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
         serde_json::from_str(&std::fs::read_to_string(whole.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["command"], "train");
     if objective {
-        // One line per update: 400 agent steps after the seed frames, each with N and the frame.
+        // One line per update: 300 agent steps after the seed frames, each with N and the frame.
         let aux = aux_lines(&whole);
-        assert_eq!(aux.len(), 400);
+        assert_eq!(aux.len(), 300);
         for (i, line) in aux.iter().enumerate() {
             assert_eq!(line["step"], i as u64 + 1);
             assert_eq!(line["train/frame"], 600 + 2 * i as u64);

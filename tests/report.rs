@@ -1644,7 +1644,11 @@ fn a_family_of_primary_comparisons_is_decided_by_holms_step_down() {
     assert!(four.contains("### lfs − random\n\np = 0.0286 (all 70 splits"), "{four}");
     assert_eq!(four.matches("Holm-adjusted p = 0.0857.").count(), 2, "{four}");
     assert!(four.contains("Holm-adjusted p = 1.0000."), "{four}");
-    assert_eq!(four.matches("**Verdict: no difference between lfs and").count(), 3, "{four}");
+    assert_eq!(
+        four.matches("**Verdict: no difference between lfs and").count(),
+        3,
+        "{four}"
+    );
     let alone = primary_section(
         "family-alone",
         &encoders,
@@ -1660,8 +1664,14 @@ fn a_family_of_primary_comparisons_is_decided_by_holms_step_down() {
     let five = primary_section("family-five", &encoders, &tasks, 5, family, None);
     assert!(five.contains("p = 0.0079 (all 252 splits"), "{five}");
     assert_eq!(five.matches("Holm-adjusted p = 0.0238.").count(), 2, "{five}");
-    assert!(five.contains("**Verdict: lfs is better than random at this scale.**"), "{five}");
-    assert!(five.contains("**Verdict: lfs is better than atc at this scale.**"), "{five}");
+    assert!(
+        five.contains("**Verdict: lfs is better than random at this scale.**"),
+        "{five}"
+    );
+    assert!(
+        five.contains("**Verdict: lfs is better than atc at this scale.**"),
+        "{five}"
+    );
     assert!(
         five.contains("**Verdict: no difference between lfs and curl detected at this scale.**"),
         "{five}"
@@ -1674,7 +1684,10 @@ fn a_family_of_primary_comparisons_is_decided_by_holms_step_down() {
         "a = \"lfs\"\nb = [\"random\", \"atc\"]\naggregate = \"iqm\"",
         None,
     );
-    assert!(runs.contains("suite.toml") && runs.contains("it needs unit = \"seed\""), "{runs}");
+    assert!(
+        runs.contains("suite.toml") && runs.contains("it needs unit = \"seed\""),
+        "{runs}"
+    );
 }
 
 /// Study 2's secondary comparisons (eval/study/probe_runs.py) against the report's permutation

@@ -147,7 +147,12 @@ fn verdict_of(p_value: f64, alpha: f64, difference: f64) -> Verdict {
 }
 
 /// `declared.a` against `b` alone.
-fn decide_one(declared: &PrimaryComparison, b: &str, scores: &BudgetScores, bootstrap: &BootstrapConfig) -> PrimaryVerdict {
+fn decide_one(
+    declared: &PrimaryComparison,
+    b: &str,
+    scores: &BudgetScores,
+    bootstrap: &BootstrapConfig,
+) -> PrimaryVerdict {
     let find = |name: &str| scores.methods.iter().find(|m| m.method == name);
     let empty = MethodScores::empty("");
     let (a, b_scores) = (find(&declared.a).unwrap_or(&empty), find(b).unwrap_or(&empty));
