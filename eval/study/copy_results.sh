@@ -9,7 +9,7 @@ shopt -s nullglob  # a study without cells yet copies none
 DIR=$1
 OUT=$2
 mkdir -p "$OUT/cells" "$OUT/pretrain"
-cp "$DIR/stages.tsv" "$OUT/"
+[ -f "$DIR/stages.tsv" ] && cp "$DIR/stages.tsv" "$OUT/"  # study 4 keeps a clock instead
 [ -f "$DIR/dataset/meta/info.json" ] && cp "$DIR/dataset/meta/info.json" "$OUT/dataset_info.json"
 [ -d "$DIR/report" ] && rm -rf "$OUT/report" && cp -r "$DIR/report" "$OUT/report"
 for cell in "$DIR"/suite/cells/*/; do

@@ -41,10 +41,12 @@ else
     printf 'sha256\tcommit\tpath\trecorded_utc\n%s\t%s\t%s\t%s\n' "$sha" "$LFS_COMMIT" "$LFS" "$(date -u +%FT%TZ)" > "$RESULTS/binary.tsv"
 fi
 
-commit() {  # commit MESSAGE: commit results/study-4 alone; one committer at a time
-    [ "${STUDY4_COMMIT:-1}" = 1 ] || return 0
+commit() {  # commit MESSAGE: copy the done cells' small files and commit results/study-4
+    # alone; one copier and committer at a time
     (
         flock 9
+        eval/study/copy_results.sh "$DIR" "$RESULTS" > /dev/null
+        [ "${STUDY4_COMMIT:-1}" = 1 ] || exit 0
         for _ in 1 2 3 4 5; do git add "$RESULTS" 2>/dev/null && break; sleep 3; done
         for _ in 1 2 3 4 5; do
             git diff --cached --quiet -- "$RESULTS" && break
@@ -94,11 +96,10 @@ run_cell() {  # run_cell INDEX: one attempt at one cell, clocked, then its files
     wait "$heart" 2>/dev/null || true
     if [ "$rc" = 0 ]; then beat 1; else beat "failed-$rc"; fi
     local name; name=$(basename "$(ls -d "$DIR"/suite/cells/"$(printf %03d "$i")"-* 2>/dev/null | head -1)")
+    # The cell's files are copied by commit (eval/study/copy_results.sh, done cells only); the
+    # suite's output of this attempt goes beside them.
     if [ -n "$name" ] && grep -q '"state": "done"' "$DIR/suite/cells/$name/cell.json" 2>/dev/null; then
         mkdir -p "$RESULTS/cells/$name"
-        for f in cell.json run.json config.resolved.toml eval.csv train.jsonl log.txt; do
-            [ -f "$DIR/suite/cells/$name/$f" ] && cp "$DIR/suite/cells/$name/$f" "$RESULTS/cells/$name/"
-        done
         cp "$DIR/cell-$i.log" "$RESULTS/cells/$name/suite-run.log"
     fi
     commit "cell $i ($name): exit $rc, clock $(clock_hours) h"

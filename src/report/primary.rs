@@ -146,18 +146,16 @@ fn verdict_of(p_value: f64, alpha: f64, difference: f64) -> Verdict {
     }
 }
 
-/// `declared.a` against `b` alone.
+/// `declared.a` against `b_name` alone.
 fn decide_one(
     declared: &PrimaryComparison,
-    b: &str,
+    b_name: &str,
     scores: &BudgetScores,
     bootstrap: &BootstrapConfig,
 ) -> PrimaryVerdict {
     let find = |name: &str| scores.methods.iter().find(|m| m.method == name);
     let empty = MethodScores::empty("");
-    let (a, b_scores) = (find(&declared.a).unwrap_or(&empty), find(b).unwrap_or(&empty));
-    let b_name = b;
-    let b = b_scores;
+    let (a, b) = (find(&declared.a).unwrap_or(&empty), find(b_name).unwrap_or(&empty));
     let normalised_tasks =
         |m: &MethodScores| -> BTreeSet<Task> { m.tasks().filter(|t| m.normalised(*t).is_some()).collect() };
     let tasks: Vec<Task> = normalised_tasks(a)
@@ -241,17 +239,18 @@ fn decide_one(
 pub fn markdown(verdicts: &[PrimaryVerdict]) -> String {
     let mut md = String::from("## Pre-registered primary comparison\n\n");
     if let [first, ..] = verdicts {
-        md.push_str(&declaration(first, verdicts.len()));
+        md.push_str(&declaration(first));
     }
     for v in verdicts {
-        md.push_str(&comparison(v, verdicts.len() > 1));
+        md.push_str(&comparison(v));
     }
     md
 }
 
 /// What was declared, and its rule, for `a` against the first `b` (and the family's Holm rule).
-fn declaration(v: &PrimaryVerdict, family: usize) -> String {
+fn declaration(v: &PrimaryVerdict) -> String {
     let p = &v.declared;
+    let family = p.b.len();
     let agg = aggregate_of(p.aggregate).name();
     // In a family the rule is stated once, for each of its methods.
     let b = if family > 1 { "the other method" } else { v.b.as_str() };
@@ -295,12 +294,12 @@ fn declaration(v: &PrimaryVerdict, family: usize) -> String {
     )
 }
 
-/// One comparison's test, difference and verdict.
-fn comparison(v: &PrimaryVerdict, in_family: bool) -> String {
+/// One comparison's test, difference and verdict (under a heading of its own in a family).
+fn comparison(v: &PrimaryVerdict) -> String {
     let p = &v.declared;
     let tasks: Vec<String> = v.tasks.iter().map(ToString::to_string).collect();
     let mut md = String::new();
-    if in_family {
+    if p.b.len() > 1 {
         md.push_str(&format!("### {} − {}\n\n", p.a, v.b));
     }
     if let Some(t) = &v.seed_test {
