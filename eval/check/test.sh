@@ -14,6 +14,9 @@ CARGO=${CARGO:-cargo}
 BUDGET=${TEST_BUDGET_SECONDS:-3300}
 mkdir -p runs
 "$CARGO" test --release --locked --doc -- "$@"
+# The examples, which tests run as programs (tests/device.rs runs examples/device_check): a plain
+# `cargo test` builds them, one given --lib --bins --tests does not.
+"$CARGO" build --release --locked --examples
 "$CARGO" test --release --locked --lib --bins --tests \
     --config "target.'cfg(all())'.runner = ['env', 'RUSTC_BOOTSTRAP=1']" \
     -- -Z unstable-options --format json --report-time "$@" \
