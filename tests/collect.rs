@@ -3,13 +3,15 @@
 //!
 //! The recording tests run real dm_control (`make setup`), a handful of frames each.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 
 use crate::common::python;
-use lfs::collect::{self, episode_paths, read_sidecar, CollectConfig, CollectEvent};
+use lfs::collect::{self, episode_paths, read_sidecar, CollectConfig, CollectEvent, CollectFormat};
 use lfs::env::{DmcConfig, DmcEnv, Env, RenderQuality, Task, FRAME_BYTES};
+use lfs::shards::Dataset;
 
 /// Decodes a video to (n, 84, 84, 3) RGB with the ffmpeg command line, independently of lfs.
 fn decode_rgb(video: &Path) -> Vec<Vec<u8>> {
@@ -35,6 +37,7 @@ fn config(out_dir: &Path, episodes: usize, max_frames: usize) -> CollectConfig {
         episodes,
         max_frames,
         out_dir: out_dir.to_path_buf(),
+        format: CollectFormat::Videos,
         workers: 2,
         seed: 7,
         action_repeat: 2,
@@ -324,4 +327,126 @@ fn a_second_collect_into_the_same_folder_is_refused() {
     assert!(first.try_wait().unwrap().is_none(), "the first collect died");
     first.kill().unwrap();
     first.wait().unwrap();
+}
+
+/// `lfs collect --dataset` makes what `lfs collect --out` then `lfs ingest` make (issue 75): per
+/// (task, episode) the same frames (the video path is lossless), state rows, rewards, render
+/// quality and sidecar (but its `codec`: no video), the same tasks and state names. A second run
+/// with more episodes records only the new ones; one at another render quality is refused by
+/// name and leaves the dataset as it was. Runs the `lfs` binary, as a user does.
+#[test]
+fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (videos, ingested, direct) = (
+        dir.path().join("videos"),
+        dir.path().join("ingested"),
+        dir.path().join("direct"),
+    );
+    let lfs = |args: &[&str], out: (&str, &Path), episodes: &str, quality: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_lfs"))
+            .args(args)
+            .args([
+                "--tasks",
+                "cartpole_swingup,walker_run",
+                "--frames",
+                "5",
+                "--seed",
+                "11",
+            ])
+            .args(["--episodes", episodes, "--render-quality", quality, "--workers", "2"])
+            .arg("--python")
+            .arg(python())
+            .arg(out.0)
+            .arg(out.1)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), said)
+    };
+    let (ok, said) = lfs(&["collect"], ("--out", &videos), "2", "fast");
+    assert!(ok, "{said}");
+    let out = Command::new(env!("CARGO_BIN_EXE_lfs"))
+        .arg("ingest")
+        .arg(&videos)
+        .arg("--out")
+        .arg(&ingested)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (ok, said) = lfs(&["collect"], ("--dataset", &direct), "2", "fast");
+    assert!(ok, "{said}");
+    assert!(said.contains("wrote 4 episode(s)"), "{said}");
+
+    // Each dataset's episodes by (task, episode): the record's sidecar and the loaded episode.
+    let by_episode = |root: &Path| {
+        let ds = Dataset::open(root).unwrap();
+        let mut episodes = BTreeMap::new();
+        for record in &ds.episodes {
+            let mut sidecar: serde_json::Value = serde_json::from_str(record.sidecar.as_deref().unwrap()).unwrap();
+            let codec = sidecar.as_object_mut().unwrap().remove("codec").unwrap();
+            let key = (
+                sidecar["task"].as_str().unwrap().to_string(),
+                sidecar["episode"].as_u64().unwrap(),
+            );
+            let episode = ds.load_episode(record).unwrap();
+            episodes.insert(key, (sidecar, codec, episode, record.length));
+        }
+        (ds, episodes)
+    };
+    let (a, from_videos) = by_episode(&ingested);
+    let (b, straight) = by_episode(&direct);
+    assert_eq!(from_videos.len(), 4);
+    assert_eq!(
+        from_videos.keys().collect::<Vec<_>>(),
+        straight.keys().collect::<Vec<_>>()
+    );
+    for (key, (sidecar, codec, episode, length)) in &from_videos {
+        let (sidecar2, codec2, episode2, length2) = &straight[key];
+        assert_eq!(sidecar, sidecar2, "{key:?}: sidecar");
+        assert_eq!(
+            (codec.as_str(), codec2.as_str()),
+            (Some("ffv1"), Some(collect::NO_VIDEO))
+        );
+        assert_eq!((length, episode.num_frames), (length2, episode2.num_frames), "{key:?}");
+        assert_eq!(episode.num_frames, 5, "{key:?}");
+        assert!(episode.frames == episode2.frames, "{key:?}: frames differ");
+        assert_eq!(episode.task, episode2.task);
+        assert_eq!(episode.render_quality, Some(RenderQuality::Fast));
+        assert_eq!(episode.render_quality, episode2.render_quality);
+        let (s, s2) = (episode.state.as_ref().unwrap(), episode2.state.as_ref().unwrap());
+        assert_eq!((&s.names, &s.values), (&s2.names, &s2.values), "{key:?}: state");
+        let bits = |r: &Option<Vec<f32>>| r.as_ref().unwrap().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&episode.rewards), bits(&episode2.rewards), "{key:?}: rewards");
+    }
+    let mut tasks = (a.tasks.clone(), b.tasks.clone());
+    tasks.0.sort();
+    tasks.1.sort();
+    assert_eq!(tasks.0, tasks.1);
+    for task in ["cartpole_swingup", "walker_run"] {
+        assert_eq!(a.state_names(task), b.state_names(task), "{task}");
+        assert!(b.state_names(task).is_some_and(|n| !n.is_empty()), "{task}");
+    }
+
+    // A second run with a third episode per task records only those two.
+    let (ok, said) = lfs(&["collect"], ("--dataset", &direct), "3", "fast");
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("wrote 2 episode(s)") && said.contains("kept 4 complete"),
+        "{said}"
+    );
+    assert_eq!(Dataset::open(&direct).unwrap().episodes.len(), 6);
+    // Another render quality into the same dataset: refused by name, nothing added.
+    let (ok, said) = lfs(&["collect"], ("--dataset", &direct), "4", "default");
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&direct.display().to_string())
+            && said.contains("render quality fast")
+            && said.contains("another --dataset"),
+        "{said}"
+    );
+    assert_eq!(Dataset::open(&direct).unwrap().episodes.len(), 6);
 }

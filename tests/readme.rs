@@ -1,7 +1,8 @@
 //! The commands of the README and of the guide (docs/guide/*.md), and `make help`'s targets, run
 //! as a new user runs them (issues 27, 56): each command exactly as written, with only budget
 //! flags appended (`--set`, a later `--episodes` replacing an earlier one, or a Makefile variable
-//! the Makefile documents), in a fresh folder that sees the checkout's files but has no `runs/`
+//! the Makefile documents) and, where the walk does not check what a run renders, the cost flag
+//! of fast rendering (issue 77), in a fresh folder that sees the checkout's files but has no `runs/`
 //! and no `videos/` of its own. A command a page gains, or a target `make help` gains, fails the
 //! first test until this file says how it is walked or why it is not; a step no page shows any
 //! more fails it too.
@@ -52,25 +53,51 @@ const fn skip(written: &'static str, why: &'static str) -> Step {
 }
 
 /// SAC at a tiny budget: 600 frames, updates from 400, evaluations (one episode) at 0 and 600.
-const SAC_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
-     --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
-     --set agent.feature_dim=8 --set agent.batch_size=16";
+macro_rules! sac_budget {
+    () => {
+        "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
+         --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
+         --set agent.feature_dim=8 --set agent.batch_size=16"
+    };
+}
 /// `lfs train` at the same budget, with a small objective head.
-const TRAIN_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
-     --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
-     --set agent.feature_dim=8 --set aux.model.num_prototypes=32 --set aux.model.predictor_hidden_dim=64";
+macro_rules! train_budget {
+    () => {
+        "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
+         --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
+         --set agent.feature_dim=8 --set aux.model.num_prototypes=32 --set aux.model.predictor_hidden_dim=64"
+    };
+}
+/// A run's cost flag beside its budget: fast rendering (no shadow map, no multisampling), ~4x
+/// cheaper on a CPU's software renderer, where the evaluation episodes (two whole episodes
+/// against 600 training frames) are most of a tiny run's time. For a run that is not where the
+/// walk checks the render quality; one with a pre-trained encoder also says the mismatch is
+/// meant.
+macro_rules! render_fast {
+    () => {
+        " --set env.render_quality=fast --allow-render-quality-mismatch"
+    };
+}
+const SAC_BUDGET: &str = sac_budget!();
+const SAC_BUDGET_FAST: &str = concat!(sac_budget!(), render_fast!());
+const TRAIN_BUDGET_FAST: &str = concat!(train_budget!(), render_fast!());
 
 /// DrQ-v2 end to end at the same budget (updates every 2 agent steps from 400 frames).
-const DRQV2_BUDGET: &str = "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
+const DRQV2_BUDGET_FAST: &str = concat!(
+    "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
      --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
-     --set agent.feature_dim=8";
+     --set agent.feature_dim=8",
+    render_fast!()
+);
 
-/// `lfs explore` at a few hundred frames per domain (reach_duplo's episodes end at 250).
-const EXPLORE_BUDGET: &str = "--set run.num_train_frames=500 --set run.num_seed_frames=250";
+/// `lfs explore` at a few hundred frames per domain: updates from frame 200 to 300 (reach_duplo's
+/// episodes end at 250), at the config's render quality (the guide probes the encoder on a
+/// default-quality probe set).
+const EXPLORE_BUDGET: &str = "--set run.num_train_frames=300 --set run.num_seed_frames=200";
 
-/// The paper's exploration configs at the same budget, with a small batch.
-const EXPLORE_PAPER_BUDGET: &str = "--set run.num_train_frames=500 --set run.num_seed_frames=250 \
-     --set agent.batch_size=16";
+/// The paper's exploration configs at the same budget, with a small batch, rendered fast.
+const EXPLORE_PAPER_BUDGET: &str = "--set run.num_train_frames=300 --set run.num_seed_frames=200 \
+     --set agent.batch_size=16 --set env.render_quality=fast";
 
 /// The walk, in the order a user meets it: the default job, the Makefile's stages, then the
 /// README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the report,
@@ -106,8 +133,10 @@ const STEPS: &[Step] = &[
         "make upstream-drqv2",
         "upstream DrQ-v2's own train.py on the CPU: hours per seed, and its own Python packages",
     ),
-    skip("make suite-tiny", ".ci/run runs it after the tests"),
-    skip("make suite", "its default suite is make suite-tiny's, which .ci/run runs"),
+    // The tiny suite (8 cells) and its report into runs/suite-tiny, once: the guide's `lfs suite
+    // run eval/suites/tiny.toml --out runs/suite-tiny` below then finds every cell done.
+    run("make suite", ""),
+    run("make suite-tiny", "SET='--set run.num_updates=100'"),
     skip(
         "make build-cuda",
         "1.2 GB of CUDA wheels and a 30-minute second build; measured by hand (BENCHMARKS.md)",
@@ -138,6 +167,10 @@ const STEPS: &[Step] = &[
         "--episodes 1",
     ),
     run("target/release/lfs ingest videos/ --out runs/paper/dataset", ""),
+    run(
+        "target/release/lfs collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --video-frames 250 --dataset runs/paper-direct/dataset",
+        "--episodes 1 --video-frames 20",
+    ),
     run("target/release/lfs inspect runs/paper/dataset --contact-sheet sheet.png", ""),
     run(
         "target/release/lfs pretrain --config pipelines/mini.toml --set 'data.datasets=[\"runs/paper/dataset\"]' --out-dir runs/paper",
@@ -161,11 +194,11 @@ const STEPS: &[Step] = &[
     ),
     run(
         "target/release/lfs train --config pipelines/e2e/tiny.toml --task walker_stand --seed 1 --out-dir runs/train/walker_stand/1",
-        TRAIN_BUDGET,
+        TRAIN_BUDGET_FAST,
     ),
     run(
         "target/release/lfs train --config pipelines/drqv2/tiny.toml --task cartpole_swingup --seed 1 --out-dir runs/drqv2/cartpole_swingup/1",
-        DRQV2_BUDGET,
+        DRQV2_BUDGET_FAST,
     ),
     Step {
         written: "target/release/lfs suite run eval/suites/mini.toml --out runs/suite-mini",
@@ -238,12 +271,12 @@ const STEPS: &[Step] = &[
     // docs/guide/eval.md
     run(
         "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/mine/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/mine/cartpole_swingup/1",
-        SAC_BUDGET,
+        SAC_BUDGET_FAST,
     ),
     // docs/guide/train.md (its LFS and DrQ-v2 commands are the README's, walked above)
     run(
         "target/release/lfs train --config pipelines/e2e/tiny.toml --init-encoder runs/mine/encoder.safetensors --task walker_stand --seed 1 --out-dir runs/train/mine-init/walker_stand/1",
-        TRAIN_BUDGET,
+        TRAIN_BUDGET_FAST,
     ),
     // docs/guide/probe.md: a probe set at the sample's render quality, as make probe-set's above.
     run(
@@ -282,7 +315,7 @@ const STEPS: &[Step] = &[
     ),
     run(
         "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/explore/proto-tiny/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/proto-tiny/cartpole_swingup/1",
-        SAC_BUDGET,
+        SAC_BUDGET_FAST,
     ),
     // docs/guide/suites.md: the tiny suite is its own budget (8 cells of 1000 frames).
     run("target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny", ""),
@@ -350,7 +383,7 @@ const TRAIN_MAKE_SET: &str = concat!(
     "SET='--set run.num_train_frames=600 --set run.num_seed_frames=400 ",
     "--set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 ",
     "--set agent.feature_dim=8 --set aux.model.num_prototypes=32 ",
-    "--set aux.model.predictor_hidden_dim=64'"
+    "--set aux.model.predictor_hidden_dim=64 --set env.render_quality=fast'"
 );
 
 /// The pages whose shell blocks are walked: the README, then the guide's pages by name.
@@ -687,6 +720,11 @@ fn check_after(dir: &Path, written: &str) {
                 let n = std::fs::read_dir(dir.join("videos").join(task)).unwrap().count();
                 assert!(n >= 2, "videos/{task}: a video and its sidecar, found {n} files");
             }
+        }
+        "target/release/lfs collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --video-frames 250 --dataset runs/paper-direct/dataset" => {
+            let ds = lfs::shards::Dataset::open(&runs.join("paper-direct/dataset")).unwrap();
+            assert_eq!((ds.episodes.len(), ds.tasks.len()), (3, 3), "{:?}", ds.tasks);
+            assert!(ds.episodes.iter().all(|e| e.length == 20), "{:?}", ds.episodes);
         }
         "make probe" => {
             let report = json(&runs.join("probe/random-1.json"));

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 
-use lfs::collect::{self, CollectConfig, CollectEvent};
+use lfs::collect::{self, CollectConfig, CollectEvent, CollectFormat};
 use lfs::env::{default_python, RenderQuality, Task, DEFAULT_ACTION_REPEAT, PYTHON_ENV_VAR};
 
 #[derive(clap::Args)]
@@ -28,9 +28,14 @@ pub struct Args {
     /// "frames" of RL budgets (`lfs eval`) are env frames. `--frames` is an alias.
     #[arg(long = "video-frames", alias = "frames", default_value_t = 250)]
     pub frames: usize,
-    /// Output folder: `<out>/<task>/<episode>.mkv` plus a `.json` sidecar each.
+    /// Output folder: `<out>/<task>/<episode>.mkv` plus a `.json` sidecar each, for `lfs ingest`.
+    #[arg(long, required_unless_present = "dataset", conflicts_with = "dataset")]
+    pub out: Option<PathBuf>,
+    /// Write the episodes straight into this dataset (Parquet frame shards, as `lfs ingest`
+    /// makes of the videos, without FFmpeg) instead of videos; created, or extended by a second
+    /// run.
     #[arg(long)]
-    pub out: PathBuf,
+    pub dataset: Option<PathBuf>,
     /// Parallel dm_control worker processes (default: one per core).
     #[arg(long, short = 'j')]
     pub workers: Option<usize>,
@@ -112,7 +117,7 @@ impl Reporter {
                 task,
                 episode,
                 num_frames,
-                video,
+                written_to,
             } => {
                 self.done += 1;
                 match &self.bar {
@@ -121,7 +126,7 @@ impl Reporter {
                         "[{}/{}] {task} episode {episode}: {num_frames} frames -> {} ({:.1} frames/s)",
                         self.done,
                         self.episodes,
-                        video.display(),
+                        written_to.display(),
                         self.frames as f64 / self.start.elapsed().as_secs_f64().max(1e-9)
                     ),
                 }
@@ -142,22 +147,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(n) => n,
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     };
+    let (out_dir, format) = match (&args.out, &args.dataset) {
+        (_, Some(dataset)) => (dataset.clone(), CollectFormat::Dataset),
+        (Some(out), None) => (out.clone(), CollectFormat::Videos),
+        (None, None) => anyhow::bail!("give --out (videos) or --dataset"),
+    };
     let config = CollectConfig {
         tasks: args.tasks,
         episodes: args.episodes,
         max_frames: args.frames,
-        out_dir: args.out.clone(),
+        out_dir: out_dir.clone(),
+        format,
         workers,
         seed: args.seed,
         action_repeat: args.action_repeat,
         render_quality: args.render_quality,
         python: args.python.unwrap_or_else(default_python),
     };
+    let what = match format {
+        CollectFormat::Videos => "videos",
+        CollectFormat::Dataset => "a dataset",
+    };
     let mut reporter = Reporter::new();
     let summary = collect::collect(&config, &mut |e| reporter.event(e)).with_context(|| {
         format!(
-            "collecting videos into {} (python {}; set {PYTHON_ENV_VAR} or --python to change it)",
-            args.out.display(),
+            "collecting {} into {} (python {}; set {PYTHON_ENV_VAR} or --python to change it)",
+            what,
+            out_dir.display(),
             config.python.display()
         )
     })?;
@@ -166,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!(
         "collect: wrote {} episode(s), {} frames in {:.1} s ({:.1} frames/s, {} worker(s), render quality {}); kept {} \
-         complete episode(s); {} lost and redone, {} worker restart(s); videos in {}",
+         complete episode(s); {} lost and redone, {} worker restart(s); {what} in {}",
         summary.episodes_written,
         summary.frames_written,
         summary.seconds,
@@ -176,7 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         summary.episodes_kept,
         summary.episodes_lost,
         summary.worker_restarts,
-        args.out.display()
+        out_dir.display()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -1,27 +1,33 @@
 //! `lfs collect`: the paper's action-free demonstration videos (docs/design.md §8).
 //!
-//! A uniform random policy runs in parallel dm_control workers; every episode becomes one
-//! lossless video `out/<task>/<episode>.mkv` (the first folder level names the task, which is
-//! how `lfs ingest` labels them) and a sidecar `out/<task>/<episode>.json` with the seed,
-//! action repeat, render quality, actions, rewards and the physical state of every frame. Both
-//! are written to temporary names and renamed, the sidecar last, so an episode with a sidecar
-//! is complete: a second run keeps those and redoes the rest.
+//! A uniform random policy runs in parallel dm_control workers. Each finished episode goes to a
+//! [`Sink`]: by default ([`CollectFormat::Videos`], `videos.rs`) one lossless video
+//! `out/<task>/<episode>.mkv` (the first folder level names the task, which is how `lfs ingest`
+//! labels them) and a sidecar `out/<task>/<episode>.json` with the seed, action repeat, render
+//! quality, actions, rewards and the physical state of every frame, written to temporary names
+//! and renamed, the sidecar last, so an episode with a sidecar is complete; with `--dataset`
+//! ([`CollectFormat::Dataset`], `dataset.rs`) straight into a dataset of Parquet frame shards,
+//! as `lfs ingest` makes of those videos, without FFmpeg. Either way a second run keeps the
+//! complete episodes and redoes the rest.
 
+mod dataset;
 mod sidecar;
+mod videos;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-pub use sidecar::{read_sidecar, read_sidecar_beside, sidecar_path, EpisodeSidecar, FoundSidecar, SOURCE};
+pub use dataset::NO_VIDEO;
+pub use sidecar::{
+    parse_sidecar, read_sidecar, read_sidecar_beside, sidecar_path, EpisodeSidecar, FoundSidecar, SOURCE,
+};
+pub use videos::episode_paths;
 
 use crate::env::{DmcConfig, EnvCommand, EnvPool, EnvSpec, PoolReply, RenderQuality, Task, TimeStep, MAX_SEED};
-use crate::fsutil;
-use crate::video::{write_lossless_video, VIDEO_CODEC};
 use crate::{Error, Result};
 
 /// An episode is given up after this many lost attempts (worker crashes, PhysicsError).
@@ -36,7 +42,9 @@ pub struct CollectConfig {
     /// Frames per video at most, the reset frame included (an episode that ends sooner, like
     /// reach_duplo's 125 agent steps, gives a shorter video).
     pub max_frames: usize,
+    /// The video folder, or the dataset (`format`).
     pub out_dir: PathBuf,
+    pub format: CollectFormat,
     /// Worker processes running at once.
     pub workers: usize,
     /// Episode `i` is reset with seed `seed + i` (a redone episode: `seed + attempt * episodes +
@@ -46,6 +54,75 @@ pub struct CollectConfig {
     pub render_quality: RenderQuality,
     /// Python interpreter with python/requirements.txt installed.
     pub python: PathBuf,
+}
+
+/// What `lfs collect` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CollectFormat {
+    /// A lossless video and a sidecar per episode, for `lfs ingest` (`--out`).
+    Videos,
+    /// A dataset of Parquet frame shards, as `lfs ingest` makes of those videos (`--dataset`).
+    Dataset,
+}
+
+/// Where finished episodes go: a video folder ([`videos::VideoFolder`]) or a dataset
+/// ([`dataset::DatasetSink`]).
+trait Sink {
+    /// The episode was finished by an earlier run. One recorded with other settings (task,
+    /// action repeat, render quality, --video-frames, states) is an error naming it: one
+    /// folder or dataset must not mix them.
+    fn is_complete(&self, task: Task, episode: usize) -> Result<bool>;
+    /// The sidecar's `codec`: how the frames are stored.
+    fn codec(&self) -> &'static str;
+    /// Writes a finished episode, frames (84, 84, 3) RGB, the reset frame first; where to.
+    fn write(&mut self, sidecar: EpisodeSidecar, frames: Vec<Vec<u8>>) -> Result<PathBuf>;
+    /// Makes every written episode durable.
+    fn finish(self: Box<Self>) -> Result<()>;
+}
+
+fn open_sink(config: &CollectConfig) -> Result<Box<dyn Sink>> {
+    Ok(match config.format {
+        CollectFormat::Videos => Box::new(videos::VideoFolder::open(config)?),
+        CollectFormat::Dataset => Box::new(dataset::DatasetSink::open(config)?),
+    })
+}
+
+/// The settings of `config` an episode of `task` is recorded with, and those `sidecar` was
+/// recorded with, as words; an error naming `what` when they differ.
+fn check_settings(config: &CollectConfig, task: Task, sidecar: &EpisodeSidecar, what: &str) -> Result<()> {
+    let describe = |task: Task, repeat: u32, quality: RenderQuality, frames: usize, states: bool| {
+        let states = if states {
+            "per-frame states"
+        } else {
+            "no per-frame states"
+        };
+        format!("task {task}, action repeat {repeat}, render quality {quality}, --video-frames {frames}, {states}")
+    };
+    let ours = describe(
+        task,
+        config.action_repeat,
+        config.render_quality,
+        config.max_frames,
+        true,
+    );
+    let theirs = describe(
+        sidecar.task,
+        sidecar.action_repeat,
+        sidecar.render_quality,
+        sidecar.max_frames,
+        sidecar.has_states(),
+    );
+    if ours != theirs {
+        let (noun, other) = match config.format {
+            CollectFormat::Videos => ("folder", "--out folder"),
+            CollectFormat::Dataset => ("dataset", "--dataset"),
+        };
+        return Err(Error::Config(format!(
+            "{what} was recorded with {theirs}; this run asks for {ours}; one {noun} must not mix them: use \
+             another {other}"
+        )));
+    }
+    Ok(())
 }
 
 /// Progress reports, for a progress bar or a log.
@@ -59,12 +136,13 @@ pub enum CollectEvent {
     },
     /// New frames were recorded (all slots of one pool call).
     Frames(usize),
-    /// An episode's video and sidecar are in place.
+    /// An episode is written: its video and sidecar are in place, or it is in the dataset
+    /// (committed with the dataset's next commit).
     EpisodeDone {
         task: Task,
         episode: usize,
         num_frames: usize,
-        video: PathBuf,
+        written_to: PathBuf,
     },
     /// An episode was lost (the worker died or dm_control raised) and will be redone.
     EpisodeLost { task: Task, episode: usize, reason: String },
@@ -80,13 +158,6 @@ pub struct CollectSummary {
     pub episodes_lost: usize,
     pub worker_restarts: u32,
     pub seconds: f64,
-}
-
-/// Where episode `episode` of `task` lives: `out/<task>/<episode:05>.mkv` and its `.json`.
-pub fn episode_paths(out_dir: &Path, task: Task, episode: usize) -> (PathBuf, PathBuf) {
-    let video = out_dir.join(task.name()).join(format!("{episode:05}.mkv"));
-    let sidecar = sidecar_path(&video);
-    (video, sidecar)
 }
 
 /// One episode to record.
@@ -126,15 +197,14 @@ struct Recording {
 /// Records the videos `config` asks for, keeping complete ones from an earlier run.
 pub fn collect(config: &CollectConfig, on_event: &mut dyn FnMut(CollectEvent)) -> Result<CollectSummary> {
     validate(config)?;
-    std::fs::create_dir_all(&config.out_dir).map_err(|e| Error::checkpoint(&config.out_dir, e.to_string()))?;
-    let _claim = crate::fsutil::claim_dir(&config.out_dir, "collect")?;
+    let mut sink = open_sink(config)?;
     let start = Instant::now();
     let mut summary = CollectSummary::default();
     // Pending episodes per task; a slot keeps taking its own task's episodes.
     let mut queues: BTreeMap<Task, VecDeque<Job>> = BTreeMap::new();
     for &task in &config.tasks {
         for episode in 0..config.episodes {
-            if is_complete(config, task, episode)? {
+            if sink.is_complete(task, episode)? {
                 summary.episodes_kept += 1;
             } else {
                 queues.entry(task).or_default().push_back(Job {
@@ -165,11 +235,19 @@ pub fn collect(config: &CollectConfig, on_event: &mut dyn FnMut(CollectEvent)) -
             recordings,
             queues,
             summary,
+            sink,
         };
-        collector.run(on_event)?;
+        let ran = collector.run(on_event);
         summary = collector.summary;
         summary.worker_restarts = collector.pool.restarts();
+        sink = collector.sink;
+        if let Err(e) = ran {
+            // Keep what was written (a dataset commits its finished episodes) for the next run.
+            let _ = sink.finish();
+            return Err(e);
+        }
     }
+    sink.finish()?;
     summary.seconds = start.elapsed().as_secs_f64();
     Ok(summary)
 }
@@ -181,6 +259,7 @@ struct Collector<'a> {
     recordings: Vec<Option<Recording>>,
     queues: BTreeMap<Task, VecDeque<Job>>,
     summary: CollectSummary,
+    sink: Box<dyn Sink>,
 }
 
 impl Collector<'_> {
@@ -252,9 +331,18 @@ impl Collector<'_> {
         rec.ended = step.last;
         if step.last || rec.frames.len() >= self.config.max_frames {
             let rec = self.recordings[slot].take().expect("checked above");
-            let frames = finish_episode(self.config, self.pool.spec(slot), rec, on_event)?;
+            let (task, episode) = (rec.job.task, rec.job.episode);
+            let (sidecar, frames) = sidecar_of(self.config, self.pool.spec(slot), rec, self.sink.codec());
+            let num_frames = sidecar.num_frames;
+            let written_to = self.sink.write(sidecar, frames)?;
+            on_event(CollectEvent::EpisodeDone {
+                task,
+                episode,
+                num_frames,
+                written_to,
+            });
             self.summary.episodes_written += 1;
-            self.summary.frames_written += frames;
+            self.summary.frames_written += num_frames;
         }
         Ok(())
     }
@@ -333,22 +421,8 @@ fn next_job(queues: &mut BTreeMap<Task, VecDeque<Job>>, current: Task) -> Option
     queues.get_mut(&busiest).and_then(VecDeque::pop_front)
 }
 
-/// Writes the video, then the sidecar (its presence marks the episode complete).
-fn finish_episode(
-    config: &CollectConfig,
-    spec: &EnvSpec,
-    rec: Recording,
-    on_event: &mut dyn FnMut(CollectEvent),
-) -> Result<usize> {
-    let (video, sidecar_path) = episode_paths(&config.out_dir, rec.job.task, rec.job.episode);
-    fsutil::ensure_parent(&video)?;
-    let tmp = fsutil::temp_path(&video);
-    let written = write_lossless_video(&tmp, &rec.frames, spec.agent_timestep())
-        .and_then(|()| fsutil::commit_temp(&tmp, &video).map_err(Error::from));
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
+/// A finished recording as its sidecar and frames.
+fn sidecar_of(config: &CollectConfig, spec: &EnvSpec, rec: Recording, codec: &str) -> (EpisodeSidecar, Vec<Vec<u8>>) {
     let sidecar = EpisodeSidecar {
         task: rec.job.task,
         seed: rec.seed,
@@ -364,134 +438,11 @@ fn finish_episode(
         max_frames: config.max_frames,
         episode_ended: rec.ended,
         frame_seconds: spec.agent_timestep(),
-        codec: VIDEO_CODEC.to_string(),
+        codec: codec.to_string(),
         mujoco: spec.mujoco.clone(),
         dm_control: spec.dm_control.clone(),
         state_names: spec.state_names.clone(),
         states: rec.states,
     };
-    sidecar.write(&sidecar_path)?;
-    on_event(CollectEvent::EpisodeDone {
-        task: rec.job.task,
-        episode: rec.job.episode,
-        num_frames: sidecar.num_frames,
-        video,
-    });
-    Ok(sidecar.num_frames)
-}
-
-/// An episode from an earlier run counts as done when its sidecar and video exist. A sidecar
-/// recorded with other settings, or without the per-frame states this version records (an
-/// older lfs), is an error: one folder must not mix them.
-fn is_complete(config: &CollectConfig, task: Task, episode: usize) -> Result<bool> {
-    let (video, sidecar_path) = episode_paths(&config.out_dir, task, episode);
-    if !sidecar_path.exists() || !video.exists() {
-        return Ok(false);
-    }
-    let sidecar = read_sidecar(&sidecar_path)?;
-    let describe = |task: Task, repeat: u32, quality: RenderQuality, frames: usize, states: bool| {
-        let states = if states {
-            "per-frame states"
-        } else {
-            "no per-frame states"
-        };
-        format!("task {task}, action repeat {repeat}, render quality {quality}, --video-frames {frames}, {states}")
-    };
-    let ours = describe(
-        task,
-        config.action_repeat,
-        config.render_quality,
-        config.max_frames,
-        true,
-    );
-    let theirs = describe(
-        sidecar.task,
-        sidecar.action_repeat,
-        sidecar.render_quality,
-        sidecar.max_frames,
-        sidecar.has_states(),
-    );
-    if ours != theirs {
-        return Err(Error::Config(format!(
-            "{} was recorded with {theirs}; this run asks for {ours}; one folder must not mix them: use \
-             another --out folder",
-            sidecar_path.display()
-        )));
-    }
-    Ok(true)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config(out_dir: &Path) -> CollectConfig {
-        CollectConfig {
-            tasks: vec![Task::CartpoleSwingup],
-            episodes: 1,
-            max_frames: 2,
-            out_dir: out_dir.to_path_buf(),
-            workers: 1,
-            seed: 0,
-            action_repeat: 2,
-            render_quality: RenderQuality::Fast,
-            python: PathBuf::from("python"),
-        }
-    }
-
-    /// A two-frame cartpole sidecar as this version writes it.
-    fn sidecar() -> EpisodeSidecar {
-        EpisodeSidecar {
-            task: Task::CartpoleSwingup,
-            seed: 0,
-            action_repeat: 2,
-            render_quality: RenderQuality::Fast,
-            camera: "0".into(),
-            num_frames: 2,
-            actions: vec![vec![0.5]],
-            rewards: vec![0.1],
-            source: SOURCE.into(),
-            lfs_version: env!("CARGO_PKG_VERSION").into(),
-            episode: 0,
-            max_frames: 2,
-            episode_ended: false,
-            frame_seconds: 0.02,
-            codec: VIDEO_CODEC.into(),
-            mujoco: "3.17.0".into(),
-            dm_control: "1.0.50".into(),
-            state_names: vec!["position[0]".into(), "velocity[0]".into()],
-            states: vec![vec![0.0, 1.0], vec![0.25, -0.5]],
-        }
-    }
-
-    /// A sidecar with states is resumed into; one an older lfs wrote (no `state_names`, no
-    /// `states`) still reads, but a run that records states refuses its folder by name.
-    #[test]
-    fn older_sidecar_without_states_reads_but_is_not_resumed_into() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let cfg = config(dir.path());
-        let (video, sidecar_path) = episode_paths(dir.path(), Task::CartpoleSwingup, 0);
-        fsutil::ensure_parent(&video).expect("task folder");
-        fs::write(&video, b"video").expect("write video");
-        sidecar().write(&sidecar_path).expect("write sidecar");
-        assert!(read_sidecar(&sidecar_path).expect("readable").has_states());
-        assert!(is_complete(&cfg, Task::CartpoleSwingup, 0).expect("resumable"));
-
-        let mut older = serde_json::to_value(sidecar()).expect("to json");
-        let fields = older.as_object_mut().expect("an object");
-        fields.remove("state_names");
-        fields.remove("states");
-        fs::write(&sidecar_path, serde_json::to_vec(&older).expect("json")).expect("write sidecar");
-        let read = read_sidecar(&sidecar_path).expect("an older sidecar still reads");
-        assert!(read.state_names.is_empty() && read.states.is_empty() && !read.has_states());
-        let err = is_complete(&cfg, Task::CartpoleSwingup, 0)
-            .expect_err("refused")
-            .to_string();
-        assert!(
-            err.contains(&sidecar_path.display().to_string())
-                && err.contains("no per-frame states")
-                && err.contains("another --out"),
-            "{err}"
-        );
-    }
+    (sidecar, rec.frames)
 }

@@ -65,11 +65,16 @@ impl EpisodeSidecar {
             && self.states.iter().all(|row| row.len() == self.state_names.len())
     }
 
+    /// The sidecar's text: JSON and a newline, as its file holds it.
+    pub fn to_json(&self) -> Result<String> {
+        let mut json = serde_json::to_string(self)?;
+        json.push('\n');
+        Ok(json)
+    }
+
     /// Writes the sidecar to `path` atomically (its presence marks the episode complete).
     pub fn write(&self, path: &Path) -> Result<()> {
-        let mut json = serde_json::to_vec(self)?;
-        json.push(b'\n');
-        fsutil::write_bytes_atomic(path, &json)?;
+        fsutil::write_bytes_atomic(path, self.to_json()?.as_bytes())?;
         Ok(())
     }
 }
@@ -115,6 +120,12 @@ pub fn read_sidecar_beside(video: &Path) -> Result<Option<FoundSidecar>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::decode(path, format!("cannot read sidecar: {e}"))),
     };
+    parse_sidecar(json, path).map(Some)
+}
+
+/// A sidecar's text as [`read_sidecar_beside`] takes it, `path` naming it in errors (`lfs collect
+/// --dataset` stores its sidecars through this too, so both paths store the same facts).
+pub fn parse_sidecar(json: String, path: PathBuf) -> Result<FoundSidecar> {
     let value: serde_json::Value =
         serde_json::from_str(&json).map_err(|e| Error::decode(&path, format!("sidecar is not valid JSON: {e}")))?;
     let field = value.get("render_quality").unwrap_or(&serde_json::Value::Null);
@@ -149,13 +160,13 @@ pub fn read_sidecar_beside(video: &Path) -> Result<Option<FoundSidecar>> {
         .map(|r| rewards_f32(&r))
         .transpose()
         .map_err(|e| Error::decode(&path, e))?;
-    Ok(Some(FoundSidecar {
+    Ok(FoundSidecar {
         json,
         render_quality,
         path,
         state,
         rewards,
-    }))
+    })
 }
 
 #[cfg(test)]
