@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The paper's pre-training in one GPU lease (issue 75): the paper's dataset collected straight
+# into Parquet frame shards (`lfs collect --dataset`: no FFmpeg, which a lent machine lacks),
+# `lfs pretrain --config pipelines/paper.toml` on it (frames resident on the GPU), the export,
+# a contact sheet, and the run's small files under $OUT with each stage's seconds.
+#
+#   eval/gpu/paper-pretrain.sh [LFS]        (LFS: default target/release/lfs)
+#
+# Every stage resumes: run the same command again (a second command of the device tool on the
+# same warm machine, or after an interruption) and it goes on where the first stopped. The
+# pre-training stage stops at PP_PRETRAIN_SECONDS (a run killed then resumes from its last
+# checkpoint, every 1,000 updates), so that one command fits the device tool's 10 minutes.
+#
+# Sizes (the paper's by default) and where:
+#   PP_DEVICE (cuda), PP_EPISODES (320 per task), PP_FRAMES (250 per episode), PP_UPDATES
+#   (60000), PP_BATCH (512), PP_WORKERS (one dm_control worker per core), PP_RENDER (default),
+#   PP_PRETRAIN_SECONDS (480), PP_WORK (runs/paper-pretrain: the dataset and the run, kept
+#   between commands), OUT (paper-pretrain-out).
+# Dry run on the CPU at tiny sizes (the same stages; results/paper-pretrain-dry-2026-11-28):
+#   PP_DEVICE=cpu PP_EPISODES=2 PP_FRAMES=20 PP_UPDATES=4 PP_BATCH=16 \
+#     OUT=results/paper-pretrain-dry-2026-11-28 eval/gpu/paper-pretrain.sh
+# On a GPU machine the environment is the caller's: LD_LIBRARY_PATH with the CUDA libraries,
+# LFS_PYTHON with dm_control, MUJOCO_GL=egl (eval/gpu/gpu-e2e.sh sets them up from its carry).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LFS=${1:-target/release/lfs}
+DEVICE=${PP_DEVICE:-cuda}
+EPISODES=${PP_EPISODES:-320}
+FRAMES=${PP_FRAMES:-250}
+UPDATES=${PP_UPDATES:-60000}
+BATCH=${PP_BATCH:-512}
+WORKERS=${PP_WORKERS:-$(nproc)}
+RENDER=${PP_RENDER:-default}
+PRETRAIN_SECONDS=${PP_PRETRAIN_SECONDS:-480}
+WORK=${PP_WORK:-runs/paper-pretrain}
+OUT=${OUT:-paper-pretrain-out}
+export MUJOCO_GL=${MUJOCO_GL:-egl}
+DATASET=$WORK/dataset
+RUN=$WORK/run
+mkdir -p "$WORK" "$OUT"
+STAGES=$OUT/stages.tsv
+[ -f "$STAGES" ] || printf 'stage\tstarted_utc\tseconds\texit\n' > "$STAGES"
+
+stage() {  # stage NAME COMMAND...: runs it, its output to $OUT/NAME.log, a row in stages.tsv
+    local name=$1 start rc
+    shift
+    echo "== $name: $*"
+    start=$(date +%s)
+    set +e
+    "$@" >> "$OUT/$name.log" 2>&1
+    rc=$?
+    set -e
+    printf '%s\t%s\t%s\t%s\n' "$name" "$(date -u -d "@$start" +%FT%TZ)" "$(( $(date +%s) - start ))" "$rc" >> "$STAGES"
+    tail -n 3 "$OUT/$name.log"
+    return "$rc"
+}
+
+"$LFS" --version | tee "$OUT/version.txt"
+{
+    echo "device $DEVICE, $EPISODES episodes x $FRAMES frames per task, render $RENDER, $WORKERS workers"
+    echo "pretrain: pipelines/paper.toml, $UPDATES updates at batch $BATCH, at most $PRETRAIN_SECONDS s per command"
+    nproc
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    fi
+} | tee "$OUT/machine.txt"
+
+# 1. The paper's dataset: the three seen tasks, the uniform random policy, straight to shards.
+stage collect "$LFS" collect --tasks reach_duplo,walker_run,cartpole_swingup \
+    --episodes "$EPISODES" --video-frames "$FRAMES" --render-quality "$RENDER" \
+    --workers "$WORKERS" --dataset "$DATASET"
+
+# 2. Pre-training, bounded per command; a second command resumes from the last checkpoint.
+set +e
+stage pretrain timeout --signal=KILL "$PRETRAIN_SECONDS" "$LFS" pretrain --config pipelines/paper.toml \
+    --set "data.datasets=[\"$DATASET\"]" --set run.num_updates="$UPDATES" --set run.batch_size="$BATCH" \
+    --device "$DEVICE" --out-dir "$RUN"
+pretrained=$?
+set -e
+cp "$RUN/metrics.jsonl" "$RUN/summary.json" "$RUN/config.resolved.toml" "$OUT/" 2>/dev/null || true
+if [ "$pretrained" -ne 0 ]; then
+    last=$(tail -n 1 "$RUN/metrics.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' || echo '"step":0')
+    echo "pretrain stopped (exit $pretrained) at ${last#*:} of $UPDATES updates (its last logged step; a run resumes from its last checkpoint): run this command again to go on"
+    exit 0
+fi
+
+# 3. The export, and what the encoder saw.
+stage export "$LFS" export "$RUN/checkpoint.safetensors" --out "$RUN/encoder.safetensors"
+stage inspect "$LFS" inspect "$DATASET" --contact-sheet "$OUT/contact-sheet.png"
+cp "$RUN/encoder.safetensors" "$OUT/"
+sha256sum "$OUT/encoder.safetensors" | tee "$OUT/encoder.sha256"
+echo "done: $OUT"
