@@ -3,12 +3,15 @@
 //! video path is lossless), task labels, sidecar facts (kept verbatim in the `sidecar` column,
 //! `codec` saying no video was made), state and reward columns and `lfs.json`, with ingest's
 //! defaults (84×84 PNG frames, each episode at its own rate), and no FFmpeg. Episodes are
-//! appended as they finish (so their indices follow the workers' order) and committed at least
-//! every [`COMMIT_EVERY`]: a killed run loses at most that much, and a second run finds the
-//! committed episodes by their sidecars and records the rest.
+//! encoded and appended on a thread of their own as they finish (so their indices follow the
+//! workers' order) and committed at least every [`COMMIT_EVERY`]: a killed run loses at most
+//! that much, and a second run finds the committed episodes by their sidecars and records the
+//! rest.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -27,11 +30,21 @@ pub const NO_VIDEO: &str = "none (lfs collect --dataset: no video)";
 /// How often finished episodes are committed at the latest (`lfs ingest`'s default).
 pub const COMMIT_EVERY: Duration = Duration::from_secs(60);
 
-/// An open dataset and the episodes earlier runs committed to it, by (task, episode).
+/// An open dataset, the episodes earlier runs committed to it by (task, episode), and the
+/// thread that encodes and appends finished episodes (so the workers step on meanwhile).
 pub struct DatasetSink {
     config: CollectConfig,
-    writer: DatasetWriter,
     earlier: BTreeMap<(Task, usize), (i64, EpisodeSidecar)>,
+    /// Finished episodes to the writer thread; None once it has stopped.
+    episodes: Option<SyncSender<Finished>>,
+    writer: Option<JoinHandle<Result<()>>>,
+}
+
+/// A finished episode on its way to the writer thread.
+struct Finished {
+    sidecar: EpisodeSidecar,
+    /// (84, 84, 3) RGB frames, the reset frame first.
+    frames: Vec<Vec<u8>>,
 }
 
 impl DatasetSink {
@@ -60,12 +73,83 @@ impl DatasetSink {
             })?;
             earlier.insert((sidecar.task, sidecar.episode), (record.episode_index, sidecar));
         }
+        // A few episodes in flight at most: the workers wait rather than memory grow.
+        let (episodes, finished) = sync_channel::<Finished>(4);
+        let root = config.out_dir.clone();
+        let thread = std::thread::Builder::new()
+            .name("collect-dataset".into())
+            .spawn(move || -> Result<()> {
+                for episode in finished {
+                    append(&mut writer, &root, episode)?;
+                }
+                writer.finish()
+            })
+            .map_err(|e| Error::Config(format!("starting the dataset writer thread: {e}")))?;
         Ok(Self {
             config: config.clone(),
-            writer,
             earlier,
+            episodes: Some(episodes),
+            writer: Some(thread),
         })
     }
+
+    /// Stops the writer thread once it has appended what it was sent and committed: its result.
+    fn stop(&mut self) -> Result<()> {
+        drop(self.episodes.take());
+        match self.writer.take() {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(Error::Config("the dataset writer thread panicked".into()))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Appends the episode as `lfs ingest` appends a collected video: its sidecar parsed as ingest
+/// parses one found beside a video.
+fn append(writer: &mut DatasetWriter, root: &Path, Finished { sidecar, frames }: Finished) -> Result<()> {
+    let name = format!("{}/{:05}", sidecar.task.name(), sidecar.episode);
+    let found = parse_sidecar(sidecar.to_json()?, root.join(&name))?;
+    let n = frames.len();
+    // (n, 84, 84, 3) RGB, the frames in order.
+    let rgb: Vec<u8> = frames.concat();
+    if rgb.len() != n * FRAME_SIZE * FRAME_SIZE * 3 {
+        return Err(Error::Shape(format!(
+            "{name}: {} bytes for {n} frames of {FRAME_SIZE}x{FRAME_SIZE} RGB",
+            rgb.len()
+        )));
+    }
+    if let Some(reason) = writer.render_quality_conflict(found.render_quality) {
+        return Err(Error::Config(format!("{}: {reason}", root.display())));
+    }
+    if let Some(reason) = writer.state_names_conflict(sidecar.task.name(), found.state.as_ref()) {
+        return Err(Error::Config(format!("{}: {reason}", root.display())));
+    }
+    let episode = NewEpisode {
+        task: sidecar.task.name().to_string(),
+        source: SourceInfo {
+            // No file: the episode's place in the collect run, under the dataset.
+            path: root.join(&name).to_string_lossy().into_owned(),
+            size_bytes: rgb.len() as i64,
+            mtime_ns: 0,
+            sha256: hex::encode(Sha256::digest(&rgb)),
+            width: FRAME_SIZE as i64,
+            height: FRAME_SIZE as i64,
+            fps: 1.0 / sidecar.frame_seconds,
+            codec: NO_VIDEO.to_string(),
+            rotation: 0,
+        },
+        render_quality: found.render_quality,
+        sidecar: Some(found.json),
+        state: found.state,
+        rewards: found.rewards,
+        // Frame k at k frame intervals, as the lossless video's timestamps are.
+        timestamps: (0..n).map(|k| (k as f64 * sidecar.frame_seconds) as f32).collect(),
+        frames: encode_frames(&rgb, FRAME_SIZE as u32, FRAME_SIZE as u32, FrameCodec::Png)?,
+        image_stats: FeatureStats::of_rgb_frames(&rgb, n),
+    };
+    writer.append(episode)?;
+    Ok(())
 }
 
 /// The `lfs collect` sidecar of a dataset episode, if it has one.
@@ -88,58 +172,24 @@ impl Sink for DatasetSink {
         NO_VIDEO
     }
 
-    /// Appends the episode as `lfs ingest` appends a collected video: its sidecar parsed as
-    /// ingest parses one found beside a video.
+    /// Hands the episode to the writer thread (which appends it as `lfs ingest` appends a
+    /// collected video); a writer that has stopped on an error gives that error here.
     fn write(&mut self, sidecar: EpisodeSidecar, frames: Vec<Vec<u8>>) -> Result<PathBuf> {
-        let root = &self.config.out_dir;
-        let name = format!("{}/{:05}", sidecar.task.name(), sidecar.episode);
-        let found = parse_sidecar(sidecar.to_json()?, root.join(&name))?;
-        let n = frames.len();
-        // (n, 84, 84, 3) RGB, the frames in order.
-        let rgb: Vec<u8> = frames.concat();
-        if rgb.len() != n * FRAME_SIZE * FRAME_SIZE * 3 {
-            return Err(Error::Shape(format!(
-                "{name}: {} bytes for {n} frames of {FRAME_SIZE}x{FRAME_SIZE} RGB",
-                rgb.len()
+        let sent = match &self.episodes {
+            Some(episodes) => episodes.send(Finished { sidecar, frames }).is_ok(),
+            None => false,
+        };
+        if !sent {
+            self.stop()?;
+            return Err(Error::Config(format!(
+                "{}: the dataset writer has stopped",
+                self.config.out_dir.display()
             )));
         }
-        if let Some(reason) = self.writer.render_quality_conflict(found.render_quality) {
-            return Err(Error::Config(format!("{}: {reason}", root.display())));
-        }
-        if let Some(reason) = self
-            .writer
-            .state_names_conflict(sidecar.task.name(), found.state.as_ref())
-        {
-            return Err(Error::Config(format!("{}: {reason}", root.display())));
-        }
-        let episode = NewEpisode {
-            task: sidecar.task.name().to_string(),
-            source: SourceInfo {
-                // No file: the episode's place in the collect run, under the dataset.
-                path: root.join(&name).to_string_lossy().into_owned(),
-                size_bytes: rgb.len() as i64,
-                mtime_ns: 0,
-                sha256: hex::encode(Sha256::digest(&rgb)),
-                width: FRAME_SIZE as i64,
-                height: FRAME_SIZE as i64,
-                fps: 1.0 / sidecar.frame_seconds,
-                codec: NO_VIDEO.to_string(),
-                rotation: 0,
-            },
-            render_quality: found.render_quality,
-            sidecar: Some(found.json),
-            state: found.state,
-            rewards: found.rewards,
-            // Frame k at k frame intervals, as the lossless video's timestamps are.
-            timestamps: (0..n).map(|k| (k as f64 * sidecar.frame_seconds) as f32).collect(),
-            frames: encode_frames(&rgb, FRAME_SIZE as u32, FRAME_SIZE as u32, FrameCodec::Png)?,
-            image_stats: FeatureStats::of_rgb_frames(&rgb, n),
-        };
-        self.writer.append(episode)?;
-        Ok(root.clone())
+        Ok(self.config.out_dir.clone())
     }
 
-    fn finish(self: Box<Self>) -> Result<()> {
-        self.writer.finish()
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        self.stop()
     }
 }

@@ -136,8 +136,8 @@ pub enum CollectEvent {
     },
     /// New frames were recorded (all slots of one pool call).
     Frames(usize),
-    /// An episode is written: its video and sidecar are in place, or it is in the dataset
-    /// (committed with the dataset's next commit).
+    /// An episode is written: its video and sidecar are in place, or it is handed to the
+    /// dataset's writer (appended on its thread, committed within a minute and at the end).
     EpisodeDone {
         task: Task,
         episode: usize,
