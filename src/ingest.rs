@@ -12,13 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use image::codecs::png::{CompressionType, FilterType, PngEncoder};
-use image::{ExtendedColorType, ImageEncoder};
 use sha2::{Digest, Sha256};
 
 use crate::collect::{read_sidecar_beside, sidecar_path};
 use crate::shards::{
-    count_mismatch, DatasetWriter, EncodedFrames, EpisodeRecord, EpisodeState, FeatureStats, FrameCodec, NewEpisode,
+    count_mismatch, encode_frames, DatasetWriter, EpisodeRecord, EpisodeState, FeatureStats, FrameCodec, NewEpisode,
     SourceInfo, WriterSettings,
 };
 use crate::video::{self, Deadline, DecodeOptions, DecodedEpisode, Discovered, Source, SourceKind};
@@ -208,30 +206,6 @@ fn content_hash(source: &Source, deadline: &Deadline) -> Result<String> {
         }
     }
     Ok(hex::encode(h.finalize()))
-}
-
-/// Encode HWC RGB frames for the image column. PNG uses fast deflate with adaptive
-/// filtering: measured on 84x84 DMControl-like frames, the Sub filter alone made shards 33%
-/// larger and loading 10% slower (more to inflate).
-pub fn encode_frames(frames: &[u8], width: u32, height: u32, codec: FrameCodec) -> Result<EncodedFrames> {
-    let frame_len = (width * height * 3) as usize;
-    match codec {
-        FrameCodec::Raw => Ok(EncodedFrames::Raw(frames.to_vec())),
-        FrameCodec::Png => {
-            let pngs = frames
-                .chunks_exact(frame_len)
-                .map(|f| {
-                    let mut buf = Vec::with_capacity(frame_len / 2);
-                    PngEncoder::new_with_quality(&mut buf, CompressionType::Fast, FilterType::Adaptive)
-                        .write_image(f, width, height, ExtendedColorType::Rgb8)
-                        .map(|()| buf)
-                })
-                .collect::<Result<Vec<_>, _>>()
-                // Encoding into memory fails only for frames that do not fit width × height.
-                .map_err(|e| Error::Shape(format!("PNG encoding failed: {e}")))?;
-            Ok(EncodedFrames::Png(pngs))
-        }
-    }
 }
 
 /// Everything a worker needs for one source.

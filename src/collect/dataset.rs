@@ -18,9 +18,10 @@ use sha2::{Digest, Sha256};
 
 use super::{check_settings, parse_sidecar, CollectConfig, EpisodeSidecar, Sink, SOURCE};
 use crate::env::Task;
-use crate::ingest::encode_frames;
 use crate::observation::FRAME_SIZE;
-use crate::shards::{DatasetWriter, EpisodeRecord, FeatureStats, FrameCodec, NewEpisode, SourceInfo, WriterSettings};
+use crate::shards::{
+    encode_frames, DatasetWriter, EpisodeRecord, FeatureStats, FrameCodec, NewEpisode, SourceInfo, WriterSettings,
+};
 use crate::video::Crop;
 use crate::{Error, Result};
 

@@ -10,6 +10,7 @@ use candle_core::{CpuStorage, InplaceOp2, Layout, Tensor};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::adam_step::{adam_elementwise, AdamCoeffs};
 use super::kernels::cpu_storage::{contiguous_f32, contiguous_f32_mut, PAR_CHUNK};
 use super::params::expect_stored;
 use super::Params;
@@ -210,29 +211,6 @@ impl Adam {
         self.on_device.clear();
         self.step = step;
         Ok(())
-    }
-}
-
-/// The scalars of one step, shared by every parameter.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct AdamCoeffs {
-    pub step_size: f32,
-    pub one_minus_beta1: f32,
-    pub one_minus_beta2: f32,
-    pub beta2: f32,
-    pub eps: f32,
-    pub weight_decay: f32,
-    pub bias_correction2_sqrt: f32,
-}
-
-/// torch.optim.Adam's per-element update (foreach=False), applied in place to θ.
-fn adam_elementwise(c: AdamCoeffs, theta: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32]) {
-    for (((t, &g), m), v) in theta.iter_mut().zip(grad).zip(m.iter_mut()).zip(v.iter_mut()) {
-        let g = g + c.weight_decay * *t;
-        *m += (g - *m) * c.one_minus_beta1; // torch: exp_avg.lerp_(grad, 1 - beta1)
-        *v = *v * c.beta2 + c.one_minus_beta2 * g * g;
-        let denom = v.sqrt() / c.bias_correction2_sqrt + c.eps;
-        *t -= c.step_size * *m / denom;
     }
 }
 

@@ -18,7 +18,7 @@ use candle_core::cuda::cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use candle_core::cuda::{CudaDevice, CudaStorage, WrapErr};
 use candle_core::{CpuStorage, InplaceOp2, Layout, Storage, Tensor};
 
-use super::adam::AdamCoeffs;
+use super::adam_step::AdamCoeffs;
 use crate::{Error, Result};
 
 /// The two kernels. Each thread strides over the elements (`n` may exceed one grid).

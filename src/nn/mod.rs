@@ -6,6 +6,7 @@
 //! modules hold views of the `Var`s, so an optimiser or EMA step on the store is seen by them.
 
 pub mod adam;
+pub(crate) mod adam_step;
 pub mod checkpoint;
 pub mod clip_grad;
 #[cfg(test)]

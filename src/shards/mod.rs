@@ -19,7 +19,7 @@ pub use render_quality::{render_quality_conflict, RenderQualities};
 pub use schema::data_schema;
 pub use state::{count_mismatch, rewards_f32, EpisodeState};
 pub use stats::FeatureStats;
-pub use writer::{info_fps, source_rates, DatasetWriter, EncodedFrames, NewEpisode, WriterSettings};
+pub use writer::{encode_frames, info_fps, source_rates, DatasetWriter, EncodedFrames, NewEpisode, WriterSettings};
 
 use std::fs::File;
 use std::path::Path;
