@@ -12,6 +12,7 @@ use lfs::collect::{self, CollectConfig, CollectEvent, CollectFormat};
 use lfs::env::{default_python, RenderQuality, Task, DEFAULT_ACTION_REPEAT, PYTHON_ENV_VAR};
 
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("output").required(true).args(["out", "dataset"])))]
 pub struct Args {
     /// Tasks to record, comma-separated (the paper's seen tasks by default).
     #[arg(
@@ -29,7 +30,7 @@ pub struct Args {
     #[arg(long = "video-frames", alias = "frames", default_value_t = 250)]
     pub frames: usize,
     /// Output folder: `<out>/<task>/<episode>.mkv` plus a `.json` sidecar each, for `lfs ingest`.
-    #[arg(long, required_unless_present = "dataset", conflicts_with = "dataset")]
+    #[arg(long)]
     pub out: Option<PathBuf>,
     /// Write the episodes straight into this dataset (Parquet frame shards, as `lfs ingest`
     /// makes of the videos, without FFmpeg) instead of videos; created, or extended by a second
