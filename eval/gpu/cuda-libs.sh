@@ -1,4 +1,4 @@
-# Sourced by gpu-check.sh and gpu-e2e.sh: `cuda_lib_dirs` prints, colon-separated, the folders
+# Sourced by gpu-check.sh and carry-env.sh: `cuda_lib_dirs` prints, colon-separated, the folders
 # of CUDA 13's libraries that the GPU image's Python packages hold (nvidia-cublas, nvidia-curand,
 # ...: /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib on the lent H100s; cuDNN 9
 # for device_check-cudnn: nvidia-cudnn-cu13's nvidia/cudnn/lib), found

@@ -27,19 +27,8 @@ mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/lfs-e2e.XXXXXX)
 step() { echo; echo "== $*"; }
 
-step "unpack .gpu-carry/e2e.tar.xz into $WORK"
-xz -dc .gpu-carry/e2e.tar.xz | tar -C "$WORK" -x || { echo "no carried e2e build: eval/gpu/pack-e2e.sh, then carry .gpu-carry" >&2; exit 1; }
-. eval/gpu/cuda-libs.sh
-cuda_dirs=$(cuda_lib_dirs)
-export LD_LIBRARY_PATH="$WORK/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PYTHONPATH="$WORK/python${PYTHONPATH:+:$PYTHONPATH}"
-export LFS_PYTHON=${LFS_PYTHON:-$(command -v python3)}
-export MUJOCO_GL=egl
-# glvnd finds NVIDIA's EGL through a vendor file; the image may have none.
-if ! ls /usr/share/glvnd/egl_vendor.d/*nvidia* /etc/glvnd/egl_vendor.d/*nvidia* >/dev/null 2>&1; then
-    export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$WORK/egl/10_nvidia.json}
-fi
-LFS="$WORK/bin/lfs"
+. eval/gpu/carry-env.sh
+carry_env || exit 1
 nproc
 "$LFS" --version
 "$LFS_PYTHON" - <<'PY' 2>&1 | tee "$OUT/e2e-env.txt"

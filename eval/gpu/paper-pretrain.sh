@@ -4,26 +4,28 @@
 # `lfs pretrain --config pipelines/paper.toml` on it (frames resident on the GPU), the export,
 # a contact sheet, and the run's small files under $OUT with each stage's seconds.
 #
-#   eval/gpu/paper-pretrain.sh [LFS]        (LFS: default target/release/lfs)
+#   eval/gpu/paper-pretrain.sh [LFS]
+# LFS: default the carried CUDA build when .gpu-carry/e2e.tar.xz is here (unpacked into
+# $PP_WORK/carry with its environment, eval/gpu/carry-env.sh: what a lent machine runs, carrying
+# .gpu-carry), else target/release/lfs.
 #
 # Every stage resumes: run the same command again (a second command of the device tool on the
 # same warm machine, or after an interruption) and it goes on where the first stopped. The
-# pre-training stage stops at PP_PRETRAIN_SECONDS (a run killed then resumes from its last
-# checkpoint, every 1,000 updates), so that one command fits the device tool's 10 minutes.
+# pre-training stage is stopped when the command has run PP_COMMAND_SECONDS (570: the device
+# tool's 10 minutes less the copies; a run killed then resumes from its last checkpoint, every
+# 1,000 updates), so that what a command did comes back under $OUT.
 #
 # Sizes (the paper's by default) and where:
 #   PP_DEVICE (cuda), PP_EPISODES (320 per task), PP_FRAMES (250 per episode), PP_UPDATES
 #   (60000), PP_BATCH (512), PP_WORKERS (one dm_control worker per core), PP_RENDER (default),
-#   PP_PRETRAIN_SECONDS (480), PP_WORK (runs/paper-pretrain: the dataset and the run, kept
+#   PP_COMMAND_SECONDS (570), PP_WORK (runs/paper-pretrain: the dataset and the run, kept
 #   between commands), OUT (paper-pretrain-out).
 # Dry run on the CPU at tiny sizes (the same stages; results/paper-pretrain-dry-2026-11-28):
 #   PP_DEVICE=cpu PP_EPISODES=2 PP_FRAMES=20 PP_UPDATES=4 PP_BATCH=16 \
 #     OUT=results/paper-pretrain-dry-2026-11-28 eval/gpu/paper-pretrain.sh
-# On a GPU machine the environment is the caller's: LD_LIBRARY_PATH with the CUDA libraries,
-# LFS_PYTHON with dm_control, MUJOCO_GL=egl (eval/gpu/gpu-e2e.sh sets them up from its carry).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-LFS=${1:-target/release/lfs}
+LFS=${1:-}
 DEVICE=${PP_DEVICE:-cuda}
 EPISODES=${PP_EPISODES:-320}
 FRAMES=${PP_FRAMES:-250}
@@ -31,10 +33,18 @@ UPDATES=${PP_UPDATES:-60000}
 BATCH=${PP_BATCH:-512}
 WORKERS=${PP_WORKERS:-$(nproc)}
 RENDER=${PP_RENDER:-default}
-PRETRAIN_SECONDS=${PP_PRETRAIN_SECONDS:-480}
+COMMAND_SECONDS=${PP_COMMAND_SECONDS:-570}
+STARTED=$(date +%s)
 WORK=${PP_WORK:-runs/paper-pretrain}
 OUT=${OUT:-paper-pretrain-out}
 export MUJOCO_GL=${MUJOCO_GL:-egl}
+if [ -z "$LFS" ] && [ -f .gpu-carry/e2e.tar.xz ]; then
+    # The carried CUDA build and its environment (unpacked again by each command: seconds).
+    . eval/gpu/carry-env.sh
+    WORK="$WORK/carry" carry_env
+    LFS=$WORK/carry/bin/lfs
+fi
+LFS=${LFS:-target/release/lfs}
 DATASET=$WORK/dataset
 RUN=$WORK/run
 mkdir -p "$WORK" "$OUT"
@@ -46,10 +56,7 @@ stage() {  # stage NAME COMMAND...: runs it, its output to $OUT/NAME.log, a row 
     shift
     echo "== $name: $*"
     start=$(date +%s)
-    set +e
-    "$@" >> "$OUT/$name.log" 2>&1
-    rc=$?
-    set -e
+    "$@" >> "$OUT/$name.log" 2>&1 && rc=0 || rc=$?
     printf '%s\t%s\t%s\t%s\n' "$name" "$(date -u -d "@$start" +%FT%TZ)" "$(( $(date +%s) - start ))" "$rc" >> "$STAGES"
     tail -n 3 "$OUT/$name.log"
     return "$rc"
@@ -58,7 +65,7 @@ stage() {  # stage NAME COMMAND...: runs it, its output to $OUT/NAME.log, a row 
 "$LFS" --version | tee "$OUT/version.txt"
 {
     echo "device $DEVICE, $EPISODES episodes x $FRAMES frames per task, render $RENDER, $WORKERS workers"
-    echo "pretrain: pipelines/paper.toml, $UPDATES updates at batch $BATCH, at most $PRETRAIN_SECONDS s per command"
+    echo "pretrain: pipelines/paper.toml, $UPDATES updates at batch $BATCH, stopped at $COMMAND_SECONDS s into a command"
     nproc
     if command -v nvidia-smi >/dev/null; then
         nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -66,13 +73,28 @@ stage() {  # stage NAME COMMAND...: runs it, its output to $OUT/NAME.log, a row 
 } | tee "$OUT/machine.txt"
 
 # 1. The paper's dataset: the three seen tasks, the uniform random policy, straight to shards.
-stage collect "$LFS" collect --tasks reach_duplo,walker_run,cartpole_swingup \
+# Stopped at the command's end too (committed every minute: a second command goes on).
+set +e
+stage collect timeout --signal=KILL "$COMMAND_SECONDS" "$LFS" collect --tasks reach_duplo,walker_run,cartpole_swingup \
     --episodes "$EPISODES" --video-frames "$FRAMES" --render-quality "$RENDER" \
     --workers "$WORKERS" --dataset "$DATASET"
+collected=$?
+set -e
+if [ "$collected" -eq 137 ]; then
+    echo "collect: stopped at the command's end; run this command again to go on"
+    exit 0
+elif [ "$collected" -ne 0 ]; then
+    exit "$collected"
+fi
 
 # 2. Pre-training, bounded per command; a second command resumes from the last checkpoint.
+left=$(( COMMAND_SECONDS - ($(date +%s) - STARTED) ))
+if [ "$left" -lt 60 ]; then
+    echo "pretrain: $left s left in this command; run it again to pre-train"
+    exit 0
+fi
 set +e
-stage pretrain timeout --signal=KILL "$PRETRAIN_SECONDS" "$LFS" pretrain --config pipelines/paper.toml \
+stage pretrain timeout --signal=KILL "$left" "$LFS" pretrain --config pipelines/paper.toml \
     --set "data.datasets=[\"$DATASET\"]" --set run.num_updates="$UPDATES" --set run.batch_size="$BATCH" \
     --device "$DEVICE" --out-dir "$RUN"
 pretrained=$?
