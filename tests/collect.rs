@@ -8,7 +8,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::python;
+use crate::common::{output_text, python};
 use lfs::collect::{self, episode_paths, read_sidecar, CollectConfig, CollectEvent, CollectFormat};
 use lfs::env::{DmcConfig, DmcEnv, Env, RenderQuality, Task, FRAME_BYTES};
 use lfs::shards::Dataset;
@@ -342,9 +342,11 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
         dir.path().join("ingested"),
         dir.path().join("direct"),
     );
-    let lfs = |args: &[&str], out: (&str, &Path), episodes: &str, quality: &str| {
+    // `lfs collect` of two tasks into `out` (`--out` or `--dataset`, and its folder): whether it
+    // succeeded, and all it printed.
+    let collect = |out: (&str, &Path), episodes: &str, quality: &str| {
         let output = Command::new(env!("CARGO_BIN_EXE_lfs"))
-            .args(args)
+            .arg("collect")
             .args([
                 "--tasks",
                 "cartpole_swingup,walker_run",
@@ -360,14 +362,9 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
             .arg(out.1)
             .output()
             .unwrap();
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (output.status.success(), said)
+        (output.status.success(), output_text(&output))
     };
-    let (ok, said) = lfs(&["collect"], ("--out", &videos), "2", "fast");
+    let (ok, said) = collect(("--out", &videos), "2", "fast");
     assert!(ok, "{said}");
     let out = Command::new(env!("CARGO_BIN_EXE_lfs"))
         .arg("ingest")
@@ -376,8 +373,8 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
         .arg(&ingested)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (ok, said) = lfs(&["collect"], ("--dataset", &direct), "2", "fast");
+    assert!(out.status.success(), "{}", output_text(&out));
+    let (ok, said) = collect(("--dataset", &direct), "2", "fast");
     assert!(ok, "{said}");
     assert!(said.contains("wrote 4 episode(s)"), "{said}");
 
@@ -432,7 +429,7 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
     }
 
     // A second run with a third episode per task records only those two.
-    let (ok, said) = lfs(&["collect"], ("--dataset", &direct), "3", "fast");
+    let (ok, said) = collect(("--dataset", &direct), "3", "fast");
     assert!(ok, "{said}");
     assert!(
         said.contains("wrote 2 episode(s)") && said.contains("kept 4 complete"),
@@ -440,7 +437,7 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
     );
     assert_eq!(Dataset::open(&direct).unwrap().episodes.len(), 6);
     // Another render quality into the same dataset: refused by name, nothing added.
-    let (ok, said) = lfs(&["collect"], ("--dataset", &direct), "4", "default");
+    let (ok, said) = collect(("--dataset", &direct), "4", "default");
     assert!(!ok, "{said}");
     assert!(
         said.contains(&direct.display().to_string())

@@ -52,20 +52,28 @@ const fn skip(written: &'static str, why: &'static str) -> Step {
     }
 }
 
-/// SAC at a tiny budget: 600 frames, updates from 400, evaluations (one episode) at 0 and 600.
-macro_rules! sac_budget {
+/// Every tiny RL run's budget: 600 frames, updates from 400, evaluations (one episode) at 0 and
+/// 600, a small agent.
+macro_rules! tiny_run {
     () => {
         "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
          --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
-         --set agent.feature_dim=8 --set agent.batch_size=16"
+         --set agent.feature_dim=8"
+    };
+}
+/// SAC at the tiny budget, with a small batch.
+macro_rules! sac_budget {
+    () => {
+        concat!(tiny_run!(), " --set agent.batch_size=16")
     };
 }
 /// `lfs train` at the same budget, with a small objective head.
 macro_rules! train_budget {
     () => {
-        "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
-         --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
-         --set agent.feature_dim=8 --set aux.model.num_prototypes=32 --set aux.model.predictor_hidden_dim=64"
+        concat!(
+            tiny_run!(),
+            " --set aux.model.num_prototypes=32 --set aux.model.predictor_hidden_dim=64"
+        )
     };
 }
 /// A run's cost flag beside its budget: fast rendering (no shadow map, no multisampling), ~4x
@@ -81,14 +89,8 @@ macro_rules! render_fast {
 const SAC_BUDGET: &str = sac_budget!();
 const SAC_BUDGET_FAST: &str = concat!(sac_budget!(), render_fast!());
 const TRAIN_BUDGET_FAST: &str = concat!(train_budget!(), render_fast!());
-
 /// DrQ-v2 end to end at the same budget (updates every 2 agent steps from 400 frames).
-const DRQV2_BUDGET_FAST: &str = concat!(
-    "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
-     --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
-     --set agent.feature_dim=8",
-    render_fast!()
-);
+const DRQV2_BUDGET_FAST: &str = concat!(tiny_run!(), render_fast!());
 
 /// `lfs explore` at a few hundred frames per domain: updates from frame 200 to 300 (reach_duplo's
 /// episodes end at 250), at the config's render quality (the guide probes the encoder on a
@@ -374,17 +376,8 @@ const STEPS: &[Step] = &[
 ];
 
 /// `make eval`'s and `make train`'s SET: the budgets above.
-const SAC_MAKE_SET: &str = concat!(
-    "SET='--set run.num_train_frames=600 --set run.num_seed_frames=400 ",
-    "--set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 ",
-    "--set agent.feature_dim=8 --set agent.batch_size=16'"
-);
-const TRAIN_MAKE_SET: &str = concat!(
-    "SET='--set run.num_train_frames=600 --set run.num_seed_frames=400 ",
-    "--set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 ",
-    "--set agent.feature_dim=8 --set aux.model.num_prototypes=32 ",
-    "--set aux.model.predictor_hidden_dim=64 --set env.render_quality=fast'"
-);
+const SAC_MAKE_SET: &str = concat!("SET='", sac_budget!(), "'");
+const TRAIN_MAKE_SET: &str = concat!("SET='", train_budget!(), " --set env.render_quality=fast'");
 
 /// The pages whose shell blocks are walked: the README, then the guide's pages by name.
 fn shown_pages() -> Vec<PathBuf> {
