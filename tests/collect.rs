@@ -446,4 +446,32 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
         "{said}"
     );
     assert_eq!(Dataset::open(&direct).unwrap().episodes.len(), 6);
+
+    // A dataset holding an episode lfs collect did not record (a video without its sidecar,
+    // ingested): refused by name, nothing added.
+    let own = dir.path().join("own/cartpole_swingup");
+    fs::create_dir_all(&own).unwrap();
+    fs::copy(
+        crate::common::repo().join("datasets/tiny/videos/cartpole_swingup/00000.mkv"),
+        own.join("clip.mkv"),
+    )
+    .unwrap();
+    let theirs = dir.path().join("theirs");
+    let out = Command::new(env!("CARGO_BIN_EXE_lfs"))
+        .arg("ingest")
+        .arg(dir.path().join("own"))
+        .arg("--out")
+        .arg(&theirs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", output_text(&out));
+    let (ok, said) = collect(("--dataset", &theirs), "1", "fast");
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&theirs.display().to_string())
+            && said.contains("clip.mkv")
+            && said.contains("was not recorded by lfs collect"),
+        "{said}"
+    );
+    assert_eq!(Dataset::open(&theirs).unwrap().episodes.len(), 1);
 }
