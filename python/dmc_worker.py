@@ -2,7 +2,7 @@
 
 `lfs` (src/env/dmc.rs) spawns one of these per environment:
 
-    python -c <this file> --task walker_run --action-repeat 2 --render-quality default
+    python -c <this file> --task walker_run --action-repeat 2 --render-quality default [--episode-frames N]
 
 Every message, both ways, is `u32 length` (little-endian) followed by `length` bytes whose
 first byte says what it is:
@@ -29,6 +29,10 @@ step's observation dict (of the reset, or of the last env step of the action rep
 image observations left out, each entry flattened in C order and concatenated in the dict's
 order. Its names in the hello: a scalar entry is its key (`height`), an entry of n values is
 `key[0]` .. `key[n-1]` (composer's leading buffer dimension of 1 included in the flattening).
+
+`--episode-frames N` ends every episode after at most N env steps, the way the task's own time
+limit ends it (dm_control's truncation: the last step keeps its discount); the task's own limit
+still ends it first when shorter.
 
 `DmcTask` is importable (eval/bench_env.py runs it in-process to measure what the protocol
 costs).
@@ -104,7 +108,7 @@ class DmcTask:
     state (`reset` and `step` return reward, discount, last, env_steps, frame, state bytes;
     `state_names` is known from the first reset on)."""
 
-    def __init__(self, task, action_repeat=2, render_quality="default", size=84):
+    def __init__(self, task, action_repeat=2, render_quality="default", size=84, episode_frames=0):
         import numpy as np
 
         if task not in TASKS:
@@ -113,12 +117,17 @@ class DmcTask:
             raise ValueError(f"unknown render quality {render_quality!r}")
         if action_repeat < 1:
             raise ValueError(f"action repeat must be >= 1, got {action_repeat}")
+        if episode_frames < 0:
+            raise ValueError(f"episode frames must be >= 0 (0: the task's own limit), got {episode_frames}")
         self._np = np
         self.name = task
         self.domain, self.task, self.camera = TASKS[task]
         self.action_repeat = action_repeat
         self.render_quality = render_quality
         self.size = size
+        # 0: the task's own time limit alone.
+        self.episode_frames = episode_frames
+        self._frames = 0
         if self.domain in ("manipulation", "jaco"):
             if self.domain == "jaco":
                 self.env = load_jaco(self.task, seed=0)
@@ -160,6 +169,7 @@ class DmcTask:
             "action_dim": self.action_dim,
             "action_repeat": self.action_repeat,
             "render_quality": self.render_quality,
+            "episode_frames": self.episode_frames or None,
             "height": self.size,
             "width": self.size,
             "control_timestep": float(self.env.control_timestep()),
@@ -214,6 +224,7 @@ class DmcTask:
         ts = self.env.reset()
         self._apply_render_quality()
         self._needs_reset = False
+        self._frames = 0
         return 0.0, 1.0, False, 0, self.frame(), self._state(ts.observation)
 
     def step(self, action):
@@ -233,9 +244,10 @@ class DmcTask:
             for _ in range(self.action_repeat):
                 ts = self.env.step(action)
                 env_steps += 1
+                self._frames += 1
                 reward += ts.reward or 0.0
                 discount *= ts.discount
-                if ts.last():
+                if ts.last() or self._frames == self.episode_frames:
                     last = True
                     break
         except BaseException:
@@ -270,7 +282,7 @@ def serve(args):
     proto_in = sys.stdin.buffer
 
     try:
-        env = DmcTask(args.task, args.action_repeat, args.render_quality, args.size)
+        env = DmcTask(args.task, args.action_repeat, args.render_quality, args.size, args.episode_frames)
         # Render once so a broken OpenGL set-up fails at start-up, not in the first episode.
         env.reset(0)
     except Exception as exc:
@@ -321,6 +333,7 @@ def main():
     parser.add_argument("--action-repeat", type=int, default=2)
     parser.add_argument("--render-quality", default="default", choices=RENDER_QUALITIES)
     parser.add_argument("--size", type=int, default=84)
+    parser.add_argument("--episode-frames", type=int, default=0)
     serve(parser.parse_args())
 
 

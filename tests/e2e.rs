@@ -204,12 +204,14 @@ fn synthetic_pairs_are_the_queues_pairs_of_the_stored_episodes() {
     assert!(err.contains("no synthetic pairs yet"), "{err}");
 }
 
-/// pipelines/e2e/tiny.toml at toy sizes: one cartpole episode and a bit (1200 frames), updates
-/// from frame 600 (300 agent steps of LFS + SAC), evaluations at frames 0 and 1200 (one before
-/// the kill of the resume tests, one after; an evaluation is a whole 1000-frame episode), a
-/// checkpoint at the first episode end (frame 1000).
-const SMALL: [&str; 11] = [
+/// pipelines/e2e/tiny.toml at toy sizes: cartpole episodes cut at 250 frames (the task's own
+/// are 1000, and whole evaluation episodes were most of these runs' time), 1200 frames (four
+/// episodes and a bit), updates from frame 600 (300 agent steps of LFS + SAC), evaluations at
+/// frames 0 and 1200 (one before the kill of the resume tests, one after), a checkpoint at the
+/// first episode end from frame 1000 (frame 1000).
+const SMALL: [&str; 12] = [
     "env.render_quality=fast",
+    "env.episode_frames=250",
     "agent.hidden_dim=32",
     "agent.feature_dim=8",
     "aux.model.predictor_hidden_dim=64",
@@ -218,7 +220,7 @@ const SMALL: [&str; 11] = [
     "run.num_seed_frames=600",
     "run.eval_every_frames=1200",
     "run.num_eval_episodes=1",
-    "run.checkpoint_every_frames=500",
+    "run.checkpoint_every_frames=1000",
     "replay.capacity=5000",
 ];
 
@@ -267,7 +269,7 @@ fn a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
         extra: &args,
         encoder_id: "online:lfs:init=random:1",
         objective: true,
-        first_episode_updates: 200,
+        last_episode_updates: 125,
         another: &["--set", "aux.method=lfs-cl"],
         // The killed and resumed run makes its batches and the objective's pairs as a GPU does,
         // from the replay's frames on the device (src/rl/device_frames.rs): the same results.
@@ -285,7 +287,7 @@ fn a_killed_sac_pixel_run_resumes_to_the_same_results() {
         extra: &args,
         encoder_id: "online:none+critic:init=random:1",
         objective: false,
-        first_episode_updates: 200,
+        last_episode_updates: 125,
         another: &["--set", "aux.method=lfs-cl"],
         resumed_env: &[],
         resumed_says: "",
@@ -302,8 +304,9 @@ pub(crate) struct Resumed<'a> {
     pub encoder_id: &'a str,
     /// Whether it has an auxiliary objective (`aux.jsonl`).
     pub objective: bool,
-    /// Agent updates in the first episode (200 agent steps after the seed frames).
-    pub first_episode_updates: u64,
+    /// Agent updates in the last whole episode (frames 750–1000: 125 agent steps, all after the
+    /// seed frames).
+    pub last_episode_updates: u64,
     /// Arguments that make another config, which must not resume the checkpoint.
     pub another: &'a [&'a str],
     /// Environment variables of the killed and resumed run only (the whole run's are unset):
@@ -321,7 +324,7 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
         extra,
         encoder_id,
         objective,
-        first_episode_updates,
+        last_episode_updates,
         another,
         resumed_env,
         resumed_says,
@@ -335,13 +338,15 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
     assert!(said.contains(&format!("encoder {encoder_id}")), "{said}");
     let (rows, episodes) = run_results(&whole);
     assert_eq!(rows.len(), 3, "{rows:?}"); // header + frames 0, 1200
-                                           // The first episode (frames 0–1000) had 200 agent steps after the seed frames.
-    assert_eq!(episodes[0]["train/num_updates"], first_episode_updates);
+                                           // Four whole episodes; the last (frames 750–1000) is 125 agent steps, all after the seed
+                                           // frames.
+    assert_eq!(episodes.len(), 4, "{episodes:?}");
+    assert_eq!(episodes[3]["train/num_updates"], last_episode_updates);
     // An episode with updates logs the agent's means (one without has none: tests/drqv2.rs).
     assert!(
-        episodes[0]["train/critic_loss"].as_f64().is_some_and(f64::is_finite),
+        episodes[3]["train/critic_loss"].as_f64().is_some_and(f64::is_finite),
         "{}",
-        episodes[0]
+        episodes[3]
     );
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(whole.join("run.json")).unwrap()).unwrap();
@@ -359,11 +364,11 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
                 "{line}"
             );
         }
-        assert!(episodes[0]["train/aux_loss"].as_f64().is_some_and(f64::is_finite));
-        assert!(episodes[0]["train/aux_num_synthetic"].as_f64().is_some());
+        assert!(episodes[3]["train/aux_loss"].as_f64().is_some_and(f64::is_finite));
+        assert!(episodes[3]["train/aux_num_synthetic"].as_f64().is_some());
     } else {
         assert!(!whole.join("aux.jsonl").exists());
-        assert!(episodes[0].get("train/aux_loss").is_none());
+        assert!(episodes[3].get("train/aux_loss").is_none());
     }
 
     // Killed once its checkpoint (frame 1000) is on disk, then run again.

@@ -600,6 +600,55 @@ fn whole_episodes_match_dm_control_to_the_time_limit() {
     }
 }
 
+/// `env.episode_frames`: an episode cut short ends where asked, the way dm_control's time limit
+/// ends one (`last`, the discount kept), with every step before the cut the uncut episode's;
+/// a cut inside an agent step's action repeat ends it after the env steps taken; the next reset
+/// starts a whole new episode.
+#[test]
+fn episodes_cut_short_end_where_asked_as_a_time_limit_does() {
+    let task = Task::CartpoleSwingup;
+    let mut uncut = DmcEnv::spawn(config(task, RenderQuality::Fast)).unwrap();
+    let plan = actions(uncut.spec().action_dim, 8, 2);
+    let whole = run_episode(&mut uncut, 31, &plan);
+    assert_eq!(whole.len(), 9, "the task's own episode does not end in 8 agent steps");
+    for (episode_frames, agent_steps, last_env_steps) in [(10u32, 5usize, 2u32), (9, 5, 1)] {
+        let mut cut = DmcEnv::spawn(DmcConfig {
+            episode_frames: Some(episode_frames),
+            ..config(task, RenderQuality::Fast)
+        })
+        .unwrap();
+        assert_eq!(cut.spec().episode_frames, Some(episode_frames));
+        let ours = run_episode(&mut cut, 31, &plan);
+        assert_eq!(
+            ours.len(),
+            agent_steps + 1,
+            "cut at {episode_frames}: reset + {agent_steps} steps"
+        );
+        for t in 0..agent_steps {
+            assert_eq!(ours[t], whole[t], "cut at {episode_frames}, step {t}");
+        }
+        let end = &ours[agent_steps];
+        assert!(end.last && end.discount == 1.0, "cut at {episode_frames}: {end:?}");
+        assert_eq!(end.env_steps, last_env_steps, "cut at {episode_frames}");
+        if last_env_steps == 2 {
+            // The whole agent step: the uncut one's, but for `last`.
+            let uncut_step = TimeStep {
+                last: true,
+                ..whole[agent_steps].clone()
+            };
+            assert_eq!(*end, uncut_step, "cut at {episode_frames}");
+        } else {
+            assert_ne!(
+                end.frame, whole[agent_steps].frame,
+                "cut at {episode_frames}: one env step, not two"
+            );
+        }
+        // Stepping past the cut is refused; a reset starts a whole new one.
+        assert!(cut.step(&plan[0]).is_err(), "a step after the cut was taken");
+        assert_eq!(run_episode(&mut cut, 31, &plan), ours, "the next episode, same seed");
+    }
+}
+
 /// URLB's four Jaco reach tasks: the first a whole episode (125 agent steps to the 10 s time
 /// limit), the other three their first 12 agent steps (they differ from it in the brick's place
 /// alone, which the reset frame and the first rewards show; a whole Jaco episode at default

@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 use crate::common::{lfs_in_repo, output_text as text, run_results as results, wait_for};
 
 /// pipelines/sac/tiny.toml at toy network sizes and budgets: 3 cartpole episodes of 500 agent
-/// steps, updates from step 200, evaluations of one episode at frames 0, 1500 and 3000.
+/// steps (the tests that do not count on whole episodes cut them at 250 frames), updates from
+/// step 200, evaluations of one episode at frames 0, 1500 and 3000.
 const SMALL: [&str; 10] = [
     "env.render_quality=fast",
     "agent.hidden_dim=32",
@@ -41,7 +42,7 @@ fn bad_input_is_refused_by_name_with_nothing_written() {
     let garbage = dir.path().join("encoder.safetensors");
     std::fs::write(&garbage, b"not a safetensors file").unwrap();
     let garbage = garbage.to_str().unwrap().to_string();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--encoder", "random", "--task", "walker_fly"],
             "unknown task \"walker_fly\"",
@@ -83,6 +84,17 @@ fn bad_input_is_refused_by_name_with_nothing_written() {
             ],
             "unknown variant `bf16`, expected `f32` or `f16`",
         ),
+        (
+            &[
+                "--encoder",
+                "random",
+                "--task",
+                "cartpole_swingup",
+                "--set",
+                "env.episode_frames=251",
+            ],
+            "env.episode_frames = 251 must be a positive multiple of env.action_repeat = 2",
+        ),
     ];
     for (args, expected) in cases {
         let result = eval_command(&out, args).output().unwrap();
@@ -96,7 +108,16 @@ fn bad_input_is_refused_by_name_with_nothing_written() {
 #[test]
 fn a_killed_run_resumes_to_the_same_results() {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--encoder", "random", "--task", "cartpole_swingup"];
+    // Episodes cut at 250 frames (12 of them; the evaluations' were whole 1000-frame episodes,
+    // most of this test's time).
+    let args = [
+        "--encoder",
+        "random",
+        "--task",
+        "cartpole_swingup",
+        "--set",
+        "env.episode_frames=250",
+    ];
     // Uninterrupted, with the first episode of each evaluation as a video.
     let whole = dir.path().join("whole");
     let result = eval_command(&whole, &[&args[..], &["--save-video"]].concat())
@@ -104,7 +125,7 @@ fn a_killed_run_resumes_to_the_same_results() {
         .unwrap();
     assert!(result.status.success(), "{}", text(&result));
     for frame in [0, 1500, 3000] {
-        // An 84×84 H.264 MP4 of the whole episode: its first frame and 500 agent steps.
+        // An 84×84 H.264 MP4 of the whole episode: its first frame and 125 agent steps.
         let video = whole.join(format!("eval_video/{frame}.mp4"));
         let probe = Command::new("ffprobe")
             .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
@@ -119,7 +140,7 @@ fn a_killed_run_resumes_to_the_same_results() {
             .unwrap();
         assert_eq!(
             String::from_utf8_lossy(&probe.stdout).trim(),
-            "h264,84,84,501",
+            "h264,84,84,126",
             "{}",
             video.display()
         );
@@ -160,7 +181,7 @@ fn a_killed_run_resumes_to_the_same_results() {
     crate::common::check_tensorboard(&killed);
     let (rows, episodes) = results(&whole);
     assert_eq!(rows.len(), 4, "{rows:?}"); // header + frames 0, 1500, 3000
-    assert_eq!(episodes.len(), 3);
+    assert_eq!(episodes.len(), 12);
     // Running a finished run again evaluates nothing twice.
     let eval_csv = std::fs::read(killed.join("eval.csv")).unwrap();
     let result = eval_command(&killed, &args).output().unwrap();
@@ -269,12 +290,12 @@ fn replay_frames_on_the_device_resume_to_the_host_replays_results() {
         &args,
         "replay frames on the device: 1708 frames (0.04 GB)",
     );
-    assert_eq!((rows.len(), episodes.len()), (3, 2), "{rows:?}");
+    assert_eq!((rows.len(), episodes.len()), (3, 8), "{rows:?}");
     assert!(episodes[1]["train/num_updates"].as_u64().unwrap() > 0);
 }
 
-/// `lfs eval` (random encoder, cartpole_swingup, a replay of 700 transitions that drops its
-/// oldest episodes, `extra`) with `var=host` uninterrupted, and with `var=device` killed once its
+/// `lfs eval` (random encoder, cartpole_swingup, episodes cut at 250 frames, a replay of 700
+/// transitions that drops its oldest episodes, `extra`) with `var=host` uninterrupted, and with `var=device` killed once its
 /// first checkpoint is on disk and resumed, saying `says`: both end with the same evaluations
 /// and episode logs, which are returned.
 fn on_the_device_as_on_the_host(var: &str, extra: &[&str], says: &str) -> (Vec<String>, Vec<serde_json::Value>) {
@@ -284,6 +305,8 @@ fn on_the_device_as_on_the_host(var: &str, extra: &[&str], says: &str) -> (Vec<S
         "random",
         "--task",
         "cartpole_swingup",
+        "--set",
+        "env.episode_frames=250",
         "--set",
         "replay.capacity=700",
     ];

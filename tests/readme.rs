@@ -53,12 +53,13 @@ const fn skip(written: &'static str, why: &'static str) -> Step {
 }
 
 /// Every tiny RL run's budget: 600 frames, updates from 400, evaluations (one episode) at 0 and
-/// 600, a small agent.
+/// 600, every episode cut at 250 frames (a whole DMControl evaluation episode is 1000, and two
+/// of them were most of a tiny run's time), a small agent.
 macro_rules! tiny_run {
     () => {
         "--set run.num_train_frames=600 --set run.num_seed_frames=400 \
-         --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set agent.hidden_dim=32 \
-         --set agent.feature_dim=8"
+         --set run.eval_every_frames=600 --set run.num_eval_episodes=1 --set env.episode_frames=250 \
+         --set agent.hidden_dim=32 --set agent.feature_dim=8"
     };
 }
 /// SAC at the tiny budget, with a small batch.
@@ -77,8 +78,7 @@ macro_rules! train_budget {
     };
 }
 /// A run's cost flag beside its budget: fast rendering (no shadow map, no multisampling), ~4x
-/// cheaper on a CPU's software renderer, where the evaluation episodes (two whole episodes
-/// against 600 training frames) are most of a tiny run's time. For a run that is not where the
+/// cheaper on a CPU's software renderer, where rendering is most of a tiny run's time. For a run that is not where the
 /// walk checks the render quality; one with a pre-trained encoder also says the mismatch is
 /// meant.
 macro_rules! render_fast {
@@ -101,11 +101,12 @@ const EXPLORE_BUDGET: &str = "--set run.num_train_frames=300 --set run.num_seed_
 const EXPLORE_PAPER_BUDGET: &str = "--set run.num_train_frames=300 --set run.num_seed_frames=200 \
      --set agent.batch_size=16 --set env.render_quality=fast";
 
-/// The walk, in the order a user meets it: the default job, the Makefile's stages, then the
-/// README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the report,
-/// then the guide's pages in the order of its index (their running example is `runs/mine`, the
-/// embedded sample ingested as a user's own videos), and TensorBoard over all of it.
-const STEPS: &[Step] = &[
+/// The walk, in three parts that run as tests of their own, side by side, each in a folder of its
+/// own: what each part's commands read, its part wrote before them.
+///
+/// The default job and the Makefile's stages, then the suites and report pages on the tiny suite
+/// `make suite-tiny` ran (and the start of the guide's running example, for the PyTorch snippets).
+const MAKE_TARGETS: &[Step] = &[
     run("make help", ""),
     skip("make deps", ".ci/run runs it first on a bare machine (apt-get, as root)"),
     run("make", "SET='--set run.num_updates=100'"),
@@ -164,6 +165,67 @@ const STEPS: &[Step] = &[
         "target/release/lfs probe --encoder random --dataset runs/probe-set-fast/dataset --out runs/probe/random.json",
         "",
     ),
+    // docs/guide/collect-and-ingest.md, pretrain.md and export.md: the guide's running example
+    // (its own walk below runs the same start), here for the PyTorch snippets, which read the
+    // encoders `make` and the guide's export wrote.
+    run("target/release/lfs ingest datasets/tiny/videos --out runs/mine/dataset", ""),
+    run(
+        "target/release/lfs inspect runs/mine/dataset --verify --contact-sheet runs/mine/contact-sheet.png",
+        "",
+    ),
+    // docs/guide/pretrain.md
+    run(
+        "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --out-dir runs/mine",
+        "--set run.num_updates=20",
+    ),
+    run(
+        "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set objective.method=atc --out-dir runs/mine-atc",
+        "--set run.num_updates=5",
+    ),
+    // docs/guide/export.md
+    run(
+        "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder.safetensors",
+        "",
+    ),
+    run(
+        "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder-only.safetensors --encoder-only",
+        "",
+    ),
+    run(".venv/bin/python python/load_encoder_numpy.py runs/mine/encoder.safetensors", ""),
+    Step {
+        written: ".venv/bin/python python/load_encoder_torch.py runs/mine/encoder.safetensors",
+        walk: Walk::WithTorch,
+    },
+    // docs/guide/suites.md: the tiny suite is its own budget (8 cells of 1000 frames).
+    run("target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny", ""),
+    run("target/release/lfs suite status runs/suite-tiny", ""),
+    run(
+        "target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny --job-index 3",
+        "",
+    ),
+    run(
+        "target/release/lfs suite sbatch eval/suites/tiny.toml --out runs/suite-tiny --cpus-per-task 1 --time 00:30:00",
+        "",
+    ),
+    skip(
+        "sbatch runs/suite-paper/slurm/paper.sbatch",
+        "needs a SLURM cluster and days per cell; tests/suite.rs submits the tiny suite's array \
+         to a one-node cluster it starts (eval/slurm/run_suite.sh)",
+    ),
+    // docs/guide/report.md
+    run(
+        "target/release/lfs report runs/suite-tiny --out runs/suite-tiny/report",
+        "",
+    ),
+    run(
+        "target/release/lfs report runs/suite-tiny --out runs/suite-tiny/report-500 --budget 500 --probe runs/probe/random.json",
+        "",
+    ),
+];
+
+/// The README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the
+/// report, the GPU page, and TensorBoard over the runs they wrote.
+const README_PIPELINE: &[Step] = &[
     run(
         "target/release/lfs collect --tasks reach_duplo,walker_run,cartpole_swingup --episodes 320 --video-frames 250 --out videos/",
         "--episodes 1",
@@ -241,6 +303,36 @@ const STEPS: &[Step] = &[
         "target/release/lfs report results/study-mini --out runs/report-study-mini",
         "",
     ),
+    // docs/guide/gpu.md (make build-cuda and gpu-check are make help's, above)
+    skip(
+        "export LD_LIBRARY_PATH=$PWD/target-cuda/release/cuda-libs:$(echo $PWD/.venv-cuda/lib/python3*/site-packages/nvidia/cudnn/lib)",
+        "needs an NVIDIA GPU and make build-cuda's binary: the library folders of the CUDA \
+         commands after it",
+    ),
+    skip(
+        "target-cuda/release/lfs-cudnn pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/paper/dataset\"]' --out-dir runs/paper-gpu --device cuda",
+        "needs an NVIDIA GPU and make build-cuda's binary; the CUDA path's checks run on the CPU \
+         here (tests/device.rs)",
+    ),
+    skip(
+        "target/release/lfs export runs/paper-gpu/checkpoint.safetensors --out runs/paper-gpu/encoder.safetensors",
+        "needs an NVIDIA GPU and make build-cuda's binary for the checkpoint it exports; the same \
+         export of a CPU run is walked above (pretrain.md)",
+    ),
+    skip(
+        "target-cuda/release/lfs-cudnn eval --config pipelines/sac/paper.toml --encoder runs/paper-gpu/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval-gpu/walker_walk/1 --device cuda",
+        "needs an NVIDIA GPU and make build-cuda's binary, and about 36 GPU minutes at the paper's \
+         budget",
+    ),
+    Step {
+        written: ".venv/bin/tensorboard --logdir runs/",
+        walk: Walk::UntilServing,
+    },
+];
+
+/// The guide's pages in the order of its index: their running example is `runs/mine`, the
+/// embedded sample ingested as a user's own videos.
+const GUIDE: &[Step] = &[
     // docs/guide/collect-and-ingest.md: the embedded sample stands in for the user's folder.
     run("target/release/lfs ingest datasets/tiny/videos --out runs/mine/dataset", ""),
     run(
@@ -252,24 +344,11 @@ const STEPS: &[Step] = &[
         "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --out-dir runs/mine",
         "--set run.num_updates=20",
     ),
-    run(
-        "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set objective.method=atc --out-dir runs/mine-atc",
-        "--set run.num_updates=5",
-    ),
     // docs/guide/export.md
     run(
         "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder.safetensors",
         "",
     ),
-    run(
-        "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder-only.safetensors --encoder-only",
-        "",
-    ),
-    run(".venv/bin/python python/load_encoder_numpy.py runs/mine/encoder.safetensors", ""),
-    Step {
-        written: ".venv/bin/python python/load_encoder_torch.py runs/mine/encoder.safetensors",
-        walk: Walk::WithTorch,
-    },
     // docs/guide/eval.md
     run(
         "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/mine/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/mine/cartpole_swingup/1",
@@ -319,61 +398,16 @@ const STEPS: &[Step] = &[
         "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/explore/proto-tiny/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/proto-tiny/cartpole_swingup/1",
         SAC_BUDGET_FAST,
     ),
-    // docs/guide/suites.md: the tiny suite is its own budget (8 cells of 1000 frames).
-    run("target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny", ""),
-    run("target/release/lfs suite status runs/suite-tiny", ""),
-    run(
-        "target/release/lfs suite run eval/suites/tiny.toml --out runs/suite-tiny --job-index 3",
-        "",
-    ),
-    run(
-        "target/release/lfs suite sbatch eval/suites/tiny.toml --out runs/suite-tiny --cpus-per-task 1 --time 00:30:00",
-        "",
-    ),
-    skip(
-        "sbatch runs/suite-paper/slurm/paper.sbatch",
-        "needs a SLURM cluster and days per cell; tests/suite.rs submits the tiny suite's array \
-         to a one-node cluster it starts (eval/slurm/run_suite.sh)",
-    ),
-    // docs/guide/report.md
-    run(
-        "target/release/lfs report runs/suite-tiny --out runs/suite-tiny/report",
-        "",
-    ),
-    run(
-        "target/release/lfs report runs/suite-tiny --out runs/suite-tiny/report-500 --budget 500 --probe runs/probe/random.json",
-        "",
-    ),
     // docs/guide/logs.md
     run("tail -n 1 runs/mine/metrics.jsonl", ""),
     run("cat runs/eval/mine/cartpole_swingup/1/eval.csv", ""),
     run("cat runs/mine/summary.json", ""),
-    // docs/guide/gpu.md (make build-cuda and gpu-check are make help's, above)
-    skip(
-        "export LD_LIBRARY_PATH=$PWD/target-cuda/release/cuda-libs:$(echo $PWD/.venv-cuda/lib/python3*/site-packages/nvidia/cudnn/lib)",
-        "needs an NVIDIA GPU and make build-cuda's binary: the library folders of the CUDA \
-         commands after it",
-    ),
-    skip(
-        "target-cuda/release/lfs-cudnn pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/paper/dataset\"]' --out-dir runs/paper-gpu --device cuda",
-        "needs an NVIDIA GPU and make build-cuda's binary; the CUDA path's checks run on the CPU \
-         here (tests/device.rs)",
-    ),
-    skip(
-        "target/release/lfs export runs/paper-gpu/checkpoint.safetensors --out runs/paper-gpu/encoder.safetensors",
-        "needs an NVIDIA GPU and make build-cuda's binary for the checkpoint it exports; the same \
-         export of a CPU run is walked above (pretrain.md)",
-    ),
-    skip(
-        "target-cuda/release/lfs-cudnn eval --config pipelines/sac/paper.toml --encoder runs/paper-gpu/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval-gpu/walker_walk/1 --device cuda",
-        "needs an NVIDIA GPU and make build-cuda's binary, and about 36 GPU minutes at the paper's \
-         budget",
-    ),
-    Step {
-        written: ".venv/bin/tensorboard --logdir runs/",
-        walk: Walk::UntilServing,
-    },
 ];
+
+/// Every step of the walk, part by part.
+fn all_steps() -> impl Iterator<Item = &'static Step> {
+    [MAKE_TARGETS, README_PIPELINE, GUIDE].into_iter().flatten()
+}
 
 /// `make eval`'s and `make train`'s SET: the budgets above.
 const SAC_MAKE_SET: &str = concat!("SET='", sac_budget!(), "'");
@@ -490,7 +524,7 @@ fn every_readme_command_and_make_target_is_walked_or_says_why_not() {
         .map(|(p, c)| (p.as_str(), c))
         .chain(targets.iter().map(|t| ("make help", t)))
     {
-        if !STEPS.iter().any(|s| s.written == command.as_str()) {
+        if !all_steps().any(|s| s.written == command.as_str()) {
             missing.push(format!("{page}: {command}"));
         }
     }
@@ -502,8 +536,7 @@ fn every_readme_command_and_make_target_is_walked_or_says_why_not() {
     // stale, and would go on being walked for nobody. A bare `make TARGET` is make help's and
     // may run ahead of the Makefile it names; the check above covers the targets it lists.
     let bare_target = |w: &str| w == "make" || (w.starts_with("make ") && !w[5..].contains(' '));
-    let stale: Vec<&str> = STEPS
-        .iter()
+    let stale: Vec<&str> = all_steps()
         .map(|s| s.written)
         .filter(|w| !bare_target(w) && !shown.iter().any(|(_, c)| c == w))
         .collect();
@@ -511,7 +544,7 @@ fn every_readme_command_and_make_target_is_walked_or_says_why_not() {
         stale.is_empty(),
         "steps of tests/readme.rs that neither the README, the guide nor make help shows: {stale:#?}"
     );
-    for step in STEPS {
+    for step in all_steps() {
         if let Walk::Skip(why) = step.walk {
             assert!(!why.is_empty(), "{}: a skipped step says why", step.written);
         }
@@ -548,9 +581,25 @@ fn json(path: &Path) -> serde_json::Value {
 }
 
 #[test]
-fn the_readme_walk_through_runs_as_written() {
+fn the_readme_walk_through_runs_as_written_1_make_targets() {
+    walk(MAKE_TARGETS);
+}
+
+#[test]
+fn the_readme_walk_through_runs_as_written_2_readme_pipeline() {
+    walk(README_PIPELINE);
+}
+
+#[test]
+fn the_readme_walk_through_runs_as_written_3_guide() {
+    walk(GUIDE);
+}
+
+/// Runs one part of the walk in a fresh user folder, each step as written, and checks what it
+/// left behind.
+fn walk(steps: &[Step]) {
     let dir = user_folder();
-    for step in STEPS {
+    for step in steps {
         let started = Instant::now();
         match step.walk {
             Walk::Skip(_) => continue,
@@ -626,7 +675,7 @@ fn tensorboard_serves_the_runs(dir: &Path, written: &str) {
             .ok()?;
         serde_json::from_slice(&out.stdout).ok()
     };
-    let wanted = ["tiny", "eval/walker_walk/1", "train/walker_stand/1"];
+    let wanted = ["videos-mini", "eval/walker_walk/1", "train/walker_stand/1"];
     let lists_them = || {
         get("/data/runs").is_some_and(|runs| {
             wanted
@@ -635,7 +684,10 @@ fn tensorboard_serves_the_runs(dir: &Path, written: &str) {
         })
     };
     wait_for(&mut child, 120, "TensorBoard listing the runs", lists_them);
-    for (run, tag) in [("tiny", "pretrain/loss"), ("eval/walker_walk/1", "eval/episode_reward")] {
+    for (run, tag) in [
+        ("videos-mini", "pretrain/loss"),
+        ("eval/walker_walk/1", "eval/episode_reward"),
+    ] {
         let points = get(&format!(
             "/data/plugin/scalars/scalars?run={}&tag={}",
             run.replace('/', "%2F"),

@@ -157,6 +157,8 @@ struct CellSpec {
     feature_cache_dtype: Option<&'static str>,
     /// `[agent] kind`; None: a config that predates it (SAC).
     agent_kind: Option<&'static str>,
+    /// `[env] episode_frames`; None: the task's own episodes.
+    episode_frames: Option<u64>,
 }
 
 impl CellSpec {
@@ -173,6 +175,7 @@ impl CellSpec {
             feature_cache: true,
             feature_cache_dtype: None,
             agent_kind: None,
+            episode_frames: None,
         }
     }
 
@@ -246,11 +249,12 @@ fn write_cell(suite: &Path, index: usize, spec: &CellSpec) -> PathBuf {
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&run).unwrap()).unwrap();
     let config = format!(
         "[run]\nseed = {}\nnum_train_frames = {}\nnum_seed_frames = 1000\neval_every_frames = {EVAL_EVERY}\n\
-         num_eval_episodes = 1\ncheckpoint_every_frames = 2000\n\n[env]\naction_repeat = 2\nrender_quality = \"{}\"\n\n\
+         num_eval_episodes = 1\ncheckpoint_every_frames = 2000\n\n[env]\naction_repeat = 2\nrender_quality = \"{}\"\n{}\n\
          [agent]\n{}batch_size = 64\nhidden_dim = 1024\n\n[replay]\ncapacity = 10000\nrandom_shift_pad = 4\nfeature_cache = {}\n{}",
         spec.seed,
         spec.num_train_frames,
         spec.render_quality,
+        spec.episode_frames.map(|f| format!("episode_frames = {f}\n")).unwrap_or_default(),
         spec.agent_kind.map(|k| format!("kind = \"{k}\"\n")).unwrap_or_default(),
         spec.feature_cache,
         spec.feature_cache_dtype
@@ -521,17 +525,19 @@ fn pandas_reads(path: &Path, rows: &[results_csv::ResultRow]) {
     assert_eq!(fields[2..], ["3", "2"]);
 }
 
-/// Cells that differ in render quality, feature cache or budget are refused, with the field and
-/// the cell named, exit code 2 and nothing written; `--allow-mismatch` reports them and says so.
+/// Cells that differ in render quality, feature cache, budget or episode length are refused,
+/// with the field and the cell named, exit code 2 and nothing written; `--allow-mismatch`
+/// reports them and says so (with the episode lengths in the scale table).
 #[test]
 fn mismatched_cells_are_refused() {
     type Change = fn(&mut CellSpec);
-    let cases: [(&str, Change); 4] = [
+    let cases: [(&str, Change); 5] = [
         ("env.render_quality", |s| s.render_quality = "default"),
         ("replay.feature_cache", |s| s.feature_cache = false),
         // f16 against configs without the field (f32)
         ("replay.feature_cache", |s| s.feature_cache_dtype = Some("f16")),
         ("run.num_train_frames", |s| s.num_train_frames = 6000),
+        ("env.episode_frames", |s| s.episode_frames = Some(250)),
     ];
     for (field, change) in cases {
         let mut specs = suite_specs();
@@ -555,6 +561,12 @@ fn mismatched_cells_are_refused() {
         let md = std::fs::read_to_string(out.join("report.md")).unwrap();
         assert!(md.contains("## Settings that differ between cells"), "{md}");
         assert!(md.contains(&format!("- {field}: ")) && md.contains(&odd), "{md}");
+        if field == "env.episode_frames" {
+            assert!(
+                md.contains("(action repeat 2; episode length cut at 250 frames / the task's own)"),
+                "{md}"
+            );
+        }
     }
     // budgets that differ are each scored: a 6K cell counts at 6K, not at 10K
     let suite = write_suite("report-budgets", &{

@@ -15,8 +15,8 @@ pub struct Args {
     /// Report folder: report.md, results.csv and the pictures (PNG and SVG).
     #[arg(long)]
     pub out: PathBuf,
-    /// Report cells that differ in render quality, feature cache, budget or action repeat
-    /// (listing the differences in report.md) instead of refusing.
+    /// Report cells that differ in render quality, feature cache, budget, action repeat or
+    /// episode length (listing the differences in report.md) instead of refusing.
     #[arg(long)]
     pub allow_mismatch: bool,
     /// Score runs at this many frames (their last evaluation at or before it); repeatable,

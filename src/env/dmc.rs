@@ -60,6 +60,9 @@ pub struct DmcConfig {
     /// Env steps per agent step (docs/design.md §8: 2).
     pub action_repeat: u32,
     pub render_quality: RenderQuality,
+    /// End every episode after at most this many env steps, as the task's time limit does
+    /// (`env.episode_frames`); `None`: the task's own limit alone.
+    pub episode_frames: Option<u32>,
     /// Python interpreter with python/requirements.txt installed.
     pub python: PathBuf,
     /// A reset or step that takes longer than this means the worker hung: it is killed and
@@ -74,6 +77,7 @@ impl DmcConfig {
             task,
             action_repeat: DEFAULT_ACTION_REPEAT,
             render_quality: RenderQuality::Default,
+            episode_frames: None,
             python: default_python(),
             reply_timeout: DEFAULT_REPLY_TIMEOUT,
         }
@@ -101,8 +105,13 @@ impl PendingWorker {
             })?,
             _ => return Err(self.process.protocol_error(&self.config, "expected a hello message")),
         };
-        let expected = (self.config.task, self.config.action_repeat, self.config.render_quality);
-        if (spec.task, spec.action_repeat, spec.render_quality) != expected
+        let expected = (
+            self.config.task,
+            self.config.action_repeat,
+            self.config.render_quality,
+            self.config.episode_frames,
+        );
+        if (spec.task, spec.action_repeat, spec.render_quality, spec.episode_frames) != expected
             || (spec.height, spec.width) != (FRAME_SIZE, FRAME_SIZE)
         {
             return Err(Error::Env {
@@ -343,6 +352,7 @@ impl WorkerProcess {
             .args(["--action-repeat", &config.action_repeat.to_string()])
             .args(["--render-quality", config.render_quality.name()])
             .args(["--size", &FRAME_SIZE.to_string()])
+            .args(["--episode-frames", &config.episode_frames.unwrap_or(0).to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

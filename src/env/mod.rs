@@ -219,6 +219,10 @@ pub struct EnvSpec {
     /// Env steps per agent step.
     pub action_repeat: u32,
     pub render_quality: RenderQuality,
+    /// The episode's cut, in env steps, when one was asked for (`--episode-frames`); `None`: the
+    /// task's own time limit alone.
+    #[serde(default)]
+    pub episode_frames: Option<u32>,
     pub height: usize,
     pub width: usize,
     /// Seconds of simulated time per env step.

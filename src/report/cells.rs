@@ -41,6 +41,8 @@ pub struct CellSettings {
     pub num_train_frames: u64,
     /// `[env] action_repeat`: what a frame is worth in agent steps.
     pub action_repeat: u64,
+    /// `[env] episode_frames`: episodes cut short of the task's time limit (absent: not cut).
+    pub episode_frames: Option<u64>,
     /// `[run] eval_every_frames`.
     pub eval_every_frames: u64,
     /// `[run] num_eval_episodes`.
@@ -250,6 +252,10 @@ pub fn read_settings(path: &Path) -> Result<CellSettings> {
         },
         num_train_frames: int("run", "num_train_frames")?,
         action_repeat: int("env", "action_repeat")?,
+        episode_frames: match get("env", "episode_frames") {
+            Ok(_) => Some(int("env", "episode_frames")?),
+            Err(_) => None,
+        },
         eval_every_frames: int("run", "eval_every_frames")?,
         num_eval_episodes: int("run", "num_eval_episodes")?,
         batch_size: int("agent", "batch_size")?,

@@ -1,7 +1,7 @@
 //! Cells whose scores cannot stand side by side. Render quality changes the pixels the encoder
 //! sees (docs/design.md §8 uses dm_control's own), the feature cache turns the random-shift
-//! augmentation off (docs/design.md §6), and the budget and the action repeat change what a
-//! "final" score measures. Cells that differ in any of them are refused unless the user says
+//! augmentation off (docs/design.md §6), and the budget, the action repeat and episodes cut short
+//! (`env.episode_frames`) change what a "final" score measures. Cells that differ in any of them are refused unless the user says
 //! otherwise, and the report then lists the differences.
 
 use std::collections::BTreeMap;
@@ -39,7 +39,7 @@ fn name_list(cells: &[String]) -> String {
 }
 
 /// The settings that matter, as (field, value) of a cell.
-fn compared(s: &CellSettings) -> [(&'static str, String); 4] {
+fn compared(s: &CellSettings) -> [(&'static str, String); 5] {
     [
         ("env.render_quality", s.render_quality.clone()),
         // with its storage: "true (f16)"
@@ -52,7 +52,16 @@ fn compared(s: &CellSettings) -> [(&'static str, String); 4] {
         ),
         ("run.num_train_frames", s.num_train_frames.to_string()),
         ("env.action_repeat", s.action_repeat.to_string()),
+        ("env.episode_frames", episode_length(s.episode_frames)),
     ]
+}
+
+/// An episode's length as the report states it.
+pub fn episode_length(episode_frames: Option<u64>) -> String {
+    match episode_frames {
+        Some(frames) => format!("cut at {frames} frames"),
+        None => "the task's own".to_string(),
+    }
 }
 
 /// Every setting that differs between the done cells; empty when they can be compared.

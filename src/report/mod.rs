@@ -49,8 +49,8 @@ pub const RESULTS_CSV: &str = "results.csv";
 /// What the user asked for beyond the suite directory.
 #[derive(Debug, Clone, Default)]
 pub struct ReportOptions {
-    /// Report cells that differ in render quality, feature cache, budget or action repeat,
-    /// listing the differences, instead of refusing.
+    /// Report cells that differ in render quality, feature cache, budget, action repeat or
+    /// episode length, listing the differences, instead of refusing.
     pub allow_mismatch: bool,
     /// Budgets (frames) to score the runs at; empty: the budgets of the done cells.
     pub budgets: Vec<u64>,

@@ -120,6 +120,14 @@ pub struct LoopEnvConfig {
     /// unless told to. `config.resolved.toml` holds the quality the run rendered at, and
     /// `run.json` where it came from.
     pub render_quality: RenderQualitySetting,
+    /// End every episode, training's and evaluation's, after at most this many frames, the way
+    /// the task's time limit ends it (the last step keeps its discount); a multiple of the
+    /// action repeat. Absent (the default, and the paper's protocol): the task's own limit,
+    /// 1000 frames on the DMControl tasks and 250 on reach_duplo and Jaco's. For smoke runs
+    /// and tests, where two whole evaluation episodes are most of a tiny run's time: returns of
+    /// cut episodes are not comparable with published ones, and `lfs report` says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub episode_frames: Option<Frames>,
 }
 
 impl Default for LoopEnvConfig {
@@ -127,7 +135,32 @@ impl Default for LoopEnvConfig {
         Self {
             action_repeat: 2,
             render_quality: RenderQualitySetting::Encoder,
+            episode_frames: None,
         }
+    }
+}
+
+impl LoopEnvConfig {
+    /// The cut the environment workers are given (`DmcConfig::episode_frames`).
+    pub fn worker_episode_frames(&self) -> Option<u32> {
+        // validate() holds it within u32.
+        self.episode_frames.map(|f| f.0 as u32)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.action_repeat == 0 {
+            return Err(Error::Config("env.action_repeat must be >= 1".into()));
+        }
+        if let Some(Frames(frames)) = self.episode_frames {
+            let repeat = u64::from(self.action_repeat);
+            if frames == 0 || frames % repeat != 0 || frames > u64::from(u32::MAX) {
+                return Err(Error::Config(format!(
+                    "env.episode_frames = {frames} must be a positive multiple of env.action_repeat = {repeat} \
+                     (leave it out for the task's own time limit)"
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -266,9 +299,7 @@ impl StageConfig for LoopConfig {
     fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
         let run = &self.run;
-        if self.env.action_repeat == 0 {
-            return bad("env.action_repeat must be >= 1".into());
-        }
+        self.env.validate()?;
         if run.num_train_frames.0 == 0 {
             return bad("run.num_train_frames must be >= 1".into());
         }

@@ -137,6 +137,7 @@ impl<A: Registered> Workspace<A> {
         let env_cfg = DmcConfig {
             action_repeat: cfg.env.action_repeat,
             render_quality,
+            episode_frames: cfg.env.worker_episode_frames(),
             ..DmcConfig::new(spec.task)
         };
         let pool = EnvPool::new(vec![env_cfg.clone(), env_cfg])?;

@@ -18,11 +18,24 @@ pub(super) fn scale(md: &mut String, report: &Report) {
             "off (random shift on every batch)".to_string()
         }
     }));
+    // Episodes cut short of the task's time limit (`env.episode_frames`) are said; the task's
+    // own length is not.
+    let cut = if s.clone().any(|s| s.episode_frames.is_some()) {
+        format!(
+            "; episode length {}",
+            distinct(
+                s.clone()
+                    .map(|s| crate::report::mismatch::episode_length(s.episode_frames))
+            )
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(md, "| | frames (env steps) | seeds per task | evaluation | settings |");
     let _ = writeln!(md, "|---|---|---|---|---|");
     let _ = writeln!(
         md,
-        "| ours (this suite) | {frames} (action repeat {}) | {} | episodes: {}, every {} frames | batch {}, replay {} \
+        "| ours (this suite) | {frames} (action repeat {}{cut}) | {} | episodes: {}, every {} frames | batch {}, replay {} \
          (sampling {}), feature cache {feature_cache}, render quality {} |",
         distinct(s.clone().map(|s| s.action_repeat)),
         seeds_per_task(report),
