@@ -20,6 +20,7 @@
 #   (60000), PP_BATCH (512), PP_WORKERS (one dm_control worker per core), PP_RENDER (default),
 #   PP_COMMAND_SECONDS (570), PP_WORK (runs/paper-pretrain: the dataset and the run, kept
 #   between commands), OUT (paper-pretrain-out).
+# How its encoder is to be read (the probe rule, fixed before any run): docs/paper-scale.md.
 # Dry run on the CPU at tiny sizes (the same stages; results/paper-pretrain-dry-2026-11-28):
 #   PP_DEVICE=cpu PP_EPISODES=2 PP_FRAMES=20 PP_UPDATES=4 PP_BATCH=16 \
 #     OUT=results/paper-pretrain-dry-2026-11-28 eval/gpu/paper-pretrain.sh
