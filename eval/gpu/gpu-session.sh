@@ -93,7 +93,14 @@
 #            GPU_SESSION_POOL_ROUNDS (3) rounds in ABBA order of one GPU_SESSION_POOL_WINDOW (70)
 #            s window per arm, each from an empty folder, so the default pays its warm-up and
 #            ramp in every window; frames done per window (episodes that ended) and the
-#            cells' own paces                                                                ~480 s
+#            cells' own paces; GPU_SESSION_POOL_CONFIG (pipelines/sac/mini.toml) for another
+#            config's cells (pipelines/sac/paper.toml with GPU_SESSION_POOL_CELLS=8)          ~480 s
+#   table3-row (not in the default list; GPU_SESSION_STAGES="info table3-row", a command of
+#            its own, run again on the same warm machine to go on) one Table 3 row at 50K frames:
+#            eval/suites/gpu_table3_row.toml (the committed study-2 LFS encoder × the nine tasks ×
+#            seed 1, sac/paper on the GPU, the pool sharing it) into GPU_SESSION_ROW_DIR
+#            (runs/gpu-table3-row, kept between commands), stopped after GPU_SESSION_ROW_SECONDS
+#            (480); every cell's small files come back under $OUT/table3-row for `lfs report` ~500 s
 #
 # Precision: lfs computes FP32 unless a run says run.precision = "tf32" (device_check:
 # --precision tf32), which turns on candle's TF32 GEMMs (its convolutions' im2col products and
@@ -203,7 +210,7 @@ if [ -z "$DC_CUDNN" ] && [ -f "$CARRY/device_check-cudnn.xz" ]; then
 fi
 LFS=${GPU_SESSION_LFS:-}
 E2E=$WORK/e2e
-if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has drqv2 || has drqv2-seeds || has pool; }; then
+if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has drqv2 || has drqv2-seeds || has pool || has table3-row; }; then
     mkdir -p "$E2E" && xz -dc "$CARRY/e2e.tar.xz" | tar -C "$E2E" -x
     # GPU_SESSION_LFS_BUILD=cudnn: the e2e stages' lfs is the one with cuDNN's convolutions
     lfs_bin=$E2E/bin/lfs${GPU_SESSION_LFS_BUILD:+-$GPU_SESSION_LFS_BUILD}
@@ -227,7 +234,7 @@ say "device_check: ${DC:-none}; with cuDNN: ${DC_CUDNN:-none}; lfs: ${LFS:-none}
 for st in parity rounds parts; do
     has $st && [ -z "$DC" ] && mark "skip stage=$st reason=no-device_check($CARRY/device_check.xz:make-build-cuda-and-gpu-pack)"
 done
-for st in e2e pool; do
+for st in e2e pool table3-row; do
     has $st && [ -z "$LFS" ] && mark "skip stage=$st reason=no-lfs($CARRY/e2e.tar.xz:make-build-cuda-and-gpu-pack)"
 done
 
@@ -619,6 +626,7 @@ fi
 POOL_CELLS=${GPU_SESSION_POOL_CELLS:-16}
 POOL_WINDOW=${GPU_SESSION_POOL_WINDOW:-70}
 POOL_ROUNDS=${GPU_SESSION_POOL_ROUNDS:-3}
+POOL_CONFIG=${GPU_SESSION_POOL_CONFIG:-pipelines/sac/mini.toml}
 # pool_window ARM ROUND [lfs suite run flags...]: one window from an empty folder, then a JSON
 # line of what the cells did in it
 pool_window() {
@@ -640,8 +648,8 @@ PY
 if has pool && [ -n "$LFS" ] && fits pool $((2 * POOL_ROUNDS * POOL_WINDOW + 60)); then
     {
         echo 'name = "gpu-pool"'
-        echo 'scale = "mini"'
-        echo 'sac_config = "pipelines/sac/mini.toml"'
+        case "$POOL_CONFIG" in *paper*) echo 'scale = "paper"' ;; *) echo 'scale = "mini"' ;; esac
+        echo "sac_config = \"$POOL_CONFIG\""
         echo "set = [\"run.device=$DEVICE\", \"env.render_quality=fast\", \"run.num_seed_frames=1000\","
         echo '       "run.eval_every_frames=1000000", "run.num_eval_episodes=1", "run.tensorboard=false"]'
         echo 'num_train_frames = 1000000'
@@ -658,6 +666,21 @@ if has pool && [ -n "$LFS" ] && fits pool $((2 * POOL_ROUNDS * POOL_WINDOW + 60)
             if [ $arm = j1 ]; then pool_window j1 $round -j 1; else pool_window default $round; fi
         done
     done
+fi
+
+# ---- table3-row ---------------------------------------------------------------------------
+ROW_DIR=${GPU_SESSION_ROW_DIR:-runs/gpu-table3-row}
+ROW_SECONDS=${GPU_SESSION_ROW_SECONDS:-480}
+if has table3-row && [ -n "$LFS" ] && fits table3-row $((ROW_SECONDS + 20)); then
+    mark "table3-row dir=$ROW_DIR seconds=$ROW_SECONDS"
+    # Stopped at its time, the suite resumes every cell from its checkpoint in the next command.
+    timeout "$((ROW_SECONDS * SCALE))" "$LFS" suite run eval/suites/gpu_table3_row.toml --out "$ROW_DIR" >> "$LOG" 2>&1 ||
+        say "table3-row: stopped after ${ROW_SECONDS}s (run the command again to go on)"
+    "$LFS" suite status "$ROW_DIR" >> "$LOG" 2>&1 || true
+    # The small files of every cell (not its checkpoint), for `lfs report` on any machine.
+    mkdir -p "$OUT/table3-row"
+    (cd "$ROW_DIR" && find . -type f \( -name '*.csv' -o -name '*.jsonl' -o -name '*.json' -o -name '*.toml' \) -print0 |
+        tar --null -cf - -T -) | tar -xf - -C "$OUT/table3-row"
 fi
 
 # ---- summary ------------------------------------------------------------------------------
