@@ -163,7 +163,7 @@ SLOW_TESTS := \
 # than TEST_BUDGET_SECONDS (eval/check/test.sh; the 20 slowest tests are printed either way,
 # every test's time is in runs/test-times.tsv). It installs torch into .venv first (make
 # setup-torch, ~5.3 GB), so that no test is skipped.
-TEST_BUDGET_SECONDS ?= 3300
+TEST_BUDGET_SECONDS ?= 2400
 test: setup setup-torch ## the whole test suite, as CI runs it, each test's time reported and the suite's time budget enforced
 	CARGO="$(CARGO)" TEST_BUDGET_SECONDS=$(TEST_BUDGET_SECONDS) eval/check/test.sh
 

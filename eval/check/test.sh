@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CARGO=${CARGO:-cargo}
-BUDGET=${TEST_BUDGET_SECONDS:-3300}
+BUDGET=${TEST_BUDGET_SECONDS:-2400}
 mkdir -p runs
 "$CARGO" test --release --locked --doc -- "$@"
 # The examples, which tests run as programs (tests/device.rs runs examples/device_check): a plain
