@@ -1,8 +1,9 @@
 //! Cells whose scores cannot stand side by side. Render quality changes the pixels the encoder
 //! sees (docs/design.md §8 uses dm_control's own), the feature cache turns the random-shift
-//! augmentation off (docs/design.md §6), and the budget, the action repeat and episodes cut short
-//! (`env.episode_frames`) change what a "final" score measures. Cells that differ in any of them are refused unless the user says
-//! otherwise, and the report then lists the differences.
+//! augmentation off (docs/design.md §6), and the budget, the action repeat and episodes cut
+//! short (`env.episode_frames`) change what a "final" score measures. Cells that differ in any
+//! of them are refused unless the user says otherwise, and the report then lists the
+//! differences.
 
 use std::collections::BTreeMap;
 
