@@ -408,7 +408,7 @@ fn a_killed_drqv2_run_resumes_to_the_same_results() {
         extra: &[],
         encoder_id: "online:none+critic:init=random:1",
         objective: false,
-        last_episode_updates: 62,
+        last_episode_updates: 50,
         another: &["--set", "agent.nstep=1"],
         resumed_env: &[("LFS_REPLAY_FRAMES", "device")],
         resumed_says: "replay frames on the device",

@@ -206,7 +206,7 @@ fn synthetic_pairs_are_the_queues_pairs_of_the_stored_episodes() {
 
 /// pipelines/e2e/tiny.toml at toy sizes: cartpole episodes cut at 250 frames (the task's own
 /// are 1000, and whole evaluation episodes were most of these runs' time), 1200 frames (four
-/// episodes and a bit), updates from frame 600 (300 agent steps of LFS + SAC), evaluations at
+/// episodes and a bit), updates from frame 800 (200 agent steps of LFS + SAC), evaluations at
 /// frames 0 and 1200 (one before the kill of the resume tests, one after), a checkpoint at the
 /// first episode end from frame 1000 (frame 1000).
 const SMALL: [&str; 12] = [
@@ -217,7 +217,7 @@ const SMALL: [&str; 12] = [
     "aux.model.predictor_hidden_dim=64",
     "aux.model.num_prototypes=32",
     "run.num_train_frames=1200",
-    "run.num_seed_frames=600",
+    "run.num_seed_frames=800",
     "run.eval_every_frames=1200",
     "run.num_eval_episodes=1",
     "run.checkpoint_every_frames=1000",
@@ -269,7 +269,7 @@ fn a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
         extra: &args,
         encoder_id: "online:lfs:init=random:1",
         objective: true,
-        last_episode_updates: 125,
+        last_episode_updates: 100,
         another: &["--set", "aux.method=lfs-cl"],
         // The killed and resumed run makes its batches and the objective's pairs as a GPU does,
         // from the replay's frames on the device (src/rl/device_frames.rs): the same results.
@@ -287,7 +287,7 @@ fn a_killed_sac_pixel_run_resumes_to_the_same_results() {
         extra: &args,
         encoder_id: "online:none+critic:init=random:1",
         objective: false,
-        last_episode_updates: 125,
+        last_episode_updates: 100,
         another: &["--set", "aux.method=lfs-cl"],
         resumed_env: &[],
         resumed_says: "",
@@ -304,8 +304,8 @@ pub(crate) struct Resumed<'a> {
     pub encoder_id: &'a str,
     /// Whether it has an auxiliary objective (`aux.jsonl`).
     pub objective: bool,
-    /// Agent updates in the last whole episode (frames 750–1000: 125 agent steps, all after the
-    /// seed frames).
+    /// Agent updates in the last whole episode (frames 750–1000: 125 agent steps, the last 100
+    /// after the seed frames).
     pub last_episode_updates: u64,
     /// Arguments that make another config, which must not resume the checkpoint.
     pub another: &'a [&'a str],
@@ -337,9 +337,10 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
     let said = text(&result);
     assert!(said.contains(&format!("encoder {encoder_id}")), "{said}");
     let (rows, episodes) = run_results(&whole);
-    assert_eq!(rows.len(), 3, "{rows:?}"); // header + frames 0, 1200
-                                           // Four whole episodes; the last (frames 750–1000) is 125 agent steps, all after the seed
-                                           // frames.
+    // The header and the evaluations at frames 0 and 1200.
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    // Four whole episodes; the last (frames 750–1000) is 125 agent steps, its last 100 after
+    // the seed frames.
     assert_eq!(episodes.len(), 4, "{episodes:?}");
     assert_eq!(episodes[3]["train/num_updates"], last_episode_updates);
     // An episode with updates logs the agent's means (one without has none: tests/drqv2.rs).
@@ -352,12 +353,12 @@ pub(crate) fn killed_run_resumes_to_the_same_results(run: Resumed) {
         serde_json::from_str(&std::fs::read_to_string(whole.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["command"], "train");
     if objective {
-        // One line per update: 300 agent steps after the seed frames, each with N and the frame.
+        // One line per update: 200 agent steps after the seed frames, each with N and the frame.
         let aux = aux_lines(&whole);
-        assert_eq!(aux.len(), 300);
+        assert_eq!(aux.len(), 200);
         for (i, line) in aux.iter().enumerate() {
             assert_eq!(line["step"], i as u64 + 1);
-            assert_eq!(line["train/frame"], 600 + 2 * i as u64);
+            assert_eq!(line["train/frame"], 800 + 2 * i as u64);
             let n = line["pretrain/num_synthetic"].as_u64().unwrap();
             assert!(
                 n <= 16 && n + line["pretrain/num_real"].as_u64().unwrap() == 16,

@@ -233,7 +233,7 @@ fn a_killed_taco_run_resumes_to_the_same_results() {
         extra: &["--set", "agent.taco.hidden_dim=32"],
         encoder_id: "online:none+critic:init=random:1",
         objective: false,
-        last_episode_updates: 62,
+        last_episode_updates: 50,
         another: &["--set", "agent.taco.curl=false"],
         resumed_env: &[],
         resumed_says: "",
