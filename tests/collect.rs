@@ -364,6 +364,17 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
             .unwrap();
         (output.status.success(), output_text(&output))
     };
+    // `collect` into the dataset `into` refused: it named the dataset and said each of `why`,
+    // and the dataset still holds `episodes` episodes.
+    let refused = |into: &Path, episodes: &str, quality: &str, why: &[&str], held: usize| {
+        let (ok, said) = collect(("--dataset", into), episodes, quality);
+        assert!(!ok, "{said}");
+        assert!(said.contains(&into.display().to_string()), "{said}");
+        for needle in why {
+            assert!(said.contains(needle), "{needle}: {said}");
+        }
+        assert_eq!(Dataset::open(into).unwrap().episodes.len(), held);
+    };
     let (ok, said) = collect(("--out", &videos), "2", "fast");
     assert!(ok, "{said}");
     let out = Command::new(env!("CARGO_BIN_EXE_lfs"))
@@ -437,15 +448,13 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
     );
     assert_eq!(Dataset::open(&direct).unwrap().episodes.len(), 6);
     // Another render quality into the same dataset: refused by name, nothing added.
-    let (ok, said) = collect(("--dataset", &direct), "4", "default");
-    assert!(!ok, "{said}");
-    assert!(
-        said.contains(&direct.display().to_string())
-            && said.contains("render quality fast")
-            && said.contains("another --dataset"),
-        "{said}"
+    refused(
+        &direct,
+        "4",
+        "default",
+        &["render quality fast", "another --dataset"],
+        6,
     );
-    assert_eq!(Dataset::open(&direct).unwrap().episodes.len(), 6);
 
     // A dataset holding an episode lfs collect did not record (a video without its sidecar,
     // ingested): refused by name, nothing added.
@@ -465,13 +474,11 @@ fn collect_straight_to_a_dataset_equals_collect_then_ingest() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", output_text(&out));
-    let (ok, said) = collect(("--dataset", &theirs), "1", "fast");
-    assert!(!ok, "{said}");
-    assert!(
-        said.contains(&theirs.display().to_string())
-            && said.contains("clip.mkv")
-            && said.contains("was not recorded by lfs collect"),
-        "{said}"
+    refused(
+        &theirs,
+        "1",
+        "fast",
+        &["clip.mkv", "was not recorded by lfs collect"],
+        1,
     );
-    assert_eq!(Dataset::open(&theirs).unwrap().episodes.len(), 1);
 }
