@@ -78,9 +78,9 @@ macro_rules! train_budget {
     };
 }
 /// A run's cost flag beside its budget: fast rendering (no shadow map, no multisampling), ~4x
-/// cheaper on a CPU's software renderer, where rendering is most of a tiny run's time. For a run that is not where the
-/// walk checks the render quality; one with a pre-trained encoder also says the mismatch is
-/// meant.
+/// cheaper on a CPU's software renderer, where rendering is most of a tiny run's time. For a
+/// run that is not where the walk checks the render quality; one with a pre-trained encoder
+/// also says the mismatch is meant.
 macro_rules! render_fast {
     () => {
         " --set env.render_quality=fast --allow-render-quality-mismatch"
@@ -104,15 +104,24 @@ const EXPLORE_PAPER_BUDGET: &str = "--set run.num_train_frames=300 --set run.num
 /// The walk, in three parts that run as tests of their own, side by side, each in a folder of its
 /// own: what each part's commands read, its part wrote before them.
 ///
-/// The default job and the Makefile's stages, then the suites and report pages on the tiny suite
-/// `make suite-tiny` ran (and the start of the guide's running example, for the PyTorch snippets).
+/// The first part: the default job and the Makefile's stages, then [`GUIDE_START`] and
+/// [`MAKE_TARGETS_AFTER_GUIDE_START`].
 const MAKE_TARGETS: &[Step] = &[
     run("make help", ""),
-    skip("make deps", ".ci/run runs it first on a bare machine (apt-get, as root)"),
+    skip(
+        "make deps",
+        ".ci/run runs it first on a bare machine (apt-get, as root)",
+    ),
     run("make", "SET='--set run.num_updates=100'"),
     skip("make test", "this test is part of it"),
-    skip("make setup-torch", "5.3 GB of torch for one test; .ci/run runs it before make test"),
-    skip("make test-fast", "make test's tests less the slow ones; this test is among those"),
+    skip(
+        "make setup-torch",
+        "5.3 GB of torch for one test; .ci/run runs it before make test",
+    ),
+    skip(
+        "make test-fast",
+        "make test's tests less the slow ones; this test is among those",
+    ),
     skip(
         "make build",
         "cargo test built the binary these steps run; cargo in a second folder would rebuild it",
@@ -122,12 +131,24 @@ const MAKE_TARGETS: &[Step] = &[
     run("make sample", ""),
     run("make export", ""),
     skip("make lint", ".ci/run runs it"),
-    skip("make check-lerobot", "installs LeRobot and torch (several GB); run by hand"),
+    skip(
+        "make check-lerobot",
+        "installs LeRobot and torch (several GB); run by hand",
+    ),
     skip("make bench", "hours of benchmarks for BENCHMARKS.md"),
     skip("make study-mini", "the study: about 6.5 hours"),
-    skip("make study-2", "the second study: about 10.6 hours over several sessions"),
-    skip("make study-3", "the third study: about 12-14 hours over several sessions"),
-    skip("make study-4", "the fourth study: tens of hours of SAC cells over several sessions"),
+    skip(
+        "make study-2",
+        "the second study: about 10.6 hours over several sessions",
+    ),
+    skip(
+        "make study-3",
+        "the third study: about 12-14 hours over several sessions",
+    ),
+    skip(
+        "make study-4",
+        "the fourth study: tens of hours of SAC cells over several sessions",
+    ),
     skip(
         "make replay-ablation",
         "issue 55's replay ablation: six DrQ-v2 cells of an hour or more each",
@@ -165,28 +186,18 @@ const MAKE_TARGETS: &[Step] = &[
         "target/release/lfs probe --encoder random --dataset runs/probe-set-fast/dataset --out runs/probe/random.json",
         "",
     ),
-    // docs/guide/collect-and-ingest.md, pretrain.md and export.md: the guide's running example
-    // (its own walk below runs the same start), here for the PyTorch snippets, which read the
-    // encoders `make` and the guide's export wrote.
-    run("target/release/lfs ingest datasets/tiny/videos --out runs/mine/dataset", ""),
-    run(
-        "target/release/lfs inspect runs/mine/dataset --verify --contact-sheet runs/mine/contact-sheet.png",
-        "",
-    ),
+];
+
+/// After [`GUIDE_START`] in the first part: the rest of the pre-training and export pages, whose
+/// PyTorch snippets read the encoders `make` and the guide's export wrote, then the suites and
+/// report pages on the tiny suite `make suite-tiny` ran.
+const MAKE_TARGETS_AFTER_GUIDE_START: &[Step] = &[
     // docs/guide/pretrain.md
-    run(
-        "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --out-dir runs/mine",
-        "--set run.num_updates=20",
-    ),
     run(
         "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set objective.method=atc --out-dir runs/mine-atc",
         "--set run.num_updates=5",
     ),
     // docs/guide/export.md
-    run(
-        "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder.safetensors",
-        "",
-    ),
     run(
         "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder-only.safetensors --encoder-only",
         "",
@@ -223,7 +234,7 @@ const MAKE_TARGETS: &[Step] = &[
     ),
 ];
 
-/// The README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the
+/// The second part: the README's pipeline on videos `lfs collect` just wrote, its benchmark commands and the
 /// report, the GPU page, and TensorBoard over the runs they wrote.
 const README_PIPELINE: &[Step] = &[
     run(
@@ -330,9 +341,9 @@ const README_PIPELINE: &[Step] = &[
     },
 ];
 
-/// The guide's pages in the order of its index: their running example is `runs/mine`, the
-/// embedded sample ingested as a user's own videos.
-const GUIDE: &[Step] = &[
+/// The start of the guide's running example, `runs/mine` (the embedded sample ingested as a
+/// user's own videos, pre-trained and exported), which the first and third parts both read.
+const GUIDE_START: &[Step] = &[
     // docs/guide/collect-and-ingest.md: the embedded sample stands in for the user's folder.
     run("target/release/lfs ingest datasets/tiny/videos --out runs/mine/dataset", ""),
     run(
@@ -349,6 +360,10 @@ const GUIDE: &[Step] = &[
         "target/release/lfs export runs/mine/checkpoint.safetensors --out runs/mine/encoder.safetensors",
         "",
     ),
+];
+
+/// After [`GUIDE_START`] in the third part: the guide's pages in the order of its index.
+const GUIDE: &[Step] = &[
     // docs/guide/eval.md
     run(
         "target/release/lfs eval --config pipelines/sac/tiny.toml --encoder runs/mine/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval/mine/cartpole_swingup/1",
@@ -406,8 +421,15 @@ const GUIDE: &[Step] = &[
 
 /// Every step of the walk, part by part.
 fn all_steps() -> impl Iterator<Item = &'static Step> {
-    [MAKE_TARGETS, README_PIPELINE, GUIDE].into_iter().flatten()
+    WALK_PARTS.into_iter().flatten().flat_map(|steps| steps.iter())
 }
+
+/// The three parts, each as the lists of steps it walks in order.
+const WALK_PARTS: [&[&[Step]]; 3] = [
+    &[MAKE_TARGETS, GUIDE_START, MAKE_TARGETS_AFTER_GUIDE_START],
+    &[README_PIPELINE],
+    &[GUIDE_START, GUIDE],
+];
 
 /// `make eval`'s and `make train`'s SET: the budgets above.
 const SAC_MAKE_SET: &str = concat!("SET='", sac_budget!(), "'");
@@ -582,24 +604,24 @@ fn json(path: &Path) -> serde_json::Value {
 
 #[test]
 fn the_readme_walk_through_runs_as_written_1_make_targets() {
-    walk(MAKE_TARGETS);
+    walk(WALK_PARTS[0]);
 }
 
 #[test]
 fn the_readme_walk_through_runs_as_written_2_readme_pipeline() {
-    walk(README_PIPELINE);
+    walk(WALK_PARTS[1]);
 }
 
 #[test]
 fn the_readme_walk_through_runs_as_written_3_guide() {
-    walk(GUIDE);
+    walk(WALK_PARTS[2]);
 }
 
 /// Runs one part of the walk in a fresh user folder, each step as written, and checks what it
 /// left behind.
-fn walk(steps: &[Step]) {
+fn walk(part: &[&[Step]]) {
     let dir = user_folder();
-    for step in steps {
+    for step in part.iter().flat_map(|steps| steps.iter()) {
         let started = Instant::now();
         match step.walk {
             Walk::Skip(_) => continue,
