@@ -1,8 +1,9 @@
 # Sourced by gpu-e2e.sh and paper-pretrain.sh on a lent GPU machine: unpacks the carried build
-# (.gpu-carry/e2e.tar.xz, eval/gpu/pack-e2e.sh: the CUDA lfs, MuJoCo and dm-control for the
-# machine's Python, the EGL vendor file) into the folder $WORK names, and sets the environment
-# lfs runs in there: the CUDA libraries, the carried Python packages, EGL rendering. Sets LFS to
-# the carried binary. Returns 1 when there is no carried build.
+# (.gpu-carry/e2e.tar.xz, eval/gpu/pack-e2e.sh: bin/lfs, the one CUDA build (with cuDNN), and
+# MuJoCo and dm-control for the machine's Python, the EGL vendor file) into the folder $WORK
+# names, and sets the environment lfs runs in there: CUDA 13's and cuDNN 9's libraries from the
+# image's Python packages (eval/gpu/cuda-libs.sh), the carried Python packages, EGL rendering.
+# Sets LFS to the carried binary. Returns 1 when there is no carried build.
 carry_env() {
     echo "== unpack .gpu-carry/e2e.tar.xz into $WORK"
     mkdir -p "$WORK"

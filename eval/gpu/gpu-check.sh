@@ -17,9 +17,10 @@
 # Which device_check: .gpu-carry/device_check.xz (make gpu-pack) or make build-cuda's
 # target-cuda/release/examples/device_check, whichever is newer (a lent machine has only the
 # carry; a workstation that built lfs itself may have only target-cuda/). Its CUDA libraries:
-# make build-cuda's target-cuda/release/cuda-libs/ (and cuDNN 9 from .venv-cuda, for a carried
-# cuDNN build) when that folder is here; otherwise those of python3's packages (the lent GPU
-# image's torch, eval/gpu/cuda-libs.sh).
+# make build-cuda's target-cuda/release/cuda-libs/ (and cuDNN 9 from .venv-cuda, which every
+# CUDA build links) when that folder is here; otherwise those of python3's packages (the lent
+# GPU image's torch, eval/gpu/cuda-libs.sh). The copy run here is not beside cuda-libs/, so its
+# RUNPATH ($ORIGIN/cuda-libs) does not find them: LD_LIBRARY_PATH is set either way.
 #
 #   run: eval/gpu/gpu-check.sh            (make gpu-check; on a lent machine, carry .gpu-carry)
 #   dry run without a GPU: cargo build --release --example device_check && eval/gpu/pack.sh target &&
@@ -47,7 +48,7 @@ else
 fi
 chmod +x "$WORK/device_check"
 # CUDA 13's libraries: make build-cuda's copies beside the binary (and the cuDNN wheel's, which
-# it leaves in .venv-cuda), else the Python packages of the GPU image (nvidia-cublas, ...).
+# it may leave in .venv-cuda), else the Python packages of the GPU image (nvidia-cublas, ...).
 LIBS=target-cuda/release/cuda-libs
 if [ -n "$(ls -A "$LIBS" 2>/dev/null)" ]; then
     cuda_dirs=$PWD/$LIBS

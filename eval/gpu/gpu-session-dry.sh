@@ -28,8 +28,6 @@ export GPU_SESSION_STAGES=${GPU_SESSION_STAGES:-info parity rounds parts e2e anc
 export GPU_SESSION_BUDGET=${GPU_SESSION_BUDGET:-7200}
 export GPU_SESSION_TIMEOUT_SCALE=${GPU_SESSION_TIMEOUT_SCALE:-8}  # a shared 2-core CPU, not a GPU
 export GPU_SESSION_DEVICE_CHECK=$W/device_check
-# the cuDNN build's arm too (the same CPU stand-in: it proves the arm's plumbing, not cuDNN)
-export GPU_SESSION_DEVICE_CHECK_CUDNN=${GPU_SESSION_DEVICE_CHECK_CUDNN:-$W/device_check}
 export GPU_SESSION_LFS=${DRY_LFS:-$ROOT/target/release/lfs}  # DRY_LFS: a copy, so that builds may go on meanwhile
 export GPU_SESSION_PYTHON=${DRY_PYTHON:-$ROOT/.venv-bench/bin/python}
 export LFS_PYTHON=${LFS_PYTHON:-$ROOT/.venv/bin/python}

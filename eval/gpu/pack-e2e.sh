@@ -3,8 +3,9 @@
 # into .gpu-carry/e2e.tar.xz, under the device tool's 64 MiB carry beside device_check.xz
 # (eval/gpu/pack.sh). The lent machine (Ubuntu 24.04, Python 3.12 with torch, numpy, scipy,
 # lxml, absl) lacks four things the CPU machine has; each is packed here:
-#   bin/lfs      the CUDA build's lfs (make build-cuda), stripped; bin/lfs-cudnn the same with
-#                cuDNN's convolutions (--features cudnn), when built.
+#   bin/lfs      the CUDA build's lfs (make build-cuda: the one CUDA build, with cuDNN),
+#                stripped; its CUDA 13 and cuDNN 9 libraries come from the GPU image's Python
+#                packages (eval/gpu/cuda-libs.sh), not from the carry.
 #   lib/         (a) stand-ins for the four FFmpeg libraries lfs links (libavcodec.so.59, ...):
 #                every FFmpeg function lfs imports, under its symbol version, each printing
 #                that FFmpeg is missing and aborting. Decoding and encoding videos (ingest,
@@ -35,8 +36,6 @@ mkdir -p "$OUT" "$WHEELS" "$STAGE"/{bin,lib,egl,python}
 
 # ---- bin/lfs ------------------------------------------------------------------------------
 strip -o "$STAGE/bin/lfs" "$BIN"
-# and lfs with cuDNN's convolutions (build-cuda.sh's lfs-cudnn), when built: GPU_SESSION_LFS_BUILD=cudnn
-[ -x "$TARGET/release/lfs-cudnn" ] && strip -o "$STAGE/bin/lfs-cudnn" "$TARGET/release/lfs-cudnn"
 
 # ---- lib/: FFmpeg stand-ins ---------------------------------------------------------------
 # The binary's imports from FFmpeg, e.g. `av_frame_alloc@LIBAVUTIL_57`; the version node names
