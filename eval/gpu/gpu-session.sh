@@ -7,33 +7,43 @@
 #   the DrQ-v2 anchor, a second command:  GPU_SESSION_STAGES="info drqv2" eval/gpu/gpu-session.sh
 #   dry run on the CPU:                   eval/gpu/gpu-session-dry.sh
 #
-# Stages (GPU_SESSION_STAGES, in this order; each skipped when its estimate no longer fits
+# One build: make build-cuda's lfs and examples/device_check (the cargo feature cuda, with
+# cuDNN), carried as .gpu-carry/device_check.xz and e2e.tar.xz's bin/lfs (make gpu-pack). The
+# A/B switches of the 2026-11-2x sessions are gone with their slower paths (eval/gpu/README.md
+# lists each with the measurement that decided it); a GPU keeps the replay's frames, the feature
+# cache, the videos' frames and the LFS update's statistics on the device, with no host arm.
+#
+# Stages (GPU_SESSION_STAGES, run in this order; each skipped when its estimate no longer fits
 # GPU_SESSION_BUDGET seconds, measured from the start):
-#   info     nvidia-smi, torch, cuDNN, the carried builds                                  ~10 s
+#   info     nvidia-smi, torch, cuDNN, the carried build                                   ~10 s
 #   parity   device_check --bench: lfs's CUDA ops against its CPU kernels (also warms the
 #            driver's JIT cache, ~25 s on a fresh machine)                                  ~90 s
-#            and device_check-cudnn's checks, when carried                                  ~45 s
 #   rounds   GPU_SESSION_ROUNDS (3) rounds in ABBA order: lfs (device_check --bench-only: LFS
 #            B=512, SAC on cached features B=128/512, DrQ-v2 from pixels B=256, medians of 10
-#            after 3 warm-ups), lfs with cuDNN's convolutions (device_check-cudnn, when carried)
-#            and strong PyTorch (the same four updates, 10 timed after 5 warm-ups), each
-#            precision of GPU_SESSION_PRECISIONS (fp32); and lfs with each of GPU_SESSION_ALT_ARMS'
-#            switches (default arm lfs-wxt, LFS_LONG_PRODUCT=w-xt: the last untimed A/B of
-#            the LFS update)                                                               ~60 s a round
+#            after 3 warm-ups) and strong PyTorch (the same four updates, 10 timed after 5
+#            warm-ups), each precision of GPU_SESSION_PRECISIONS (fp32)                    ~60 s a round
 #   parts    lfs's LFS update with a true split: LFS_SYNC_PARTS=1 (the trainer waits for the
-#            device at each part's end), and with GPU_SESSION_LFS_PARTS_ARGS if set;
-#            the conv backward as lfs's GEMMs (src/nn/gemm_conv.rs), and the cuDNN build's
-#            (when carried): its
-#            default, with Adam/EMA as candle's ops (LFS_FUSED_STEP=0), with SAC's gradients
-#            by candle's autograd (LFS_SAC_GRADIENTS=autograd) and written out without the row
-#            kernels (LFS_FUSED_SAC=0; both: their SAC benches), DrQ-v2's by autograd
-#            (LFS_DRQV2_GRADIENTS=autograd: its DrQ-v2 bench), the projector's product with
-#            its operands swapped (LFS_LONG_PRODUCT=w-xt), with cuDNN's
-#            heuristic algorithms (LFS_CUDNN_ALGO=heuristic), with lfs's GEMM backward, and
-#            at TF32; a split each                                                         ~200 s
+#            device at each part's end); one unblocked run at TF32; and with
+#            GPU_SESSION_LFS_PARTS_ARGS if set                                              ~60 s
+#   kprof    (not in the default list) device_check --bench-only under eval/gpu/kprof (CUPTI):
+#            GPU time per kernel name and launches per update of each bench's timed updates,
+#            into kprof-lfs.txt                                                             ~25 s
+#   trainbatch (not in the default list) device_check --training-batch-only at B=6, 16, 64,
+#            96, 128, 160, 192, 224, 256 (every tensor's error, and the note of the gradients
+#            against the CPU's own forward): the B=256 check's 4.08e-4 of 2026-11-28 (ReLU
+#            masks flipped by rounding, results/relu-kink-2026-11-28/) against the check's
+#            new form                                                                      ~60 s
+#   long     (not in the default list; GPU_SESSION_STAGES="info long") device_check --long
+#            GPU_SESSION_LONG_UPDATES (100): LFS B=512, SAC on cached features B=128/512, DrQ-v2
+#            B=256, every update's loss on the GPU against the CPU kernels' (band 5%)        ~150 s
+#   memory   (not in the default list) device_check --memory GPU_SESSION_MEMORY_UPDATES (2000):
+#            the LFS update's GPU memory every 100 updates, growth after 200 under 64 MB    ~300 s
 #   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
 #            rendering) and sac/paper (B=512, no cache, dm_control's rendering),
 #            GPU_SESSION_E2E_FRAMES (3000) frames, 1000 of them seed frames               ~150 s
+#   e2e-train (not in the default list) lfs train's Algorithm 1 (pipelines/e2e/mini.toml,
+#            walker_walk, B=64, SAC + LFS on the SAC batch), GPU_SESSION_E2E_TRAIN_FRAMES
+#            (4000: the 2,000 seed frames, then two training episodes)                     ~90 s
 #   anchors  strong PyTorch once more at fp32 and tf32: LFS with its parts (CUDA events), SAC
 #            on cached features (eager and as one CUDA graph), pixel SAC B=512, DrQ-v2 B=256 ~60 s
 #   compile  the same with torch.compile (not in the default list)                         ~150 s
@@ -48,44 +58,6 @@
 #            GPU_SESSION_DRQV2_TASK, seeds GPU_SESSION_DRQV2_SEEDS ("1 2 3"), all 2 × 3 at once
 #            (2 threads each), GPU_SESSION_DRQV2_SEED_RUN_FRAMES (10000) frames, evaluated at 0
 #            and at the end with 10 episodes as upstream does; every eval.csv into the log  ~480 s
-#   stats    (not in the default list; GPU_SESSION_STAGES="info stats") the LFS update with its
-#            statistics on the device (the GPU default) against the host
-#            (LFS_UPDATE_STATISTICS=host), GPU_SESSION_ROUNDS rounds in ABBA order, the cuDNN
-#            build when carried                                                             ~120 s
-#   kprof    (not in the default list) each build's --bench-only under eval/gpu/kprof (CUPTI):
-#            GPU time per kernel name and launches per update of each bench's timed updates,
-#            into kprof-<arm>.txt                                                           ~40 s
-#   trainbatch (not in the default list) device_check --training-batch-only at B=6, 16, 64,
-#            96, 128, 160, 192, 224, 256 (every tensor's error, and the note of the gradients
-#            against the CPU's own forward), per build: the B=256 check's 4.08e-4 of
-#            2026-11-28 (ReLU masks flipped by rounding, results/relu-kink-2026-11-28/)
-#            against the check's new form                                                 ~60 s
-#   long     (not in the default list; GPU_SESSION_STAGES="info long") device_check --long
-#            GPU_SESSION_LONG_UPDATES (100): LFS B=512, SAC on cached features B=128/512, DrQ-v2
-#            B=256, every update's loss on the GPU against the CPU kernels' (band 5%), per build
-#            (GPU_SESSION_LONG_ARMS, "lfs lfs-cudnn")                                       ~150 s
-#   memory   (not in the default list) device_check --memory GPU_SESSION_MEMORY_UPDATES (2000):
-#            the LFS update's GPU memory every 100 updates, growth after 200 under 64 MB    ~300 s
-#   video    (not in the default list; GPU_SESSION_STAGES="info video") the LFS update with its
-#            batches gathered and shifted on the device from the videos' frames kept there (the
-#            GPU default, src/data/device_stacks.rs) against made on the host and uploaded
-#            (LFS_VIDEO_FRAMES=host), GPU_SESSION_ROUNDS rounds in ABBA order, the candle build ~80 s
-#   cache    (not in the default list; GPU_SESSION_STAGES="info cache") e2e's sac/mini with its
-#            feature cache on the device (the GPU default, src/rl/device_feature_cache.rs)
-#            against on the host (LFS_FEATURE_CACHE=host: rows gathered on the host and uploaded
-#            with every batch), GPU_SESSION_ROUNDS rounds in ABBA order                     ~360 s
-#   frames   (not in the default list; GPU_SESSION_STAGES="info frames") sac/paper (pixels,
-#            B=512, frozen encoder) of GPU_SESSION_FRAMES_FRAMES (2000) frames with its batches
-#            stacked and shifted on the device from a copy of the replay's frames (the GPU
-#            default, src/rl/device_frames.rs) against on the host (LFS_REPLAY_FRAMES=host),
-#            GPU_SESSION_ROUNDS rounds in ABBA order                                       ~300 s
-#   frames-e2e (not in the default list) the same for lfs train's Algorithm 1
-#            (pipelines/e2e/mini.toml, walker_walk, B=64, SAC + LFS: the objective's pairs made
-#            from the device's frames too), GPU_SESSION_FRAMES_E2E_FRAMES (4000)            ~450 s
-#   frames-drqv2 (not in the default list) the same for lfs train's DrQ-v2
-#            (pipelines/drqv2/easy.toml, GPU_SESSION_DRQV2_TASK, B=256, the critic trains the
-#            encoder from the device's batches), GPU_SESSION_FRAMES_DRQV2_FRAMES (6000: the 4000
-#            seed frames, then two training episodes)                                       ~360 s
 #   pool     (not in the default list; GPU_SESSION_STAGES="info pool" as its own command) `lfs
 #            suite run` of GPU_SESSION_POOL_CELLS (16) sac/mini cells on this GPU (walker_walk,
 #            random encoder, seeds 1..N, budgets no window reaches): one cell at a time (-j 1)
@@ -103,22 +75,24 @@
 #            (480); every cell's small files come back under $OUT/table3-row for `lfs report` ~500 s
 #
 # Precision: lfs computes FP32 unless a run says run.precision = "tf32" (device_check:
-# --precision tf32), which turns on candle's TF32 GEMMs (its convolutions' im2col products and
-# lfs's GEMM backward among them). The cuDNN build's convolutions would be allowed TF32 whatever
-# that says (candle leaves cuDNN's math type at its default), so its fp32 arms run with
-# NVIDIA_TF32_OVERRIDE=0; parts adds one unblocked run without it. The rounds run each of
-# GPU_SESSION_PRECISIONS (fp32), both sides at the same precision; tf32 rounds are a command of
-# their own (GPU_SESSION_STAGES='info rounds' GPU_SESSION_PRECISIONS=tf32, ~3 min), lfs's
-# arguments for them GPU_SESSION_LFS_TF32_ARGS ("--precision tf32").
+# --precision tf32), which turns on candle's TF32 GEMMs. lfs's own cuDNN convolutions
+# (src/nn/cudnn_conv.rs, src/nn/cudnn_block.rs) are FP32 by cuDNN's math type; a convolution
+# through candle's own cuDNN call would be allowed TF32 whatever run.precision says (candle
+# leaves cuDNN's math type at its default), so the rounds' fp32 arms run with
+# NVIDIA_TF32_OVERRIDE=0 as they did for the former cuDNN build; parity and parts run without it.
+# The rounds run each of GPU_SESSION_PRECISIONS (fp32), both sides at the same precision; tf32
+# rounds are a command of their own (GPU_SESSION_STAGES='info rounds'
+# GPU_SESSION_PRECISIONS=tf32, ~3 min), lfs's arguments for them GPU_SESSION_LFS_TF32_ARGS
+# ("--precision tf32").
 #
 # Output under $OUT (at most 8 files come back): info.txt, log.txt (every command's raw output
 # between "== stage key=value" markers), smi.csv (utilisation, memory, clocks every 500 ms),
-# summary.txt and summary.json (eval/gpu/session_summary.py over log.txt).
+# summary.txt and summary.json (eval/gpu/session_summary.py over log.txt); kprof-lfs.txt with
+# the kprof stage.
 #
-# Other environment: GPU_SESSION_LFS_BUILD (empty: the plain CUDA lfs; cudnn: lfs-cudnn, cuDNN's
-# convolutions, for every stage that runs lfs), GPU_SESSION_DEVICE (cuda; cpu for a dry run), GPU_SESSION_CARRY
-# (.gpu-carry), GPU_SESSION_DEVICE_CHECK / GPU_SESSION_DEVICE_CHECK_CUDNN / GPU_SESSION_LFS
-# (binaries to use instead of the carried ones), GPU_SESSION_PYTHON (python3), GPU_SESSION_UPDATES (10), GPU_SESSION_WARMUP (5),
+# Other environment: GPU_SESSION_DEVICE (cuda; cpu for a dry run), GPU_SESSION_CARRY
+# (.gpu-carry), GPU_SESSION_DEVICE_CHECK / GPU_SESSION_LFS (binaries to use instead of the
+# carried ones), GPU_SESSION_PYTHON (python3), GPU_SESSION_UPDATES (10), GPU_SESSION_WARMUP (5),
 # GPU_SESSION_BATCH_LFS (512), GPU_SESSION_BATCH_SAC (128,512), GPU_SESSION_BATCH_PIXELS (512),
 # GPU_SESSION_BATCH_DRQV2 (256), GPU_SESSION_TIMEOUT_SCALE (1: multiplies every timeout and
 # estimate), GPU_SESSION_E2E_SET / GPU_SESSION_DRQV2_SET (extra --set
@@ -145,14 +119,6 @@ E2E_FRAMES=${GPU_SESSION_E2E_FRAMES:-3000}
 DRQ_FRAMES=${GPU_SESSION_DRQV2_FRAMES:-8000}
 DRQ_TASK=${GPU_SESSION_DRQV2_TASK:-cartpole_swingup}
 DRQ_PRECISIONS=${GPU_SESSION_DRQV2_PRECISIONS:-default fp32}
-# "NAME VAR=value ...; NAME VAR=value ...": more lfs arms in every round, lfs-NAME each,
-# device_check with those variables (same-round A/Bs of switches; the summary sets each against
-# PyTorch like the others, ~12 s a round each). The default: the projector's long product with
-# its operands swapped (src/nn/kernels/row_split.rs), the LFS update's last untimed A/B; empty
-# for none. (The graph backward and the split-K product lost on 2026-11-28 and are gone.)
-IFS=';' read -r -a alt_parts <<< "${GPU_SESSION_ALT_ARMS-wxt LFS_LONG_PRODUCT=w-xt}"
-ALT_ARMS=()
-for part in "${alt_parts[@]}"; do part=$(echo "$part" | xargs); [ -z "$part" ] || ALT_ARMS+=("$part"); done
 SCALE=${GPU_SESSION_TIMEOUT_SCALE:-1}  # each command's timeout and each stage's estimate times this (a dry run's CPU)
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-gpu-check-out}
@@ -196,25 +162,17 @@ has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 BUILT=$(cat "$CARRY/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo none)
 mark "session device=$DEVICE stages=[$STAGES] rounds=$ROUNDS precisions=[$PRECISIONS] budget=${BUDGET}s commit=$BUILT"
 
-# ---- the builds ---------------------------------------------------------------------------
+# ---- the build ----------------------------------------------------------------------------
+# make build-cuda's one CUDA build (with cuDNN), as make gpu-pack carried it
 DC=${GPU_SESSION_DEVICE_CHECK:-}
 if [ -z "$DC" ] && [ -f "$CARRY/device_check.xz" ]; then
     xz -dc "$CARRY/device_check.xz" > "$WORK/device_check" && chmod +x "$WORK/device_check" && DC=$WORK/device_check
 fi
-# device_check built with cuDNN's convolutions (eval/gpu/build-cuda.sh), when carried: a second
-# lfs arm in the rounds and the parts
-DC_CUDNN=${GPU_SESSION_DEVICE_CHECK_CUDNN:-}
-if [ -z "$DC_CUDNN" ] && [ -f "$CARRY/device_check-cudnn.xz" ]; then
-    xz -dc "$CARRY/device_check-cudnn.xz" > "$WORK/device_check-cudnn" && chmod +x "$WORK/device_check-cudnn" &&
-        DC_CUDNN=$WORK/device_check-cudnn
-fi
 LFS=${GPU_SESSION_LFS:-}
 E2E=$WORK/e2e
-if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has drqv2 || has drqv2-seeds || has pool || has table3-row; }; then
+if [ -f "$CARRY/e2e.tar.xz" ] && { has e2e || has e2e-train || has drqv2 || has drqv2-seeds || has pool || has table3-row; }; then
     mkdir -p "$E2E" && xz -dc "$CARRY/e2e.tar.xz" | tar -C "$E2E" -x
-    # GPU_SESSION_LFS_BUILD=cudnn: the e2e stages' lfs is the one with cuDNN's convolutions
-    lfs_bin=$E2E/bin/lfs${GPU_SESSION_LFS_BUILD:+-$GPU_SESSION_LFS_BUILD}
-    [ -z "$LFS" ] && [ -x "$lfs_bin" ] && LFS=$lfs_bin
+    [ -z "$LFS" ] && [ -x "$E2E/bin/lfs" ] && LFS=$E2E/bin/lfs
 fi
 if [ "$DEVICE" = cuda ]; then
     . eval/gpu/cuda-libs.sh
@@ -230,11 +188,11 @@ export MUJOCO_GL=${MUJOCO_GL:-egl}
 if [ -f "$E2E/egl/10_nvidia.json" ] && ! ls /usr/share/glvnd/egl_vendor.d/*nvidia* /etc/glvnd/egl_vendor.d/*nvidia* >/dev/null 2>&1; then
     export __EGL_VENDOR_LIBRARY_FILENAMES=${__EGL_VENDOR_LIBRARY_FILENAMES:-$E2E/egl/10_nvidia.json}
 fi
-say "device_check: ${DC:-none}; with cuDNN: ${DC_CUDNN:-none}; lfs: ${LFS:-none}; python: $(command -v "$PY")"
-for st in parity rounds parts; do
+say "device_check: ${DC:-none}; lfs: ${LFS:-none}; python: $(command -v "$PY")"
+for st in parity rounds parts kprof trainbatch long memory; do
     has $st && [ -z "$DC" ] && mark "skip stage=$st reason=no-device_check($CARRY/device_check.xz:make-build-cuda-and-gpu-pack)"
 done
-for st in e2e pool table3-row; do
+for st in e2e e2e-train pool table3-row; do
     has $st && [ -z "$LFS" ] && mark "skip stage=$st reason=no-lfs($CARRY/e2e.tar.xz:make-build-cuda-and-gpu-pack)"
 done
 
@@ -255,7 +213,6 @@ if has info; then
             "$PY" -c "import torch, sys; print('python', sys.version.split()[0]); print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version()); print('gpu', torch.cuda.get_device_name() if torch.cuda.is_available() else 'none')"
             echo "carry:"; ls -la "$CARRY" 2>&1
             [ -n "$DC" ] && { echo "device_check libraries:"; ldd "$DC" | grep -E 'not found|cublas|cudnn|curand|nvrtc'; }
-            [ -n "$DC_CUDNN" ] && { echo "device_check-cudnn libraries:"; ldd "$DC_CUDNN" | grep -E 'not found|cublas|cudnn|curand|nvrtc'; }
             [ -n "$LFS" ] && "$LFS" --version
             [ -f "$CARRY/drqv2/SOURCE" ] && cat "$CARRY/drqv2/SOURCE"
             echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
@@ -266,30 +223,23 @@ fi
 
 # ---- parity -------------------------------------------------------------------------------
 if has parity && [ -n "$DC" ]; then
+    # without NVIDIA_TF32_OVERRIDE: lfs's convolutions are src/nn/cudnn_conv.rs's, FP32 by
+    # cuDNN's math type (candle's own cuDNN forward left the math type at the default, and the
+    # first 2026-11-27 session's pre-training checks failed so, 0.35, until
+    # NVIDIA_TF32_OVERRIDE=0 kept it FP32; its replacement passed without it on 2026-11-28)
     fits parity 90 && { mark "parity"; run 240 "$DC" --device "$DEVICE" --bench; }
-    # the cuDNN build's checks (no bench: the rounds time it), without NVIDIA_TF32_OVERRIDE: its
-    # convolutions are src/nn/cudnn_conv.rs's, FP32 by cuDNN's math type (candle's own cuDNN
-    # forward left the math type at the default, and the first 2026-11-27 session's pre-training
-    # checks failed so, 0.35, until NVIDIA_TF32_OVERRIDE=0 kept it FP32)
-    [ -n "$DC_CUDNN" ] && fits parity-cudnn 45 && { mark "parity arm=lfs-cudnn"; run 150 "$DC_CUDNN" --device "$DEVICE"; }
 fi
 
 # ---- rounds -------------------------------------------------------------------------------
-lfs_arm() {  # round precision [cudnn | alt "NAME VAR=value ..."]: device_check, with "cudnn" its
-    # cuDNN build, with "alt" device_check with an arm of GPU_SESSION_ALT_ARMS (arm lfs-NAME)
-    local extra= arm=lfs bin=$DC switches=
+lfs_arm() {  # round precision: device_check --bench-only
+    local extra=
     [ "$2" = tf32 ] && extra=$LFS_TF32_ARGS
-    if [ "${3:-}" = cudnn ]; then
-        [ -n "$DC_CUDNN" ] || return 0
-        arm=lfs-cudnn bin=$DC_CUDNN
-    elif [ "${3:-}" = alt ]; then
-        arm=lfs-${4%% *} switches=${4#* }
-    fi
-    mark "bench arm=$arm round=$1 precision=$2${switches:+ switches=[$switches]}"
-    # fp32: NVIDIA_TF32_OVERRIDE=0 keeps cuDNN's convolutions FP32 (candle leaves their math type
-    # at CUDNN_DEFAULT_MATH, which lets cuDNN use TF32 for FP32 data on an H100/H200)
-    if [ "$2" = fp32 ]; then run 120 env NVIDIA_TF32_OVERRIDE=0 $switches "$bin" --device "$DEVICE" --bench-only $extra
-    else run 120 env $switches "$bin" --device "$DEVICE" --bench-only $extra; fi
+    mark "bench arm=lfs round=$1 precision=$2"
+    # fp32: NVIDIA_TF32_OVERRIDE=0 keeps any cuDNN convolution FP32, as the rounds of the former
+    # cuDNN build ran (lfs's own set FP32 by their math type; candle leaves its own at
+    # CUDNN_DEFAULT_MATH, which lets cuDNN use TF32 for FP32 data on an H100/H200)
+    if [ "$2" = fp32 ]; then run 120 env NVIDIA_TF32_OVERRIDE=0 "$DC" --device "$DEVICE" --bench-only $extra
+    else run 120 "$DC" --device "$DEVICE" --bench-only $extra; fi
 }
 torch_arm() {
     mark "bench arm=torch-strong round=$1 precision=$2"
@@ -304,58 +254,22 @@ if has rounds && [ -n "$DC" ]; then
         fi
         for r in $(seq 1 "$ROUNDS"); do
             fits "rounds-$r-$prec" 60 || break
-            if [ $((r % 2)) = 1 ]; then
-                lfs_arm "$r" "$prec"; lfs_arm "$r" "$prec" cudnn
-                for ((i = 0; i < ${#ALT_ARMS[@]}; i++)); do lfs_arm "$r" "$prec" alt "${ALT_ARMS[i]}"; done
-                torch_arm "$r" "$prec"
-            else
-                torch_arm "$r" "$prec"
-                for ((i = ${#ALT_ARMS[@]} - 1; i >= 0; i--)); do lfs_arm "$r" "$prec" alt "${ALT_ARMS[i]}"; done
-                lfs_arm "$r" "$prec" cudnn; lfs_arm "$r" "$prec"
-            fi
+            if [ $((r % 2)) = 1 ]; then lfs_arm "$r" "$prec"; torch_arm "$r" "$prec"
+            else torch_arm "$r" "$prec"; lfs_arm "$r" "$prec"; fi
         done
     done
 fi
 
 # ---- parts --------------------------------------------------------------------------------
-# The plain build's split (its convolutions' backward as lfs's GEMMs); then the cuDNN build's.
+# The LFS update's true split (cuDNN's forward, backward-data and backward-filter, FP32 by cuDNN's
+# math type; Adam and the EMA one CUDA kernel per parameter), then one unblocked run at TF32 (only
+# its whole is exact).
 if has parts && [ -n "$DC" ]; then
-    fits parts 200 && {
-        mark "parts arm=lfs mode=LFS_SYNC_PARTS conv=gemm"
+    fits parts 60 && {
+        mark "parts arm=lfs mode=LFS_SYNC_PARTS"
         LFS_SYNC_PARTS=1 run 150 "$DC" --device "$DEVICE" --bench-only
-        if [ -n "$DC_CUDNN" ]; then
-            # the cuDNN build: cuDNN's forward and both gradients (FP32 by cuDNN's math type),
-            # then at TF32 (unblocked: only the whole is exact)
-            mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn"
-            LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            # Adam and the EMA as candle's ops (LFS_FUSED_STEP=0, the way before
-            # src/nn/cuda_step.rs's one kernel per parameter): the optimiser part side by side
-            mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn step=candle"
-            LFS_FUSED_STEP=0 LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            # cuDNN's heuristic algorithms (LFS_CUDNN_ALGO=heuristic, the way before 2026-11-28)
-            # against the timed search (the default, as PyTorch's cudnn.benchmark)
-            # SAC's gradients through candle's autograd (LFS_SAC_GRADIENTS=autograd, the way
-            # before src/rl/sac/on_device.rs) against the default written-out tensor ops: the SAC
-            # benches of the two runs side by side (the LFS update is the same code in both)
-            mark "parts arm=lfs-cudnn mode=unblocked conv=cudnn sac=autograd"
-            LFS_SAC_GRADIENTS=autograd run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            # the same written out with candle's element-wise ops for the LayerNorms and the
-            # squashed Gaussian (LFS_FUSED_SAC=0) instead of src/rl/sac/row_ops.rs' kernels
-            mark "parts arm=lfs-cudnn mode=unblocked conv=cudnn sac=elementwise"
-            LFS_FUSED_SAC=0 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            # DrQ-v2's gradients through candle's autograd (LFS_DRQV2_GRADIENTS=autograd, the way
-            # before src/rl/drqv2/on_device.rs): its DrQ-v2 bench beside the rounds' default
-            mark "parts arm=lfs-cudnn mode=unblocked conv=cudnn drqv2=autograd"
-            LFS_DRQV2_GRADIENTS=autograd run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            # the projector's long product x · Wᵀ (K = 39,200) with its operands swapped
-            # (LFS_LONG_PRODUCT=w-xt): the LFS update's whole beside the unblocked arms above
-            mark "parts arm=lfs-cudnn mode=unblocked conv=cudnn long=w-xt"
-            LFS_LONG_PRODUCT=w-xt run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            mark "parts arm=lfs-cudnn mode=LFS_SYNC_PARTS conv=cudnn-heuristic"
-            LFS_CUDNN_ALGO=heuristic LFS_SYNC_PARTS=1 run 150 "$DC_CUDNN" --device "$DEVICE" --bench-only
-            mark "parts arm=lfs-cudnn mode=unblocked-tf32 conv=cudnn"
-            run 120 "$DC_CUDNN" --device "$DEVICE" --bench-only $LFS_TF32_ARGS
-        fi
+        mark "parts arm=lfs mode=unblocked-tf32"
+        run 120 "$DC" --device "$DEVICE" --bench-only $LFS_TF32_ARGS
         if [ -n "${GPU_SESSION_LFS_PARTS_ARGS:-}" ]; then
             mark "parts arm=lfs mode=args args=[${GPU_SESSION_LFS_PARTS_ARGS}]"
             run 150 "$DC" --device "$DEVICE" --bench-only $GPU_SESSION_LFS_PARTS_ARGS
@@ -363,40 +277,19 @@ if has parts && [ -n "$DC" ]; then
     }
 fi
 
-# ---- stats --------------------------------------------------------------------------------
-# The LFS update's statistics (LNC's distances, Sinkhorn, spread, entropy) on the device, read
-# with the loss in one copy (the default on a GPU), against the CPU's way on the host
-# (LFS_UPDATE_STATISTICS=host): ABBA rounds of device_check --bench-only, FP32, on the cuDNN
-# build when carried (its update is the fastest, so its host stops weigh the most).
-if has stats && [ -n "$DC" ]; then
-    stats_bin=${DC_CUDNN:-$DC}
-    stats_arm() {  # round statistics
-        mark "stats round=$1 statistics=$2 build=$(basename "$stats_bin")"
-        NVIDIA_TF32_OVERRIDE=0 LFS_UPDATE_STATISTICS=$2 run 120 "$stats_bin" --device "$DEVICE" --bench-only
-    }
-    for r in $(seq 1 "$ROUNDS"); do
-        fits "stats-$r" 40 || break
-        if [ $((r % 2)) = 1 ]; then stats_arm "$r" device; stats_arm "$r" host
-        else stats_arm "$r" host; stats_arm "$r" device; fi
-    done
-fi
-
 # ---- kprof --------------------------------------------------------------------------------
 # Where the GPU time of each bench's timed updates goes, kernel by kernel (eval/gpu/kprof: CUPTI's
-# records of the ranges device_check marks), per update, for each build: kprof-<arm>.txt.
+# records of the ranges device_check marks), per update: kprof-lfs.txt.
 KPROF_LIB=$CARRY/kprof/libkprof.so
 if has kprof && [ -n "$DC" ]; then
     if [ ! -f "$KPROF_LIB" ]; then
         mark "skip stage=kprof reason=no-$KPROF_LIB(make-gpu-pack)"
     else
-        for arm in lfs-cudnn lfs; do
-            bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
-            [ -n "$bin" ] || continue
-            fits "kprof-$arm" 25 || break
-            mark "kprof arm=$arm"
-            KPROF_OUT="$OUT/kprof-$arm.txt" KPROF_DIV=10 LD_PRELOAD="$KPROF_LIB" run 120 "$bin" --device "$DEVICE" --bench-only
-            head -40 "$OUT/kprof-$arm.txt" >> "$LOG" 2>/dev/null || true
-        done
+        fits kprof 25 && {
+            mark "kprof arm=lfs"
+            KPROF_OUT="$OUT/kprof-lfs.txt" KPROF_DIV=10 LD_PRELOAD="$KPROF_LIB" run 120 "$DC" --device "$DEVICE" --bench-only
+            head -40 "$OUT/kprof-lfs.txt" >> "$LOG" 2>/dev/null || true
+        }
     fi
 fi
 
@@ -405,52 +298,25 @@ fi
 # every build, 9.9e-6 on the CPU's candle path; 6, 16 and 64 pass at ~1e-6): ReLU masks flipped
 # by a forward that differs by rounding (results/relu-kink-2026-11-28/). The check now runs the
 # CPU's backward on the GPU's own activations and notes the gradients against the CPU's own
-# forward; here alone at batches 6 to 256 for each build, every tensor's error printed. Every
+# forward; here alone at batches 6 to 256, every tensor's error printed. Every
 # line goes to the log; the summary lists each batch's check and note.
 if has trainbatch && [ -n "$DC" ]; then
-    for arm in lfs lfs-cudnn; do
-        bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
-        [ -n "$bin" ] || continue
-        fits "trainbatch-$arm" 60 || break
-        for b in 6 16 64 96 128 160 192 224 256; do
-            mark "trainbatch arm=$arm batch=$b"
-            run 60 "$bin" --device "$DEVICE" --training-batch "$b" --training-batch-only
-        done
+    fits trainbatch 60 && for b in 6 16 64 96 128 160 192 224 256; do
+        mark "trainbatch arm=lfs batch=$b"
+        run 60 "$DC" --device "$DEVICE" --training-batch "$b" --training-batch-only
     done
 fi
 
 # ---- long, memory -----------------------------------------------------------------------------
 # Issue 52's correctness at scale: device_check --long (each training step at its real batch
 # size, 100 updates on the GPU and on the CPU kernels from the same start and data, every
-# update's loss within 5% of the CPU's) for each build, then --memory (2,000 LFS updates at
+# update's loss within 5% of the CPU's), then --memory (2,000 LFS updates at
 # B=512, the GPU's memory in use every 100, growth after update 200 under 64 MB).
 if has long && [ -n "$DC" ]; then
-    for arm in ${GPU_SESSION_LONG_ARMS:-lfs lfs-cudnn}; do
-        bin=$DC; [ "$arm" = lfs-cudnn ] && bin=$DC_CUDNN
-        [ -n "$bin" ] || continue
-        fits "long-$arm" 150 || break
-        mark "long arm=$arm"
-        run 400 "$bin" --device "$DEVICE" --long "${GPU_SESSION_LONG_UPDATES:-100}"
-    done
+    fits long 150 && { mark "long arm=lfs"; run 400 "$DC" --device "$DEVICE" --long "${GPU_SESSION_LONG_UPDATES:-100}"; }
 fi
 if has memory && [ -n "$DC" ]; then
     fits memory 300 && { mark "memory arm=lfs"; run 500 "$DC" --device "$DEVICE" --memory "${GPU_SESSION_MEMORY_UPDATES:-2000}"; }
-fi
-
-# ---- video --------------------------------------------------------------------------------
-# The LFS update's batches gathered and shifted on the device from the videos' frames kept there
-# (the default on a GPU, src/data/device_stacks.rs) against stacked, shifted and uploaded by the
-# host (LFS_VIDEO_FRAMES=host): ABBA rounds of device_check --bench-only, FP32, the candle build.
-if has video && [ -n "$DC" ]; then
-    video_arm() {  # round frames
-        mark "video round=$1 frames=$2 build=$(basename "$DC")"
-        LFS_VIDEO_FRAMES=$2 run 120 "$DC" --device "$DEVICE" --bench-only
-    }
-    for r in $(seq 1 "$ROUNDS"); do
-        fits "video-$r" 30 || break
-        if [ $((r % 2)) = 1 ]; then video_arm "$r" device; video_arm "$r" host
-        else video_arm "$r" host; video_arm "$r" device; fi
-    done
 fi
 
 # ---- e2e ----------------------------------------------------------------------------------
@@ -476,45 +342,13 @@ if has e2e && [ -n "$LFS" ]; then
     fits e2e-sac-paper 90 && lfs_run sac-paper 200 eval --config pipelines/sac/paper.toml "${common[@]}" "${extra[@]}"
 fi
 
-# ---- cache, frames ---------------------------------------------------------------------------
-# host_device STAGE VAR ESTIMATE ARGS...: ROUNDS rounds in ABBA order of one lfs eval with VAR=device
-# (a GPU's default) and with VAR=host, runs named STAGE-device-rN and STAGE-host-rN
-host_device() {
-    local stage=$1 var=$2 estimate=$3; shift 3
-    local r where order
-    for r in $(seq 1 "$ROUNDS"); do
-        fits "$stage-$r" "$estimate" || break
-        order="device host"; [ $((r % 2)) = 0 ] && order="host device"
-        for where in $order; do
-            ( export "$var=$where"; lfs_run "$stage-$where-r$r" 150 "$@" )
-        done
-    done
-}
-if has cache && [ -n "$LFS" ]; then
-    host_device cache LFS_FEATURE_CACHE 120 eval --config pipelines/sac/mini.toml "${common[@]}" \
-        --set 'env.render_quality="fast"' "${extra[@]}"
-fi
-if has frames && [ -n "$LFS" ]; then
-    frames=${GPU_SESSION_FRAMES_FRAMES:-2000}
-    host_device frames LFS_REPLAY_FRAMES 100 eval --config pipelines/sac/paper.toml "${common[@]}" \
-        --set run.num_train_frames="$frames" --set run.eval_every_frames="$frames" "${extra[@]}"
-fi
-if has frames-drqv2 && [ -n "$LFS" ]; then
-    # DrQ-v2's 4,000 seed frames, then two training episodes
-    frames=${GPU_SESSION_FRAMES_DRQV2_FRAMES:-6000}
-    drq_extra=()
-    for s in ${GPU_SESSION_DRQV2_SET:-}; do drq_extra+=(--set "$s"); done
-    host_device frames-drqv2 LFS_REPLAY_FRAMES 120 train --config pipelines/drqv2/easy.toml --task "$DRQ_TASK" \
-        --seed 1 --device "$DEVICE" --set run.num_train_frames="$frames" --set run.eval_every_frames=100000 \
-        --set run.num_eval_episodes=1 --set run.tensorboard=false "${drq_extra[@]}"
-fi
-
-if has frames-e2e && [ -n "$LFS" ]; then
-    # Algorithm 1 (lfs train, SAC + LFS on the SAC batch, pipelines/e2e/mini.toml, B=64): its
-    # batches and the objective's pairs from the replay's frames on the device, against the
-    # host's; the 2,000 seed frames, then two training episodes
-    frames=${GPU_SESSION_FRAMES_E2E_FRAMES:-4000}
-    host_device frames-e2e LFS_REPLAY_FRAMES 150 train --config pipelines/e2e/mini.toml --task walker_walk \
+# ---- e2e-train ----------------------------------------------------------------------------
+# Algorithm 1 (lfs train, SAC + LFS on the SAC batch, pipelines/e2e/mini.toml, B=64): its batches
+# and the objective's pairs made from the replay's frames on the device; the 2,000 seed frames,
+# then two training episodes
+if has e2e-train && [ -n "$LFS" ]; then
+    frames=${GPU_SESSION_E2E_TRAIN_FRAMES:-4000}
+    fits e2e-train 90 && lfs_run e2e-train 150 train --config pipelines/e2e/mini.toml --task walker_walk \
         --seed 1 --device "$DEVICE" --set run.num_train_frames="$frames" --set run.eval_every_frames=100000 \
         --set run.num_eval_episodes=1 --set run.tensorboard=false --set 'env.render_quality="fast"'
 fi
