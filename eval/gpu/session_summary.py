@@ -8,6 +8,14 @@ Medians: lfs's device_check prints one median per bench (of 10 updates after 3 w
 upper median); PyTorch's lines are per update, and the summary lines' `median_s` is the true
 median. Across rounds: the median of the rounds' medians, and their range (min-max). A ratio
 is lfs / PyTorch (below 1: lfs is faster).
+
+A session has one lfs arm, `lfs` (the one CUDA build, with cuDNN). Logs of older sessions in
+results/ may hold more: the cuDNN build beside the plain one (`lfs-cudnn`), switch arms
+(`lfs-wxt`, `lfs-graph`, ...) and the parts' A/B runs. Their rounds and parity are read as any
+arm's, their parts runs with their markers' keys; the sections of the removed host-vs-device
+stages (stats, video, cache, frames, frames-e2e, frames-drqv2) get no table of their own (their
+runs' train.jsonl lines are listed under end to end), and the summaries committed beside those
+logs keep their same-round ratios.
 """
 import argparse
 import csv
@@ -107,21 +115,21 @@ def rounds_table(sections, lines, result):
     for kind, keys, objs, _ in sections:
         if kind == "bench":
             p, r = keys.get("precision", "fp32"), int(keys.get("round", 0))
-            if keys.get("arm", "").startswith("lfs"):  # lfs, lfs-cudnn
+            if keys.get("arm", "").startswith("lfs"):  # lfs (older logs: lfs-cudnn, switch arms)
                 rounds.setdefault(p, {}).setdefault(r, {})[keys["arm"]] = lfs_benches(objs)
             else:
                 rounds.setdefault(p, {}).setdefault(r, {})["torch"] = {(s, b): o for (s, b, _), o in
                                                                       torch_summaries(objs).items()}
     checks = []
     for p, by_round in rounds.items():
-        arms = sorted({a for r in by_round.values() for a in r if a != "torch"})  # lfs, lfs-cudnn
+        arms = sorted({a for r in by_round.values() for a in r if a != "torch"})
         for arm in arms:
             checks += arm_table(p, arm, by_round, lines, result)
     return checks
 
 
 def arm_table(p, arm, by_round, lines, result):
-    """One lfs arm (lfs, lfs-cudnn) against strong PyTorch over the rounds of precision p."""
+    """One lfs arm against strong PyTorch over the rounds of precision p."""
     checks = []
     what = "lfs" if arm == "lfs" else f"lfs ({arm})"
     lines.append(f"\n## {what} vs strong PyTorch, {p} on both sides, {len(by_round)} rounds in ABBA order "
@@ -171,35 +179,29 @@ def arm_table(p, arm, by_round, lines, result):
 
 
 def parts_table(sections, lines, result):
+    """The LFS update's split (mode LFS_SYNC_PARTS) and its unblocked runs (mode unblocked-tf32,
+    args). An older log's A/B runs (conv=, step=, long= in their markers) are listed with those
+    keys; its SAC and DrQ-v2 A/B benches in parts sections are not."""
     for kind, keys, objs, _ in sections:
-        if kind == "parts":
-            for o in objs:
-                if o.get("bench") == "lfs update":
-                    names = ("data", "forward", "backward", "optimizer")
-                    total = sum(o.get(n, 0) for n in names)
-                    conv = f" conv backward={keys['conv']}" if "conv" in keys else ""
-                    conv += f" step={keys['step']}" if "step" in keys else ""
-                    conv += f" long product={keys['long']}" if "long" in keys else ""
-                    who = "lfs" if keys.get("arm", "lfs") == "lfs" else f"lfs ({keys['arm']})"
-                    lines.append(f"\n## {who}'s LFS update, split ({keys.get('mode')}{conv} {keys.get('args', '')}): "
-                                 f"whole {fmt(o['seconds'])}; " + ", ".join(f"{n} {fmt(o.get(n))}" for n in names)
-                                 + (f" (sum {fmt(total)}; blocking launches make every part's time its own, and "
-                                    "the whole slower than unblocked)" if "BLOCKING" in keys.get("mode", "") else
-                                    f" (sum {fmt(total)}; unblocked: only the whole is exact)"))
-                    result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "mode": keys.get("mode"),
-                                                           "conv": keys.get("conv"), "step": keys.get("step"), **o})
-                elif o.get("bench") == "sac update, cached features" and "sac" in keys:
-                    how = {"autograd": "candle's autograd (LFS_SAC_GRADIENTS=autograd)",
-                           "elementwise": "written out, rows as candle's element-wise ops (LFS_FUSED_SAC=0)"}
-                    lines.append(f"\n## lfs ({keys.get('arm')})'s SAC update on cached features, gradients by "
-                                 f"{how.get(keys['sac'], keys['sac'])}: B={o.get('batch')} {fmt(o['seconds'])} "
-                                 "(one run; the rounds time the default: written out, with the row kernels)")
-                    result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "sac": keys["sac"], **o})
-                elif o.get("bench") == "drqv2 update" and "drqv2" in keys:
-                    lines.append(f"\n## lfs ({keys.get('arm')})'s DrQ-v2 update from pixels, gradients by "
-                                 f"{keys['drqv2']} (LFS_DRQV2_GRADIENTS): B={o.get('batch')} {fmt(o['seconds'])} "
-                                 "(one run; the rounds time the default: written out on the device)")
-                    result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "drqv2": keys["drqv2"], **o})
+        if kind != "parts":
+            continue
+        for o in objs:
+            if o.get("bench") != "lfs update":
+                continue
+            names = ("data", "forward", "backward", "optimizer")
+            total = sum(o.get(n, 0) for n in names)
+            other = {k: v for k, v in keys.items() if k not in ("arm", "mode", "args", "t", "at")}
+            label = "".join(f" {k}={v}" for k, v in other.items())
+            who = "lfs" if keys.get("arm", "lfs") == "lfs" else f"lfs ({keys['arm']})"
+            args = f" {keys['args']}" if keys.get("args") else ""
+            lines.append(f"\n## {who}'s LFS update, split ({keys.get('mode')}{label}{args}): "
+                         f"whole {fmt(o['seconds'])}; " + ", ".join(f"{n} {fmt(o.get(n))}" for n in names)
+                         + (f" (sum {fmt(total)}; the trainer waits for the device at each part's end: every "
+                            "part's time is its own, the whole slower than unblocked)"
+                            if keys.get("mode") == "LFS_SYNC_PARTS" or "BLOCKING" in keys.get("mode", "") else
+                            f" (sum {fmt(total)}; unblocked: only the whole is exact)"))
+            result.setdefault("parts", []).append({"arm": keys.get("arm", "lfs"), "mode": keys.get("mode"),
+                                                   **other, **o})
 
 
 def anchors_table(sections, lines, result):
@@ -360,64 +362,6 @@ def long_table(sections, lines, result):
                 result["memory"] = o
 
 
-def bench_host_device_table(sections, lines, result, stage, field, title):
-    """device_check's LFS update with something on the device / on the host (markers
-    `== STAGE round=R FIELD=device|host build=B`), same-round ratios."""
-    rounds = {}
-    for kind, keys, objs, _ in sections:
-        if kind == stage:
-            benches = lfs_benches(objs)
-            rounds.setdefault(int(keys.get("round", 0)), {})[keys.get(field)] = benches
-    pairs = {r: a for r, a in sorted(rounds.items()) if "device" in a and "host" in a}
-    if not pairs:
-        return
-    build = next((k.get("build") for kind, k, _, _ in sections if kind == stage), "?")
-    lines.append(f"\n## LFS update, {title}, {build}, FP32")
-    out = {}
-    for key in sorted({k for a in pairs.values() for k in a["device"] if k[0] == "lfs"}):
-        ratios, dev, host = [], [], []
-        for r, a in pairs.items():
-            d, h = a["device"].get(key), a["host"].get(key)
-            if d is None or h is None:
-                continue
-            dev.append(d)
-            host.append(h)
-            ratios.append(d / h)
-            lines.append(f"  round {r}: device {fmt(d)}, host {fmt(h)}, ratio {d / h:.3f}")
-        lines.append(f"  B={key[1]}: median ratio {fmt(med(ratios), 'x')} over {len(ratios)} rounds "
-                     f"[{fmt(min(ratios, default=None), 'x')}, {fmt(max(ratios, default=None), 'x')}]; "
-                     f"device {fmt(med(dev))} ({fmt(min(dev, default=None))}-{fmt(max(dev, default=None))}), "
-                     f"host {fmt(med(host))} ({fmt(min(host, default=None))}-{fmt(max(host, default=None))})")
-        out[f"lfs/{key[1]}"] = {"ratios": ratios, "device_s": dev, "host_s": host}
-    result[stage] = out
-
-
-def host_device_table(sections, lines, result, stage, title):
-    """One lfs eval with something on the device / on the host (runs STAGE-device-rN and STAGE-host-rN):
-    same-round ratios of agent steps/s, the training episodes after the first."""
-    steady = {}
-    for kind, keys, objs, _ in sections:
-        m = re.fullmatch(stage + r"-(device|host)-r(\d+)", keys.get("name", "")) if kind == "train.jsonl" else None
-        if m:
-            train = [e for e in lfs_episodes(objs) if e[2]]
-            rest = train[1:] if len(train) > 1 else train
-            if rest:
-                steady.setdefault(int(m.group(2)), {})[m.group(1)] = med([e[1] for e in rest]) / 2
-    pairs = {r: a for r, a in sorted(steady.items()) if "device" in a and "host" in a}
-    if not pairs:
-        return
-    lines.append(f"\n## {title}, agent steps/s")
-    for r, a in pairs.items():
-        lines.append(f"  round {r}: device {a['device']:.1f}, host {a['host']:.1f}, ratio {a['device'] / a['host']:.3f}")
-    ratios = [a["device"] / a["host"] for a in pairs.values()]
-    dev = [a["device"] for a in pairs.values()]
-    host = [a["host"] for a in pairs.values()]
-    lines.append(f"  median speed-up {fmt(med(ratios), 'x')} over {len(ratios)} rounds "
-                 f"[{fmt(min(ratios), 'x')}, {fmt(max(ratios), 'x')}]; device {med(dev):.1f} "
-                 f"({min(dev):.1f}-{max(dev):.1f}), host {med(host):.1f} ({min(host):.1f}-{max(host):.1f}) agent steps/s")
-    result[stage] = {"ratios": ratios, "device_steps_per_s": dev, "host_steps_per_s": host}
-
-
 def pool_table(sections, lines, result):
     """`lfs suite run` on one GPU: the default pool against one cell at a time, same-round ratios."""
     rounds = {}
@@ -476,20 +420,10 @@ def main():
     seeds_table(sections, lines, result)
     long_table(sections, lines, result)
     own_forward_notes(sections, lines, result)
-    bench_host_device_table(sections, lines, result, "stats", "statistics",
-                            "statistics on the device / on the host (LFS_UPDATE_STATISTICS=host)")
-    bench_host_device_table(sections, lines, result, "video", "frames",
-                            "batches from the videos' frames on the device / stacked and shifted on the host (LFS_VIDEO_FRAMES=host)")
-    host_device_table(sections, lines, result, "cache",
-                      "sac/mini, feature cache on the device / on the host (LFS_FEATURE_CACHE=host)")
-    host_device_table(sections, lines, result, "frames",
-                      "sac/paper, pixel batches from the replay's frames on the device / on the host (LFS_REPLAY_FRAMES=host)")
-    host_device_table(sections, lines, result, "frames-e2e",
-                      "Algorithm 1 (lfs train, SAC + LFS), batches and pairs from the replay's frames on the device / on the host (LFS_REPLAY_FRAMES=host)")
-    host_device_table(sections, lines, result, "frames-drqv2",
-                      "DrQ-v2 (lfs train), pixel batches from the replay's frames on the device / on the host (LFS_REPLAY_FRAMES=host)")
     pool_table(sections, lines, result)
-    for arm in ("lfs", "lfs-cudnn"):
+    # lfs; an older log's second build too (lfs-cudnn), each under its own key
+    parity_arms = [keys.get("arm", "lfs") for kind, keys, _, _ in sections if kind == "parity"]
+    for arm in sorted(set(parity_arms), key=lambda a: (a != "lfs", a)):
         parity = [o for kind, keys, objs, _ in sections if kind == "parity" and keys.get("arm", "lfs") == arm
                   for o in objs if "check" in o]
         if parity:
