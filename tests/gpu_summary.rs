@@ -1,8 +1,9 @@
 //! `eval/gpu/session_summary.py`, the GPU session's summary, over the committed dry runs of its
 //! `pool` and `drqv2-seeds` stages (`results/gpu-session-dry-2026-11-27b/`), and the rounds'
 //! DrQ-v2 pairing on a log made here: the same-round ratios and the returns it reports against
-//! what the log's own lines say, recomputed here. (The host-vs-device stages, `cache` among them,
-//! are gone from the session and their tables from the summary: a GPU keeps those on the device.)
+//! what the log's own lines say, recomputed here; and the session's table of stages against the
+//! README's list. (The host-vs-device stages, `cache` among them, are gone from the session and
+//! their tables from the summary: a GPU keeps those on the device.)
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -236,4 +237,45 @@ fn the_training_batch_check_is_listed_with_its_own_forward_note() {
     assert_eq!(rows[1]["own_forward"].as_f64().unwrap(), 4.08e-4);
     assert_eq!(rows[1]["check"].as_f64().unwrap(), 3.0e-6);
     assert_eq!(rows[1]["ok"], true);
+}
+
+/// `eval/gpu/gpu-session.sh`'s stages are one table (`STAGE_TABLE`, printed by `--stages`):
+/// `eval/gpu/README.md` numbers the same stages 1..N in the table's order, and names the
+/// table's default list.
+#[test]
+fn the_readme_lists_the_session_stages_as_the_scripts_table() {
+    let out = Command::new("bash")
+        .arg(repo().join("eval/gpu/gpu-session.sh"))
+        .arg("--stages")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<Vec<String>> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect();
+    let table: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert!(table.len() > 10, "{table:?}");
+    let default: Vec<&str> = rows.iter().filter(|r| r[1] == "yes").map(|r| r[0].as_str()).collect();
+    let readme = std::fs::read_to_string(repo().join("eval/gpu/README.md")).unwrap();
+    let start = readme.find("## The session").unwrap();
+    let end = start + readme[start..].find("Expected duration").unwrap();
+    let section = &readme[start..end];
+    // "N. `name`" at a line's start
+    let listed: Vec<(usize, &str)> = section
+        .lines()
+        .filter_map(|l| {
+            let (n, rest) = l.split_once(". `")?;
+            Some((n.parse::<usize>().ok()?, rest.split('`').next()?))
+        })
+        .collect();
+    let numbers: Vec<usize> = listed.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, (1..=listed.len()).collect::<Vec<_>>(), "{listed:?}");
+    let names: Vec<&str> = listed.iter().map(|(_, name)| *name).collect();
+    assert_eq!(names, table);
+    let words = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    let quoted = format!("The default list is `{}`", default.join(" "));
+    assert!(words.contains(&quoted), "the README's section does not say {quoted:?}");
 }

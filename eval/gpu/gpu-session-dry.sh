@@ -10,7 +10,7 @@
 #                torchvision, tensorboard, opencv, imageio, dm-control)   default .venv-bench/bin/python
 #   OUT          where the raw files go (default gpu-check-out/dry)
 #   DRY_LFS      the lfs binary (default target/release/lfs)
-#   GPU_SESSION_STAGES as gpu-session.sh (default here: every stage but compile)
+#   GPU_SESSION_STAGES as gpu-session.sh (default here: its default list and drqv2)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD

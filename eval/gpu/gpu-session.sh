@@ -13,66 +13,10 @@
 # lists each with the measurement that decided it); a GPU keeps the replay's frames, the feature
 # cache, the videos' frames and the LFS update's statistics on the device, with no host arm.
 #
-# Stages (GPU_SESSION_STAGES, run in this order; each skipped when its estimate no longer fits
-# GPU_SESSION_BUDGET seconds, measured from the start):
-#   info     nvidia-smi, torch, cuDNN, the carried build                                   ~10 s
-#   parity   device_check --bench: lfs's CUDA ops against its CPU kernels (also warms the
-#            driver's JIT cache, ~25 s on a fresh machine)                                  ~90 s
-#   rounds   GPU_SESSION_ROUNDS (3) rounds in ABBA order: lfs (device_check --bench-only: LFS
-#            B=512, SAC on cached features B=128/512, DrQ-v2 from pixels B=256, medians of 10
-#            after 3 warm-ups) and strong PyTorch (the same four updates, 10 timed after 5
-#            warm-ups), each precision of GPU_SESSION_PRECISIONS (fp32)                    ~60 s a round
-#   parts    lfs's LFS update with a true split: LFS_SYNC_PARTS=1 (the trainer waits for the
-#            device at each part's end); one unblocked run at TF32; and with
-#            GPU_SESSION_LFS_PARTS_ARGS if set                                              ~60 s
-#   kprof    (not in the default list) device_check --bench-only under eval/gpu/kprof (CUPTI):
-#            GPU time per kernel name and launches per update of each bench's timed updates,
-#            into kprof-lfs.txt                                                             ~25 s
-#   trainbatch (not in the default list) device_check --training-batch-only at B=6, 16, 64,
-#            96, 128, 160, 192, 224, 256 (every tensor's error, and the note of the gradients
-#            against the CPU's own forward): the B=256 check's 4.08e-4 of 2026-11-28 (ReLU
-#            masks flipped by rounding, results/relu-kink-2026-11-28/) against the check's
-#            new form                                                                      ~60 s
-#   long     (not in the default list; GPU_SESSION_STAGES="info long") device_check --long
-#            GPU_SESSION_LONG_UPDATES (100): LFS B=512, SAC on cached features B=128/512, DrQ-v2
-#            B=256, every update's loss on the GPU against the CPU kernels' (band 5%)        ~150 s
-#   memory   (not in the default list) device_check --memory GPU_SESSION_MEMORY_UPDATES (2000):
-#            the LFS update's GPU memory every 100 updates, growth after 200 under 64 MB    ~300 s
-#   e2e      lfs eval, walker_walk, random encoder: sac/mini (B=128, feature cache, fast
-#            rendering) and sac/paper (B=512, no cache, dm_control's rendering),
-#            GPU_SESSION_E2E_FRAMES (3000) frames, 1000 of them seed frames               ~150 s
-#   e2e-train (not in the default list) lfs train's Algorithm 1 (pipelines/e2e/mini.toml,
-#            walker_walk, B=64, SAC + LFS on the SAC batch), GPU_SESSION_E2E_TRAIN_FRAMES
-#            (4000: the 2,000 seed frames, then two training episodes)                     ~90 s
-#   anchors  strong PyTorch once more at fp32 and tf32: LFS with its parts (CUDA events), SAC
-#            on cached features (eager and as one CUDA graph), pixel SAC B=512, DrQ-v2 B=256 ~60 s
-#   compile  the same with torch.compile (not in the default list)                         ~150 s
-#   history  the old twins as written (pretrain_torch.py, sac_torch.py --features)           ~30 s
-#   drqv2    lfs train (pipelines/drqv2/easy.toml) and upstream drqv2's own train.py
-#            (eval/gpu/pack-drqv2.sh) on cartpole_swingup, GPU_SESSION_DRQV2_FRAMES (8000)
-#            frames each (upstream 10 more: it logs an episode when the next step starts, so
-#            that it logs its last one too); upstream once per GPU_SESSION_DRQV2_PRECISIONS
-#            ("default fp32": PyTorch's defaults as upstream ran, then TF32 off)           ~240 s
-#   drqv2-seeds (not in the default list; issue 55, a command of its own) lfs train
-#            (pipelines/drqv2/easy.toml: upstream-like replay) and upstream's train.py on
-#            GPU_SESSION_DRQV2_TASK, seeds GPU_SESSION_DRQV2_SEEDS ("1 2 3"), all 2 × 3 at once
-#            (2 threads each), GPU_SESSION_DRQV2_SEED_RUN_FRAMES (10000) frames, evaluated at 0
-#            and at the end with 10 episodes as upstream does; every eval.csv into the log  ~480 s
-#   pool     (not in the default list; GPU_SESSION_STAGES="info pool" as its own command) `lfs
-#            suite run` of GPU_SESSION_POOL_CELLS (16) sac/mini cells on this GPU (walker_walk,
-#            random encoder, seeds 1..N, budgets no window reaches): one cell at a time (-j 1)
-#            against the default pool (cores and GPU memory, src/suite/gpu_share.rs), in
-#            GPU_SESSION_POOL_ROUNDS (3) rounds in ABBA order of one GPU_SESSION_POOL_WINDOW (70)
-#            s window per arm, each from an empty folder, so the default pays its warm-up and
-#            ramp in every window; frames done per window (episodes that ended) and the
-#            cells' own paces; GPU_SESSION_POOL_CONFIG (pipelines/sac/mini.toml) for another
-#            config's cells (pipelines/sac/paper.toml with GPU_SESSION_POOL_CELLS=8)          ~480 s
-#   table3-row (not in the default list; GPU_SESSION_STAGES="info table3-row", a command of
-#            its own, run again on the same warm machine to go on) one Table 3 row at 50K frames:
-#            eval/suites/gpu_table3_row.toml (the committed study-2 LFS encoder × the nine tasks ×
-#            seed 1, sac/paper on the GPU, the pool sharing it) into GPU_SESSION_ROW_DIR
-#            (runs/gpu-table3-row, kept between commands), stopped after GPU_SESSION_ROW_SECONDS
-#            (480); every cell's small files come back under $OUT/table3-row for `lfs report` ~500 s
+# Stages: STAGE_TABLE below, one row each in the order they run (GPU_SESSION_STAGES picks
+# them; its default is the rows marked "yes"); eval/gpu/README.md describes each, in the same
+# order, and `eval/gpu/gpu-session.sh --stages` prints the table. Each stage is skipped when its
+# estimate no longer fits GPU_SESSION_BUDGET seconds, measured from the start.
 #
 # Precision: lfs computes FP32 unless a run says run.precision = "tf32" (device_check:
 # --precision tf32), which turns on candle's TF32 GEMMs. lfs's own cuDNN convolutions
@@ -99,10 +43,41 @@
 # arguments for lfs), GPU_SESSION_DRQV2_UPSTREAM_ARGS (extra hydra overrides for upstream).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+
+# The stages, in the order they run: name; in the default list; estimate, the seconds on an
+# H200 (times GPU_SESSION_TIMEOUT_SCALE) its `fits` check asks before it starts (rounds: before
+# each round; e2e: before sac/mini, sac/paper asking 90; drqv2: before lfs's run, each upstream
+# run asking 70; pool and table3-row: at their defaults, computed from their variables); what.
+STAGE_TABLE='
+info        yes   15  nvidia-smi, torch / CUDA / cuDNN versions, the carry, the libraries device_check loads
+parity      yes   90  device_check --bench: lfs CUDA ops against its CPU kernels (and the driver JIT warm-up)
+rounds      yes   60  per round, GPU_SESSION_ROUNDS (3) in ABBA order: lfs device_check --bench-only, strong PyTorch
+parts       yes   60  the LFS update split (LFS_SYNC_PARTS=1), one unblocked TF32 run, GPU_SESSION_LFS_PARTS_ARGS
+kprof       no    25  device_check --bench-only under eval/gpu/kprof (CUPTI): GPU time per kernel, kprof-lfs.txt
+trainbatch  no    60  device_check --training-batch-only at B=6..256: the check and the own-forward note
+long        no   150  device_check --long GPU_SESSION_LONG_UPDATES (100): losses on the GPU against the CPU (5%)
+memory      no   300  device_check --memory GPU_SESSION_MEMORY_UPDATES (2000): GPU memory growth under 64 MB
+e2e         yes   60  lfs eval sac/mini and sac/paper, walker_walk, GPU_SESSION_E2E_FRAMES (3000) frames
+e2e-train   no    90  lfs train pipelines/e2e/mini.toml (Algorithm 1), GPU_SESSION_E2E_TRAIN_FRAMES (4000) frames
+anchors     yes   60  strong PyTorch at fp32 and tf32: LFS parts, SAC eager and CUDA graph, pixel SAC, DrQ-v2
+compile     no   150  the anchors with torch.compile
+history     yes   30  the old twins as written (pretrain_torch.py, sac_torch.py --features)
+drqv2       no   200  lfs train pipelines/drqv2/easy.toml against upstream train.py, GPU_SESSION_DRQV2_FRAMES (8000)
+drqv2-seeds no   420  lfs and upstream DrQ-v2 on GPU_SESSION_DRQV2_SEEDS (1 2 3) at once, returns by frame
+pool        no   480  lfs suite run: the default pool against -j 1, GPU_SESSION_POOL_ROUNDS (3) ABBA windows
+table3-row  no   500  one Table 3 row at 50K frames (eval/suites/gpu_table3_row.toml), resumed command by command
+'
+if [ "${1:-}" = --stages ]; then
+    echo "# name      default estimate_s what"
+    echo "$STAGE_TABLE" | sed '/^$/d'
+    exit 0
+fi
+# est NAME: the stage's estimate from STAGE_TABLE
+est() { echo "$STAGE_TABLE" | awk -v n="$1" '$1 == n { print $3; exit }'; }
 ROOT=$PWD
 T0=$SECONDS
 DEVICE=${GPU_SESSION_DEVICE:-cuda}
-STAGES=${GPU_SESSION_STAGES:-info parity rounds parts e2e anchors history}
+STAGES=${GPU_SESSION_STAGES:-$(echo "$STAGE_TABLE" | awk '$2 == "yes" { printf "%s%s", sep, $1; sep = " " }')}
 BUDGET=${GPU_SESSION_BUDGET:-540}
 ROUNDS=${GPU_SESSION_ROUNDS:-3}
 PRECISIONS=${GPU_SESSION_PRECISIONS:-fp32}
@@ -145,9 +120,10 @@ run() {
     [ $rc = 0 ] || say "!! exit $rc: $*"
     return $rc
 }
-# fits NAME ESTIMATE: whether a stage's estimate fits what is left of the budget
+# fits NAME [ESTIMATE]: whether a stage's estimate (default: NAME's in STAGE_TABLE) fits what
+# is left of the budget
 fits() {
-    local left=$((BUDGET - (SECONDS - T0))) need=$(($2 * SCALE))
+    local left=$((BUDGET - (SECONDS - T0))) need=$((${2:-$(est "$1")} * SCALE))
     if [ "$need" -gt "$left" ]; then
         mark "skip stage=$1 needs=${need}s left=${left}s"
         return 1
@@ -161,6 +137,11 @@ has() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 # older than the tree the binaries were built from); else the checkout's HEAD.
 BUILT=$(cat "$CARRY/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo none)
 mark "session device=$DEVICE stages=[$STAGES] rounds=$ROUNDS precisions=[$PRECISIONS] budget=${BUDGET}s commit=$BUILT"
+# a name STAGE_TABLE lacks (misspelt, or a removed stage: stats, video, cache, frames, frames-e2e,
+# frames-drqv2, eval/gpu/README.md "The decided A/Bs") runs nothing: say so
+for st in $STAGES; do
+    [ -n "$(est "$st")" ] || mark "skip stage=$st reason=unknown-stage(removed-or-misspelt:gpu-session.sh--stages-lists-them)"
+done
 
 # ---- the build ----------------------------------------------------------------------------
 # make build-cuda's one CUDA build (with cuDNN), as make gpu-pack carried it
@@ -204,7 +185,7 @@ fi
 
 # ---- info ---------------------------------------------------------------------------------
 if has info; then
-    fits info 15 && {
+    fits info && {
         {
             date -u
             uname -a
@@ -227,7 +208,7 @@ if has parity && [ -n "$DC" ]; then
     # cuDNN's math type (candle's own cuDNN forward left the math type at the default, and the
     # first 2026-11-27 session's pre-training checks failed so, 0.35, until
     # NVIDIA_TF32_OVERRIDE=0 kept it FP32; its replacement passed without it on 2026-11-28)
-    fits parity 90 && { mark "parity"; run 240 "$DC" --device "$DEVICE" --bench; }
+    fits parity && { mark "parity"; run 240 "$DC" --device "$DEVICE" --bench; }
 fi
 
 # ---- rounds -------------------------------------------------------------------------------
@@ -253,7 +234,7 @@ if has rounds && [ -n "$DC" ]; then
             continue
         fi
         for r in $(seq 1 "$ROUNDS"); do
-            fits "rounds-$r-$prec" 60 || break
+            fits "rounds-$r-$prec" "$(est rounds)" || break
             if [ $((r % 2)) = 1 ]; then lfs_arm "$r" "$prec"; torch_arm "$r" "$prec"
             else torch_arm "$r" "$prec"; lfs_arm "$r" "$prec"; fi
         done
@@ -265,7 +246,7 @@ fi
 # math type; Adam and the EMA one CUDA kernel per parameter), then one unblocked run at TF32 (only
 # its whole is exact).
 if has parts && [ -n "$DC" ]; then
-    fits parts 60 && {
+    fits parts && {
         mark "parts arm=lfs mode=LFS_SYNC_PARTS"
         LFS_SYNC_PARTS=1 run 150 "$DC" --device "$DEVICE" --bench-only
         mark "parts arm=lfs mode=unblocked-tf32"
@@ -285,7 +266,7 @@ if has kprof && [ -n "$DC" ]; then
     if [ ! -f "$KPROF_LIB" ]; then
         mark "skip stage=kprof reason=no-$KPROF_LIB(make-gpu-pack)"
     else
-        fits kprof 25 && {
+        fits kprof && {
             mark "kprof arm=lfs"
             KPROF_OUT="$OUT/kprof-lfs.txt" KPROF_DIV=10 LD_PRELOAD="$KPROF_LIB" run 120 "$DC" --device "$DEVICE" --bench-only
             head -40 "$OUT/kprof-lfs.txt" >> "$LOG" 2>/dev/null || true
@@ -301,7 +282,7 @@ fi
 # forward; here alone at batches 6 to 256, every tensor's error printed. Every
 # line goes to the log; the summary lists each batch's check and note.
 if has trainbatch && [ -n "$DC" ]; then
-    fits trainbatch 60 && for b in 6 16 64 96 128 160 192 224 256; do
+    fits trainbatch && for b in 6 16 64 96 128 160 192 224 256; do
         mark "trainbatch arm=lfs batch=$b"
         run 60 "$DC" --device "$DEVICE" --training-batch "$b" --training-batch-only
     done
@@ -313,10 +294,10 @@ fi
 # update's loss within 5% of the CPU's), then --memory (2,000 LFS updates at
 # B=512, the GPU's memory in use every 100, growth after update 200 under 64 MB).
 if has long && [ -n "$DC" ]; then
-    fits long 150 && { mark "long arm=lfs"; run 400 "$DC" --device "$DEVICE" --long "${GPU_SESSION_LONG_UPDATES:-100}"; }
+    fits long && { mark "long arm=lfs"; run 400 "$DC" --device "$DEVICE" --long "${GPU_SESSION_LONG_UPDATES:-100}"; }
 fi
 if has memory && [ -n "$DC" ]; then
-    fits memory 300 && { mark "memory arm=lfs"; run 500 "$DC" --device "$DEVICE" --memory "${GPU_SESSION_MEMORY_UPDATES:-2000}"; }
+    fits memory && { mark "memory arm=lfs"; run 500 "$DC" --device "$DEVICE" --memory "${GPU_SESSION_MEMORY_UPDATES:-2000}"; }
 fi
 
 # ---- e2e ----------------------------------------------------------------------------------
@@ -337,7 +318,7 @@ common=(--task walker_walk --device "$DEVICE" --encoder random --set run.num_tra
 extra=()
 for s in ${GPU_SESSION_E2E_SET:-}; do extra+=(--set "$s"); done
 if has e2e && [ -n "$LFS" ]; then
-    fits e2e-sac-mini 60 && lfs_run sac-mini 150 eval --config pipelines/sac/mini.toml "${common[@]}" \
+    fits e2e-sac-mini "$(est e2e)" && lfs_run sac-mini 150 eval --config pipelines/sac/mini.toml "${common[@]}" \
         --set 'env.render_quality="fast"' "${extra[@]}"
     fits e2e-sac-paper 90 && lfs_run sac-paper 200 eval --config pipelines/sac/paper.toml "${common[@]}" "${extra[@]}"
 fi
@@ -348,7 +329,7 @@ fi
 # then two training episodes
 if has e2e-train && [ -n "$LFS" ]; then
     frames=${GPU_SESSION_E2E_TRAIN_FRAMES:-4000}
-    fits e2e-train 90 && lfs_run e2e-train 150 train --config pipelines/e2e/mini.toml --task walker_walk \
+    fits e2e-train && lfs_run e2e-train 150 train --config pipelines/e2e/mini.toml --task walker_walk \
         --seed 1 --device "$DEVICE" --set run.num_train_frames="$frames" --set run.eval_every_frames=100000 \
         --set run.num_eval_episodes=1 --set run.tensorboard=false --set 'env.render_quality="fast"'
 fi
@@ -361,12 +342,12 @@ anchors() {  # stage extra-args...
         --precision fp32,tf32 --parts --graph --batch-lfs "$B_LFS" --batch-sac "$B_SAC" --batch-pixels "$B_PIX" \
         --batch-drqv2 "$B_DRQ" --updates "$UPDATES" --warmup "$WARMUP" "$@"
 }
-has anchors && fits anchors 60 && anchors anchors
-has compile && fits compile 150 && anchors compile --compile
+has anchors && fits anchors && anchors anchors
+has compile && fits compile && anchors compile --compile
 
 # ---- history ------------------------------------------------------------------------------
 if has history; then
-    fits history 30 && {
+    fits history && {
         mark "history arm=torch-old suite=lfs precision=torch-defaults"
         run 120 "$PY" eval/bench/pretrain_torch.py --device "$DEVICE" --batch "$B_LFS" --updates "$UPDATES" --warmup 3
         for b in ${B_SAC//,/ }; do
@@ -386,7 +367,7 @@ upstream_site() {
 if has drqv2; then
     if [ -z "$LFS" ] || [ ! -f "$CARRY/drqv2/train.py" ]; then
         mark "skip stage=drqv2 reason=needs-lfs-and-$CARRY/drqv2 (eval/gpu/pack-e2e.sh, eval/gpu/pack-drqv2.sh)"
-    elif fits drqv2 200; then
+    elif fits drqv2; then
         extra=()
         for s in ${GPU_SESSION_DRQV2_SET:-}; do extra+=(--set "$s"); done
         lfs_run drqv2-lfs 200 train --config pipelines/drqv2/easy.toml --task "$DRQ_TASK" --seed 1 --device "$DEVICE" \
@@ -415,7 +396,7 @@ SEED_RUN_FRAMES=${GPU_SESSION_DRQV2_SEED_RUN_FRAMES:-10000}
 if has drqv2-seeds; then
     if [ -z "$LFS" ] || [ ! -f "$CARRY/drqv2/train.py" ]; then
         mark "skip stage=drqv2-seeds reason=needs-lfs-and-$CARRY/drqv2 (eval/gpu/pack-e2e.sh, eval/gpu/pack-drqv2.sh)"
-    elif fits drqv2-seeds 420; then
+    elif fits drqv2-seeds; then
         upstream_site
         # its own cap, so that a stage after it in the same command still runs
         limit=$(( BUDGET + 30 - (SECONDS - T0) - 20 ))
