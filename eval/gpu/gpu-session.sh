@@ -20,7 +20,8 @@
 #
 # Precision: lfs computes FP32 unless a run says run.precision = "tf32" (device_check:
 # --precision tf32), which turns on candle's TF32 GEMMs. lfs's own cuDNN convolutions
-# (src/nn/cudnn_conv.rs, src/nn/cudnn_block.rs) are FP32 by cuDNN's math type; a convolution
+# (src/nn/cudnn_conv.rs, src/nn/cudnn_block.rs) follow it by cuDNN's math type (FMA at fp32,
+# the default, TF32 allowed, at tf32); a convolution
 # through candle's own cuDNN call would be allowed TF32 whatever run.precision says (candle
 # leaves cuDNN's math type at its default), so the rounds' fp32 arms run with
 # NVIDIA_TF32_OVERRIDE=0 as they did for the former cuDNN build; parity and parts run without it.
