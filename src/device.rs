@@ -18,11 +18,11 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::OnceLock;
 
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+use crate::switches::{gpu_path_on_cpu, GpuPath};
 use crate::{Error, Result};
 
 /// A run's device as written in its config: `cpu`, `cuda` or `cuda:N`.
@@ -70,8 +70,9 @@ impl DeviceChoice {
                     candle_core::Error::NotCompiledWithCudaSupport => self.not_built(),
                     // The driver's reason, without the backtrace candle may attach to it.
                     other => Error::Config(format!(
-                        "run.device = \"{self}\": cannot open it: {}",
-                        other.to_string().lines().next().unwrap_or_default()
+                        "run.device = \"{self}\": cannot open it: {} ({})",
+                        other.to_string().lines().next().unwrap_or_default(),
+                        cuda_versions()
                     )),
                 })?;
                 // A process-wide switch of candle's CUDA backend (its f32 GEMMs, the
@@ -81,6 +82,29 @@ impl DeviceChoice {
             }
         }
     }
+}
+
+/// The CUDA version the NVIDIA driver supports and the one this build was made for, for an
+/// error that a device cannot be opened (a CUDA 13.0 build needs a driver of 580 or newer).
+#[cfg(feature = "cuda")]
+fn cuda_versions() -> String {
+    use candle_core::cuda::cudarc::driver::sys;
+    let dotted = |v: i64| format!("{}.{}", v / 1000, (v % 1000) / 10);
+    let mut version: std::ffi::c_int = 0;
+    // SAFETY: the driver writes one int through the pointer.
+    let driver = match unsafe { sys::cuDriverGetVersion(&mut version) } {
+        sys::CUresult::CUDA_SUCCESS => format!("the driver supports CUDA {}", dotted(i64::from(version))),
+        err => format!("the driver's CUDA version is unknown: {err:?}"),
+    };
+    format!(
+        "{driver}; this lfs was built for CUDA {}",
+        dotted(i64::from(sys::CUDA_VERSION))
+    )
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_versions() -> String {
+    "this lfs was built without CUDA".into()
 }
 
 /// The precision of a run's f32 matrix products, `run.precision`: `fp32` (the default, unwritten
@@ -189,39 +213,38 @@ impl FromStr for Precision {
 /// Whether the pre-training update computes its statistics (LNC's distances, Sinkhorn, the
 /// spread and entropy metrics) on the host in f64, as it does on the CPU, rather than with
 /// candle's ops in f64 on `device`, read with the loss in one device→host copy, as it does on a
-/// GPU. `LFS_UPDATE_STATISTICS=host` or `=device` overrides the device's choice: `host` times
-/// the CPU's way on a GPU (an A/B switch), `device` runs the GPU's code on the CPU (tests).
+/// GPU (the GPU's way on the CPU with `LFS_GPU_PATHS_ON_CPU=update-statistics`, for tests).
 pub fn statistics_on_host(device: &Device) -> bool {
-    static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
-    on_host("LFS_UPDATE_STATISTICS", &CHOICE, device)
+    on_host(GpuPath::UpdateStatistics, device)
 }
 
 /// Whether the RL loop's feature cache lives in host memory (the CPU's way: rows gathered on
 /// the host and uploaded with each batch) rather than on `device` (a GPU's way,
-/// [`DeviceFeatureCache`](crate::rl::DeviceFeatureCache)). `LFS_FEATURE_CACHE=host` or
-/// `=device` overrides the device's choice, as `LFS_UPDATE_STATISTICS` does.
+/// [`DeviceFeatureCache`](crate::rl::DeviceFeatureCache); `feature-cache` in
+/// `LFS_GPU_PATHS_ON_CPU`).
 pub fn feature_cache_on_host(device: &Device) -> bool {
-    static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
-    on_host("LFS_FEATURE_CACHE", &CHOICE, device)
+    on_host(GpuPath::FeatureCache, device)
 }
 
 /// Whether pixel batches are stacked and shifted on the host (the CPU's way) rather than from a
 /// copy of the replay's frames on `device` ([`DeviceFrames`](crate::rl::DeviceFrames), a GPU's
-/// way when a frozen encoder encodes them). `LFS_REPLAY_FRAMES=host` or `=device` overrides the
-/// device's choice, as `LFS_UPDATE_STATISTICS` does.
+/// way when a frozen encoder encodes them; `replay-frames` in `LFS_GPU_PATHS_ON_CPU`).
 pub fn frames_on_host(device: &Device) -> bool {
-    static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
-    on_host("LFS_REPLAY_FRAMES", &CHOICE, device)
+    on_host(GpuPath::ReplayFrames, device)
 }
 
 /// Whether `lfs pretrain` stacks and shifts its batches on the host (the CPU's way) rather than
-/// from a copy of the videos' frames on `device` (a GPU's way,
-/// [`PairSampler::keep_frames_on`](crate::data::PairSampler::keep_frames_on)).
-/// `LFS_VIDEO_FRAMES=host` or `=device` overrides the device's choice, as
-/// `LFS_UPDATE_STATISTICS` does.
+/// from a copy of the videos' frames on `device` (a GPU's way, 0.78× the host's time per LFS
+/// update on an H200, BENCHMARKS.md;
+/// [`PairSampler::keep_frames_on`](crate::data::PairSampler::keep_frames_on); `video-frames`
+/// in `LFS_GPU_PATHS_ON_CPU`).
 pub fn video_frames_on_host(device: &Device) -> bool {
-    static CHOICE: OnceLock<Option<bool>> = OnceLock::new();
-    on_host("LFS_VIDEO_FRAMES", &CHOICE, device)
+    on_host(GpuPath::VideoFrames, device)
+}
+
+/// The host on the CPU unless `LFS_GPU_PATHS_ON_CPU` names `path`; the device on a GPU.
+fn on_host(path: GpuPath, device: &Device) -> bool {
+    device.is_cpu() && !gpu_path_on_cpu(path)
 }
 
 /// Free and total bytes of `device`'s memory, as its driver reports them; None on the CPU.
@@ -257,50 +280,6 @@ fn room_in(bytes: u64, free: u64, total: u64) -> std::result::Result<(), String>
         free as f64 / 1e9,
         total as f64 / 1e9
     ))
-}
-
-/// A developer's on/off switch read from the environment: true when `var` = `on`; unset, empty
-/// or `off` is false (any other value is named on stderr and taken as off).
-pub fn env_switch(var: &str, on: &'static str, off: &'static str) -> bool {
-    env_choice(var, on, off).unwrap_or(false)
-}
-
-/// A host-or-device switch: `var` = `host` or `device` if set (read once, into `choice`), else
-/// host on the CPU and device on a GPU.
-fn on_host(var: &str, choice: &OnceLock<Option<bool>>, device: &Device) -> bool {
-    let forced = choice.get_or_init(|| env_choice(var, "host", "device"));
-    forced.unwrap_or_else(|| device.is_cpu())
-}
-
-/// `var` as one of two named values: Some(true) for `a`, Some(false) for `b`, None when unset or
-/// empty; any other value is named on stderr and taken as unset.
-fn env_choice(var: &str, a: &'static str, b: &'static str) -> Option<bool> {
-    env_value(var, &[a, b]).map(|v| v == a)
-}
-
-/// `var`'s value when it is one of `choices`; None when unset or empty. Any other value is named
-/// on stderr with the choices and taken as unset, so a mistyped switch is seen, not silently
-/// read as its default.
-pub fn env_value(var: &str, choices: &[&'static str]) -> Option<&'static str> {
-    let (found, refused) = choose_value(var, std::env::var(var).ok().as_deref(), choices);
-    if let Some(why) = refused {
-        eprintln!("{why}");
-    }
-    found
-}
-
-/// [`env_value`]'s rule for `var`'s `value`: the choice it names, or why it was refused.
-fn choose_value(var: &str, value: Option<&str>, choices: &[&'static str]) -> (Option<&'static str>, Option<String>) {
-    match value {
-        None | Some("") => (None, None),
-        Some(value) => match choices.iter().find(|c| **c == value) {
-            Some(&c) => (Some(c), None),
-            None => (
-                None,
-                Some(format!("lfs: {var}={value:?} is not one of {choices:?}; ignored")),
-            ),
-        },
-    }
 }
 
 /// Single-value tensors of one device read to the host in one copy, each as f64 (a GPU stops
@@ -367,22 +346,6 @@ impl Default for Backend {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A switch's value: one of its choices, unset or empty (its default), or anything else,
-    /// which is refused with a message naming the variable, the value and the choices.
-    #[test]
-    fn a_mistyped_switch_is_named_and_ignored() {
-        let choices = &["1", "0"];
-        assert_eq!(choose_value("LFS_FUSED_SAC", Some("0"), choices), (Some("0"), None));
-        assert_eq!(choose_value("LFS_FUSED_SAC", Some(""), choices), (None, None));
-        assert_eq!(choose_value("LFS_FUSED_SAC", None, choices), (None, None));
-        let (found, why) = choose_value("LFS_FUSED_SAC", Some("off"), choices);
-        assert_eq!(found, None);
-        let why = why.unwrap();
-        for part in ["LFS_FUSED_SAC", "\"off\"", "[\"1\", \"0\"]", "ignored"] {
-            assert!(why.contains(part), "{why} lacks {part}");
-        }
-    }
 
     #[test]
     fn frames_stay_on_the_host_past_half_the_free_memory() {

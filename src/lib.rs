@@ -32,6 +32,7 @@ pub mod rl_loop;
 pub mod run_dir;
 pub mod shards;
 pub mod suite;
+pub mod switches;
 pub mod tensorboard;
 pub mod video;
 

@@ -60,6 +60,10 @@ enum Command {
 fn main() -> ExitCode {
     lfs::alloc::keep_freed_memory();
     let cli = Cli::parse();
+    if let Err(err) = lfs::switches::check() {
+        eprintln!("lfs: error: {err:#}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Ingest(args) => cli::ingest::run(args),
         Command::Inspect(args) => cli::inspect::run(args),

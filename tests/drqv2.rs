@@ -410,7 +410,7 @@ fn a_killed_drqv2_run_resumes_to_the_same_results() {
         objective: false,
         last_episode_updates: 50,
         another: &["--set", "agent.nstep=1"],
-        resumed_env: &[("LFS_REPLAY_FRAMES", "device")],
+        resumed_env: &[("LFS_GPU_PATHS_ON_CPU", "replay-frames")],
         resumed_says: "replay frames on the device",
     });
 }

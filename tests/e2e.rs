@@ -273,7 +273,7 @@ fn a_killed_lfs_train_run_logs_n_per_update_and_resumes_to_the_same_results() {
         another: &["--set", "aux.method=lfs-cl"],
         // The killed and resumed run makes its batches and the objective's pairs as a GPU does,
         // from the replay's frames on the device (src/rl/device_frames.rs): the same results.
-        resumed_env: &[("LFS_REPLAY_FRAMES", "device")],
+        resumed_env: &[("LFS_GPU_PATHS_ON_CPU", "replay-frames")],
         resumed_says: "replay frames on the device",
     });
 }

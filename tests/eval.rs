@@ -259,12 +259,12 @@ fn a_killed_run_sampling_as_drqv2s_loader_resumes_to_the_same_results() {
 
 #[test]
 fn the_feature_cache_on_the_device_resumes_to_the_host_caches_results() {
-    // LFS_FEATURE_CACHE=device runs a GPU's cache (src/rl/device_feature_cache.rs) on the CPU:
+    // LFS_GPU_PATHS_ON_CPU=feature-cache runs a GPU's cache (src/rl/device_feature_cache.rs) on the CPU:
     // f16 rows, the rows computed again on restore. 700 transitions, 7 first observations and
     // 1001 rows of room, the random encoder's 39200 features each.
     let args = ["--set", "replay.feature_cache_dtype=\"f16\""];
     let (rows, _) = on_the_device_as_on_the_host(
-        "LFS_FEATURE_CACHE",
+        "feature-cache",
         &args,
         "feature cache on the device: 1708 rows of 39200 f16",
     );
@@ -273,7 +273,7 @@ fn the_feature_cache_on_the_device_resumes_to_the_host_caches_results() {
 
 #[test]
 fn replay_frames_on_the_device_resume_to_the_host_replays_results() {
-    // LFS_REPLAY_FRAMES=device runs a GPU's pixel batches (src/rl/device_frames.rs: the
+    // LFS_GPU_PATHS_ON_CPU=replay-frames runs a GPU's pixel batches (src/rl/device_frames.rs: the
     // replay's frames copied to the device, each batch stacked and shifted there) on the CPU:
     // pixel SAC without the feature cache, the frames uploaded again on restore. 700
     // transitions, 7 first frames and 1001 frames of room, 21168 bytes each.
@@ -286,7 +286,7 @@ fn replay_frames_on_the_device_resume_to_the_host_replays_results() {
         "run.eval_every_frames=2000",
     ];
     let (rows, episodes) = on_the_device_as_on_the_host(
-        "LFS_REPLAY_FRAMES",
+        "replay-frames",
         &args,
         "replay frames on the device: 1708 frames (0.04 GB)",
     );
@@ -295,10 +295,12 @@ fn replay_frames_on_the_device_resume_to_the_host_replays_results() {
 }
 
 /// `lfs eval` (random encoder, cartpole_swingup, episodes cut at 250 frames, a replay of 700
-/// transitions that drops its oldest episodes, `extra`) with `var=host` uninterrupted, and with `var=device` killed once its
-/// first checkpoint is on disk and resumed, saying `says`: both end with the same evaluations
-/// and episode logs, which are returned.
-fn on_the_device_as_on_the_host(var: &str, extra: &[&str], says: &str) -> (Vec<String>, Vec<serde_json::Value>) {
+/// transitions that drops its oldest episodes, `extra`) the CPU's way uninterrupted, and with
+/// `LFS_GPU_PATHS_ON_CPU=path` (the GPU's way) killed once its first checkpoint is on disk and
+/// resumed, saying `says`: both end with the same evaluations and episode logs, which are
+/// returned.
+fn on_the_device_as_on_the_host(path: &str, extra: &[&str], says: &str) -> (Vec<String>, Vec<serde_json::Value>) {
+    let var = "LFS_GPU_PATHS_ON_CPU";
     let dir = tempfile::tempdir().unwrap();
     let common = [
         "--encoder",
@@ -312,18 +314,18 @@ fn on_the_device_as_on_the_host(var: &str, extra: &[&str], says: &str) -> (Vec<S
     ];
     let args = [&common[..], extra].concat();
     let host = dir.path().join("host");
-    let result = eval_command(&host, &args).env(var, "host").output().unwrap();
+    let result = eval_command(&host, &args).env_remove(var).output().unwrap();
     assert!(result.status.success(), "{}", text(&result));
     assert!(!text(&result).contains("on the device"), "{}", text(&result));
     let device = dir.path().join("device");
-    let mut child = spawn_quiet(eval_command(&device, &args).env(var, "device"));
+    let mut child = spawn_quiet(eval_command(&device, &args).env(var, path));
     wait_for(&mut child, 300, "the first checkpoint", || {
         device.join("checkpoint.safetensors").exists()
     });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let before = results(&device);
-    let result = eval_command(&device, &args).env(var, "device").output().unwrap();
+    let result = eval_command(&device, &args).env(var, path).output().unwrap();
     let said = text(&result);
     assert!(result.status.success(), "{said}");
     assert!(said.contains("resuming at frame"), "{said}");

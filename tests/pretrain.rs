@@ -363,16 +363,16 @@ fn lfs(args: &[&str]) -> String {
 }
 
 /// `lfs pretrain` of `pipelines/tiny.toml` (batch 8, `updates` updates) on the embedded sample,
-/// ingested under `dir` once, with `var=value`, into `dir/value`: that folder and what the run
-/// said on stderr.
-fn tiny_pretrain_with(dir: &Path, var: &str, value: &str, updates: u64) -> (PathBuf, String) {
+/// ingested under `dir` once, with `LFS_GPU_PATHS_ON_CPU=paths` (empty: the CPU's ways), into
+/// `dir/run-{paths}`: that folder and what the run said on stderr.
+fn tiny_pretrain_with(dir: &Path, paths: &str, updates: u64) -> (PathBuf, String) {
     let dataset = dir.join("dataset");
     if !dataset.exists() {
         let videos = repo().join("datasets/tiny/videos");
         lfs(&["ingest", videos.to_str().unwrap(), "--out", dataset.to_str().unwrap()]);
     }
     let datasets_arg = format!("data.datasets=[{:?}]", dataset.to_str().unwrap());
-    let out_dir = dir.join(value);
+    let out_dir = dir.join(format!("run-{paths}"));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lfs"))
         .args(["pretrain", "--config", "pipelines/tiny.toml", "--set", &datasets_arg])
         .args([
@@ -383,7 +383,7 @@ fn tiny_pretrain_with(dir: &Path, var: &str, value: &str, updates: u64) -> (Path
         ])
         .arg("--out-dir")
         .arg(&out_dir)
-        .env(var, value)
+        .env("LFS_GPU_PATHS_ON_CPU", paths)
         .current_dir(repo())
         .output()
         .unwrap();
@@ -393,18 +393,18 @@ fn tiny_pretrain_with(dir: &Path, var: &str, value: &str, updates: u64) -> (Path
 }
 
 /// The GPU's way of making a batch (the videos' frames kept on the device, each batch gathered
-/// and shifted there), run on the CPU with `LFS_VIDEO_FRAMES=device`, trains exactly as the
+/// and shifted there), run on the CPU with `LFS_GPU_PATHS_ON_CPU=video-frames`, trains exactly as the
 /// host's stacking and shifting does: 6 LFS updates at batch 8, the same metrics to the last
 /// digit and the same checkpoint bytes.
 #[test]
 fn video_frames_on_the_device_train_as_on_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let run = |frames: &str| {
-        let (out_dir, said) = tiny_pretrain_with(dir.path(), "LFS_VIDEO_FRAMES", frames, 6);
+        let (out_dir, said) = tiny_pretrain_with(dir.path(), frames, 6);
         let checkpoint = std::fs::read(out_dir.join("checkpoint.safetensors")).unwrap();
         (timeless(read_metrics(&out_dir)), checkpoint, said)
     };
-    let (host, device) = (run("host"), run("device"));
+    let (host, device) = (run(""), run("video-frames"));
     assert!(host.2.contains("(frames on the host)"), "{}", host.2);
     assert!(device.2.contains("(frames on the device: "), "{}", device.2);
     assert_eq!(host.0.len(), 6);
@@ -414,16 +414,16 @@ fn video_frames_on_the_device_train_as_on_the_host() {
 
 /// The GPU's way of computing an update's statistics (LNC's distances, Sinkhorn, the spread and
 /// entropy with candle's ops in f64, read with the loss in one copy), run on the CPU with
-/// `LFS_UPDATE_STATISTICS=device`, logs what the host's f64 code logs: 12 LFS updates at batch
+/// `LFS_GPU_PATHS_ON_CPU=update-statistics`, logs what the host's f64 code logs: 12 LFS updates at batch
 /// 8 on the embedded sample, every line's numbers compared.
 #[test]
 fn update_statistics_on_the_device_log_what_the_host_logs() {
     let dir = tempfile::tempdir().unwrap();
     let run = |statistics: &str| {
-        let (out_dir, _) = tiny_pretrain_with(dir.path(), "LFS_UPDATE_STATISTICS", statistics, 12);
+        let (out_dir, _) = tiny_pretrain_with(dir.path(), statistics, 12);
         read_metrics(&out_dir)
     };
-    let (host, device) = (run("host"), run("device"));
+    let (host, device) = (run(""), run("update-statistics"));
     assert_eq!(host.len(), 12);
     let mut synthetic = 0;
     for (h, d) in host.iter().zip(&device) {

@@ -20,13 +20,15 @@
 #      cudarc names, each returning CUDA_ERROR_STUB_LIBRARY) is compiled here. The stub is for
 #      the linker only: at run time libcuda.so.1 is the NVIDIA driver's.
 #   3. cargo build --release --locked --features cuda --bin lfs --example device_check (the
-#      checks `make gpu-check` runs), CARGO_TARGET_DIR=target-cuda. Before it (LFS_CUDNN=1, the
-#      default) lfs and device_check with cuDNN's convolutions (--features cudnn, linked
-#      against eval/gpu/requirements-cudnn.txt's libcudnn.so.9), kept as
-#      target-cuda/release/lfs-cudnn and device_check-cudnn, so that one GPU session times both
-#      (eval/gpu/gpu-session.sh); target-cuda/release/lfs and examples/device_check stay plain.
-#   4. The wheels' libraries the binary needs (and theirs), copied into
-#      target-cuda/release/cuda-libs/ (about 700 MB, cuBLASLt alone 540 MB).
+#      checks `make gpu-check` runs), CARGO_TARGET_DIR=target-cuda: one binary, with cuDNN's
+#      convolutions (linked against eval/gpu/requirements-cudnn.txt's libcudnn.so.9), and an
+#      RPATH of $ORIGIN/cuda-libs ($ORIGIN/../cuda-libs for the example), so that it finds its
+#      libraries with no LD_LIBRARY_PATH. (An RPATH, not a RUNPATH: it holds for the
+#      libraries' own dependencies and cuDNN's dlopen of its parts too, and takes precedence
+#      over LD_LIBRARY_PATH where the folder exists; where it does not, as for the binaries
+#      carried to a lent GPU machine, the loader goes on to LD_LIBRARY_PATH.)
+#   4. The wheels' libraries the binary needs (and theirs), and cuDNN's (all its parts: it
+#      loads them at run time), copied into target-cuda/release/cuda-libs/ (about 1.5 GB).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -42,8 +44,7 @@ if [ ! -f "$VENV/.stamp" ] || [ "$REQUIREMENTS" -nt "$VENV/.stamp" ]; then
     "$VENV/bin/pip" install --disable-pip-version-check -q -r "$REQUIREMENTS"
     touch "$VENV/.stamp"
 fi
-CUDNN=${LFS_CUDNN:-1}
-if [ "$CUDNN" = 1 ] && { [ ! -f "$VENV/.stamp-cudnn" ] || [ eval/gpu/requirements-cudnn.txt -nt "$VENV/.stamp-cudnn" ]; }; then
+if [ ! -f "$VENV/.stamp-cudnn" ] || [ eval/gpu/requirements-cudnn.txt -nt "$VENV/.stamp-cudnn" ]; then
     "$VENV/bin/pip" install --disable-pip-version-check -q -r eval/gpu/requirements-cudnn.txt
     touch "$VENV/.stamp-cudnn"
 fi
@@ -57,7 +58,7 @@ for lib in cudart.so.13 cublas.so.13 cublasLt.so.13 curand.so.10 nvrtc.so.13; do
     ln -sfn "$CUDA/lib/lib$lib" "$LINK/lib${lib%%.so.*}.so"
 done
 CUDNN_LIB=$(echo "$ROOT/$VENV"/lib/python3*/site-packages/nvidia/cudnn/lib)
-[ "$CUDNN" = 1 ] && ln -sfn "$CUDNN_LIB/libcudnn.so.9" "$LINK/libcudnn.so"
+ln -sfn "$CUDNN_LIB/libcudnn.so.9" "$LINK/libcudnn.so"
 # The driver API entry points cudarc declares (its driver/sys bindings), whichever the
 # binary ends up calling.
 CUDARC_SRC=$(cargo metadata --format-version 1 --locked --features cuda 2>/dev/null |
@@ -91,22 +92,16 @@ export CUDA_HOME="$CUDA"
 export LIBRARY_PATH="$LINK${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export CARGO_TARGET_DIR="$ROOT/$TARGET"
 echo "building lfs with CUDA: nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP, into $TARGET/release/"
+# The RPATH (see the header); RUSTFLAGS only here, so target/'s CPU build never sees it.
+export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C link-arg=-Wl,--disable-new-dtags -C link-arg=-Wl,-rpath,\$ORIGIN/cuda-libs:\$ORIGIN/../cuda-libs"
 DC="$TARGET/release/examples/device_check"
-links_cudnn() { readelf -d "$1" | grep -q 'NEEDED.*libcudnn'; }
-if [ "$CUDNN" = 1 ]; then
-    cargo build --release --locked --features cudnn --bin lfs --example device_check
-    links_cudnn "$DC" || { echo "the cudnn build's $DC does not link libcudnn" >&2; exit 1; }
-    cp "$DC" "$TARGET/release/device_check-cudnn"
-    cp "$TARGET/release/lfs" "$TARGET/release/lfs-cudnn"
-    echo "built $TARGET/release/device_check-cudnn and lfs-cudnn (cuDNN's convolutions, src/nn/cudnn_conv.rs)"
-fi
 cargo build --release --locked --features cuda --bin lfs --example device_check
-if links_cudnn "$DC" || links_cudnn "$TARGET/release/lfs"; then  # cargo kept the cudnn build's copies: relink
-    touch examples/device_check.rs src/main.rs
-    cargo build --release --locked --features cuda --bin lfs --example device_check
-fi
-! links_cudnn "$DC" || { echo "$DC still links libcudnn after the plain build" >&2; exit 1; }
-! links_cudnn "$TARGET/release/lfs" || { echo "lfs still links libcudnn after the plain build" >&2; exit 1; }
+for bin in "$TARGET/release/lfs" "$DC"; do
+    readelf -d "$bin" | grep -q 'NEEDED.*libcudnn' || { echo "$bin does not link libcudnn" >&2; exit 1; }
+    readelf -d "$bin" | grep -q 'RPATH.*cuda-libs' || { echo "$bin has no RPATH to cuda-libs" >&2; exit 1; }
+done
+# Binaries of the two-binary builds before 2026-11-29, which would be stale now.
+rm -f "$TARGET/release/lfs-cudnn" "$TARGET/release/device_check-cudnn"
 
 # ---- 4. The wheels' libraries the binary needs --------------------------------------------
 BIN="$TARGET/release/lfs"
@@ -128,14 +123,18 @@ done
 if [[ " ${copied[*]} " == *" libnvrtc.so.13 "* ]]; then
     cp -u "$CUDA"/lib/libnvrtc-builtins.so.13.* "$LIBS/"
 fi
+# cuDNN 9 loads its parts (graph, engines, ops, cnn, ...) with dlopen: all of them.
+cp -u "$CUDNN_LIB"/libcudnn*.so.9 "$LIBS/"
+# What each library needs from the wheels beside it (cuDNN's parts need cuBLAS too).
+for lib in "$LIBS"/*.so*; do
+    for dep in $(needed "$lib"); do
+        [ -f "$LIBS/$dep" ] || [ ! -f "$CUDA/lib/$dep" ] || cp -u "$CUDA/lib/$dep" "$LIBS/"
+    done
+done
 
+CUDA_VERSION=$("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 echo
-echo "built $BIN ($(du -h "$BIN" | cut -f1)) with CUDA 13.0 kernels for compute capability $CUDA_COMPUTE_CAP"
-echo "CUDA libraries it needs, from the wheels: $LIBS/ ($(du -sh "$LIBS" | cut -f1)): $(ls "$LIBS" | tr '\n' ' ')"
-echo "libcuda.so.1 is the NVIDIA driver's (580 or newer: CUDA 13.0); it must be installed where it runs."
-echo "Run it with:"
-echo "  LD_LIBRARY_PATH=$ROOT/$LIBS $ROOT/$BIN --help"
-if [ "$CUDNN" = 1 ]; then
-    echo "and the build with cuDNN's convolutions (cuDNN 9 from the wheel beside them):"
-    echo "  LD_LIBRARY_PATH=$ROOT/$LIBS:$CUDNN_LIB $ROOT/$TARGET/release/lfs-cudnn --help"
-fi
+echo "built $BIN ($(du -h "$BIN" | cut -f1)) with CUDA $CUDA_VERSION and cuDNN 9, kernels for compute capability $CUDA_COMPUTE_CAP"
+echo "its CUDA and cuDNN libraries, from the wheels: $LIBS/ ($(du -sh "$LIBS" | cut -f1)), found through its RPATH"
+echo "libcuda.so.1 is the NVIDIA driver's (580 or newer for CUDA 13.0); it must be installed where it runs."
+echo "Run it as it is:  $BIN --help   (make gpu-check: its parity checks on this machine's GPU)"

@@ -4,13 +4,14 @@
 //! builds the full (n, k, h, w) index tensor with two broadcast adds and then gathers: at an LFS
 //! update's 2,048 observations that is 130M u32 indices (520 MB) written and read again, 2.2 of
 //! the update's 23 GPU-busy ms on the 2026-11-28 H200 profile (`badd_u32`, `is_u32_u8`).
-//! `LFS_FUSED_GATHER=0` keeps candle's path. The bytes are the same either way.
+//! candle's path stays on the CPU's device path (tests) and for an output past 32-bit indexing.
+//! The bytes are the same either way.
 //!
 //! Checked on a GPU by `examples/device_check.rs` (its pre-training checks gather their batches
 //! on the device against the host's stacking; "replay rows on the device" must be exact).
 
 #[cfg(feature = "cuda")]
-pub use on_cuda::{fused, gather, gather_input};
+pub use on_cuda::{fits, gather, gather_input};
 
 /// The factor of `crate::nn::encoder::scale_pixels` (candle's `x / 255.0` is an affine op by
 /// 1/255 rounded to f32), handed to `lfs_gather_input`.
@@ -67,7 +68,7 @@ mod on_cuda {
     use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
     use super::SOURCE;
-    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config, switched_on};
+    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config};
     use crate::{Error, Result};
 
     const MODULE: &str = "lfs_cuda_gather";
@@ -77,13 +78,10 @@ mod on_cuda {
         compiled(&PTX, SOURCE, "frame gather")
     }
 
-    /// Whether the store's gather on CUDA of `bytes` output bytes is this kernel: unless
-    /// `LFS_FUSED_GATHER=0`, NVRTC cannot compile it, or the output passes 32-bit indexing (candle's
-    /// broadcast adds and index_select then).
-    pub fn fused(bytes: usize) -> bool {
-        static FUSED: OnceLock<bool> = OnceLock::new();
-        let on = *FUSED.get_or_init(|| switched_on("LFS_FUSED_GATHER", ptx, "the frames' gather runs as candle's ops"));
-        on && bytes <= u32::MAX as usize
+    /// Whether the store's gather on CUDA of `bytes` output bytes fits this kernel's 32-bit
+    /// indexing (candle's broadcast adds and index_select past it).
+    pub fn fits(bytes: usize) -> bool {
+        bytes <= u32::MAX as usize
     }
 
     /// Out (n, k, h, w) u8 with out[j, c, y, x] = frames[channel[j·k + c] + row[j·h + y] + col[j·w + x]]

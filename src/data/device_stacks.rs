@@ -134,7 +134,7 @@ impl FrameStore {
             shape: (n, k, h, w),
         } = self.tables(frames, shifts)?;
         #[cfg(feature = "cuda")]
-        if self.frames.device().is_cuda() && super::cuda_gather::fused(n * k * h * w) {
+        if self.frames.device().is_cuda() && super::cuda_gather::fits(n * k * h * w) {
             return super::cuda_gather::gather(&self.frames, &channel, &row, &col, (n, k, h, w));
         }
         self.gather_with_candle(channel, row, col, (n, k, h, w))
@@ -147,7 +147,7 @@ impl FrameStore {
         let tables = self.tables(frames, shifts)?;
         let (n, k, h, w) = tables.shape;
         #[cfg(feature = "cuda")]
-        if self.frames.device().is_cuda() && super::cuda_gather::fused(n * k * h * w) {
+        if self.frames.device().is_cuda() && super::cuda_gather::fits(n * k * h * w) {
             let GatherTables { channel, row, col, .. } = tables;
             return super::cuda_gather::gather_input(&self.frames, &channel, &row, &col, (n, k, h, w), offset);
         }

@@ -215,8 +215,8 @@ impl Adam {
 }
 
 /// One Adam step of a parameter on a device other than the CPU (the in-place op is CPU-only).
-/// On CUDA, one fused kernel ([`super::cuda_step`]) updates θ and the moments in place, unless
-/// `LFS_FUSED_STEP=0`; elsewhere candle's ops on that device: [`adam_elementwise`]'s
+/// On CUDA, one fused kernel ([`super::cuda_step`]) updates θ and the moments in place;
+/// elsewhere (the unit test below, on the CPU) candle's ops on that device: [`adam_elementwise`]'s
 /// arithmetic, term for term, on whole tensors, θ written back into the parameter. The new
 /// moments are returned.
 fn step_on_device(
@@ -235,7 +235,7 @@ fn step_on_device(
         )));
     }
     #[cfg(feature = "cuda")]
-    if theta.device().is_cuda() && super::cuda_step::fused() {
+    if theta.device().is_cuda() {
         let grad = grad.contiguous()?;
         super::cuda_step::adam_step(c, theta, &grad, &moments.exp_avg, &moments.exp_avg_sq)?;
         return Ok(moments);

@@ -1,7 +1,9 @@
 //! Adam's step and the EMA target update on CUDA as one kernel per parameter (cargo feature
 //! `cuda`, issue 52). Written with candle's ops, a GPU Adam step is ~12 launches and as many
 //! temporaries per parameter, and the EMA ~4: on the H200 the LFS update's optimiser part took
-//! 2–3 ms for ~30 small tensors, where PyTorch's fused Adam takes 0.1 ms.
+//! 3.29 ms that way for ~30 small tensors, and 0.29 ms with these kernels (BENCHMARKS.md,
+//! 2026-11-28), where PyTorch's fused Adam takes 0.1 ms. A kernel NVRTC cannot compile is an
+//! error naming it.
 //!
 //! The arithmetic is [`super::adam`]'s `adam_elementwise` and [`super::ema`]'s `EmaOp`, term
 //! for term, compiled by NVRTC with `--fmad=false` (no contraction into fused multiply-adds),
@@ -232,29 +234,5 @@ impl InplaceOp2 for EmaOp {
         // SAFETY: the kernel's arguments are as declared in SOURCE; both pointers cover n f32s.
         unsafe { builder.launch(launch_config(n)) }.w()?;
         Ok(())
-    }
-}
-
-/// Whether Adam and the EMA run these kernels on CUDA: yes unless `LFS_FUSED_STEP=0` (candle's
-/// ops then, the way before 2026-11-28, for timing the two side by side) or NVRTC cannot
-/// compile them.
-pub fn fused() -> bool {
-    static FUSED: OnceLock<bool> = OnceLock::new();
-    *FUSED.get_or_init(|| switched_on("LFS_FUSED_STEP", ptx, "Adam and the EMA run as candle's ops"))
-}
-
-/// Whether a switch of lfs's own CUDA kernels is on: unless `env` is `0` (`1` or unset: on; any
-/// other value is named on stderr and ignored), and if `ptx` compiles (else its error and
-/// `otherwise` once on stderr).
-pub(crate) fn switched_on(env: &str, ptx: fn() -> candle_core::Result<&'static str>, otherwise: &str) -> bool {
-    if crate::device::env_value(env, &["1", "0"]) == Some("0") {
-        return false;
-    }
-    match ptx() {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("lfs: {e}; {otherwise}");
-            false
-        }
     }
 }

@@ -1,4 +1,4 @@
-//! cuDNN's convolutions for the encoder on CUDA (cargo feature `cudnn`, issue 52): the forward,
+//! cuDNN's convolutions for the encoder on CUDA (cargo feature `cuda`, issue 52): the forward,
 //! the input gradient (backward-data) and the weight gradient (backward-filter) of
 //! `y = conv(x, w)` (no padding, stride s, k × k, NCHW f32), each one cuDNN call through cudarc.
 //!
@@ -7,11 +7,11 @@
 //! run's precision (the 2026-11-27 H200 session's parity failed so without
 //! `NVIDIA_TF32_OVERRIDE=0`). Here the math type follows `run.precision`: `fp32` →
 //! `CUDNN_FMA_MATH` (FP32 arithmetic only), `tf32` → `CUDNN_DEFAULT_MATH` (TF32 allowed, as
-//! PyTorch's `cudnn.allow_tf32`). The algorithm is chosen once per shape and remembered: by
-//! default the fastest of every algorithm cuDNN runs for it, each run on the call's own buffers
-//! and timed (what PyTorch's `cudnn.benchmark`, which the strong anchor sets, does with
-//! `cudnnFind*`); `LFS_CUDNN_ALGO=heuristic` takes cuDNN's heuristic choice instead
-//! (`cudnnGetConvolution*Algorithm_v7`, the way before 2026-11-28).
+//! PyTorch's `cudnn.allow_tf32`). The algorithm is chosen once per shape and remembered: the
+//! fastest of every algorithm cuDNN runs for it, each run on the call's own buffers and timed
+//! (what PyTorch's `cudnn.benchmark`, which the strong anchor sets, does with `cudnnFind*`).
+//! cuDNN's heuristic choice, the way before 2026-11-28, was never separated from it by a
+//! measurement (52.5 against 55.1 ms per update, one run each) and is gone.
 //!
 //! Checked on a GPU by `examples/device_check.rs` (its pre-training, SAC, DrQ-v2 and TACO checks
 //! back-propagate through the encoder against the CPU's kernels); nothing here runs on a CPU.
@@ -36,7 +36,7 @@ thread_local! {
     static HANDLES: RefCell<HashMap<DeviceId, Arc<Cudnn>>> = RefCell::new(HashMap::new());
 }
 
-/// An algorithm cuDNN's heuristics chose for one of the three, and its workspace's bytes.
+/// The algorithm chosen for one of the three, and its workspace's bytes.
 #[derive(Debug, Clone, Copy)]
 enum Algo {
     Forward(cudnnConvolutionFwdAlgo_t),
@@ -49,16 +49,9 @@ enum Algo {
 type AlgoKey = (DeviceId, u8, [usize; 4], [usize; 4], [usize; 4], usize, bool);
 
 thread_local! {
-    // The heuristics' choice per convolution, asked once (an LFS update runs ~19 convolutions
+    // The timed choice per convolution, made once (an LFS update runs ~19 convolutions
     // of a handful of shapes), as PyTorch caches its own.
     static ALGOS: RefCell<HashMap<AlgoKey, (Algo, usize)>> = RefCell::new(HashMap::new());
-}
-
-/// Whether algorithms are chosen by timing them (the default, `LFS_CUDNN_ALGO=timed`) or by
-/// cuDNN's heuristics (`LFS_CUDNN_ALGO=heuristic`).
-fn timed_search() -> bool {
-    static TIMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *TIMED.get_or_init(|| crate::device::env_value("LFS_CUDNN_ALGO", &["timed", "heuristic"]) != Some("heuristic"))
 }
 
 /// Algorithms needing a larger workspace are not tried (some FFT ones ask for gigabytes).
@@ -100,22 +93,6 @@ fn fastest<A: Copy + std::fmt::Debug>(
     }
     best.map(|(algo, bytes, _)| (algo, bytes))
         .ok_or_else(|| candle_core::Error::Msg(format!("cudnn_conv: none of {candidates:?} runs for this shape")))
-}
-
-/// The algorithm for one convolution and its workspace's bytes (`size(algo)`): cuDNN's
-/// heuristic choice (`pick`) under `LFS_CUDNN_ALGO=heuristic`, else the [`fastest`] of `all`.
-fn choose<A: Copy + std::fmt::Debug>(
-    dev: &CudaDevice,
-    all: &[A],
-    pick: impl FnOnce() -> candle_core::Result<A>,
-    size: impl Fn(A) -> candle_core::Result<usize>,
-    launch: impl FnMut(A, &mut CudaSlice<u8>) -> candle_core::Result<()>,
-) -> candle_core::Result<(A, usize)> {
-    if !timed_search() {
-        let algo = pick()?;
-        return Ok((algo, size(algo)?));
-    }
-    fastest(dev, all, size, launch)
 }
 
 /// The cached choice for `key`, or `pick`'s, remembered.
@@ -324,9 +301,8 @@ impl CustomOp2 for Conv {
                         F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
                         F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
                     ];
-                    let pick = || Ok(op.pick_algorithm()?);
                     let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = choose(&dev, &all, pick, size, |algo, ws| {
+                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
                         // SAFETY: as the launch below.
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
                         Ok(())
@@ -357,9 +333,8 @@ impl CustomOp2 for Conv {
                         D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
                         D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
                     ];
-                    let pick = || Ok(op.pick_algorithm()?);
                     let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = choose(&dev, &all, pick, size, |algo, ws| {
+                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
                         // SAFETY: as the launch below.
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
                         Ok(())
@@ -390,9 +365,8 @@ impl CustomOp2 for Conv {
                         W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
                         W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING,
                     ];
-                    let pick = || Ok(op.pick_algorithm()?);
                     let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = choose(&dev, &all, pick, size, |algo, ws| {
+                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
                         // SAFETY: as the launch below.
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
                         Ok(())

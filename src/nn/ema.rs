@@ -25,7 +25,7 @@ pub fn ema_update(online: &Params, target: &Params, tau: f64) -> Result<()> {
         }
         // On CUDA, one kernel per parameter (super::cuda_step), the same f32 arithmetic.
         #[cfg(feature = "cuda")]
-        if t_var.device().is_cuda() && super::cuda_step::fused() {
+        if t_var.device().is_cuda() {
             let fused = super::cuda_step::EmaOp {
                 keep: op.keep,
                 take: op.take,

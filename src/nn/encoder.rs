@@ -14,7 +14,7 @@
 //!   [`Encoder::backward`]: the pre-trainer's and the RL loop's path. With
 //!   [`Compute::Kernels`] (the CPU) it keeps the activations and computes the parameters'
 //!   gradients by hand (`kernels::tape`); with [`Compute::Candle`] (a GPU, or the CPU in the
-//!   device tests) it runs candle's ops (cuDNN's convolutions in the `cudnn` build) outside any
+//!   device tests) it runs candle's ops (cuDNN's convolutions in the CUDA build) outside any
 //!   graph and keeps every layer's activations, and the backward gathers the rows it needs and
 //!   runs each layer's gradients (`super::gemm_conv::conv2d_bias_relu_grads`), as the tape does.
 //!   (It replaced a backward through candle's graph, which took 1.18× its time in the LFS

@@ -22,7 +22,7 @@
 //! The forward is candle's conv2d on detached tensors; the graph node is a [`CustomOp3`] over
 //! (x, w, y) whose forward hands back y and whose backward is the above (candle's own backward
 //! timed level with it on an H200, 65.3 against 66.5 ms and 68.2 against 64.5 per LFS update:
-//! BENCHMARKS.md). A build with the cargo feature `cudnn` runs the forward and both gradients by
+//! BENCHMARKS.md). The CUDA build (cargo feature `cuda`) runs the forward and both gradients by
 //! cuDNN instead on CUDA in f32 (`src/nn/cudnn_conv.rs`): 26.2 ms per LFS update against 69.8
 //! with cuDNN's forward and these GEMMs' backward (results/gpu-h200-2026-11-28d, command 3).
 
@@ -35,12 +35,12 @@ use crate::{Error, Result};
 /// 32-channel 41 × 41 input, 256 · 288 · 39² floats = 450 MB).
 const CHUNK: usize = 256;
 
-/// One encoder layer, relu(conv(x, w) + b) with b (o) per channel: on CUDA with cuDNN (the
-/// cargo feature `cudnn`) one graph node (`src/nn/cudnn_block.rs`, unless `LFS_FUSED_CONV=0`),
-/// elsewhere [`conv2d`], candle's broadcast add and ReLU.
+/// One encoder layer, relu(conv(x, w) + b) with b (o) per channel: on CUDA one graph node
+/// (`src/nn/cudnn_block.rs`: 24.6 against 39.8 ms per LFS update as three candle nodes on an
+/// H200, BENCHMARKS.md), elsewhere [`conv2d`], candle's broadcast add and ReLU.
 pub fn conv2d_bias_relu(x: &Tensor, w: &Tensor, b: &Tensor, stride: usize) -> Result<Tensor> {
-    #[cfg(feature = "cudnn")]
-    if on_cudnn(x) && super::cudnn_block::fused() {
+    #[cfg(feature = "cuda")]
+    if on_cudnn(x) {
         return super::cudnn_block::conv_bias_relu(x, w, b, stride);
     }
     let o = b.dim(0)?;
@@ -63,8 +63,8 @@ pub struct BlockGrads {
 /// and output y, tensors outside any graph (the rows of a forward the encoder kept,
 /// `Encoder::backward`): the ReLU's mask from y (PyTorch's `threshold_backward`, the CPU
 /// kernels' rule), the bias gradient as the mask's sum per channel, the weight and (when
-/// `with_input`) input gradients as [`conv2d`]'s backward computes them. On CUDA with cuDNN the
-/// block's own kernels (`src/nn/cudnn_block.rs`).
+/// `with_input`) input gradients as [`conv2d`]'s backward computes them. On CUDA the block's
+/// own kernels (`src/nn/cudnn_block.rs`).
 pub fn conv2d_bias_relu_grads(
     x: &Tensor,
     w: &Tensor,
@@ -74,8 +74,8 @@ pub fn conv2d_bias_relu_grads(
     with_input: bool,
 ) -> Result<BlockGrads> {
     let cudnn = on_cudnn(x);
-    #[cfg(feature = "cudnn")]
-    if cudnn && super::cudnn_block::fused() {
+    #[cfg(feature = "cuda")]
+    if cudnn {
         return super::cudnn_block::grads(x, w, y, g, stride, with_input);
     }
     let g = g.contiguous()?;
@@ -125,29 +125,29 @@ pub fn conv2d(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
     Ok(x.apply_op3(w, &y, op)?)
 }
 
-#[cfg(feature = "cudnn")]
+#[cfg(feature = "cuda")]
 fn on_cudnn(x: &Tensor) -> bool {
     super::cudnn_conv::applies(x)
 }
 
-#[cfg(not(feature = "cudnn"))]
+#[cfg(not(feature = "cuda"))]
 fn on_cudnn(_: &Tensor) -> bool {
     false
 }
 
-#[cfg(feature = "cudnn")]
+#[cfg(feature = "cuda")]
 fn cudnn_forward(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
     super::cudnn_conv::forward(x, w, stride)
 }
 
-#[cfg(not(feature = "cudnn"))]
+#[cfg(not(feature = "cuda"))]
 fn cudnn_forward(_: &Tensor, _: &Tensor, _: usize) -> Result<Tensor> {
     Err(Error::Shape("gemm_conv: this build has no cuDNN".into()))
 }
 
 /// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy by cuDNN (also the encoder
 /// layer's backward in `super::cudnn_block`).
-#[cfg(feature = "cudnn")]
+#[cfg(feature = "cuda")]
 pub(super) fn cudnn_grads(
     x: &Tensor,
     w: &Tensor,
@@ -164,7 +164,7 @@ pub(super) fn cudnn_grads(
     Ok((dx, dw))
 }
 
-#[cfg(not(feature = "cudnn"))]
+#[cfg(not(feature = "cuda"))]
 fn cudnn_grads(_: &Tensor, _: &Tensor, _: &Tensor, _: usize, _: bool) -> Result<(Option<Tensor>, Tensor)> {
     Err(Error::Shape("gemm_conv: this build has no cuDNN".into()))
 }

@@ -13,9 +13,9 @@ pub mod clip_grad;
 pub(crate) mod cuda_on_host;
 #[cfg(feature = "cuda")]
 pub mod cuda_step;
-#[cfg(feature = "cudnn")]
+#[cfg(feature = "cuda")]
 pub mod cudnn_block;
-#[cfg(feature = "cudnn")]
+#[cfg(feature = "cuda")]
 pub mod cudnn_conv;
 pub mod ema;
 pub mod encoder;

@@ -5,10 +5,11 @@
 //! results/gpu-h200-2026-11-28d/). The kernels compute what [`super::lnc::lnc_select`] computes
 //! on the host, in the same order: each distance a sequential f64 sum of squared differences of
 //! the f32 latents, its square root, and the idx-th smallest of a row as a stable sort orders
-//! ties; the host then takes D's mean in row order. `LFS_FUSED_LNC=0` keeps candle's ops.
+//! ties; the host then takes D's mean in row order. They took LNC's GPU time per update from
+//! 2.4 to 0.46 ms (BENCHMARKS.md); candle's ops stay the way on the CPU's device path only.
 
 #[cfg(feature = "cuda")]
-pub use on_cuda::{fused, kth_distances};
+pub use on_cuda::kth_distances;
 
 /// The kernels, compiled by NVRTC on CUDA (`--fmad=false`); the unit test below compiles them
 /// for the host too (`crate::nn::cuda_on_host`) and holds them to `lnc_select`.
@@ -64,7 +65,7 @@ mod on_cuda {
     use candle_core::{CpuStorage, CustomOp1, DType, Layout, Shape, Tensor};
 
     use super::SOURCE;
-    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config, switched_on};
+    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config};
     use crate::{Error, Result};
 
     const MODULE: &str = "lfs_cuda_lnc";
@@ -72,13 +73,6 @@ mod on_cuda {
     fn ptx() -> candle_core::Result<&'static str> {
         static PTX: OnceLock<std::result::Result<String, String>> = OnceLock::new();
         compiled(&PTX, SOURCE, "LNC")
-    }
-
-    /// Whether LNC's distances on CUDA are these kernels: unless `LFS_FUSED_LNC=0` or NVRTC cannot
-    /// compile them.
-    pub fn fused() -> bool {
-        static FUSED: OnceLock<bool> = OnceLock::new();
-        *FUSED.get_or_init(|| switched_on("LFS_FUSED_LNC", ptx, "LNC's distances run as candle's ops"))
     }
 
     /// For `latent` (rows, dim) on CUDA whose first `n_real` rows are the real ones: (rows) f64,

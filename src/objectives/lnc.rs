@@ -125,10 +125,10 @@ pub fn lnc_select_on_device(real: &Tensor, synthetic: &Tensor, cfg: &LncConfig) 
 
 /// [`lnc_select`] by lfs's CUDA kernels (`super::cuda_lnc`) on `latent` (2M, dim), real rows
 /// first: the same sums in the same order as the host's, then one copy of the 2M distances and
-/// D's mean on the host in row order. `None` off CUDA or with `LFS_FUSED_LNC=0`.
+/// D's mean on the host in row order. `None` off CUDA.
 fn select_on_cuda(latent: &Tensor, m: usize, cfg: &LncConfig) -> Result<Option<LncSelection>> {
     #[cfg(feature = "cuda")]
-    if latent.device().is_cuda() && super::cuda_lnc::fused() {
+    if latent.device().is_cuda() {
         check_k(cfg, m)?;
         let d = super::cuda_lnc::kth_distances(latent, m, cfg.k)?.to_vec1::<f64>()?; // (2M)
         let d_internal = d[..m].iter().sum::<f64>() / m as f64;

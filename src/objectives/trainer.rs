@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use candle_core::backprop::GradStore;
@@ -32,13 +31,6 @@ use crate::nn::ema::ema_update;
 use crate::nn::kernels::conv_nhwc::OB;
 use crate::nn::{Adam, AdamConfig, EncoderProjector, Params};
 use crate::{Error, Result};
-
-/// Whether `LFS_SYNC_PARTS=1` asks the update to wait for the device at each part's end
-/// ([`Trainer::update`]'s timers).
-fn sync_parts() -> bool {
-    static SYNC: OnceLock<bool> = OnceLock::new();
-    *SYNC.get_or_init(|| crate::device::env_switch("LFS_SYNC_PARTS", "1", "0"))
-}
 
 /// What the objective engine is built from: the model, optimizer and objective sections of a
 /// config, with the run's seed, the batch size M and the shift padding. `lfs pretrain` makes it
@@ -292,7 +284,7 @@ impl Trainer {
     /// its end; `LFS_SYNC_PARTS=1` waits for the device at each part's end, so that each timer
     /// holds its own GPU work (a profiling mode: the waits cost the overlap they remove).
     fn part_done(&self) -> Result<Instant> {
-        if sync_parts() {
+        if crate::switches::sync_parts() {
             self.online_params.device().synchronize()?;
         }
         Ok(Instant::now())

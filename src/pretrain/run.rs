@@ -30,7 +30,7 @@ pub use crate::run_dir::{CHECKPOINT_FILE, CONFIG_FILE, DATASETS_FILE, METRICS_FI
 
 /// The pair sampler over pre-training videos for `cfg` (its task batching); errors unless the
 /// frames fit `model.encoder.image_size`. On a GPU `device` it keeps the frames there, where
-/// they leave room to train (`LFS_VIDEO_FRAMES` overrides; its `describe_frames` says where).
+/// they leave room to train (`LFS_GPU_PATHS_ON_CPU=video-frames` takes the GPU's way on the CPU; its `describe_frames` says where).
 pub fn video_pair_sampler<'a>(
     cfg: &PretrainConfig,
     episodes: &'a [Episode],

@@ -5,13 +5,14 @@
 //! ([`super::sac::on_device`]) and DrQ-v2's ([`super::drqv2::on_device`]) are made of these: the
 //! trunk `Linear → LayerNorm (→ tanh)`, the `Linear ReLU Linear ReLU Linear` heads, and the
 //! twin-Q minimum's gradient. The LayerNorm's row-wise parts are [`super::sac::row_ops`]' ops
-//! (one kernel each on CUDA) unless `fused` is off.
+//! (one kernel each on CUDA; as candle's element-wise ops they took SAC's update at B=128 from
+//! 2.6 to 5.0 ms on an H200, BENCHMARKS.md, 2026-11-28).
 
 use std::collections::BTreeMap;
 
 use candle_core::{DType, Tensor};
 
-use super::mlp::{TrunkOutput, LAYER_NORM_EPS};
+use super::mlp::TrunkOutput;
 use super::sac::row_ops;
 use crate::nn::Params;
 use crate::{Error, Result};
@@ -72,23 +73,19 @@ pub(crate) struct Trunk {
     pub(crate) ln_bias: Tensor,
     /// With a tanh after the LayerNorm (DrQ-v2's) or without (Proto-RL's SAC).
     pub(crate) output: TrunkOutput,
-    /// The LayerNorm as [`row_ops`]' ops (else candle's element-wise ops).
-    pub(crate) fused: bool,
 }
 
-/// What a trunk's backward needs, and its output x_hat · γ + β, or its tanh (b, feature).
-pub(crate) enum TrunkTape {
-    /// [`row_ops`] recompute each row's statistics from the Linear's output y (b, feature).
-    Rows { y: Tensor, out: Tensor },
-    /// x_hat = (y − mean) / std per row (b, feature), and std = sqrt(var + eps) (b, 1).
-    Ops { x_hat: Tensor, std: Tensor, out: Tensor },
+/// What a trunk's backward needs: the Linear's output y (b, feature), from which [`row_ops`]
+/// recompute each row's statistics, and the trunk's output x_hat · γ + β, or its tanh
+/// (b, feature).
+pub(crate) struct TrunkTape {
+    y: Tensor,
+    out: Tensor,
 }
 
 impl TrunkTape {
     pub(crate) fn out(&self) -> &Tensor {
-        match self {
-            Self::Rows { out, .. } | Self::Ops { out, .. } => out,
-        }
+        &self.out
     }
 }
 
@@ -102,30 +99,21 @@ pub(crate) struct TrunkGrads {
 }
 
 impl Trunk {
-    pub(crate) fn of(params: &Params, prefix: &str, output: TrunkOutput, fused: bool) -> Result<Self> {
+    pub(crate) fn of(params: &Params, prefix: &str, output: TrunkOutput) -> Result<Self> {
         Ok(Self {
             linear: Linear::of(params, &format!("{prefix}.0"))?,
             ln_weight: param(params, &format!("{prefix}.1.weight"))?,
             ln_bias: param(params, &format!("{prefix}.1.bias"))?,
             output,
-            fused,
         })
     }
 
     /// h (b, repr) -> the tape, whose `out` is (b, feature); LayerNorm as candle's
-    /// `layer_norm_slow` (the autograd path's): centre, divide by sqrt(var + eps).
+    /// `layer_norm_slow` computes it (the autograd path's), row by row in [`row_ops`].
     pub(crate) fn forward(&self, h: &Tensor) -> Result<TrunkTape> {
         let y = self.linear.forward(h)?; // (b, F)
-        if self.fused {
-            let out = self.squash(row_ops::layer_norm(&y, &self.ln_weight, &self.ln_bias)?)?; // (b, F)
-            return Ok(TrunkTape::Rows { y, out });
-        }
-        let centred = y.broadcast_sub(&y.mean_keepdim(1)?)?; // (b, F)
-        let var = centred.sqr()?.mean_keepdim(1)?; // (b, 1)
-        let std = (var + f64::from(LAYER_NORM_EPS))?.sqrt()?; // (b, 1)
-        let x_hat = centred.broadcast_div(&std)?; // (b, F)
-        let out = self.squash(x_hat.broadcast_mul(&self.ln_weight)?.broadcast_add(&self.ln_bias)?)?; // (b, F)
-        Ok(TrunkTape::Ops { x_hat, std, out })
+        let out = self.squash(row_ops::layer_norm(&y, &self.ln_weight, &self.ln_bias)?)?; // (b, F)
+        Ok(TrunkTape { y, out })
     }
 
     /// The LayerNorm's output through the trunk's tanh, if it has one.
@@ -151,25 +139,8 @@ impl Trunk {
             TrunkOutput::LayerNormTanh => (d_out * (1.0 - tape.out().sqr()?)?)?,
         };
         let d_out = &d_ln; // (b, F)
-        let (dy, ln_weight, ln_bias) = match tape {
-            TrunkTape::Rows { y, .. } => {
-                let dy = row_ops::layer_norm_input_grad(y, &self.ln_weight, d_out)?; // (b, F)
-                let (ln_weight, ln_bias) = row_ops::layer_norm_param_grads(y, d_out)?; // (F) each
-                (dy, ln_weight, ln_bias)
-            }
-            TrunkTape::Ops { x_hat, std, .. } => {
-                let ln_weight = (d_out * x_hat)?.sum(0)?; // (F)
-                let ln_bias = d_out.sum(0)?; // (F)
-                let dx_hat = d_out.broadcast_mul(&self.ln_weight)?; // (b, F)
-                let mean_dx_hat = dx_hat.mean_keepdim(1)?; // (b, 1)
-                let mean_dx_hat_x_hat = (&dx_hat * x_hat)?.mean_keepdim(1)?; // (b, 1)
-                let dy = dx_hat
-                    .broadcast_sub(&mean_dx_hat)?
-                    .sub(&x_hat.broadcast_mul(&mean_dx_hat_x_hat)?)?
-                    .broadcast_div(std)?; // (b, F)
-                (dy, ln_weight, ln_bias)
-            }
-        };
+        let dy = row_ops::layer_norm_input_grad(&tape.y, &self.ln_weight, d_out)?; // (b, F)
+        let (ln_weight, ln_bias) = row_ops::layer_norm_param_grads(&tape.y, d_out)?; // (F) each
         Ok(TrunkGrads {
             linear: self.linear.grads(h, &dy)?,
             ln_weight,
@@ -257,9 +228,9 @@ pub(crate) struct ActorNets {
 }
 
 impl ActorNets {
-    pub(crate) fn of(params: &Params, output: TrunkOutput, fused: bool) -> Result<Self> {
+    pub(crate) fn of(params: &Params, output: TrunkOutput) -> Result<Self> {
         Ok(Self {
-            trunk: Trunk::of(params, "trunk", output, fused)?,
+            trunk: Trunk::of(params, "trunk", output)?,
             policy: Mlp::of(params, "policy")?,
         })
     }
@@ -273,9 +244,9 @@ pub(crate) struct CriticNets {
 }
 
 impl CriticNets {
-    pub(crate) fn of(params: &Params, output: TrunkOutput, fused: bool) -> Result<Self> {
+    pub(crate) fn of(params: &Params, output: TrunkOutput) -> Result<Self> {
         Ok(Self {
-            trunk: Trunk::of(params, "trunk", output, fused)?,
+            trunk: Trunk::of(params, "trunk", output)?,
             q1: Mlp::of(params, "Q1")?,
             q2: Mlp::of(params, "Q2")?,
         })

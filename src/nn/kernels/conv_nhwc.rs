@@ -212,7 +212,9 @@ impl Kernel {
     pub fn detect() -> Self {
         static KERNEL: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
         *KERNEL.get_or_init(|| {
-            let requested = std::env::var_os("LFS_CONV_KERNEL").map(|v| v.to_string_lossy().into_owned());
+            let requested = std::env::var(crate::switches::CONV_KERNEL)
+                .ok()
+                .filter(|v| !v.is_empty());
             let (kernel, refused) = Self::choose(requested.as_deref(), &Self::supported());
             if let Some(why) = refused {
                 eprintln!("{why}");

@@ -23,46 +23,16 @@ pub(crate) fn row_split_parts(rows: usize, inner: usize) -> Option<usize> {
 /// calls runs it on one thread whatever the pool, so here each thread takes a block of x's
 /// rows (BENCHMARKS.md, issue 30).
 ///
-/// Off the CPU it is one GEMM, x · Wᵀ; with `LFS_LONG_PRODUCT=w-xt`, (W · xᵀ)ᵀ, the same
-/// product with its operands swapped, an A/B for a GPU not yet timed: on the 2026-11-28 H200
-/// profile the projector's x · Wᵀ at K = 39,200 ran as a 32×64-tile kernel without split-K (64
-/// tiles for B = 1,024 and 128 outputs, on 132 SMs), 1.7 of the LFS update's 15.8 GPU-busy ms,
-/// and cuBLAS chooses its kernel by the problem's orientation and shape. (A split-K by hand,
-/// 8 chunk products in one batched GEMM, made the LFS update slower: 15.95 against 14.53 ms,
-/// results/gpu-h200-2026-11-28-review/cmd1/summary.txt.)
+/// Off the CPU it is one GEMM, x · Wᵀ. (A split-K by hand, 8 chunk products in one batched
+/// GEMM, made the LFS update on an H200 slower: 15.95 against 14.53 ms,
+/// results/gpu-h200-2026-11-28-review/cmd1/summary.txt; the swapped product (W · xᵀ)ᵀ was never
+/// timed and is gone with it.)
 pub(crate) fn constant_product(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let (b, inner) = x.dims2()?;
-    match (row_split_parts(b, inner), long_product()) {
-        (Some(parts), _) if x.device().is_cpu() => Ok(x.apply_op2_no_bwd(w, &RowSplitProduct { parts })?),
-        (_, order) => one_gemm(x, w, order == LongProduct::Swapped),
+    match row_split_parts(b, inner) {
+        Some(parts) if x.device().is_cpu() => Ok(x.apply_op2_no_bwd(w, &RowSplitProduct { parts })?),
+        _ => Ok(x.matmul(&w.t()?)?),
     }
-}
-
-/// x · Wᵀ (b, out) as one GEMM, or as (W · xᵀ)ᵀ when `swapped`.
-fn one_gemm(x: &Tensor, w: &Tensor, swapped: bool) -> Result<Tensor> {
-    Ok(match swapped {
-        true => w.matmul(&x.t()?)?.t()?.contiguous()?, // (out, b)ᵀ
-        false => x.matmul(&w.t()?)?,
-    })
-}
-
-/// How [`constant_product`] runs off the CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LongProduct {
-    /// x · Wᵀ, one GEMM (`LFS_LONG_PRODUCT=x-wt`, the default).
-    Plain,
-    /// (W · xᵀ)ᵀ (`w-xt`).
-    Swapped,
-}
-
-fn long_product() -> LongProduct {
-    static ORDER: std::sync::OnceLock<LongProduct> = std::sync::OnceLock::new();
-    *ORDER.get_or_init(
-        || match crate::device::env_value("LFS_LONG_PRODUCT", &["x-wt", "w-xt"]) {
-            Some("w-xt") => LongProduct::Swapped,
-            _ => LongProduct::Plain,
-        },
-    )
 }
 
 /// y (b, out) = x (b, in) · Wᵀ with W (out, in), x's rows in `parts` blocks, each block one
@@ -137,32 +107,4 @@ pub(crate) fn row_split_product(x: &[f32], rows: usize, inner: usize, w: &[f32],
             }
         });
     y
-}
-
-#[cfg(test)]
-mod tests {
-    use candle_core::{Device, Tensor};
-
-    use super::one_gemm;
-
-    /// The swapped product (`LFS_LONG_PRODUCT=w-xt`) is the same x · Wᵀ, laid out as candle's:
-    /// contiguous (b, out), every entry within rounding of the unswapped one's.
-    #[test]
-    fn the_swapped_product_is_the_same_product() {
-        let x = Tensor::randn(0f32, 1.0, (5, 300), &Device::Cpu).unwrap();
-        let w = Tensor::randn(0f32, 1.0, (7, 300), &Device::Cpu).unwrap();
-        let (a, b) = (one_gemm(&x, &w, false).unwrap(), one_gemm(&x, &w, true).unwrap());
-        assert_eq!(b.dims(), &[5, 7]);
-        assert!(b.is_contiguous());
-        assert_same_product(&a, &b);
-    }
-
-    fn assert_same_product(a: &Tensor, b: &Tensor) {
-        let (a, b) = (a.to_vec2::<f32>().unwrap(), b.to_vec2::<f32>().unwrap());
-        for (ra, rb) in a.iter().zip(&b) {
-            for (x, y) in ra.iter().zip(rb) {
-                assert!((x - y).abs() <= 1e-4 * x.abs().max(1.0), "{x} vs {y}");
-            }
-        }
-    }
 }

@@ -486,9 +486,7 @@ impl DrQv2Agent {
 
     /// The written-out path, when the agent takes it.
     fn on_device(&self) -> Option<on_device::OnDevice> {
-        (self.gradients == DrQv2Gradients::OnDevice).then(|| on_device::OnDevice {
-            fused: crate::rl::sac::row_ops::fused(),
-        })
+        (self.gradients == DrQv2Gradients::OnDevice).then_some(on_device::OnDevice)
     }
 
     fn stores_of_networks(&self) -> on_device::Stores<'_> {

@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use candle_core::Tensor;
 
 use super::truncated_normal::{TruncatedNormal, SAMPLE_BOUNDS};
-use crate::device::env_value;
 use crate::nn::Params;
 use crate::rl::batch::Batch;
 use crate::rl::mlp::TrunkOutput;
@@ -36,22 +35,19 @@ pub enum DrQv2Gradients {
 }
 
 impl DrQv2Gradients {
-    /// The fastest path on `device`: autograd on the CPU, written out off it; an agent whose
-    /// critic takes latent actions (TACO's) always autograd (its action encoder's gradients are
-    /// not written out). `LFS_DRQV2_GRADIENTS=autograd` or `=on-device` forces a path on any
-    /// device (for timing the two side by side, and for running a GPU's path on the CPU).
+    /// The path on `device`: autograd on the CPU, written out off it (DrQ-v2's update at B=256
+    /// on an H200 at 0.64× a strong PyTorch's time so, BENCHMARKS.md, 2026-11-28); an agent
+    /// whose critic takes latent actions (TACO's) always autograd (its action encoder's
+    /// gradients are not written out). The unit tests below run both paths on the CPU.
     pub fn for_device(device: &candle_core::Device, latent_actions: bool) -> Self {
-        static FORCED: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
-        let forced = *FORCED.get_or_init(|| env_value("LFS_DRQV2_GRADIENTS", &["on-device", "autograd"]));
-        Self::choose(device.is_cpu(), latent_actions, forced)
+        Self::choose(device.is_cpu(), latent_actions)
     }
 
-    /// [`DrQv2Gradients::for_device`]'s rule, `forced` being `LFS_DRQV2_GRADIENTS`' value.
-    pub(crate) fn choose(cpu: bool, latent_actions: bool, forced: Option<&str>) -> Self {
-        match (latent_actions, forced, cpu) {
-            (true, _, _) | (false, Some("autograd"), _) => Self::Autograd,
-            (false, Some(_), _) | (false, None, false) => Self::OnDevice,
-            (false, None, true) => Self::Autograd,
+    /// [`DrQv2Gradients::for_device`]'s rule.
+    pub(crate) fn choose(cpu: bool, latent_actions: bool) -> Self {
+        match (latent_actions, cpu) {
+            (false, false) => Self::OnDevice,
+            (true, _) | (false, true) => Self::Autograd,
         }
     }
 }
@@ -84,11 +80,8 @@ pub(crate) struct ActorStep {
     pub action: Tensor,
 }
 
-/// The written-out path, with the LayerNorms as one op each when `fused` (on CUDA one kernel;
-/// `LFS_FUSED_SAC=0` for candle's element-wise ops, as for SAC's).
-pub(crate) struct OnDevice {
-    pub fused: bool,
-}
+/// The written-out path, with the LayerNorms as one op each (on CUDA one kernel, as SAC's).
+pub(crate) struct OnDevice;
 
 /// μ + clip(σ·ε, ±c) clamped into (−1, 1): [`TruncatedNormal::sample`]'s value.
 fn sample(mu: &Tensor, eps: &Tensor, std: f64, clip: f64) -> Result<Tensor> {
@@ -98,11 +91,11 @@ fn sample(mu: &Tensor, eps: &Tensor, std: f64, clip: f64) -> Result<Tensor> {
 
 impl OnDevice {
     fn actor(&self, params: &Params) -> Result<ActorNets> {
-        ActorNets::of(params, TrunkOutput::LayerNormTanh, self.fused)
+        ActorNets::of(params, TrunkOutput::LayerNormTanh)
     }
 
     fn critic(&self, params: &Params) -> Result<CriticNets> {
-        CriticNets::of(params, TrunkOutput::LayerNormTanh, self.fused)
+        CriticNets::of(params, TrunkOutput::LayerNormTanh)
     }
 
     /// The critic's step on `batch` with the target's noise `next_eps` (b, A) at σ = `std`.
@@ -213,8 +206,7 @@ mod tests {
 
     /// Each step's loss, gradients and values against candle's autograd on the same networks,
     /// batch and noise: the critic's with features that carry a tape (d loss / d features too)
-    /// and without, the actor's; with the LayerNorms as one op each and as element-wise ops;
-    /// at a σ whose noise the clip cuts (0.6·ε beyond ±0.3) and actions the clamp cuts.
+    /// and without, the actor's; at a σ whose noise the clip cuts (0.6·ε beyond ±0.3) and actions the clamp cuts.
     #[test]
     fn the_written_out_steps_match_candles_autograd() {
         let mut rng = ChaCha8Rng::seed_from_u64(21);
@@ -222,8 +214,8 @@ mod tests {
         let agent = warmed_agent(repr, &mut rng);
         let (std, clip) = (0.6, agent.cfg.stddev_clip);
         let stores = agent.stores_of_networks();
-        for fused in [true, false] {
-            let path = OnDevice { fused };
+        let path = OnDevice;
+        {
             for tape in [false, true] {
                 let mut b = batch(repr, 16, 3, &mut rng);
                 // Actions at the bounds, so the target's and the actor's clamps are reached.
@@ -232,7 +224,7 @@ mod tests {
                 if tape {
                     b.obs = obs_var.as_tensor().clone();
                 }
-                let what = format!("fused {fused}, tape {tape}");
+                let what = format!("tape {tape}");
                 let next_eps = agent.noise(16, &Device::Cpu, &mut rng).unwrap();
                 let ours = path.critic_step(&stores, &b, std, clip, &next_eps).unwrap();
                 let CriticLosses { loss, q, target_q } = agent.critic_losses(&b, std, &next_eps).unwrap();
@@ -341,22 +333,14 @@ mod tests {
         }
     }
 
-    /// The path each device gets, and what `LFS_DRQV2_GRADIENTS` forces; TACO's agents stay on
-    /// autograd.
+    /// The path each device gets; TACO's agents stay on autograd.
     #[test]
     fn the_path_is_autograd_on_the_cpu_written_out_off_it() {
         use DrQv2Gradients::*;
-        assert_eq!(DrQv2Gradients::choose(true, false, None), Autograd);
-        assert_eq!(DrQv2Gradients::choose(false, false, None), OnDevice);
-        assert_eq!(DrQv2Gradients::choose(false, false, Some("autograd")), Autograd);
-        assert_eq!(DrQv2Gradients::choose(true, false, Some("on-device")), OnDevice);
-        for (cpu, forced) in [
-            (true, None),
-            (false, None),
-            (true, Some("on-device")),
-            (false, Some("on-device")),
-        ] {
-            assert_eq!(DrQv2Gradients::choose(cpu, true, forced), Autograd);
+        assert_eq!(DrQv2Gradients::choose(true, false), Autograd);
+        assert_eq!(DrQv2Gradients::choose(false, false), OnDevice);
+        for cpu in [true, false] {
+            assert_eq!(DrQv2Gradients::choose(cpu, true), Autograd);
         }
     }
 }

@@ -18,7 +18,7 @@ use candle_core::{Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::device::{env_value, read_scalar_list, read_scalars};
+use crate::device::{read_scalar_list, read_scalars};
 use crate::nn::ema::ema_update;
 use crate::nn::init::standard_normal;
 use crate::nn::{Adam, AdamConfig, Params};
@@ -183,22 +183,18 @@ impl GradientPath {
     /// The fastest path for features on `device`: written out over host buffers for constants
     /// on the CPU; candle's autograd for features that carry their encoder's tape on the CPU
     /// (`encoder_tape`: the critic's gradient trains it); written out as tensor ops off the
-    /// CPU, either way. `LFS_SAC_GRADIENTS=autograd` or `=on-device` forces that path on any
-    /// device (for timing paths side by side, and for running a GPU's path on the CPU).
+    /// CPU, either way (on an H200 at B=128 / 512: 2.6 / 3.6 ms against autograd's 6.97 / 7.52,
+    /// BENCHMARKS.md, 2026-11-28). The unit tests below run every path on the CPU.
     pub fn for_features(device: &Device, encoder_tape: bool) -> Self {
-        static FORCED: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
-        let forced = *FORCED.get_or_init(|| env_value("LFS_SAC_GRADIENTS", &["on-device", "autograd"]));
-        Self::choose(device.is_cpu(), encoder_tape, forced)
+        Self::choose(device.is_cpu(), encoder_tape)
     }
 
-    /// [`GradientPath::for_features`]' rule, `forced` being `LFS_SAC_GRADIENTS`' value.
-    fn choose(cpu: bool, encoder_tape: bool, forced: Option<&str>) -> Self {
-        match (cpu, encoder_tape, forced) {
-            (_, _, Some("autograd")) => Self::Autograd,
-            (_, _, Some("on-device")) => Self::OnDevice,
-            (true, false, _) => Self::WrittenOut,
-            (true, true, _) => Self::Autograd,
-            (false, _, _) => Self::OnDevice,
+    /// [`GradientPath::for_features`]' rule.
+    fn choose(cpu: bool, encoder_tape: bool) -> Self {
+        match (cpu, encoder_tape) {
+            (true, false) => Self::WrittenOut,
+            (true, true) => Self::Autograd,
+            (false, _) => Self::OnDevice,
         }
     }
 
@@ -207,10 +203,7 @@ impl GradientPath {
         match self {
             Self::Autograd => &gradients::Autograd,
             Self::WrittenOut => &backward::WrittenOut,
-            Self::OnDevice => match row_ops::fused() {
-                true => &on_device::OnDevice { fused: true },
-                false => &on_device::OnDevice { fused: false },
-            },
+            Self::OnDevice => &on_device::OnDevice,
         }
     }
 }
@@ -577,17 +570,12 @@ mod tests {
         }
     }
 
-    /// The on-device path (on_device.rs, run here on the CPU), with its row ops (row_ops.rs) and
-    /// with candle's element-wise ops, against candle's autograd: every gradient, the losses, log
-    /// π, and the critic loss's gradient reaching features that carry a tape.
+    /// The on-device path (on_device.rs, run here on the CPU), with its row ops (row_ops.rs),
+    /// against candle's autograd: every gradient, the losses, log π, and the critic loss's
+    /// gradient reaching features that carry a tape.
     #[test]
     fn on_device_gradients_match_candles_autograd() {
-        for fused in [false, true] {
-            on_device_matches_autograd(&on_device::OnDevice { fused });
-        }
-    }
-
-    fn on_device_matches_autograd(on_device: &on_device::OnDevice) {
+        let on_device = on_device::OnDevice;
         let autograd = GradientPath::Autograd.gradients();
         let cfg = SacConfig {
             feature_dim: 8,
@@ -610,7 +598,7 @@ mod tests {
         let eps = agent.noise(b, &mut rng); // (b, A)
         let alpha = agent.alpha();
         let nets = agent.nets();
-        let what = format!("on device, fused {}", on_device.fused);
+        let what = "on device";
         let (ours, reference) = (
             on_device.critic(&nets, &batch, &eps, alpha).unwrap(),
             autograd.critic(&nets, &batch, &eps, alpha).unwrap(),
@@ -641,7 +629,7 @@ mod tests {
         assert!(close(value(&ours.mean_log_prob), value(&reference.mean_log_prob)));
     }
 
-    /// The path each device and feature kind gets, and the one `LFS_SAC_GRADIENTS` forces.
+    /// The path each device and feature kind gets.
     #[test]
     fn each_device_and_feature_kind_gets_its_path() {
         use GradientPath::*;
@@ -651,9 +639,7 @@ mod tests {
                 (true, true) => Autograd,
                 (false, _) => OnDevice,
             };
-            assert_eq!(GradientPath::choose(cpu, tape, None), default);
-            assert_eq!(GradientPath::choose(cpu, tape, Some("autograd")), Autograd);
-            assert_eq!(GradientPath::choose(cpu, tape, Some("on-device")), OnDevice);
+            assert_eq!(GradientPath::choose(cpu, tape), default);
         }
     }
 

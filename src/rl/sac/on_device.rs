@@ -37,41 +37,17 @@ struct SquashedSample {
     action: Tensor,
     /// Σ_A log π(action): (b, 1).
     log_prob: Tensor,
-    tape: SampleTape,
-}
-
-/// What the sample's backward needs.
-enum SampleTape {
-    /// [`row_ops`] recompute each row's terms from the head (b, 2A).
-    Rows { head: Tensor },
-    /// tanh of the raw log-std half and σ, (b, A) each.
-    Ops { raw_tanh: Tensor, std: Tensor },
+    /// The head (b, 2A), from which [`row_ops`] recompute each row's terms in the backward.
+    head: Tensor,
 }
 
 impl SquashedSample {
-    fn new(head: &Tensor, eps: &Tensor, bounds: (f64, f64), fused: bool) -> Result<Self> {
-        if fused {
-            let (action, log_prob) = row_ops::squashed_sample(head, eps, bounds)?; // (b, A), (b, 1)
-            let tape = SampleTape::Rows { head: head.clone() };
-            return Ok(Self { action, log_prob, tape });
-        }
-        let (log_std_min, log_std_max) = bounds;
-        let a = eps.dim(1)?;
-        let mu = head.narrow(1, 0, a)?; // (b, A)
-        let raw_tanh = head.narrow(1, a, a)?.tanh()?; // (b, A)
-        let log_std = ((&raw_tanh + 1.0)? * (0.5 * (log_std_max - log_std_min)))?.affine(1.0, log_std_min)?; // (b, A)
-        let std = log_std.exp()?; // (b, A)
-        let x = (mu + (&std * eps)?)?; // (b, A)
-        let half_log_2pi = 0.5 * (2.0 * std::f64::consts::PI).ln();
-        let normal = ((eps.sqr()? * -0.5)? - &log_std)?.affine(1.0, -half_log_2pi)?; // (b, A)
-                                                                                     // log|d tanh(x)/dx| = 2·(ln 2 − x − softplus(−2x)), softplus(z) = max(z, 0) + ln(1 + e^−|z|).
-        let z = (&x * -2.0)?;
-        let softplus = (z.relu()? + (z.abs()?.neg()?.exp()? + 1.0)?.log()?)?;
-        let log_det = ((softplus + &x)?.neg()? + std::f64::consts::LN_2)? * 2.0;
+    fn new(head: &Tensor, eps: &Tensor, bounds: (f64, f64)) -> Result<Self> {
+        let (action, log_prob) = row_ops::squashed_sample(head, eps, bounds)?; // (b, A), (b, 1)
         Ok(Self {
-            action: x.tanh()?,
-            log_prob: (normal - log_det?)?.sum_keepdim(1)?, // (b, 1)
-            tape: SampleTape::Ops { raw_tanh, std },
+            action,
+            log_prob,
+            head: head.clone(),
         })
     }
 
@@ -79,28 +55,14 @@ impl SquashedSample {
     /// x = μ + σ·ε, action = tanh(x), and log π's terms −log σ and −log(1 − tanh² x), whose
     /// derivative in x is 2·tanh(x).
     fn grad(&self, eps: &Tensor, d_action: &Tensor, d_log_prob: f64, bounds: (f64, f64)) -> Result<Tensor> {
-        let (raw_tanh, std) = match &self.tape {
-            SampleTape::Rows { head } => {
-                return row_ops::squashed_sample_grad(head, eps, d_action, d_log_prob, bounds);
-            }
-            SampleTape::Ops { raw_tanh, std } => (raw_tanh, std),
-        };
-        let half_range = 0.5 * (bounds.1 - bounds.0);
-        let tanh_x = &self.action;
-        let d_x = ((d_action * (1.0 - tanh_x.sqr()?)?)? + (tanh_x * (2.0 * d_log_prob))?)?; // (b, A)
-        let d_log_std = ((&d_x * std)? * eps)?.affine(1.0, -d_log_prob)?; // (b, A)
-        let d_raw = ((d_log_std * half_range)? * (1.0 - raw_tanh.sqr()?)?)?; // (b, A)
-        Ok(Tensor::cat(&[&d_x, &d_raw], 1)?) // (b, 2A)
+        row_ops::squashed_sample_grad(&self.head, eps, d_action, d_log_prob, bounds)
     }
 }
 
 // ---- the two steps
 
-/// `GradientPath::OnDevice`: with [`row_ops`]' ops when `fused` (the default; else candle's
-/// element-wise ops, `LFS_FUSED_SAC=0`).
-pub(crate) struct OnDevice {
-    pub fused: bool,
-}
+/// `GradientPath::OnDevice`, with [`row_ops`]' ops.
+pub(crate) struct OnDevice;
 
 impl Gradients for OnDevice {
     fn critic(&self, nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticGradients> {
@@ -108,13 +70,13 @@ impl Gradients for OnDevice {
         let obs = batch.obs.detach(); // (b, repr)
         let next_obs = batch.next_obs.detach(); // (b, repr)
         let next_eps = noise(next_eps, &obs, a)?; // (b, A)
-        let actor = ActorNets::of(nets.actor_params, TrunkOutput::LayerNorm, self.fused)?;
-        let critic = CriticNets::of(nets.critic_params, TrunkOutput::LayerNorm, self.fused)?;
-        let target = CriticNets::of(nets.critic_target_params, TrunkOutput::LayerNorm, self.fused)?;
+        let actor = ActorNets::of(nets.actor_params, TrunkOutput::LayerNorm)?;
+        let critic = CriticNets::of(nets.critic_params, TrunkOutput::LayerNorm)?;
+        let target = CriticNets::of(nets.critic_target_params, TrunkOutput::LayerNorm)?;
 
         // The target: the actor and the target critic on s', no gradient.
         let head = actor.policy.forward(actor.trunk.forward(&next_obs)?.out())?.out; // (b, 2A)
-        let next = SquashedSample::new(&head, &next_eps, nets.log_std_bounds, self.fused)?;
+        let next = SquashedSample::new(&head, &next_eps, nets.log_std_bounds)?;
         let x = Tensor::cat(&[target.trunk.forward(&next_obs)?.out(), &next.action], 1)?; // (b, F + A)
         let (tq1, tq2) = (target.q1.forward(&x)?.out, target.q2.forward(&x)?.out); // (b, 1) each
         let target_v = (tq1.minimum(&tq2)? - (next.log_prob * alpha)?)?; // (b, 1)
@@ -135,12 +97,12 @@ impl Gradients for OnDevice {
         let b = obs.dim(0)?;
         let obs = obs.detach(); // (b, repr)
         let eps = noise(eps, &obs, a)?; // (b, A)
-        let actor = ActorNets::of(nets.actor_params, TrunkOutput::LayerNorm, self.fused)?;
-        let critic = CriticNets::of(nets.critic_params, TrunkOutput::LayerNorm, self.fused)?;
+        let actor = ActorNets::of(nets.actor_params, TrunkOutput::LayerNorm)?;
+        let critic = CriticNets::of(nets.critic_params, TrunkOutput::LayerNorm)?;
 
         let trunk = actor.trunk.forward(&obs)?;
         let policy = actor.policy.forward(trunk.out())?; // out (b, 2A)
-        let sample = SquashedSample::new(&policy.out, &eps, nets.log_std_bounds, self.fused)?;
+        let sample = SquashedSample::new(&policy.out, &eps, nets.log_std_bounds)?;
         let min_q = critic.min_q(&obs, &sample.action)?;
         let loss = ((&sample.log_prob * alpha)? - &min_q.value)?.mean_all()?;
         let d_action = min_q.action_grad; // d (−mean min Q) / d action: (b, A)

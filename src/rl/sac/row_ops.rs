@@ -3,7 +3,8 @@
 //! gradient. Written with candle's element-wise ops these are ~12, ~14, ~26 and ~14 kernel
 //! launches each, and an update on a GPU is bound by launches; here each is one (two for the
 //! parameters' gradients). [`super::on_device`] and the written-out layers (DrQ-v2's update off
-//! the CPU too) use them unless `LFS_FUSED_SAC=0`.
+//! the CPU too) use them: SAC's update on an H200 at B=128 / 512 took 2.6 / 3.6 ms with them,
+//! 4.98 / 5.28 ms with candle's element-wise ops (BENCHMARKS.md, 2026-11-28).
 //!
 //! The arithmetic per row lives here once, in plain functions ([`normalise_row`],
 //! [`layer_norm_input_grad_row`], [`squash_row`], [`squash_grad_row`]) that the host path
@@ -448,20 +449,6 @@ pub(super) fn squashed_sample_grad(
         d_log_prob: d_log_prob as f32,
     };
     Ok(head.contiguous()?.apply_op3_no_bwd(eps, &d_action.contiguous()?, &op)?)
-}
-
-/// Whether [`super::on_device`] and the written-out layers ([`crate::rl::written_out`]: DrQ-v2's
-/// update off the CPU too) use these ops: unless `LFS_FUSED_SAC=0` (candle's element-wise ops
-/// then, for timing the two side by side), and on CUDA if NVRTC compiles the kernels.
-pub(crate) fn fused() -> bool {
-    static FUSED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FUSED.get_or_init(|| {
-        #[cfg(feature = "cuda")]
-        let on = crate::nn::cuda_step::switched_on("LFS_FUSED_SAC", cuda::ptx, "SAC's rows run as candle's ops");
-        #[cfg(not(feature = "cuda"))]
-        let on = crate::device::env_value("LFS_FUSED_SAC", &["1", "0"]) != Some("0");
-        on
-    })
 }
 
 /// The ops' CUDA kernels: the per-row functions above, line for line, one thread per row (per
