@@ -110,8 +110,8 @@ fn cuda_versions() -> String {
 /// The precision of a run's f32 matrix products, `run.precision`: `fp32` (the default, unwritten
 /// in configs, so their text and resume keys are those of runs made before the field existed)
 /// or `tf32` (a CUDA device only: candle's f32 GEMMs on the tensor cores with 10-bit mantissas,
-/// as PyTorch's `allow_tf32`). Tensors stay f32 either way. The encoder's cuDNN convolutions (the
-/// cargo feature `cudnn`, `src/nn/cudnn_conv.rs`) follow it through cuDNN's math type; candle's
+/// as PyTorch's `allow_tf32`). Tensors stay f32 either way. The encoder's cuDNN convolutions
+/// (`src/cuda/cudnn_conv.rs`) follow it through cuDNN's math type; candle's
 /// own cuDNN forward (any other conv2d of that build) keeps cuDNN's default, which allows TF32 on
 /// Hopper, unless `NVIDIA_TF32_OVERRIDE=0` is in the environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -13,6 +13,7 @@
 pub mod alloc;
 pub mod collect;
 pub mod config;
+pub mod cuda;
 pub mod data;
 pub mod device;
 pub mod env;

@@ -2,8 +2,6 @@
 //! stacking itself is [`crate::observation`]), random-shift augmentation, and the pair
 //! sampler. Works on `&[Episode]` so tests can build episodes in memory.
 
-#[cfg(any(test, feature = "cuda"))]
-pub mod cuda_gather;
 pub mod device_stacks;
 pub mod episode_lengths;
 pub mod frame_mask;

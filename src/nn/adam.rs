@@ -215,7 +215,7 @@ impl Adam {
 }
 
 /// One Adam step of a parameter on a device other than the CPU (the in-place op is CPU-only).
-/// On CUDA, one fused kernel ([`super::cuda_step`]) updates θ and the moments in place;
+/// On CUDA, one fused kernel ([`crate::cuda::adam_ema`]) updates θ and the moments in place;
 /// elsewhere (the unit test below, on the CPU) candle's ops on that device: [`adam_elementwise`]'s
 /// arithmetic, term for term, on whole tensors, θ written back into the parameter. The new
 /// moments are returned.
@@ -237,7 +237,7 @@ fn step_on_device(
     #[cfg(feature = "cuda")]
     if theta.device().is_cuda() {
         let grad = grad.contiguous()?;
-        super::cuda_step::adam_step(c, theta, &grad, &moments.exp_avg, &moments.exp_avg_sq)?;
+        crate::cuda::adam_ema::adam_step(c.kernel_scalars(), theta, &grad, &moments.exp_avg, &moments.exp_avg_sq)?;
         return Ok(moments);
     }
     let f = |x: f32| f64::from(x);

@@ -1,6 +1,6 @@
 //! One Adam step's rule, as torch.optim.Adam (foreach=False) applies it: the scalars a step
 //! shares across parameters and the per-element update. [`super::adam`]'s optimizer runs it on
-//! the CPU; the CUDA kernel of `super::cuda_step` is the same rule on the device.
+//! the CPU; the CUDA kernel of `crate::cuda::adam_ema` is the same rule on the device.
 
 /// The scalars of one step, shared by every parameter.
 #[derive(Debug, Clone, Copy)]
@@ -12,6 +12,22 @@ pub struct AdamCoeffs {
     pub eps: f32,
     pub weight_decay: f32,
     pub bias_correction2_sqrt: f32,
+}
+
+impl AdamCoeffs {
+    /// The scalars in the order of the CUDA kernel's parameters (`crate::cuda::adam_ema`).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub fn kernel_scalars(&self) -> [f32; 7] {
+        [
+            self.step_size,
+            self.one_minus_beta1,
+            self.one_minus_beta2,
+            self.beta2,
+            self.eps,
+            self.weight_decay,
+            self.bias_correction2_sqrt,
+        ]
+    }
 }
 
 /// torch.optim.Adam's per-element update (foreach=False), applied in place to θ.

@@ -23,10 +23,10 @@ pub fn ema_update(online: &Params, target: &Params, tau: f64) -> Result<()> {
             t_var.as_tensor().inplace_op2(o, &op)?;
             continue;
         }
-        // On CUDA, one kernel per parameter (super::cuda_step), the same f32 arithmetic.
+        // On CUDA, one kernel per parameter (crate::cuda::adam_ema), the same f32 arithmetic.
         #[cfg(feature = "cuda")]
         if t_var.device().is_cuda() {
-            let fused = super::cuda_step::EmaOp {
+            let fused = crate::cuda::adam_ema::EmaOp {
                 keep: op.keep,
                 take: op.take,
             };

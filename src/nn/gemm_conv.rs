@@ -23,7 +23,7 @@
 //! (x, w, y) whose forward hands back y and whose backward is the above (candle's own backward
 //! timed level with it on an H200, 65.3 against 66.5 ms and 68.2 against 64.5 per LFS update:
 //! BENCHMARKS.md). The CUDA build (cargo feature `cuda`) runs the forward and both gradients by
-//! cuDNN instead on CUDA in f32 (`src/nn/cudnn_conv.rs`): 26.2 ms per LFS update against 69.8
+//! cuDNN instead on CUDA in f32 (`src/cuda/cudnn_conv.rs`): 26.2 ms per LFS update against 69.8
 //! with cuDNN's forward and these GEMMs' backward (results/gpu-h200-2026-11-28d, command 3).
 
 use candle_core::backend::BackendStorage;
@@ -36,12 +36,12 @@ use crate::{Error, Result};
 const CHUNK: usize = 256;
 
 /// One encoder layer, relu(conv(x, w) + b) with b (o) per channel: on CUDA one graph node
-/// (`src/nn/cudnn_block.rs`: 24.6 against 39.8 ms per LFS update as three candle nodes on an
+/// (`src/cuda/conv_block.rs`: 24.6 against 39.8 ms per LFS update as three candle nodes on an
 /// H200, BENCHMARKS.md), elsewhere [`conv2d`], candle's broadcast add and ReLU.
 pub fn conv2d_bias_relu(x: &Tensor, w: &Tensor, b: &Tensor, stride: usize) -> Result<Tensor> {
     #[cfg(feature = "cuda")]
     if on_cudnn(x) {
-        return super::cudnn_block::conv_bias_relu(x, w, b, stride);
+        return crate::cuda::conv_block::conv_bias_relu(x, w, b, stride);
     }
     let o = b.dim(0)?;
     Ok(conv2d(x, w, stride)? // (b, o, ho, wo)
@@ -64,7 +64,7 @@ pub struct BlockGrads {
 /// `Encoder::backward`): the ReLU's mask from y (PyTorch's `threshold_backward`, the CPU
 /// kernels' rule), the bias gradient as the mask's sum per channel, the weight and (when
 /// `with_input`) input gradients as [`conv2d`]'s backward computes them. On CUDA the block's
-/// own kernels (`src/nn/cudnn_block.rs`).
+/// own kernels (`src/cuda/conv_block.rs`).
 pub fn conv2d_bias_relu_grads(
     x: &Tensor,
     w: &Tensor,
@@ -76,7 +76,9 @@ pub fn conv2d_bias_relu_grads(
     let cudnn = on_cudnn(x);
     #[cfg(feature = "cuda")]
     if cudnn {
-        return super::cudnn_block::grads(x, w, y, g, stride, with_input);
+        let crate::cuda::conv_block::LayerGrads { input, weight, bias } =
+            crate::cuda::conv_block::grads(x, w, y, g, stride, with_input)?;
+        return Ok(BlockGrads { input, weight, bias });
     }
     let g = g.contiguous()?;
     let dy = y.gt(&y.zeros_like()?)?.where_cond(&g, &g.zeros_like()?)?; // (n, o, ho, wo)
@@ -127,7 +129,7 @@ pub fn conv2d(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
 
 #[cfg(feature = "cuda")]
 fn on_cudnn(x: &Tensor) -> bool {
-    super::cudnn_conv::applies(x)
+    crate::cuda::cudnn_conv::applies(x)
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -137,7 +139,7 @@ fn on_cudnn(_: &Tensor) -> bool {
 
 #[cfg(feature = "cuda")]
 fn cudnn_forward(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
-    super::cudnn_conv::forward(x, w, stride)
+    crate::cuda::cudnn_conv::forward(x, w, stride)
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -145,23 +147,16 @@ fn cudnn_forward(_: &Tensor, _: &Tensor, _: usize) -> Result<Tensor> {
     Err(Error::Shape("gemm_conv: this build has no cuDNN".into()))
 }
 
-/// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy by cuDNN (also the encoder
-/// layer's backward in `super::cudnn_block`).
 #[cfg(feature = "cuda")]
-pub(super) fn cudnn_grads(
+fn cudnn_grads(
     x: &Tensor,
     w: &Tensor,
     g: &Tensor,
     stride: usize,
     input_grad: bool,
 ) -> Result<(Option<Tensor>, Tensor)> {
-    let (_, _, h, wd) = x.dims4()?;
-    let dw = super::cudnn_conv::backward_filter(x, g, w.dim(2)?, stride)?;
-    let dx = match input_grad {
-        true => Some(super::cudnn_conv::backward_data(w, g, (h, wd), stride)?),
-        false => None,
-    };
-    Ok((dx, dw))
+    let grads = crate::cuda::cudnn_conv::grads(x, w, g, stride, input_grad)?;
+    Ok((grads.input, grads.weight))
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -9,14 +9,6 @@ pub mod adam;
 pub(crate) mod adam_step;
 pub mod checkpoint;
 pub mod clip_grad;
-#[cfg(test)]
-pub(crate) mod cuda_on_host;
-#[cfg(feature = "cuda")]
-pub mod cuda_step;
-#[cfg(feature = "cuda")]
-pub mod cudnn_block;
-#[cfg(feature = "cuda")]
-pub mod cudnn_conv;
 pub mod ema;
 pub mod encoder;
 pub mod encoder_file;

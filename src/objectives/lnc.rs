@@ -123,14 +123,14 @@ pub fn lnc_select_on_device(real: &Tensor, synthetic: &Tensor, cfg: &LncConfig) 
     Ok(LncSelection::clip(both[0], both[1..].to_vec(), cfg))
 }
 
-/// [`lnc_select`] by lfs's CUDA kernels (`super::cuda_lnc`) on `latent` (2M, dim), real rows
+/// [`lnc_select`] by lfs's CUDA kernels (`crate::cuda::lnc`) on `latent` (2M, dim), real rows
 /// first: the same sums in the same order as the host's, then one copy of the 2M distances and
 /// D's mean on the host in row order. `None` off CUDA.
 fn select_on_cuda(latent: &Tensor, m: usize, cfg: &LncConfig) -> Result<Option<LncSelection>> {
     #[cfg(feature = "cuda")]
     if latent.device().is_cuda() {
         check_k(cfg, m)?;
-        let d = super::cuda_lnc::kth_distances(latent, m, cfg.k)?.to_vec1::<f64>()?; // (2M)
+        let d = crate::cuda::lnc::kth_distances(latent, m, cfg.k)?.to_vec1::<f64>()?; // (2M)
         let d_internal = d[..m].iter().sum::<f64>() / m as f64;
         return Ok(Some(LncSelection::clip(d_internal, d[m..].to_vec(), cfg)));
     }
@@ -239,4 +239,56 @@ pub fn lnc_pairs(d: Draw, cfg: &LncConfig, latent: LncLatent, metrics: &mut Upda
         online: Some(OnlinePass { features, rows }),
         selected: Some(selected),
     })
+}
+
+/// LNC's CUDA kernels (`crate::cuda::lnc`), compiled for the host, against this file's code.
+#[cfg(test)]
+mod cuda_kernels {
+    use rand::{Rng, SeedableRng};
+
+    use super::{lnc_select, LncConfig};
+    use crate::cuda::lnc::SOURCE;
+    use crate::cuda::on_host as cuda_on_host;
+
+    /// argv: rows n_real dim k; stdin: the latent as f32; stdout: (rows) f64.
+    const MAIN: &str = r#"
+int main(int argc, char** argv) {
+    unsigned int rows = atoi(argv[1]), n_real = atoi(argv[2]), dim = atoi(argv[3]), k = atoi(argv[4]);
+    auto latent = in<float>((size_t)rows * dim);
+    std::vector<double> dist((size_t)rows * n_real), o(rows, -1.0);
+    lfs_lnc_distances(latent.data(), dist.data(), rows, n_real, dim);
+    lfs_lnc_kth(dist.data(), o.data(), rows, n_real, k);
+    out(o);
+    return 0;
+}
+"#;
+
+    /// The kernels, compiled for the host, against [`lnc_select`] on the same latents: D (the
+    /// real rows' mean, taken on the host in row order as on CUDA) and every D_j bit for bit,
+    /// with k = 1 and k = 3, and ties (a real row repeated, a candidate equal to a real row).
+    #[test]
+    fn the_cuda_kernels_find_the_neighbours_lnc_select_finds() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let exe = cuda_on_host::build("lnc", SOURCE, MAIN);
+        for (m, dim, k) in [(12, 7, 1), (12, 7, 3), (9, 33, 2)] {
+            let mut latent: Vec<f32> = (0..2 * m * dim).map(|_| rng.random_range(-1.0..1.0)).collect();
+            latent.copy_within(0..dim, dim); // real rows 0 and 1 equal
+            latent.copy_within(2 * dim..3 * dim, (m + 1) * dim); // candidate 1 equals real row 2
+            let cfg = LncConfig { k, c: 0.9, r: 0.1 };
+            let host = lnc_select(&latent[..m * dim], &latent[m * dim..], dim, &cfg).unwrap();
+
+            let input: Vec<u8> = latent.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let args = [2 * m, m, dim, k].map(|v| v.to_string());
+            let kernel: Vec<f64> = cuda_on_host::run(&exe, &args, &input)
+                .chunks(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            let d_internal = kernel[..m].iter().sum::<f64>() / m as f64;
+            assert_eq!(d_internal.to_bits(), host.d_internal.to_bits(), "m {m} dim {dim} k {k}");
+            assert_eq!(kernel[m..], host.d_synthetic[..], "m {m} dim {dim} k {k}");
+            if k == 1 {
+                assert_eq!(kernel[m + 1], 0.0, "a candidate equal to a real row is at distance 0");
+            }
+        }
+    }
 }

@@ -7,8 +7,6 @@
 
 pub mod atc;
 pub mod config;
-#[cfg(any(test, feature = "cuda"))]
-pub mod cuda_lnc;
 pub mod curl;
 pub mod infonce;
 pub mod lfs;

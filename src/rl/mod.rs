@@ -21,6 +21,7 @@ pub mod feature_cache;
 pub(crate) mod mlp;
 pub mod replay_buffer;
 pub mod replay_sampling;
+pub(crate) mod row_ops;
 pub(crate) mod written_out;
 
 pub mod drqv2;

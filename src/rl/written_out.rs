@@ -4,7 +4,7 @@
 //! by kernel launches, that is most of their cost. SAC's update on a GPU
 //! ([`super::sac::on_device`]) and DrQ-v2's ([`super::drqv2::on_device`]) are made of these: the
 //! trunk `Linear → LayerNorm (→ tanh)`, the `Linear ReLU Linear ReLU Linear` heads, and the
-//! twin-Q minimum's gradient. The LayerNorm's row-wise parts are [`super::sac::row_ops`]' ops
+//! twin-Q minimum's gradient. The LayerNorm's row-wise parts are [`super::row_ops`]' ops
 //! (one kernel each on CUDA; as candle's element-wise ops they took SAC's update at B=128 from
 //! 2.6 to 5.0 ms on an H200, BENCHMARKS.md, 2026-11-28).
 
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use candle_core::{DType, Tensor};
 
 use super::mlp::TrunkOutput;
-use super::sac::row_ops;
+use super::row_ops;
 use crate::nn::Params;
 use crate::{Error, Result};
 

@@ -21,12 +21,12 @@ use candle_core::{Device, Layout, StorageRef, Tensor};
 
 use super::gradients::{ActorGradients, CriticGradients, Gradients, Networks};
 use super::host_matrix::{column_sums, concat_columns, matmul, sum_of_columns, Mat};
-use super::row_ops::{layer_norm_input_grad_row, normalise_row, squash_grad_row, squash_row, Squash, SquashTerms};
 use crate::nn::kernels::cpu_storage::host_f32;
 use crate::nn::kernels::row_split::{row_split_parts, row_split_product};
 use crate::nn::Params;
 use crate::rl::batch::Batch;
 use crate::rl::critic::NetworkDims;
+use crate::rl::row_ops::{layer_norm_input_grad_row, normalise_row, squash_grad_row, squash_row, Squash, SquashTerms};
 use crate::{Error, Result};
 
 // ---- parameters

@@ -9,7 +9,6 @@ mod backward;
 pub mod gradients;
 mod host_matrix;
 mod on_device;
-pub(crate) mod row_ops;
 pub mod squashed_gaussian;
 
 use std::collections::{BTreeMap, HashMap};

@@ -21,9 +21,9 @@
 use candle_core::Tensor;
 
 use super::gradients::{noise, ActorGradients, CriticGradients, Gradients, Networks};
-use super::row_ops;
 use crate::rl::batch::Batch;
 use crate::rl::mlp::TrunkOutput;
+use crate::rl::row_ops;
 use crate::rl::written_out::{ActorNets, CriticNets, NamedGrads};
 use crate::Result;
 

@@ -15,12 +15,11 @@
 
 use std::sync::OnceLock;
 
-use candle_core::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
-use candle_core::cuda::cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
+use candle_core::cuda::cudarc::driver::PushKernelArg;
 use candle_core::cuda::{CudaDevice, CudaStorage, WrapErr};
 use candle_core::{CpuStorage, InplaceOp2, Layout, Storage, Tensor};
 
-use super::adam_step::AdamCoeffs;
+use super::runtime::{compiled, contiguous_len, launch_config};
 use crate::{Error, Result};
 
 /// The two kernels. Each thread strides over the elements (`n` may exceed one grid).
@@ -58,50 +57,11 @@ fn ptx() -> candle_core::Result<&'static str> {
     compiled(&PTX, SOURCE, "Adam/EMA")
 }
 
-/// `source`'s PTX, compiled by NVRTC into `cell` on first use, without contraction into fused
-/// multiply-adds and with IEEE square root and division (each element rounded as the CPU's f32
-/// loop rounds it); `what` names the kernels in the error.
-pub(crate) fn compiled(
-    cell: &'static OnceLock<std::result::Result<String, String>>,
-    source: &str,
-    what: &str,
-) -> candle_core::Result<&'static str> {
-    let compiled = cell.get_or_init(|| {
-        let opts = CompileOptions {
-            fmad: Some(false),
-            prec_sqrt: Some(true),
-            prec_div: Some(true),
-            ftz: Some(false),
-            ..Default::default()
-        };
-        compile_ptx_with_opts(source, opts)
-            .map(|p| p.to_src())
-            .map_err(|e| format!("NVRTC could not compile lfs's {what} kernels: {e}"))
-    });
-    compiled.as_deref().map_err(|e| candle_core::Error::Msg(e.clone()))
-}
-
-/// Blocks of 256 threads, at most 4096 of them (the kernels stride past that).
-pub(crate) fn launch_config(n: usize) -> LaunchConfig {
-    let blocks = n.div_ceil(256).clamp(1, 4096) as u32;
-    LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
-/// The elements of a contiguous layout; an error naming `what` otherwise.
-pub(crate) fn contiguous_len(l: &Layout, what: &str) -> candle_core::Result<usize> {
-    if !l.is_contiguous() {
-        candle_core::bail!("cuda_step: {what} is not contiguous")
-    }
-    Ok(l.shape().elem_count())
-}
-
-/// One Adam step of `theta` (a parameter on CUDA) in place, its moments in place too.
-pub(crate) fn adam_step(
-    c: AdamCoeffs,
+/// One Adam step of `theta` (a parameter on CUDA) in place, its moments in place too, with the
+/// step's scalars in the kernel's order: step size, 1 − β1, 1 − β2, β2, ε, weight decay and
+/// √(bias correction 2) (`crate::nn::adam_step::AdamCoeffs::kernel_scalars`).
+pub fn adam_step(
+    scalars: [f32; 7],
     theta: &Tensor,
     grad: &Tensor,
     exp_avg: &Tensor,
@@ -121,7 +81,7 @@ pub(crate) fn adam_step(
     }
     let grad = grad.detach(); // the op records nothing either way
     let op = AdamStepOp {
-        coeffs: c,
+        scalars,
         exp_avg,
         exp_avg_sq,
         n,
@@ -132,7 +92,7 @@ pub(crate) fn adam_step(
 
 /// θ ← θ − Adam's update (dst = θ, src = its gradient); the moments are the op's own tensors.
 struct AdamStepOp<'a> {
-    coeffs: AdamCoeffs,
+    scalars: [f32; 7],
     exp_avg: &'a Tensor,
     exp_avg_sq: &'a Tensor,
     n: usize,
@@ -172,7 +132,6 @@ impl InplaceOp2 for AdamStepOp<'_> {
         let g = g.as_cuda_slice::<f32>()?.slice(g_l.start_offset()..);
         let start = dst_l.start_offset();
         let mut theta = dst.as_cuda_slice_mut::<f32>()?.slice_mut(start..);
-        let c = self.coeffs;
         let n32 = n as u32;
         let mut builder = func.builder();
         builder.arg(&mut theta);
@@ -180,13 +139,9 @@ impl InplaceOp2 for AdamStepOp<'_> {
         builder.arg(&m);
         builder.arg(&v);
         builder.arg(&n32);
-        builder.arg(&c.step_size);
-        builder.arg(&c.one_minus_beta1);
-        builder.arg(&c.one_minus_beta2);
-        builder.arg(&c.beta2);
-        builder.arg(&c.eps);
-        builder.arg(&c.weight_decay);
-        builder.arg(&c.bias_correction2_sqrt);
+        for scalar in &self.scalars {
+            builder.arg(scalar);
+        }
         // SAFETY: the kernel's arguments are as declared in SOURCE; every pointer covers n f32s.
         unsafe { builder.launch(launch_config(n)) }.w()?;
         Ok(())
@@ -194,7 +149,7 @@ impl InplaceOp2 for AdamStepOp<'_> {
 }
 
 /// θ' ← θ'·keep + θ·take in place (dst = the target parameter θ', src = the online θ).
-pub(crate) struct EmaOp {
+pub struct EmaOp {
     pub keep: f32,
     pub take: f32,
 }

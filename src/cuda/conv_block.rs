@@ -25,9 +25,18 @@ use candle_core::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use candle_core::cuda::{CudaStorage, WrapErr};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, InplaceOp2, Layout, Shape, Tensor};
 
-use super::cuda_step::{compiled, contiguous_len, launch_config};
-use super::gemm_conv::BlockGrads;
+use super::runtime::{compiled, contiguous_len, launch_config};
 use crate::Result;
+
+/// The gradients of one layer y = relu(conv(x, w) + b).
+pub struct LayerGrads {
+    /// dL/dx (n, c, h, w), when asked for.
+    pub input: Option<Tensor>,
+    /// dL/dw (o, c, k, k).
+    pub weight: Tensor,
+    /// dL/db (o).
+    pub bias: Tensor,
+}
 
 const SOURCE: &str = r#"
 extern "C" __global__ void lfs_bias_relu(float* y, const float* bias, unsigned int n, unsigned int c, unsigned int hw) {
@@ -149,19 +158,12 @@ impl CustomOp3 for Block {
 /// The gradients of y = relu(conv(x, w) + b) for g = dL/dy, from x and y (CUDA tensors, outside
 /// any graph): [`Block`]'s backward, and the encoder's over the rows of a forward it kept
 /// (`Encoder::backward`). The input gradient only when `input_grad`.
-pub(crate) fn grads(
-    x: &Tensor,
-    w: &Tensor,
-    y: &Tensor,
-    g: &Tensor,
-    stride: usize,
-    input_grad: bool,
-) -> Result<BlockGrads> {
+pub fn grads(x: &Tensor, w: &Tensor, y: &Tensor, g: &Tensor, stride: usize, input_grad: bool) -> Result<LayerGrads> {
     let (x, y) = (x.contiguous()?, y.contiguous()?);
     let dy = g.detach().contiguous()?.apply_op2_no_bwd(&y, &ReluGrad)?; // (n, o, ho, wo)
     let bias = dy.apply_op1_no_bwd(&ChannelSum)?; // (o)
-    let (input, weight) = super::gemm_conv::cudnn_grads(&x, w, &dy, stride, input_grad)?;
-    Ok(BlockGrads { input, weight, bias })
+    let super::cudnn_conv::ConvGrads { input, weight } = super::cudnn_conv::grads(&x, w, &dy, stride, input_grad)?;
+    Ok(LayerGrads { input, weight, bias })
 }
 
 /// y ← relu(y + b[channel]) in place (dst = y (n, o, ho, wo), src = b (o)).

@@ -135,8 +135,8 @@ pub fn forward(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
     )?)
 }
 
-/// [`forward`] on storages, for an op that goes on with y (`src/nn/cudnn_block.rs`).
-pub(crate) fn forward_storage(
+/// [`forward`] on storages, for an op that goes on with y (`super::conv_block`).
+pub fn forward_storage(
     x: &CudaStorage,
     x_l: &Layout,
     w: &CudaStorage,
@@ -162,6 +162,26 @@ pub fn backward_filter(x: &Tensor, g: &Tensor, k: usize, stride: usize) -> Resul
     let part = Part::Filter { k };
     Ok(x.contiguous()?
         .apply_op2_no_bwd(&g.contiguous()?, &Conv { stride, part })?)
+}
+
+/// The gradients of y = conv(x, w).
+pub struct ConvGrads {
+    /// dL/dx (b, c, h, w), when asked for.
+    pub input: Option<Tensor>,
+    /// dL/dw (o, c, k, k).
+    pub weight: Tensor,
+}
+
+/// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy: candle's conv2d backward on
+/// CUDA (`crate::nn::gemm_conv`) and the encoder layer's (`super::conv_block`).
+pub fn grads(x: &Tensor, w: &Tensor, g: &Tensor, stride: usize, input_grad: bool) -> Result<ConvGrads> {
+    let (_, _, h, wd) = x.dims4()?;
+    let weight = backward_filter(x, g, w.dim(2)?, stride)?;
+    let input = match input_grad {
+        true => Some(backward_data(w, g, (h, wd), stride)?),
+        false => None,
+    };
+    Ok(ConvGrads { input, weight })
 }
 
 /// Which of the three a [`Conv`] computes, with what its arguments' shapes do not say.

@@ -1,4 +1,4 @@
-//! [`FrameStore::gather`](super::device_stacks::FrameStore::gather) on CUDA as one kernel (cargo
+//! `crate::data::FrameStore::gather` on CUDA as one kernel (cargo
 //! feature `cuda`, issue 52): each output byte read from the store at
 //! `channel[j, k] + row[j, y] + col[j, x]`, from those three small tables, where candle's path
 //! builds the full (n, k, h, w) index tensor with two broadcast adds and then gathers: at an LFS
@@ -18,8 +18,8 @@ pub use on_cuda::{fits, gather, gather_input};
 pub const PIXEL_SCALE: f32 = (1.0f64 / 255.0) as f32;
 
 /// The kernel, compiled by NVRTC on CUDA; the unit test below compiles it for the host too
-/// (`crate::nn::cuda_on_host`) and holds it to the CPU's gather.
-const SOURCE: &str = r#"
+/// (`super::on_host`) and holds it to the CPU's gather.
+pub const SOURCE: &str = r#"
 // tables = [channel (n·k), row (n·h), col (n·w)] as signed 64-bit positions in the store (which
 // may pass 4 GB); the output's own index i < n·k·h·w fits 32 bits (checked by the caller), so
 // the divisions are 32-bit ones. The store's position of output element i of (n, k, h, w):
@@ -68,7 +68,7 @@ mod on_cuda {
     use candle_core::{CpuStorage, CustomOp2, Layout, Shape, Tensor};
 
     use super::SOURCE;
-    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config};
+    use crate::cuda::runtime::{compiled, contiguous_len, launch_config};
     use crate::{Error, Result};
 
     const MODULE: &str = "lfs_cuda_gather";
@@ -204,112 +204,6 @@ mod on_cuda {
                 }
             };
             Ok((out, Shape::from((n, k, h, w))))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use candle_core::{DType, Device, Tensor};
-    use rand::{Rng, SeedableRng};
-
-    use super::SOURCE;
-    use crate::data::device_stacks::GatherTables;
-    use crate::data::FrameStore;
-    use crate::nn::cuda_on_host;
-    use crate::nn::encoder::scale_pixels;
-    use crate::observation::StackIndices;
-
-    /// argv: n k h w and the store's bytes; stdin: the store's bytes, then the tables as i64.
-    const MAIN: &str = r#"
-int main(int argc, char** argv) {
-    unsigned int n = atoi(argv[1]), k = atoi(argv[2]), h = atoi(argv[3]), w = atoi(argv[4]);
-    size_t bytes = atol(argv[5]);
-    auto frames = in<unsigned char>(bytes);
-    auto tables = in<long long>((size_t)n * (k + h + w));
-    std::vector<unsigned char> o((size_t)n * k * h * w);
-    lfs_gather_stacks(frames.data(), tables.data(), o.data(), n, k, h, w);
-    out(o);
-    return 0;
-}
-"#;
-
-    /// argv: n k h w, the store's bytes, the offset; stdin as [`MAIN`]'s.
-    const MAIN_INPUT: &str = r#"
-int main(int argc, char** argv) {
-    unsigned int n = atoi(argv[1]), k = atoi(argv[2]), h = atoi(argv[3]), w = atoi(argv[4]);
-    size_t bytes = atol(argv[5]);
-    float scale = strtof(argv[6], nullptr), offset = strtof(argv[7], nullptr);
-    auto frames = in<unsigned char>(bytes);
-    auto tables = in<long long>((size_t)n * (k + h + w));
-    std::vector<float> o((size_t)n * k * h * w);
-    lfs_gather_input(frames.data(), tables.data(), o.data(), n, k, h, w, scale, offset);
-    out(o);
-    return 0;
-}
-"#;
-
-    /// The kernel, compiled for the host, against [`FrameStore::gather`]'s CPU path (candle's
-    /// broadcast adds and index_select) on the same tables: every byte, for shifted and
-    /// unshifted stacks, a frame shape that is not square, and shifts past the edges.
-    #[test]
-    fn the_cuda_kernel_gathers_what_the_cpu_gathers() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-        let (c, h, w, rows) = (3, 7, 9, 11);
-        let bytes: Vec<u8> = (0..rows * c * h * w).map(|_| rng.random()).collect();
-        let frames = Tensor::from_slice(&bytes, (rows, c * h * w), &Device::Cpu).unwrap();
-        let store = FrameStore::new(frames, (c, h, w)).unwrap();
-        let n = 5;
-        let stacks: Vec<StackIndices> = (0..n)
-            .map(|_| std::array::from_fn(|_| rng.random_range(0..rows)))
-            .collect();
-        let shifts: Vec<(isize, isize)> = (0..n)
-            .map(|j| match j {
-                0 => (0, 0),
-                1 => (-(h as isize), w as isize),
-                _ => (
-                    rng.random_range(-4i32..=4) as isize,
-                    rng.random_range(-4i32..=4) as isize,
-                ),
-            })
-            .collect();
-        let cpu = store.gather(&stacks, &shifts).unwrap(); // (n, k, h, w)
-        let GatherTables {
-            channel,
-            row,
-            col,
-            shape: (n, k, h, w),
-        } = store.tables(&stacks, &shifts).unwrap();
-        let mut input = bytes.clone();
-        for v in channel.iter().chain(&row).chain(&col) {
-            input.extend((*v as i64).to_le_bytes());
-        }
-        let exe = cuda_on_host::build("gather_stacks", SOURCE, MAIN);
-        let args = [n, k, h, w, bytes.len()].map(|v| v.to_string());
-        let kernel = cuda_on_host::run(&exe, &args, &input);
-        assert_eq!(kernel, cpu.flatten_all().unwrap().to_vec1::<u8>().unwrap());
-
-        // The gather into the encoder's input: the floats of the encoder's own scaling of the
-        // CPU's bytes, bit for bit, without and with DrQ-v2's offset. The scale travels as
-        // text: Rust's shortest round-trip digits, which strtof reads back to the same float.
-        let exe = cuda_on_host::build("gather_input", SOURCE, MAIN_INPUT);
-        for offset in [0.0f32, -0.5] {
-            let mut args = args.to_vec();
-            args.extend([super::PIXEL_SCALE.to_string(), offset.to_string()]);
-            let kernel: Vec<u32> = cuda_on_host::run(&exe, &args, &input)
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-                .collect();
-            let scaled = scale_pixels(&cpu.to_dtype(DType::F32).unwrap(), offset).unwrap();
-            let expected: Vec<u32> = scaled
-                .flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect();
-            assert_eq!(kernel, expected, "offset {offset}");
         }
     }
 }

@@ -1,8 +1,8 @@
-//! LNC's distances and k-th neighbours ([`super::lnc`], Eq. 3–4) on CUDA as two kernels (cargo
+//! LNC's distances and k-th neighbours (`crate::objectives::lnc`, Eq. 3–4) on CUDA as two kernels (cargo
 //! feature `cuda`, issue 52), where candle's ops write the (rows, M, dim) differences in f64
 //! and reduce them, then select by repeated argmin: 2.4 of the LFS update's 17.5 GPU-busy ms on
 //! the 2026-11-28 H200 profile (`bsub_f64`, `fast_sum_f64`, `usqr_f64`, `fast_max_f64`;
-//! results/gpu-h200-2026-11-28d/). The kernels compute what [`super::lnc::lnc_select`] computes
+//! results/gpu-h200-2026-11-28d/). The kernels compute what `crate::objectives::lnc::lnc_select` computes
 //! on the host, in the same order: each distance a sequential f64 sum of squared differences of
 //! the f32 latents, its square root, and the idx-th smallest of a row as a stable sort orders
 //! ties; the host then takes D's mean in row order. They took LNC's GPU time per update from
@@ -12,8 +12,8 @@
 pub use on_cuda::kth_distances;
 
 /// The kernels, compiled by NVRTC on CUDA (`--fmad=false`); the unit test below compiles them
-/// for the host too (`crate::nn::cuda_on_host`) and holds them to `lnc_select`.
-const SOURCE: &str = r#"
+/// for the host too (`super::on_host`) and holds them to `lnc_select`.
+pub const SOURCE: &str = r#"
 // latent (rows, dim) f32, its first n_real rows the real ones; dist (rows, n_real) f64:
 // dist[r, j] = ||latent[r] - latent[j]||, the squares summed in column order.
 extern "C" __global__ void lfs_lnc_distances(const float* latent, double* dist, unsigned int rows,
@@ -65,7 +65,7 @@ mod on_cuda {
     use candle_core::{CpuStorage, CustomOp1, DType, Layout, Shape, Tensor};
 
     use super::SOURCE;
-    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config};
+    use crate::cuda::runtime::{compiled, contiguous_len, launch_config};
     use crate::{Error, Result};
 
     const MODULE: &str = "lfs_cuda_lnc";
@@ -137,57 +137,6 @@ mod on_cuda {
             // SAFETY: as lfs_lnc_kth declares them; dist holds rows·n_real, out rows.
             unsafe { builder.launch(launch_config(pairs)) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from(rows)))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use rand::{Rng, SeedableRng};
-
-    use super::SOURCE;
-    use crate::nn::cuda_on_host;
-    use crate::objectives::lnc::{lnc_select, LncConfig};
-
-    /// argv: rows n_real dim k; stdin: the latent as f32; stdout: (rows) f64.
-    const MAIN: &str = r#"
-int main(int argc, char** argv) {
-    unsigned int rows = atoi(argv[1]), n_real = atoi(argv[2]), dim = atoi(argv[3]), k = atoi(argv[4]);
-    auto latent = in<float>((size_t)rows * dim);
-    std::vector<double> dist((size_t)rows * n_real), o(rows, -1.0);
-    lfs_lnc_distances(latent.data(), dist.data(), rows, n_real, dim);
-    lfs_lnc_kth(dist.data(), o.data(), rows, n_real, k);
-    out(o);
-    return 0;
-}
-"#;
-
-    /// The kernels, compiled for the host, against [`lnc_select`] on the same latents: D (the
-    /// real rows' mean, taken on the host in row order as on CUDA) and every D_j bit for bit,
-    /// with k = 1 and k = 3, and ties (a real row repeated, a candidate equal to a real row).
-    #[test]
-    fn the_cuda_kernels_find_the_neighbours_lnc_select_finds() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-        let exe = cuda_on_host::build("lnc", SOURCE, MAIN);
-        for (m, dim, k) in [(12, 7, 1), (12, 7, 3), (9, 33, 2)] {
-            let mut latent: Vec<f32> = (0..2 * m * dim).map(|_| rng.random_range(-1.0..1.0)).collect();
-            latent.copy_within(0..dim, dim); // real rows 0 and 1 equal
-            latent.copy_within(2 * dim..3 * dim, (m + 1) * dim); // candidate 1 equals real row 2
-            let cfg = LncConfig { k, c: 0.9, r: 0.1 };
-            let host = lnc_select(&latent[..m * dim], &latent[m * dim..], dim, &cfg).unwrap();
-
-            let input: Vec<u8> = latent.iter().flat_map(|v| v.to_le_bytes()).collect();
-            let args = [2 * m, m, dim, k].map(|v| v.to_string());
-            let kernel: Vec<f64> = cuda_on_host::run(&exe, &args, &input)
-                .chunks(8)
-                .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
-                .collect();
-            let d_internal = kernel[..m].iter().sum::<f64>() / m as f64;
-            assert_eq!(d_internal.to_bits(), host.d_internal.to_bits(), "m {m} dim {dim} k {k}");
-            assert_eq!(kernel[m..], host.d_synthetic[..], "m {m} dim {dim} k {k}");
-            if k == 1 {
-                assert_eq!(kernel[m + 1], 0.0, "a candidate equal to a real row is at distance 0");
-            }
         }
     }
 }

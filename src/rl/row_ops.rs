@@ -1,15 +1,15 @@
-//! The row-wise parts of SAC's update, each as one op (issue 52): the trunk's LayerNorm forward,
+//! The row-wise parts of SAC's and DrQ-v2's updates, each as one op (issue 52): the trunk's LayerNorm forward,
 //! its input gradient and its parameters' gradients, and the squashed Gaussian's sample and its
 //! gradient. Written with candle's element-wise ops these are ~12, ~14, ~26 and ~14 kernel
 //! launches each, and an update on a GPU is bound by launches; here each is one (two for the
-//! parameters' gradients). [`super::on_device`] and the written-out layers (DrQ-v2's update off
-//! the CPU too) use them: SAC's update on an H200 at B=128 / 512 took 2.6 / 3.6 ms with them,
+//! parameters' gradients). SAC's update off the CPU ([`super::sac::on_device`]) and the
+//! written-out layers ([`super::written_out`], DrQ-v2's update off the CPU too) use them: SAC's update on an H200 at B=128 / 512 took 2.6 / 3.6 ms with them,
 //! 4.98 / 5.28 ms with candle's element-wise ops (BENCHMARKS.md, 2026-11-28).
 //!
 //! The arithmetic per row lives here once, in plain functions ([`normalise_row`],
 //! [`layer_norm_input_grad_row`], [`squash_row`], [`squash_grad_row`]) that the host path
-//! ([`super::backward`]) and these ops' CPU side call; the CUDA kernels (feature `cuda`) are
-//! the same lines in C, compiled by NVRTC without fused multiply-adds, one thread per row (per
+//! (`super::sac::backward`) and these ops' CPU side call; the CUDA kernels
+//! (`crate::cuda::sac_rows`, feature `cuda`) are the same lines in C, compiled by NVRTC without fused multiply-adds, one thread per row (per
 //! column for the parameters' gradients, summing the rows in the CPU's order). The ops'
 //! backward passes are not candle's: nothing differentiates through them.
 //!
@@ -177,7 +177,7 @@ impl CustomOp3 for LayerNormForward {
         b_l: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
         let (rows, f) = y_l.shape().dims2()?;
-        cuda::launch_rows(
+        crate::cuda::sac_rows::launch_rows(
             "lfs_sac_layer_norm",
             y_l.shape(),
             &[(y, y_l), (g, g_l), (b, b_l)],
@@ -230,7 +230,7 @@ impl CustomOp3 for LayerNormInputGrad {
         d_l: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
         let (rows, f) = y_l.shape().dims2()?;
-        cuda::launch_rows(
+        crate::cuda::sac_rows::launch_rows(
             "lfs_sac_layer_norm_input_grad",
             y_l.shape(),
             &[(y, y_l), (g, g_l), (d, d_l)],
@@ -279,9 +279,10 @@ impl CustomOp2 for LayerNormParamGrads {
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
         let (rows, f) = y_l.shape().dims2()?;
         let stats_shape = Shape::from((rows, 2));
-        let (stats, _) = cuda::launch_rows("lfs_sac_row_stats", &stats_shape, &[(y, y_l)], (rows, f), &[], rows)?;
+        let (stats, _) =
+            crate::cuda::sac_rows::launch_rows("lfs_sac_row_stats", &stats_shape, &[(y, y_l)], (rows, f), &[], rows)?;
         let stats_l = Layout::contiguous(stats_shape);
-        cuda::launch_rows(
+        crate::cuda::sac_rows::launch_rows(
             "lfs_sac_layer_norm_param_grads",
             &Shape::from((2, f)),
             &[(y, y_l), (d, d_l), (&stats, &stats_l)],
@@ -334,7 +335,7 @@ impl CustomOp2 for SquashedSample {
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
         let (b, a) = (e_l.dims()[0], e_l.dims()[1]);
         let s = self.0;
-        cuda::launch_rows(
+        crate::cuda::sac_rows::launch_rows(
             "lfs_sac_squashed_sample",
             &Shape::from((b, a + 1)),
             &[(h, h_l), (e, e_l)],
@@ -395,7 +396,7 @@ impl CustomOp3 for SquashedSampleGrad {
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
         let s = self.squash;
         let (b, a) = e_l.shape().dims2()?;
-        cuda::launch_rows(
+        crate::cuda::sac_rows::launch_rows(
             "lfs_sac_squashed_sample_grad",
             h_l.shape(),
             &[(h, h_l), (e, e_l), (d, d_l)],
@@ -451,218 +452,14 @@ pub(super) fn squashed_sample_grad(
     Ok(head.contiguous()?.apply_op3_no_bwd(eps, &d_action.contiguous()?, &op)?)
 }
 
-/// The ops' CUDA kernels: the per-row functions above, line for line, one thread per row (per
-/// column for the parameters' gradients) in grid-stride loops. Compiled by NVRTC on CUDA
-/// (feature `cuda`); the unit test below also compiles them for the host with a C++ compiler,
-/// one thread striding over everything, and holds them to the CPU ops.
-#[cfg_attr(not(any(test, feature = "cuda")), allow(dead_code))]
-const SOURCE: &str = r#"
-#define LN_EPS 1e-5f
-
-// A row's mean (into *mean) and std = sqrt(var + eps), as normalise_row computes them.
-__device__ float lfs_row_stats(const float* y, unsigned int f, float* mean_out) {
-    float mean = 0.0f;
-    for (unsigned int j = 0; j < f; ++j) mean += y[j];
-    mean /= (float)f;
-    float var = 0.0f;
-    for (unsigned int j = 0; j < f; ++j) { float v = y[j] - mean; var += v * v; }
-    var /= (float)f;
-    *mean_out = mean;
-    return sqrtf(var + LN_EPS);
-}
-
-// normalise_row: centre, divide by sqrt(var + eps); returns the std.
-__device__ float lfs_normalise(const float* y, float* x_hat, unsigned int f) {
-    float mean;
-    float std = lfs_row_stats(y, f, &mean);
-    for (unsigned int j = 0; j < f; ++j) x_hat[j] = (y[j] - mean) / std;
-    return std;
-}
-
-// LayerNorm's output, one thread per row; x_hat lives in the output row.
-extern "C" __global__ void lfs_sac_layer_norm(const float* y, const float* gamma, const float* beta, float* out,
-                                              unsigned int b, unsigned int f) {
-    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
-        float* o = out + (unsigned long long)i * f;
-        lfs_normalise(y + (unsigned long long)i * f, o, f);
-        for (unsigned int j = 0; j < f; ++j) o[j] = o[j] * gamma[j] + beta[j];
-    }
-}
-
-// layer_norm_input_grad_row, one thread per row; x_hat is recomputed into dy's row first.
-extern "C" __global__ void lfs_sac_layer_norm_input_grad(const float* y, const float* gamma, const float* d_out,
-                                                         float* dy, unsigned int b, unsigned int f) {
-    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
-        unsigned long long r = (unsigned long long)i * f;
-        float* x_hat = dy + r;
-        float std = lfs_normalise(y + r, x_hat, f);
-        float mean_dx_hat = 0.0f, mean_dx_hat_x_hat = 0.0f;
-        for (unsigned int j = 0; j < f; ++j) {
-            float dx_hat = d_out[r + j] * gamma[j];
-            mean_dx_hat += dx_hat;
-            mean_dx_hat_x_hat += dx_hat * x_hat[j];
-        }
-        mean_dx_hat /= (float)f;
-        mean_dx_hat_x_hat /= (float)f;
-        for (unsigned int j = 0; j < f; ++j) {
-            float dx_hat = d_out[r + j] * gamma[j];
-            dy[r + j] = (dx_hat - mean_dx_hat - x_hat[j] * mean_dx_hat_x_hat) / std;
-        }
-    }
-}
-
-// Each row's (mean, std) into stats (b, 2), one thread per row: what the parameters' gradients
-// read, so that no column's thread recomputes every row.
-extern "C" __global__ void lfs_sac_row_stats(const float* y, float* stats, unsigned int b, unsigned int f) {
-    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
-        stats[2 * i + 1] = lfs_row_stats(y + (unsigned long long)i * f, f, &stats[2 * i]);
-    }
-}
-
-// d gamma and d beta, one thread per column, the rows summed in order (as the CPU's loop), each
-// x_hat from its row's stats as lfs_normalise computes it.
-extern "C" __global__ void lfs_sac_layer_norm_param_grads(const float* y, const float* d_out, const float* stats,
-                                                          float* grads, unsigned int b, unsigned int f) {
-    for (unsigned int j = blockIdx.x * blockDim.x + threadIdx.x; j < f; j += blockDim.x * gridDim.x) {
-        float dg = 0.0f, db = 0.0f;
-        for (unsigned int i = 0; i < b; ++i) {
-            unsigned long long r = (unsigned long long)i * f;
-            float x_hat = (y[r + j] - stats[2 * i]) / stats[2 * i + 1];
-            float d = d_out[r + j];
-            dg += d * x_hat;
-            db += d;
-        }
-        grads[j] = dg;
-        grads[f + j] = db;
-    }
-}
-
-__device__ float lfs_softplus(float z) { return fmaxf(z, 0.0f) + logf(expf(-fabsf(z)) + 1.0f); }
-
-// squash_row's terms into raw_tanh, std, action; returns the log-density term.
-__device__ float lfs_squash(float mu, float raw, float eps, float log_std_min, float half_range,
-                            float* raw_tanh, float* std_out, float* action) {
-    const float half_log_2pi = 0.91893853320467274178f;
-    const float ln2 = 0.69314718055994530942f;
-    float t = tanhf(raw);
-    float log_std = (t + 1.0f) * half_range + log_std_min;
-    float std = expf(log_std);
-    float x = mu + std * eps;
-    float normal = (eps * eps * -0.5f - log_std) - half_log_2pi;
-    float log_det = (-(lfs_softplus(x * -2.0f) + x) + ln2) * 2.0f;
-    *raw_tanh = t;
-    *std_out = std;
-    *action = tanhf(x);
-    return normal - log_det;
-}
-
-// out (b, A + 1) = [action | sum log pi], one thread per row.
-extern "C" __global__ void lfs_sac_squashed_sample(const float* head, const float* eps, float* out,
-                                                   unsigned int b, unsigned int a,
-                                                   float log_std_min, float half_range) {
-    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
-        const float* h = head + (unsigned long long)i * 2 * a;
-        const float* e = eps + (unsigned long long)i * a;
-        float* o = out + (unsigned long long)i * (a + 1);
-        float log_prob = 0.0f, t, s;
-        for (unsigned int j = 0; j < a; ++j) {
-            log_prob += lfs_squash(h[j], h[a + j], e[j], log_std_min, half_range, &t, &s, &o[j]);
-        }
-        o[a] = log_prob;
-    }
-}
-
-// squash_grad_row: d head (b, 2A) = [d mu | d raw], one thread per row.
-extern "C" __global__ void lfs_sac_squashed_sample_grad(const float* head, const float* eps, const float* d_action,
-                                                        float* d_head, unsigned int b, unsigned int a,
-                                                        float log_std_min, float half_range, float d_log_prob) {
-    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < b; i += blockDim.x * gridDim.x) {
-        const float* h = head + (unsigned long long)i * 2 * a;
-        const float* e = eps + (unsigned long long)i * a;
-        const float* da = d_action + (unsigned long long)i * a;
-        float* dh = d_head + (unsigned long long)i * 2 * a;
-        for (unsigned int j = 0; j < a; ++j) {
-            float t, s, tanh_x;
-            lfs_squash(h[j], h[a + j], e[j], log_std_min, half_range, &t, &s, &tanh_x);
-            float d_x = da[j] * (1.0f - tanh_x * tanh_x) + d_log_prob * 2.0f * tanh_x;
-            float d_log_std = d_x * s * e[j] - d_log_prob;
-            dh[j] = d_x;
-            dh[a + j] = d_log_std * half_range * (1.0f - t * t);
-        }
-    }
-}
-"#;
-
-#[cfg(feature = "cuda")]
-mod cuda {
-    //! The ops' kernels: the per-row functions above, line for line.
-
-    use std::sync::OnceLock;
-
-    use candle_core::cuda::cudarc::driver::PushKernelArg;
-    use candle_core::cuda::{CudaStorage, WrapErr};
-    use candle_core::{Layout, Shape};
-
-    use super::SOURCE;
-    use crate::nn::cuda_step::{compiled, contiguous_len, launch_config};
-
-    /// The module's name in candle's per-device cache of custom modules.
-    const MODULE: &str = "lfs_sac_rows";
-
-    /// The kernels' PTX, compiled on first use.
-    pub(super) fn ptx() -> candle_core::Result<&'static str> {
-        static PTX: OnceLock<std::result::Result<String, String>> = OnceLock::new();
-        compiled(&PTX, SOURCE, "SAC row")
-    }
-
-    /// Runs kernel `name` over `threads` threads (rows or columns) with its arguments in
-    /// SOURCE's order: the f32 inputs, a fresh output of `out_shape`, `(rows, cols)` (b and F,
-    /// or b and A) and `scalars`. Every input must be contiguous.
-    pub(super) fn launch_rows(
-        name: &str,
-        out_shape: &Shape,
-        inputs: &[(&CudaStorage, &Layout)],
-        (rows, cols): (usize, usize),
-        scalars: &[f32],
-        threads: usize,
-    ) -> candle_core::Result<(CudaStorage, Shape)> {
-        let (first, _) = inputs[0];
-        let dev = first.device.clone();
-        let func = dev.get_or_load_custom_func(name, MODULE, ptx()?)?;
-        let views = inputs
-            .iter()
-            .map(|(s, l)| {
-                contiguous_len(l, name)?;
-                Ok(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..))
-            })
-            .collect::<candle_core::Result<Vec<_>>>()?;
-        // SAFETY: every element is written by the kernel.
-        let out = unsafe { dev.alloc::<f32>(out_shape.elem_count().max(1))? };
-        let (rows, cols) = (rows as u32, cols as u32);
-        let mut builder = func.builder();
-        for v in &views {
-            builder.arg(v);
-        }
-        builder.arg(&out);
-        builder.arg(&rows);
-        builder.arg(&cols);
-        for s in scalars {
-            builder.arg(s);
-        }
-        // SAFETY: each kernel's parameters are its inputs, its output, (rows, cols) and its
-        // scalars, in SOURCE's order; the callers pass shapes the CPU side checks the same way.
-        unsafe { builder.launch(launch_config(threads)) }.w()?;
-        Ok((CudaStorage::wrap_cuda_slice(out, dev), out_shape.clone()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use candle_core::{Device, Tensor};
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::nn::cuda_on_host;
+    use crate::cuda::on_host as cuda_on_host;
+    use crate::cuda::sac_rows::SOURCE;
 
     /// Runs the kernel named by argv[1] over (argv[2], argv[3]) = (rows, cols) on raw f32 from
     /// stdin.
