@@ -56,11 +56,12 @@ deps: ## system packages (apt-get) and Rust via rustup if cargo is missing
 build: ## cargo build --release
 	$(CARGO) build --release --locked
 
-# lfs with candle's CUDA backend (cargo feature cuda), experimental: NVIDIA's CUDA 13.0 wheels from
-# PyPI into .venv-cuda (about 1.2 GB), the build into target-cuda/ (not target/), the CUDA
-# libraries it needs into target-cuda/release/cuda-libs/. No GPU needed to build; not in CI
-# (tests/readme.rs skips it). CUDA_COMPUTE_CAP=90 (H100) unless set.
-build-cuda: ## lfs with candle's CUDA backend into target-cuda/ (experimental; CUDA wheels, ~30 min)
+# lfs with candle's CUDA backend and cuDNN (cargo feature cuda): NVIDIA's CUDA 13.0 and cuDNN 9
+# wheels from PyPI into .venv-cuda, one binary into target-cuda/release/lfs (not target/), the
+# libraries it needs beside it in target-cuda/release/cuda-libs/ (found through its RPATH). No
+# GPU needed to build; not in CI (tests/readme.rs skips it). CUDA_COMPUTE_CAP=90 (H100, H200)
+# unless set. docs/guide/gpu.md.
+build-cuda: ## lfs for NVIDIA GPUs (driver >= 580) into target-cuda/release/lfs (CUDA wheels, ~30 min)
 	eval/gpu/build-cuda.sh
 
 # On a machine with a GPU: the CUDA build's parity checks (against the CPU kernels), resume

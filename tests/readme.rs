@@ -28,6 +28,10 @@ enum Walk {
     /// Run to completion as written when `.venv` has torch (`make setup-torch`, which CI runs);
     /// otherwise skipped loudly, and under `CI=true` a failure.
     WithTorch,
+    /// A command of the CUDA build's (docs/guide/gpu.md) run as far as a CPU allows: with the
+    /// CPU build's binary for `target-cuda/release/lfs` and `--device cpu` for `--device cuda`,
+    /// `append` after it.
+    OnCpu { append: &'static str },
     /// Not run here, and why.
     Skip(&'static str),
 }
@@ -42,6 +46,13 @@ const fn run(written: &'static str, append: &'static str) -> Step {
     Step {
         written,
         walk: Walk::Run { append },
+    }
+}
+
+const fn on_cpu(written: &'static str, append: &'static str) -> Step {
+    Step {
+        written,
+        walk: Walk::OnCpu { append },
     }
 }
 
@@ -314,27 +325,6 @@ const README_PIPELINE: &[Step] = &[
         "target/release/lfs report results/study-mini --out runs/report-study-mini",
         "",
     ),
-    // docs/guide/gpu.md (make build-cuda and gpu-check are make help's, above)
-    skip(
-        "export LD_LIBRARY_PATH=$PWD/target-cuda/release/cuda-libs:$(echo $PWD/.venv-cuda/lib/python3*/site-packages/nvidia/cudnn/lib)",
-        "needs an NVIDIA GPU and make build-cuda's binary: the library folders of the CUDA \
-         commands after it",
-    ),
-    skip(
-        "target-cuda/release/lfs-cudnn pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/paper/dataset\"]' --out-dir runs/paper-gpu --device cuda",
-        "needs an NVIDIA GPU and make build-cuda's binary; the CUDA path's checks run on the CPU \
-         here (tests/device.rs)",
-    ),
-    skip(
-        "target/release/lfs export runs/paper-gpu/checkpoint.safetensors --out runs/paper-gpu/encoder.safetensors",
-        "needs an NVIDIA GPU and make build-cuda's binary for the checkpoint it exports; the same \
-         export of a CPU run is walked above (pretrain.md)",
-    ),
-    skip(
-        "target-cuda/release/lfs-cudnn eval --config pipelines/sac/paper.toml --encoder runs/paper-gpu/encoder.safetensors --task walker_walk --seed 1 --out-dir runs/eval-gpu/walker_walk/1 --device cuda",
-        "needs an NVIDIA GPU and make build-cuda's binary, and about 36 GPU minutes at the paper's \
-         budget",
-    ),
     Step {
         written: ".venv/bin/tensorboard --logdir runs/",
         walk: Walk::UntilServing,
@@ -390,6 +380,25 @@ const GUIDE: &[Step] = &[
     run(
         "python3 eval/probe_compare.py runs/probe/random-default.json runs/mine/probe.json",
         "",
+    ),
+    // docs/guide/gpu.md, on the CPU (make build-cuda and gpu-check are make help's, above): its
+    // commands as written but for the CPU binary and device, at one update or a few hundred
+    // frames, after the probe page's probe set
+    on_cpu(
+        "target-cuda/release/lfs pretrain --config pipelines/paper.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --out-dir runs/mine-gpu --device cuda",
+        "--set run.num_updates=1 --set run.batch_size=32",
+    ),
+    run(
+        "target/release/lfs export runs/mine-gpu/checkpoint.safetensors --out runs/mine-gpu/encoder.safetensors",
+        "",
+    ),
+    run(
+        "target/release/lfs probe --encoder runs/mine-gpu/encoder.safetensors --dataset runs/probe-set-default/dataset",
+        "",
+    ),
+    on_cpu(
+        "target-cuda/release/lfs eval --config pipelines/sac/paper.toml --encoder runs/mine-gpu/encoder.safetensors --task cartpole_swingup --seed 1 --out-dir runs/eval-gpu/mine/cartpole_swingup/1 --device cuda",
+        SAC_BUDGET_FAST,
     ),
     run(
         "target/release/lfs pretrain --config pipelines/tiny.toml --set 'data.datasets=[\"runs/mine/dataset\"]' --set probe.every_updates=100 --set 'probe.dataset=\"runs/probe-set-default/dataset\"' --out-dir runs/mine-probed",
@@ -626,6 +635,18 @@ fn walk(part: &[&[Step]]) {
         match step.walk {
             Walk::Skip(_) => continue,
             Walk::Run { append } => run_as_written(&dir, step.written, append),
+            Walk::OnCpu { append } => {
+                assert!(
+                    step.written.contains("target-cuda/release/lfs ") && step.written.ends_with(" --device cuda"),
+                    "{}: not a CUDA build's command",
+                    step.written
+                );
+                let on_cpu = step
+                    .written
+                    .replace("target-cuda/release/lfs ", "target/release/lfs ")
+                    .replace(" --device cuda", " --device cpu");
+                run_as_written(&dir, &on_cpu, append);
+            }
             Walk::WithTorch => {
                 let torch = bash(&dir, "exec .venv/bin/python -c 'import torch'").output().unwrap();
                 if torch.status.success() {

@@ -20,7 +20,7 @@
 #
 # Precision: lfs computes FP32 unless a run says run.precision = "tf32" (device_check:
 # --precision tf32), which turns on candle's TF32 GEMMs. lfs's own cuDNN convolutions
-# (src/nn/cudnn_conv.rs, src/nn/cudnn_block.rs) follow it by cuDNN's math type (FMA at fp32,
+# (src/cuda/cudnn_conv.rs, src/cuda/conv_block.rs) follow it by cuDNN's math type (FMA at fp32,
 # the default, TF32 allowed, at tf32); a convolution
 # through candle's own cuDNN call would be allowed TF32 whatever run.precision says (candle
 # leaves cuDNN's math type at its default), so the rounds' fp32 arms run with
@@ -205,7 +205,7 @@ fi
 
 # ---- parity -------------------------------------------------------------------------------
 if has parity && [ -n "$DC" ]; then
-    # without NVIDIA_TF32_OVERRIDE: lfs's convolutions are src/nn/cudnn_conv.rs's, FP32 by
+    # without NVIDIA_TF32_OVERRIDE: lfs's convolutions are src/cuda/cudnn_conv.rs's, FP32 by
     # cuDNN's math type (candle's own cuDNN forward left the math type at the default, and the
     # first 2026-11-27 session's pre-training checks failed so, 0.35, until
     # NVIDIA_TF32_OVERRIDE=0 kept it FP32; its replacement passed without it on 2026-11-28)
