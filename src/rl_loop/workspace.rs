@@ -12,7 +12,7 @@ use candle_core::{Device, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::config::Frames;
+use super::config::{Frames, LoopConfig};
 use super::logs::{AuxLog, AuxMeans, EpisodeLog, EvalRow};
 use super::representation::{CriticFeatures, Representation};
 use super::stage::{LoopSpec, Stage};
@@ -36,6 +36,14 @@ fn train_seed(run_seed: u64, episode: u64) -> u64 {
 
 fn eval_seed(run_seed: u64, evaluation: u64, k: u64) -> u64 {
     (1 << 31) + run_seed.wrapping_mul(1_000_003).wrapping_add(evaluation * 1000 + k) % (1 << 31)
+}
+
+/// h, a leaf of the critic's features, which are kept in `critic`: the critic's gradient
+/// reaches the encoder through h.
+fn keep_for_critic(features: CriticFeatures, critic: &mut Option<CriticFeatures>) -> Result<Tensor> {
+    let h = features.leaf()?;
+    *critic = Some(features);
+    Ok(h)
 }
 
 /// The pool slots: one environment trains, the other evaluates.
@@ -153,66 +161,26 @@ impl<A: Registered> Workspace<A> {
             encoder_tape: representation.critic_trains_encoder(),
         };
         let agent = A::new(cfg.agent.get::<A>()?, features, action_dim, &device, &mut rng)?;
-        // Rows for the transitions the replay can hold, their episodes' first observations and
-        // an episode beyond the capacity: DMC's episodes (≤ 1000 steps) never grow them.
-        let steps = cfg.run.num_train_frames.to_steps(cfg.env.action_repeat) as usize;
-        let held = cfg.replay.capacity.min(steps + 1);
-        let rows = held + held / 100 + 1001;
-        // Each kept on a GPU only where it leaves the GPU room to train (else the host's way).
-        let mut device_note = None;
-        let mut room = |bytes: usize, what: &str| match crate::device::room_for(&device, bytes as u64) {
-            Ok(()) => true,
-            Err(why) => {
-                device_note = Some(format!("{what} on the host: {why}"));
-                false
-            }
-        };
-        let on_device = cfg.replay.feature_cache
-            && !crate::device::feature_cache_on_host(&device)
-            && room(
-                rows * repr * cfg.replay.feature_cache_dtype.bytes_per_value(),
-                "the feature cache's rows",
-            );
-        let frames_on_device = !cfg.replay.feature_cache
-            && representation.encodes_batches_only()
-            && cfg.agent.action_sequence() == 0
-            && !crate::device::frames_on_host(&device)
-            && room(rows * FRAME_BYTES, "the replay's frames");
-        let feature_dim = if cfg.replay.feature_cache && !on_device {
-            repr
-        } else {
-            0
-        };
-        let replay = ReplayBuffer::new(
-            cfg.replay.capacity,
-            FRAME_BYTES,
-            action_dim,
-            feature_dim,
-            cfg.replay.feature_cache_dtype,
-        )
-        .with_sampling(cfg.replay.sampling);
-        let device_cache = match on_device {
+        let placement = Placement::of(cfg, representation.as_ref(), &device);
+        let replay = placement.replay(cfg, action_dim, repr);
+        let device_cache = match placement.cache_on_device {
             true => Some(DeviceFeatureCache::new(
-                rows,
+                placement.rows,
                 repr,
                 cfg.replay.feature_cache_dtype,
                 &device,
             )?),
             false => None,
         };
-        let device_frames = match frames_on_device {
-            true => Some(DeviceFrames::new(rows, (3, FRAME_SIZE, FRAME_SIZE), &device)?),
+        let device_frames = match placement.frames_on_device {
+            true => Some(DeviceFrames::new(placement.rows, (3, FRAME_SIZE, FRAME_SIZE), &device)?),
             false => None,
         };
         Ok(Self {
-            replay: if on_device || frames_on_device {
-                replay.without_pixels()
-            } else {
-                replay
-            },
+            replay,
             device_cache,
             device_frames,
-            device_note,
+            device_note: placement.note,
             shift: RandomShift {
                 pad: cfg.replay.random_shift_pad,
             },
@@ -232,6 +200,76 @@ impl<A: Registered> Workspace<A> {
             last_eval_step: None,
             action_dim,
         })
+    }
+}
+
+/// Where the feature cache's rows and the replay's frames are kept: on the run's device, or
+/// in the replay on the host.
+struct Placement {
+    /// Rows for the transitions the replay can hold, their episodes' first observations and
+    /// an episode beyond the capacity: DMC's episodes (≤ 1000 steps) never grow them.
+    rows: usize,
+    cache_on_device: bool,
+    frames_on_device: bool,
+    /// Why one of them stays on the host though the GPU's way was asked for.
+    note: Option<String>,
+}
+
+impl Placement {
+    /// Each kept on a GPU only where it leaves the GPU room to train (else the host's way).
+    fn of(cfg: &LoopConfig, representation: &dyn Representation, device: &Device) -> Self {
+        let repr = representation.repr_dim();
+        let steps = cfg.run.num_train_frames.to_steps(cfg.env.action_repeat) as usize;
+        let held = cfg.replay.capacity.min(steps + 1);
+        let rows = held + held / 100 + 1001;
+        let mut note = None;
+        let mut room = |bytes: usize, what: &str| match crate::device::room_for(device, bytes as u64) {
+            Ok(()) => true,
+            Err(why) => {
+                note = Some(format!("{what} on the host: {why}"));
+                false
+            }
+        };
+        let cache_on_device = cfg.replay.feature_cache
+            && !crate::device::feature_cache_on_host(device)
+            && room(
+                rows * repr * cfg.replay.feature_cache_dtype.bytes_per_value(),
+                "the feature cache's rows",
+            );
+        let frames_on_device = !cfg.replay.feature_cache
+            && representation.encodes_batches_only()
+            && cfg.agent.action_sequence() == 0
+            && !crate::device::frames_on_host(device)
+            && room(rows * FRAME_BYTES, "the replay's frames");
+        Self {
+            rows,
+            cache_on_device,
+            frames_on_device,
+            note,
+        }
+    }
+
+    /// The replay buffer: features only when the cache's rows stay on the host, pixels only
+    /// when neither the rows nor the frames are on the device.
+    fn replay(&self, cfg: &LoopConfig, action_dim: usize, repr: usize) -> ReplayBuffer {
+        let feature_dim = if cfg.replay.feature_cache && !self.cache_on_device {
+            repr
+        } else {
+            0
+        };
+        let replay = ReplayBuffer::new(
+            cfg.replay.capacity,
+            FRAME_BYTES,
+            action_dim,
+            feature_dim,
+            cfg.replay.feature_cache_dtype,
+        )
+        .with_sampling(cfg.replay.sampling);
+        if self.cache_on_device || self.frames_on_device {
+            replay.without_pixels()
+        } else {
+            replay
+        }
     }
 }
 
@@ -354,46 +392,13 @@ impl<A: Agent> Workspace<A> {
             .run
             .num_seed_frames
             .to_steps(self.stage.rl.env.action_repeat);
-        let action: Vec<f32> = if self.step < seed_steps {
-            (0..self.action_dim)
-                .map(|_| self.rng.random_range(-1.0f32..=1.0))
-                .collect()
-        } else {
-            let h = self.latest_features()?;
-            self.agent.act(&h, self.step, true, &mut self.rng)?
-        };
+        let action = self.choose_action(seed_steps)?;
         let mut lap = StepTimes::lap(&mut state.times.act, step_start);
         let mut commands = vec![None, None];
         commands[TRAIN] = Some(EnvCommand::Step { action: action.clone() });
         let in_flight = self.pool.submit(&commands)?;
         if self.step >= seed_steps && self.agent.updates_at(self.step) {
-            let TrainingBatch {
-                batch,
-                sequence,
-                aux,
-                critic,
-            } = self.batch(&mut state.times)?;
-            lap = Instant::now();
-            if let Some(aux) = &aux {
-                state.aux.push(aux.clone());
-                if let Some(log) = aux_log {
-                    log.write(&AuxLog {
-                        update: aux,
-                        frame: self.frame(),
-                    })?;
-                }
-            }
-            self.observe_values(&batch)?;
-            let AgentUpdate { mut metrics, obs_grad } = self.agent.update(&batch, self.step, &mut self.rng)?;
-            if let Some(features) = critic {
-                let dh = obs_grad.ok_or_else(|| Error::Training("the critic gave the encoder no gradient".into()))?;
-                self.representation.critic_step(&features, &dh)?;
-            }
-            if let Some(inputs) = sequence {
-                self.agent_objective_step(inputs, &batch.reward, &mut metrics)?;
-            }
-            state.sums.add(&metrics);
-            lap = StepTimes::lap(&mut state.times.update, lap);
+            lap = self.update_on_batch(&mut state, aux_log)?;
         }
         let reply = self.pool.collect(in_flight)?.swap_remove(TRAIN);
         lap = StepTimes::lap(&mut state.times.env_wait, lap);
@@ -420,6 +425,55 @@ impl<A: Agent> Workspace<A> {
         if !step.last {
             return Ok(StepOutcome::Continue(state));
         }
+        Ok(self.finish_episode(state))
+    }
+
+    /// The action: uniformly random during the seed steps, else the agent's (exploring).
+    fn choose_action(&mut self, seed_steps: u64) -> Result<Vec<f32>> {
+        if self.step < seed_steps {
+            return Ok((0..self.action_dim)
+                .map(|_| self.rng.random_range(-1.0f32..=1.0))
+                .collect());
+        }
+        let h = self.latest_features()?;
+        self.agent.act(&h, self.step, true, &mut self.rng)
+    }
+
+    /// One update on a sampled batch: the auxiliary objective's (logged), the agent's, the
+    /// encoder's critic step and the agent's own objective; returns when it ended, its time
+    /// from the batch's end on counted as the update's.
+    fn update_on_batch(&mut self, state: &mut EpisodeState<A>, aux_log: Option<&mut MetricsLog>) -> Result<Instant> {
+        let TrainingBatch {
+            batch,
+            sequence,
+            aux,
+            critic,
+        } = self.batch(&mut state.times)?;
+        let lap = Instant::now();
+        if let Some(aux) = &aux {
+            state.aux.push(aux.clone());
+            if let Some(log) = aux_log {
+                log.write(&AuxLog {
+                    update: aux,
+                    frame: self.frame(),
+                })?;
+            }
+        }
+        self.observe_values(&batch)?;
+        let AgentUpdate { mut metrics, obs_grad } = self.agent.update(&batch, self.step, &mut self.rng)?;
+        if let Some(features) = critic {
+            let dh = obs_grad.ok_or_else(|| Error::Training("the critic gave the encoder no gradient".into()))?;
+            self.representation.critic_step(&features, &dh)?;
+        }
+        if let Some(inputs) = sequence {
+            self.agent_objective_step(inputs, &batch.reward, &mut metrics)?;
+        }
+        state.sums.add(&metrics);
+        Ok(StepTimes::lap(&mut state.times.update, lap))
+    }
+
+    /// The finished episode's log line, and the means of its updates' metrics.
+    fn finish_episode(&self, state: EpisodeState<A>) -> StepOutcome<A> {
         let seconds = state.start.elapsed().as_secs_f64().max(1e-9);
         let log = EpisodeLog {
             step: self.step,
@@ -432,7 +486,7 @@ impl<A: Agent> Workspace<A> {
             state_entropy: state_entropy(&state.states, STATE_ENTROPY_K),
             times: state.times,
         };
-        Ok(StepOutcome::Finished(log, state.sums.mean(), AuxMeans::of(&state.aux)))
+        StepOutcome::Finished(log, state.sums.mean(), AuxMeans::of(&state.aux))
     }
 
     /// A training batch: shifted and encoded pixels, or cached features. With an online
@@ -467,12 +521,7 @@ impl<A: Agent> Workspace<A> {
             // (n, 9, 84, 84) u8 each, on the device
             let (obs, next_obs) = frames.gather_shifted(&t.locations, t.nstep, &offsets, &self.shift)?;
             let obs = match self.representation.encode_tensor_for_critic(&obs)? {
-                Some(features) => {
-                    // The critic's gradient reaches the encoder through h.
-                    let h = features.leaf()?;
-                    critic = Some(features);
-                    h
-                }
+                Some(features) => keep_for_critic(features, &mut critic)?,
                 None => self.representation.encode_tensor(&obs)?,
             };
             (obs, self.representation.encode_tensor(&next_obs)?)
@@ -487,12 +536,7 @@ impl<A: Agent> Workspace<A> {
             self.shift.apply_batch(&mut t.obs, dims, &mut self.rng);
             self.shift.apply_batch(&mut t.next_obs, dims, &mut self.rng);
             let obs = match self.representation.encode_for_critic(&t.obs, n)? {
-                Some(features) => {
-                    // The critic's gradient reaches the encoder through h.
-                    let h = features.leaf()?;
-                    critic = Some(features);
-                    h
-                }
+                Some(features) => keep_for_critic(features, &mut critic)?,
                 None => match self.representation.encode_with_tape(&t.obs, n)? {
                     Some(encoded) => {
                         let h = encoded.h.clone();
