@@ -267,23 +267,15 @@ fn run_on_device(
         &cfg.collapse,
         cfg.objective.method.clusters().then_some(cfg.model.num_prototypes),
     );
-    let probe_now = |trainer: &Trainer, log: &mut MetricsLog, on_event: &mut dyn FnMut(RunEvent)| -> Result<()> {
-        if let Some(probe) = &probe {
-            let line = probe.probe(trainer.online_encoder(), trainer.step())?;
-            log.write(&line)?;
-            on_event(RunEvent::Probe(&line));
-        }
-        Ok(())
-    };
     if trainer.step() == 0 && cfg.run.num_updates > 0 {
-        probe_now(&trainer, &mut log, on_event)?;
+        probe_now(probe.as_ref(), &trainer, &mut log, on_event)?;
     }
     while trainer.step() < cfg.run.num_updates {
         let metrics = trainer.update(&mut sampler)?;
         log.write(&metrics)?;
         on_event(RunEvent::Update(&metrics));
         if cfg.probe.enabled() && trainer.step() % cfg.probe.every_updates == 0 {
-            probe_now(&trainer, &mut log, on_event)?;
+            probe_now(probe.as_ref(), &trainer, &mut log, on_event)?;
         }
         if let Some(collapse) = monitor.observe(&CollapseSigns::of(&metrics)) {
             on_event(RunEvent::Collapse(&collapse));
@@ -302,21 +294,42 @@ fn run_on_device(
         // A resumed run that was already complete still leaves its checkpoint in place.
         save_checkpoint(&trainer, cfg, &checkpoint, &provenance)?;
     }
-    let summary_path = out_dir.join(SUMMARY_FILE);
-    // Nothing trained in this invocation (a finished run run again): the summary the run ended
-    // with stays as it is, its last metrics and collapse verdict included.
-    let keep_summary = last_metrics.is_none() && summary_path.exists();
-    let collapse = match (&last_metrics, keep_summary) {
-        (_, true) => read_summary_collapse(&summary_path)?,
-        (Some(m), false) => monitor.current(&CollapseSigns::of(m)),
-        (None, false) => None,
-    };
     let summary = RunSummary {
         checkpoint,
         steps_done: trainer.step(),
         resumed_from,
-        collapse,
+        collapse: None,
         last_metrics,
+    };
+    finish_summary(out_dir, &monitor, summary)
+}
+
+/// The online probe's line at the trainer's step, logged and reported, when there is a probe.
+fn probe_now(
+    probe: Option<&OnlineProbe>,
+    trainer: &Trainer,
+    log: &mut MetricsLog,
+    on_event: &mut dyn FnMut(RunEvent),
+) -> Result<()> {
+    if let Some(probe) = probe {
+        let line = probe.probe(trainer.online_encoder(), trainer.step())?;
+        log.write(&line)?;
+        on_event(RunEvent::Probe(&line));
+    }
+    Ok(())
+}
+
+/// The run's summary with its collapse verdict (the monitor's at the last metrics), written as
+/// `summary.json`; or the one the run ended with, kept, when nothing trained in this invocation.
+fn finish_summary(out_dir: &Path, monitor: &CollapseMonitor, mut summary: RunSummary) -> Result<RunSummary> {
+    let summary_path = out_dir.join(SUMMARY_FILE);
+    // Nothing trained in this invocation (a finished run run again): the summary the run ended
+    // with stays as it is, its last metrics and collapse verdict included.
+    let keep_summary = summary.last_metrics.is_none() && summary_path.exists();
+    summary.collapse = match (&summary.last_metrics, keep_summary) {
+        (_, true) => read_summary_collapse(&summary_path)?,
+        (Some(m), false) => monitor.current(&CollapseSigns::of(m)),
+        (None, false) => None,
     };
     if !keep_summary {
         write_summary(&summary_path, &summary)?;
