@@ -110,6 +110,15 @@ pub struct Transitions {
     pub locations: Vec<(usize, usize)>,
 }
 
+/// Σ_{i<n} γⁱ r_{t+i} of `rewards` (r_t … r_{t+n−1}) with `weights` γⁱ, in f64 then rounded
+/// once; r_t itself for one-step returns.
+fn nstep_reward(rewards: &[f32], weights: &[f64]) -> f32 {
+    match rewards {
+        [r] => *r,
+        _ => rewards.iter().zip(weights).map(|(&r, w)| f64::from(r) * w).sum::<f64>() as f32,
+    }
+}
+
 /// What a checkpoint keeps of the replay's sampling beside its episodes (`drqv2` sampling
 /// only): the number of the oldest stored episode, and the loader's counters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -353,20 +362,7 @@ impl ReplayBuffer {
                 "replay: action sequences are sampled with pixels, not with the feature cache".into(),
             ));
         }
-        // Transitions t of an episode with t + max(n, k) <= its length: one per action for n = 1.
-        let window = returns.n.max(k);
-        let counts: Vec<usize> = self
-            .episodes
-            .iter()
-            .map(|e| (e.num_transitions() + 1).saturating_sub(window))
-            .collect();
-        let total: usize = counts.iter().sum();
-        if total == 0 {
-            return Err(Error::Shape(match self.num_transitions {
-                0 => "replay: sampling from an empty buffer".to_string(),
-                _ => format!("replay: no stored episode has {window} transitions for {window}-step samples"),
-            }));
-        }
+        let counts = self.window_counts(returns.n.max(k))?;
         let obs_len = FRAME_STACK * self.frame_len;
         let a = self.action_dim;
         let mut out = Transitions {
@@ -411,21 +407,29 @@ impl ReplayBuffer {
                 out.action_seq.extend_from_slice(&episode.actions[t * a..(t + k) * a]);
             }
             out.action.extend_from_slice(&episode.actions[t * a..(t + 1) * a]);
-            out.reward.push(match returns.n {
-                1 => episode.rewards[t],
-                _ => {
-                    let rewards = &episode.rewards[t..next];
-                    rewards
-                        .iter()
-                        .zip(&weights)
-                        .map(|(&r, w)| f64::from(r) * w)
-                        .sum::<f64>() as f32
-                }
-            });
+            out.reward.push(nstep_reward(&episode.rewards[t..next], &weights));
             out.discount.push(bootstrap_discount);
             out.locations.push((e, t));
         }
         Ok(out)
+    }
+
+    /// Per stored episode, its transitions t with t + `window` <= its length (one per action
+    /// for a window of 1); an error when no episode has any.
+    fn window_counts(&self, window: usize) -> Result<Vec<usize>> {
+        let counts: Vec<usize> = self
+            .episodes
+            .iter()
+            .map(|e| (e.num_transitions() + 1).saturating_sub(window))
+            .collect();
+        let total: usize = counts.iter().sum();
+        if total == 0 {
+            return Err(Error::Shape(match self.num_transitions {
+                0 => "replay: sampling from an empty buffer".to_string(),
+                _ => format!("replay: no stored episode has {window} transitions for {window}-step samples"),
+            }));
+        }
+        Ok(counts)
     }
 
     /// The pixels of the drawn transitions (episode, t): O_t, O_{t+n} and, for k > 0, O_{t+k},
