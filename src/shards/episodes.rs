@@ -178,6 +178,57 @@ fn list_values_f64(list: &ListArray, row: usize) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// The features of the stats columns, stats/<feature>/<stat>; the feature name itself may
+/// contain '/'.
+fn stat_keys(batch: &RecordBatch) -> Vec<String> {
+    batch
+        .schema()
+        .fields()
+        .iter()
+        .filter_map(|f| f.name().strip_prefix("stats/")?.strip_suffix("/mean").map(String::from))
+        .collect()
+}
+
+/// The task of episode row `row`: the first of its `tasks` list.
+fn row_task(tasks: &ListArray, row: usize, path: &Path) -> Result<String> {
+    let task_list = tasks.value(row);
+    task_list
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .filter(|a| !a.is_empty())
+        .map(|a| a.value(0).to_string())
+        .ok_or_else(|| Error::shard(path, format!("episode row {row} has no task")))
+}
+
+/// Each feature's stats in episode row `row`, in `stat_keys`' order.
+fn row_stats(
+    batch: &RecordBatch,
+    stat_keys: &[String],
+    row: usize,
+    path: &Path,
+) -> Result<Vec<(String, FeatureStats)>> {
+    let mut stats = Vec::with_capacity(stat_keys.len());
+    for key in stat_keys {
+        let list = |stat: &str| column::<ListArray>(batch, &format!("stats/{key}/{stat}"), path);
+        let count = list("count")?.value(row);
+        let count = count
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .map_or(0, |a| a.value(0).max(0) as u64);
+        stats.push((
+            key.clone(),
+            FeatureStats {
+                min: list_values_f64(list("min")?, row),
+                max: list_values_f64(list("max")?, row),
+                mean: list_values_f64(list("mean")?, row),
+                std: list_values_f64(list("std")?, row),
+                count,
+            },
+        ));
+    }
+    Ok(stats)
+}
+
 /// Read every row of one episodes file.
 pub fn read_episodes(path: &Path) -> Result<Vec<EpisodeRecord>> {
     let reader = open_parquet(path)?.build()?;
@@ -197,45 +248,15 @@ pub fn read_episodes(path: &Path) -> Result<Vec<EpisodeRecord>> {
         let src_fps = column::<Float64Array>(&batch, "source/fps", path)?;
         let src_codec = strc("source/codec")?;
         let (quality, sidecar) = (strc("render_quality")?, strc("sidecar")?);
-        // Stats columns: stats/<feature>/<stat>; the feature name itself may contain '/'.
-        let stat_keys: Vec<String> = batch
-            .schema()
-            .fields()
-            .iter()
-            .filter_map(|f| f.name().strip_prefix("stats/")?.strip_suffix("/mean").map(String::from))
-            .collect();
+        let stat_keys = stat_keys(&batch);
         for row in 0..batch.num_rows() {
-            let task_list = tasks.value(row);
-            let task = task_list
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .filter(|a| !a.is_empty())
-                .map(|a| a.value(0).to_string())
-                .ok_or_else(|| Error::shard(path, format!("episode row {row} has no task")))?;
+            let task = row_task(tasks, row, path)?;
             let opt = |a: &StringArray| (!a.is_null(row)).then(|| a.value(row).to_string());
             let render_quality = opt(quality)
                 .map(|q| q.parse::<RenderQuality>())
                 .transpose()
                 .map_err(|e| Error::shard(path, format!("episode row {row}: {e}")))?;
-            let mut stats = Vec::with_capacity(stat_keys.len());
-            for key in &stat_keys {
-                let list = |stat: &str| column::<ListArray>(&batch, &format!("stats/{key}/{stat}"), path);
-                let count = list("count")?.value(row);
-                let count = count
-                    .as_any()
-                    .downcast_ref::<Int64Array>()
-                    .map_or(0, |a| a.value(0).max(0) as u64);
-                stats.push((
-                    key.clone(),
-                    FeatureStats {
-                        min: list_values_f64(list("min")?, row),
-                        max: list_values_f64(list("max")?, row),
-                        mean: list_values_f64(list("mean")?, row),
-                        std: list_values_f64(list("std")?, row),
-                        count,
-                    },
-                ));
-            }
+            let stats = row_stats(&batch, &stat_keys, row, path)?;
             let file_id = |c: &Int64Array, f: &Int64Array| FileId {
                 chunk: c.value(row) as u32,
                 file: f.value(row) as u32,
