@@ -95,6 +95,67 @@ fn fastest<A: Copy + std::fmt::Debug>(
         .ok_or_else(|| candle_core::Error::Msg(format!("cudnn_conv: none of {candidates:?} runs for this shape")))
 }
 
+/// Every algorithm of each part that cuDNN may run, timed by [`fastest`] once per shape.
+const FORWARD_ALGOS: [cudnnConvolutionFwdAlgo_t; 8] = {
+    use cudnnConvolutionFwdAlgo_t as F;
+    [
+        F::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+        F::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+        F::CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+        F::CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
+        F::CUDNN_CONVOLUTION_FWD_ALGO_FFT,
+        F::CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING,
+        F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
+        F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
+    ]
+};
+const DATA_ALGOS: [cudnnConvolutionBwdDataAlgo_t; 6] = {
+    use cudnnConvolutionBwdDataAlgo_t as D;
+    [
+        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT,
+        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING,
+        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
+        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
+    ]
+};
+const FILTER_ALGOS: [cudnnConvolutionBwdFilterAlgo_t; 6] = {
+    use cudnnConvolutionBwdFilterAlgo_t as W;
+    [
+        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT,
+        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3,
+        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
+        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING,
+    ]
+};
+
+/// One part's convolution: the algorithm chosen for `key` (the [`fastest`] of `all`, timed on
+/// the call's own buffers the first time, then remembered as `wrap` makes it), then one
+/// `launch(algo, workspace)` with it; `size(algo)` is its workspace's bytes.
+fn run_part<A: Copy + std::fmt::Debug>(
+    dev: &CudaDevice,
+    key: AlgoKey,
+    all: &[A],
+    wrap: fn(A) -> Algo,
+    unwrap: impl Fn(Algo) -> Option<A>,
+    size: impl Fn(A) -> candle_core::Result<usize>,
+    mut launch: impl FnMut(A, &mut CudaSlice<u8>) -> candle_core::Result<()>,
+) -> candle_core::Result<()> {
+    let (chosen, bytes) = algorithm(key, || {
+        let (algo, bytes) = fastest(dev, all, &size, &mut launch)?;
+        Ok((wrap(algo), bytes))
+    })?;
+    let Some(algo) = unwrap(chosen) else {
+        candle_core::bail!("cudnn_conv: a cached algorithm of another part")
+    };
+    // SAFETY: a workspace, written by cuDNN before it reads it.
+    let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
+    launch(algo, &mut ws)
+}
+
 /// The cached choice for `key`, or `pick`'s, remembered.
 fn algorithm(
     key: AlgoKey,
@@ -301,6 +362,8 @@ impl CustomOp2 for Conv {
         };
         // SAFETY: every element is written by the convolution (beta = 0).
         let mut out = unsafe { dev.alloc::<f32>(out_len)? };
+        // SAFETY (each launch): the descriptors are the buffers' shapes, f32 NCHW; every element
+        // of `out` is written (beta = 0).
         match self.part {
             Part::Forward => {
                 let op = ConvForward {
@@ -309,32 +372,23 @@ impl CustomOp2 for Conv {
                     w: &w_d,
                     y: &y_d,
                 };
-                use cudnnConvolutionFwdAlgo_t as F;
-                let (Algo::Forward(algo), bytes) = algorithm(key, || {
-                    let all = [
-                        F::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                        F::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
-                        F::CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
-                        F::CUDNN_CONVOLUTION_FWD_ALGO_DIRECT,
-                        F::CUDNN_CONVOLUTION_FWD_ALGO_FFT,
-                        F::CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING,
-                        F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD,
-                        F::CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED,
-                    ];
-                    let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
-                        // SAFETY: as the launch below.
+                // a = x, b = w.
+                let unwrap = |a| match a {
+                    Algo::Forward(f) => Some(f),
+                    _ => None,
+                };
+                run_part(
+                    &dev,
+                    key,
+                    &FORWARD_ALGOS,
+                    Algo::Forward,
+                    unwrap,
+                    |algo| Ok(op.get_workspace_size(algo)?),
+                    |algo, ws| {
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
                         Ok(())
-                    })?;
-                    Ok((Algo::Forward(algo), bytes))
-                })?
-                else {
-                    candle_core::bail!("cudnn_conv: a cached algorithm of another part");
-                };
-                let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
-                // SAFETY: the descriptors are the buffers' shapes, f32 NCHW.
-                unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
+                    },
+                )?;
             }
             Part::Data { .. } => {
                 let op = ConvBackwardData {
@@ -343,30 +397,23 @@ impl CustomOp2 for Conv {
                     w: &w_d,
                     dy: &y_d,
                 };
-                use cudnnConvolutionBwdDataAlgo_t as D;
-                let (Algo::Data(algo), bytes) = algorithm(key, || {
-                    let all = [
-                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
-                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
-                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT,
-                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING,
-                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD,
-                        D::CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
-                    ];
-                    let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
-                        // SAFETY: as the launch below.
+                // a = g (dy), b = w.
+                let unwrap = |a| match a {
+                    Algo::Data(d) => Some(d),
+                    _ => None,
+                };
+                run_part(
+                    &dev,
+                    key,
+                    &DATA_ALGOS,
+                    Algo::Data,
+                    unwrap,
+                    |algo| Ok(op.get_workspace_size(algo)?),
+                    |algo, ws| {
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
                         Ok(())
-                    })?;
-                    Ok((Algo::Data(algo), bytes))
-                })?
-                else {
-                    candle_core::bail!("cudnn_conv: a cached algorithm of another part");
-                };
-                let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
-                // SAFETY: as above; a = g (dy), b = w.
-                unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
+                    },
+                )?;
             }
             Part::Filter { .. } => {
                 let op = ConvBackwardFilter {
@@ -375,30 +422,23 @@ impl CustomOp2 for Conv {
                     dw: &w_d,
                     dy: &y_d,
                 };
-                use cudnnConvolutionBwdFilterAlgo_t as W;
-                let (Algo::Filter(algo), bytes) = algorithm(key, || {
-                    let all = [
-                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
-                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
-                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT,
-                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3,
-                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
-                        W::CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING,
-                    ];
-                    let size = |algo| Ok(op.get_workspace_size(algo)?);
-                    let (algo, bytes) = fastest(&dev, &all, size, |algo, ws| {
-                        // SAFETY: as the launch below.
+                // a = x, b = g (dy).
+                let unwrap = |a| match a {
+                    Algo::Filter(w) => Some(w),
+                    _ => None,
+                };
+                run_part(
+                    &dev,
+                    key,
+                    &FILTER_ALGOS,
+                    Algo::Filter,
+                    unwrap,
+                    |algo| Ok(op.get_workspace_size(algo)?),
+                    |algo, ws| {
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
                         Ok(())
-                    })?;
-                    Ok((Algo::Filter(algo), bytes))
-                })?
-                else {
-                    candle_core::bail!("cudnn_conv: a cached algorithm of another part");
-                };
-                let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
-                // SAFETY: as above; a = x, b = g (dy).
-                unsafe { op.launch(algo, Some(&mut ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
+                    },
+                )?;
             }
         }
         Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from(out_dims.to_vec())))
