@@ -194,18 +194,24 @@ pub fn run_cell(
         }
     })();
     record.wall_clock_s = wall_before + started.elapsed().as_secs_f64();
+    record_result(&mut record, &dir, result)
+}
+
+/// Writes how the cell's run ended into its record (done with its pace, or failed with the
+/// error), then passes that end on.
+fn record_result(record: &mut CellRecord, dir: &Path, result: Result<LoopSummary>) -> Result<CellOutcome> {
     match result {
         Ok(summary) => {
             record.state = CellState::Done;
             record.frames_done = summary.frames_done;
             record.frames_per_s = record.frames_done as f64 / record.wall_clock_s.max(1e-9);
-            record.write(&dir)?;
+            record.write(dir)?;
             Ok(CellOutcome::Finished(summary))
         }
         Err(err) => {
             record.state = CellState::Failed;
             record.error = Some(err.to_string());
-            record.write(&dir)?;
+            record.write(dir)?;
             Err(err)
         }
     }
@@ -413,36 +419,88 @@ pub fn run_pool(
             reading: *reading,
         });
     }
-    // By ordinal: every queued GPU cell's GPU has one.
-    let mut shares: BTreeMap<usize, GpuShare> = first_readings
-        .into_iter()
-        .map(|(share, _)| (share.ordinal, share))
-        .collect();
-    let mut last_reading: Option<Instant> = None;
+    let pool = Pool {
+        suite_path,
+        out,
+        exe,
+        budget,
+        jobs,
+        threads,
+        queue: todo.into_iter().collect(),
+        running: Vec::new(),
+        // By ordinal: every queued GPU cell's GPU has one.
+        shares: first_readings
+            .into_iter()
+            .map(|(share, _)| (share.ordinal, share))
+            .collect(),
+        requeued: vec![0u32; cells.len()],
+        last_reading: None,
+        summary,
+    };
+    pool.run(on_event)
+}
 
-    let mut queue: VecDeque<(&Cell, Placement)> = todo.into_iter().collect();
-    let mut requeued = vec![0u32; cells.len()];
-    let mut running: Vec<Running> = Vec::new();
-    let mut last_progress = Instant::now();
-    loop {
-        while running.len() < jobs {
-            let Some(&(cell, place)) = queue.front() else { break };
+/// The pool as it runs: what each cell's process is started with, the cells queued and
+/// running, each GPU's share, and the tally so far.
+struct Pool<'a> {
+    suite_path: &'a Path,
+    out: &'a Path,
+    exe: PathBuf,
+    budget: u64,
+    jobs: usize,
+    threads: usize,
+    queue: VecDeque<(&'a Cell, Placement)>,
+    running: Vec<Running<'a>>,
+    /// By ordinal.
+    shares: BTreeMap<usize, GpuShare>,
+    /// Times each cell (by index) went back in the queue out of GPU memory.
+    requeued: Vec<u32>,
+    /// When a GPU's memory was last read.
+    last_reading: Option<Instant>,
+    summary: PoolSummary,
+}
+
+impl Pool<'_> {
+    /// Starts, settles and reports cells until none is queued or running; the tally.
+    fn run(mut self, on_event: &mut dyn FnMut(PoolEvent)) -> Result<PoolSummary> {
+        let mut last_progress = Instant::now();
+        loop {
+            self.start_queued(on_event)?;
+            if self.running.is_empty() {
+                break;
+            }
+            self.reap_ended(on_event)?;
+            if last_progress.elapsed() >= Duration::from_secs(1) {
+                self.report_progress(on_event);
+                last_progress = Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(self.summary)
+    }
+
+    /// Starts queued cells while fewer than `jobs` run and the next one's GPU takes another; a
+    /// cell another process holds leaves the queue as busy.
+    fn start_queued(&mut self, on_event: &mut dyn FnMut(PoolEvent)) -> Result<()> {
+        while self.running.len() < self.jobs {
+            let Some(&(cell, place)) = self.queue.front() else {
+                break;
+            };
             if let Some(ordinal) = place.gpu {
-                let on_it = running.iter().filter(|r| r.place.gpu == Some(ordinal)).count();
-                if on_it >= shares[&ordinal].cap {
+                if cells_on(&self.running, ordinal) >= self.shares[&ordinal].cap {
                     break;
                 }
             }
-            queue.pop_front();
-            if CellLock::is_held(&cell.dir(out)) {
-                summary.busy += 1;
+            self.queue.pop_front();
+            if CellLock::is_held(&cell.dir(self.out)) {
+                self.summary.busy += 1;
                 on_event(PoolEvent::CellBusy { cell });
                 continue;
             }
-            let frames_before = CellRecord::read(&cell.dir(out))?.map_or(0, |r| r.frames_done);
-            let child = spawn_cell(&exe, suite_path, out, cell, threads)?;
+            let frames_before = CellRecord::read(&cell.dir(self.out))?.map_or(0, |r| r.frames_done);
+            let child = spawn_cell(&self.exe, self.suite_path, self.out, cell, self.threads)?;
             on_event(PoolEvent::CellStarted { cell });
-            running.push(Running {
+            self.running.push(Running {
                 cell,
                 child,
                 place,
@@ -450,12 +508,15 @@ pub fn run_pool(
                 warm: false,
             });
         }
-        if running.is_empty() {
-            break;
-        }
+        Ok(())
+    }
+
+    /// Settles every cell whose process has ended: done, failed, busy, or (out of GPU memory,
+    /// retries left) back at the front of the queue with its GPU's cap lowered.
+    fn reap_ended(&mut self, on_event: &mut dyn FnMut(PoolEvent)) -> Result<()> {
         let mut i = 0;
-        while i < running.len() {
-            let status = running[i]
+        while i < self.running.len() {
+            let status = self.running[i]
                 .child
                 .try_wait()
                 .map_err(|e| Error::Config(format!("waiting for a cell process: {e}")))?;
@@ -463,66 +524,73 @@ pub fn run_pool(
                 None => i += 1,
                 Some(status) if status.code() == Some(BUSY_EXIT_CODE) => {
                     // Another process took the cell between our check and the child's start.
-                    let ended = running.swap_remove(i);
-                    summary.busy += 1;
+                    let ended = self.running.swap_remove(i);
+                    self.summary.busy += 1;
                     on_event(PoolEvent::CellBusy { cell: ended.cell });
                 }
                 Some(status) => {
-                    let ended = running.swap_remove(i);
+                    let ended = self.running.swap_remove(i);
                     let cell = ended.cell;
-                    let record = settle(cell, out, budget, status)?;
+                    let record = settle(cell, self.out, self.budget, status)?;
                     on_event(PoolEvent::CellEnded { cell, record: &record });
                     let out_of_memory = record.state == CellState::Failed
                         && record.error.as_deref().is_some_and(gpu_share::is_out_of_memory);
                     match (ended.place.gpu, record.state) {
-                        (_, CellState::Done) => summary.done += 1,
-                        (Some(ordinal), _) if out_of_memory && requeued[cell.index] < OUT_OF_MEMORY_RETRIES => {
-                            requeued[cell.index] += 1;
-                            let still = running.iter().filter(|r| r.place.gpu == Some(ordinal)).count();
-                            let share = shares.get_mut(&ordinal).expect("a GPU cell's GPU has a share");
+                        (_, CellState::Done) => self.summary.done += 1,
+                        (Some(ordinal), _) if out_of_memory && self.requeued[cell.index] < OUT_OF_MEMORY_RETRIES => {
+                            self.requeued[cell.index] += 1;
+                            let still = cells_on(&self.running, ordinal);
+                            let share = self.shares.get_mut(&ordinal).expect("a GPU cell's GPU has a share");
                             share.out_of_memory(still);
-                            queue.push_front((cell, ended.place));
+                            self.queue.push_front((cell, ended.place));
                             on_event(PoolEvent::CellRequeued { cell, share });
                         }
-                        _ => summary.failed += 1,
+                        _ => self.summary.failed += 1,
                     }
                 }
             }
         }
-        if last_progress.elapsed() >= Duration::from_secs(1) {
-            let mut frames = 0;
-            for r in &mut running {
-                let done = CellRecord::read(&r.cell.dir(out))
-                    .ok()
-                    .flatten()
-                    .map_or(0, |rec| rec.frames_done);
-                frames += done;
-                r.warm |= done > r.warm_after;
-            }
-            on_event(PoolEvent::Progress { frames });
-            // nvidia-smi costs tens of ms of a core: every few seconds is enough.
-            let reading_due = last_reading.is_none_or(|t| t.elapsed() >= GPU_READING_EVERY);
-            for share in shares.values_mut() {
-                let on_it = running.iter().filter(|r| r.place.gpu == Some(share.ordinal));
-                let (count, warm) = on_it.fold((0, 0), |(n, w), r| (n + 1, w + usize::from(r.warm)));
-                if reading_due && share.wants_reading(count, warm) {
-                    last_reading = Some(Instant::now());
-                    // A failed reading leaves the cap where it is until the next one.
-                    if let Ok(reading) = gpu_share::read_gpu_memory(share.ordinal) {
-                        if share.observe(reading, count) {
-                            on_event(PoolEvent::GpuShare {
-                                share,
-                                reading: Some(reading),
-                            });
-                        }
-                    }
-                }
-            }
-            last_progress = Instant::now();
-        }
-        std::thread::sleep(Duration::from_millis(100));
+        Ok(())
     }
-    Ok(summary)
+
+    /// Reports the frames the running cells have done, marks those past their `warm_after`
+    /// warm, and reads a GPU's memory where that can change its cap (at most every
+    /// [`GPU_READING_EVERY`]).
+    fn report_progress(&mut self, on_event: &mut dyn FnMut(PoolEvent)) {
+        let mut frames = 0;
+        for r in &mut self.running {
+            let done = CellRecord::read(&r.cell.dir(self.out))
+                .ok()
+                .flatten()
+                .map_or(0, |rec| rec.frames_done);
+            frames += done;
+            r.warm |= done > r.warm_after;
+        }
+        on_event(PoolEvent::Progress { frames });
+        // nvidia-smi costs tens of ms of a core: every few seconds is enough.
+        let reading_due = self.last_reading.is_none_or(|t| t.elapsed() >= GPU_READING_EVERY);
+        for share in self.shares.values_mut() {
+            let on_it = self.running.iter().filter(|r| r.place.gpu == Some(share.ordinal));
+            let (count, warm) = on_it.fold((0, 0), |(n, w), r| (n + 1, w + usize::from(r.warm)));
+            if reading_due && share.wants_reading(count, warm) {
+                self.last_reading = Some(Instant::now());
+                // A failed reading leaves the cap where it is until the next one.
+                if let Ok(reading) = gpu_share::read_gpu_memory(share.ordinal) {
+                    if share.observe(reading, count) {
+                        on_event(PoolEvent::GpuShare {
+                            share,
+                            reading: Some(reading),
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How many of the running cells are on GPU `ordinal`.
+fn cells_on(running: &[Running], ordinal: usize) -> usize {
+    running.iter().filter(|r| r.place.gpu == Some(ordinal)).count()
 }
 
 fn spawn_cell(exe: &Path, suite_path: &Path, out: &Path, cell: &Cell, threads: usize) -> Result<Child> {
