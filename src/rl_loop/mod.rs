@@ -118,18 +118,11 @@ pub fn run_agent<A: Registered>(
     let _claim = crate::fsutil::claim_dir(out_dir, ws.stage.command)?;
     write_provenance(out_dir, &ws, render_source)?;
     let mut logs = Logs::open(out_dir, &ws, resumed_from_frame.is_some())?;
-    on_event(LoopEvent::Started(LoopStart {
-        start_frame: ws.frame(),
+    on_event(LoopEvent::Started(loop_start(
+        &ws,
         num_train_frames,
-        resumed: resumed_from_frame.is_some(),
-        encoder: ws.representation.id(),
-        device_cache: ws
-            .device_cache
-            .as_ref()
-            .map(|cache| cache.describe())
-            .or_else(|| ws.device_frames.as_ref().map(|frames| frames.describe()))
-            .or_else(|| ws.device_note.clone()),
-    }));
+        resumed_from_frame.is_some(),
+    )));
 
     // ---- the loop
     let start = Instant::now();
@@ -137,13 +130,7 @@ pub fn run_agent<A: Registered>(
     let mut last_eval = None;
     let mut episode: Option<EpisodeState<A>> = None;
     loop {
-        // At step 0, at every multiple of eval_every after the last evaluation (mid-episode
-        // too: evaluation has its own environment), and once at the end of the budget.
-        let due = ws
-            .last_eval_step
-            .is_none_or(|last| ws.step >= (last / eval_every + 1) * eval_every);
-        let at_end = ws.step >= total_steps && ws.last_eval_step != Some(ws.step);
-        if due || at_end {
+        if eval_due(&ws, eval_every, total_steps) {
             let video_dir = spec.save_video.then(|| out_dir.join(VIDEO_DIR));
             let row = ws.evaluate(start, video_dir.as_deref())?;
             logs.evaluation(&row)?;
@@ -184,6 +171,33 @@ pub fn run_agent<A: Registered>(
         resumed_from_frame,
         last_eval,
     })
+}
+
+/// Where the run starts, and what it keeps on its device (or why not), for its first line.
+fn loop_start<A: Agent>(ws: &Workspace<A>, num_train_frames: u64, resumed: bool) -> LoopStart<'_> {
+    LoopStart {
+        start_frame: ws.frame(),
+        num_train_frames,
+        resumed,
+        encoder: ws.representation.id(),
+        device_cache: ws
+            .device_cache
+            .as_ref()
+            .map(|cache| cache.describe())
+            .or_else(|| ws.device_frames.as_ref().map(|frames| frames.describe()))
+            .or_else(|| ws.device_note.clone()),
+    }
+}
+
+/// Whether an evaluation is due: at step 0, at every multiple of `eval_every` after the last
+/// evaluation (mid-episode too: evaluation has its own environment), and once at the end of
+/// the budget.
+fn eval_due<A: Agent>(ws: &Workspace<A>, eval_every: u64, total_steps: u64) -> bool {
+    let due = ws
+        .last_eval_step
+        .is_none_or(|last| ws.step >= (last / eval_every + 1) * eval_every);
+    let at_end = ws.step >= total_steps && ws.last_eval_step != Some(ws.step);
+    due || at_end
 }
 
 /// The loop's state: fresh, or restored from the checkpoint at `checkpoint` (with the frame it
