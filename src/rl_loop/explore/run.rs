@@ -350,19 +350,11 @@ fn explore<A: Registered>(
         });
         let between_episodes = domains.iter().all(|d| d.episode.is_none());
         if between_episodes && step - last_checkpoint_step >= checkpoint_every && step < total_steps {
-            let encoder = save(cfg, &explorer, &domains, out_dir, &toml)?;
+            save_and_report(cfg, &explorer, &domains, out_dir, &toml, on_event)?;
             last_checkpoint_step = step;
-            on_event(ExploreEvent::Checkpoint {
-                frame: domains[0].ws.frame(),
-                encoder: &encoder,
-            });
         }
     }
-    let encoder = save(cfg, &explorer, &domains, out_dir, &toml)?;
-    on_event(ExploreEvent::Checkpoint {
-        frame: domains[0].ws.frame(),
-        encoder: &encoder,
-    });
+    let encoder = save_and_report(cfg, &explorer, &domains, out_dir, &toml, on_event)?;
     let updates = explorer.borrow().updates();
     Ok(ExploreSummary {
         frames_done: Frames::from_steps(domains[0].ws.step, repeat).0,
@@ -399,6 +391,23 @@ fn recover_checkpoint_dir(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// [`save`], then the checkpoint's event; returns the encoder export's path.
+fn save_and_report<A: Registered>(
+    cfg: &ExploreConfig,
+    explorer: &SharedExplorer,
+    domains: &[Domain<A>],
+    out_dir: &Path,
+    toml: &str,
+    on_event: &mut dyn FnMut(ExploreEvent),
+) -> Result<PathBuf> {
+    let encoder = save(cfg, explorer, domains, out_dir, toml)?;
+    on_event(ExploreEvent::Checkpoint {
+        frame: domains[0].ws.frame(),
+        encoder: &encoder,
+    });
+    Ok(encoder)
 }
 
 /// Writes every domain's checkpoint and the explorer's state into `checkpoint.tmp`, swaps it
