@@ -4,48 +4,12 @@
 use super::*;
 
 pub(super) fn scale(md: &mut String, report: &Report) {
-    let s = settings(report);
     let _ = writeln!(md, "## Scale\n");
     if report.methods.is_empty() {
         let _ = writeln!(md, "No cell is done yet: nothing to score.\n");
         return;
     }
-    let frames = distinct(s.clone().map(|s| s.num_train_frames));
-    let feature_cache = distinct(s.clone().map(|s| {
-        if s.feature_cache {
-            format!("on, {} (features cached, no augmentation)", s.feature_cache_dtype)
-        } else {
-            "off (random shift on every batch)".to_string()
-        }
-    }));
-    // Episodes cut short of the task's time limit (`env.episode_frames`) are said; the task's
-    // own length is not.
-    let cut = if s.clone().any(|s| s.episode_frames.is_some()) {
-        format!(
-            "; episode length {}",
-            distinct(
-                s.clone()
-                    .map(|s| crate::report::mismatch::episode_length(s.episode_frames))
-            )
-        )
-    } else {
-        String::new()
-    };
-    let _ = writeln!(md, "| | frames (env steps) | seeds per task | evaluation | settings |");
-    let _ = writeln!(md, "|---|---|---|---|---|");
-    let _ = writeln!(
-        md,
-        "| ours (this suite) | {frames} (action repeat {}{cut}) | {} | episodes: {}, every {} frames | batch {}, replay {} \
-         (sampling {}), feature cache {feature_cache}, render quality {} |",
-        distinct(s.clone().map(|s| s.action_repeat)),
-        seeds_per_task(report),
-        distinct(s.clone().map(|s| s.num_eval_episodes)),
-        distinct(s.clone().map(|s| s.eval_every_frames)),
-        distinct(s.clone().map(|s| s.batch_size)),
-        distinct(s.clone().map(|s| s.replay_capacity)),
-        distinct(s.clone().map(|s| s.replay_sampling.clone())),
-        distinct(s.map(|s| s.render_quality.clone())),
-    );
+    ours_row(md, report);
     let has_task = |among: &[Task]| {
         report
             .methods
@@ -105,6 +69,48 @@ pub(super) fn scale(md: &mut String, report: &Report) {
         "The paper's columns below are copied from {}; nothing in them is computed here except where \
          a column says \"derived\".\n",
         sources.join(", and from ")
+    );
+}
+
+/// The scale table's header and its row for this suite: every distinct value of its done
+/// cells' frames, seeds, evaluation and settings.
+fn ours_row(md: &mut String, report: &Report) {
+    let s = settings(report);
+    let frames = distinct(s.clone().map(|s| s.num_train_frames));
+    let feature_cache = distinct(s.clone().map(|s| {
+        if s.feature_cache {
+            format!("on, {} (features cached, no augmentation)", s.feature_cache_dtype)
+        } else {
+            "off (random shift on every batch)".to_string()
+        }
+    }));
+    // Episodes cut short of the task's time limit (`env.episode_frames`) are said; the task's
+    // own length is not.
+    let cut = if s.clone().any(|s| s.episode_frames.is_some()) {
+        format!(
+            "; episode length {}",
+            distinct(
+                s.clone()
+                    .map(|s| crate::report::mismatch::episode_length(s.episode_frames))
+            )
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(md, "| | frames (env steps) | seeds per task | evaluation | settings |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| ours (this suite) | {frames} (action repeat {}{cut}) | {} | episodes: {}, every {} frames | batch {}, replay {} \
+         (sampling {}), feature cache {feature_cache}, render quality {} |",
+        distinct(s.clone().map(|s| s.action_repeat)),
+        seeds_per_task(report),
+        distinct(s.clone().map(|s| s.num_eval_episodes)),
+        distinct(s.clone().map(|s| s.eval_every_frames)),
+        distinct(s.clone().map(|s| s.batch_size)),
+        distinct(s.clone().map(|s| s.replay_capacity)),
+        distinct(s.clone().map(|s| s.replay_sampling.clone())),
+        distinct(s.map(|s| s.render_quality.clone())),
     );
 }
 
