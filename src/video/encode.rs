@@ -66,25 +66,7 @@ fn encode(path: &Path, frames: &[Vec<u8>], frame_seconds: f64, how: &Encoding) -
     let mut octx = ff::format::output_as(path, how.container).map_err(|e| e.to_string())?;
     let codec = ff::encoder::find(how.codec).ok_or_else(|| format!("FFmpeg has no {:?} encoder", how.codec))?;
     let global_header = octx.format().flags().contains(ff::format::Flags::GLOBAL_HEADER);
-    let mut encoder = ff::codec::context::Context::new_with_codec(codec)
-        .encoder()
-        .video()
-        .map_err(|e| e.to_string())?;
-    encoder.set_width(size);
-    encoder.set_height(size);
-    encoder.set_format(how.pixel);
-    encoder.set_time_base(time_base);
-    encoder.set_frame_rate(Some(ff::Rational::new(1_000_000, ticks)));
-    if global_header {
-        encoder.set_flags(ff::codec::Flags::GLOBAL_HEADER);
-    }
-    let mut options = ff::Dictionary::new();
-    for (key, value) in how.options {
-        options.set(key, value);
-    }
-    let mut encoder = encoder
-        .open_as_with(codec, options)
-        .map_err(|e| format!("opening {:?}: {e}", how.codec))?;
+    let mut encoder = open_encoder(codec, how, ticks, global_header)?;
     {
         let mut stream = octx.add_stream(codec).map_err(|e| e.to_string())?;
         stream.set_parameters(&encoder);
@@ -103,20 +85,7 @@ fn encode(path: &Path, frames: &[Vec<u8>], frame_seconds: f64, how: &Encoding) -
     let mut frame = ff::frame::Video::new(how.pixel, size, size);
     // RGB to the codec's format when it is not packed RGB (the preview's yuv420p).
     let mut rgb_frame = ff::frame::Video::new(ff::format::Pixel::RGB24, size, size);
-    let mut scaler = (how.pixel != ff::format::Pixel::BGRZ)
-        .then(|| {
-            ff::software::scaling::Context::get(
-                ff::format::Pixel::RGB24,
-                size,
-                size,
-                how.pixel,
-                size,
-                size,
-                ff::software::scaling::Flags::BILINEAR,
-            )
-        })
-        .transpose()
-        .map_err(|e| format!("colour conversion: {e}"))?;
+    let mut scaler = rgb_scaler(how)?;
     let mut packet = ff::Packet::empty();
     // MP4 ends its track at the last packet's end: without a duration the last frame is cut.
     // (Matroska needs none; the lossless files stay as they were.)
@@ -157,6 +126,55 @@ fn encode(path: &Path, frames: &[Vec<u8>], frame_seconds: f64, how: &Encoding) -
     drain(&mut encoder, &mut octx)?;
     octx.write_trailer().map_err(|e| format!("writing the trailer: {e}"))?;
     Ok(())
+}
+
+/// `codec` opened with `how`'s pixel format and options for (84, 84) frames, one every `ticks`
+/// microseconds, with a global header where the container wants one.
+fn open_encoder(
+    codec: ff::Codec,
+    how: &Encoding,
+    ticks: i32,
+    global_header: bool,
+) -> std::result::Result<ff::encoder::Video, String> {
+    let size = FRAME_SIZE as u32;
+    let mut encoder = ff::codec::context::Context::new_with_codec(codec)
+        .encoder()
+        .video()
+        .map_err(|e| e.to_string())?;
+    encoder.set_width(size);
+    encoder.set_height(size);
+    encoder.set_format(how.pixel);
+    encoder.set_time_base(ff::Rational::new(ticks, 1_000_000));
+    encoder.set_frame_rate(Some(ff::Rational::new(1_000_000, ticks)));
+    if global_header {
+        encoder.set_flags(ff::codec::Flags::GLOBAL_HEADER);
+    }
+    let mut options = ff::Dictionary::new();
+    for (key, value) in how.options {
+        options.set(key, value);
+    }
+    encoder
+        .open_as_with(codec, options)
+        .map_err(|e| format!("opening {:?}: {e}", how.codec))
+}
+
+/// The converter of (84, 84) RGB24 frames to `how`'s pixel format, unless that is packed RGB.
+fn rgb_scaler(how: &Encoding) -> std::result::Result<Option<ff::software::scaling::Context>, String> {
+    let size = FRAME_SIZE as u32;
+    (how.pixel != ff::format::Pixel::BGRZ)
+        .then(|| {
+            ff::software::scaling::Context::get(
+                ff::format::Pixel::RGB24,
+                size,
+                size,
+                how.pixel,
+                size,
+                size,
+                ff::software::scaling::Flags::BILINEAR,
+            )
+        })
+        .transpose()
+        .map_err(|e| format!("colour conversion: {e}"))
 }
 
 /// Packed RGB (h, w, 3) into FFmpeg's packed `bgr0` (B, G, R, unused; rows padded to stride).
