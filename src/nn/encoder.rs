@@ -587,6 +587,43 @@ mod tests {
     use crate::device::Backend;
     use crate::rl::written_out::test_support::worst_relative as rel_err;
 
+    /// Sets every bias in `params` to uniform draws in [−0.3, 0.3).
+    fn randomize_biases(params: &Params, rng: &mut ChaCha8Rng) {
+        for (name, var) in params.iter() {
+            if name.ends_with("bias") {
+                let b: Vec<f32> = (0..var.elem_count()).map(|_| rng.random_range(-0.3..0.3)).collect();
+                var.set(&Tensor::from_vec(b, var.shape(), &Device::Cpu).unwrap())
+                    .unwrap();
+            }
+        }
+    }
+
+    /// Candle's autograd of Σ h[rows] ⊙ dh through the forward that gave `h_graph` (b, repr):
+    /// each layer's weight and bias gradients, named and in order.
+    fn graph_gradients(encoder: &Encoder, h_graph: &Tensor, rows: &[usize], dh: &Tensor) -> Vec<(String, Tensor)> {
+        let idx = row_index(rows, h_graph.dim(0).unwrap(), &Device::Cpu).unwrap();
+        let grads = h_graph
+            .index_select(&idx, 0)
+            .unwrap()
+            .mul(dh)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        encoder
+            .layers
+            .iter()
+            .flat_map(|l| {
+                [
+                    (format!("{}.weight", l.name), &l.weight),
+                    (format!("{}.bias", l.name), &l.bias),
+                ]
+            })
+            .map(|(name, p)| (name, grads.get(p).expect("a parameter's gradient").clone()))
+            .collect()
+    }
+
     #[test]
     fn the_kept_activations_give_the_graphs_gradients() {
         // candle's path on the CPU (the GPU's code): the backward from kept activations against
@@ -601,13 +638,7 @@ mod tests {
         };
         let mut params = Params::new(Backend::candle(&Device::Cpu));
         let encoder = Encoder::new(&cfg, "encoder", &mut params, &mut rng).unwrap();
-        for (name, var) in params.iter() {
-            if name.ends_with("bias") {
-                let b: Vec<f32> = (0..var.elem_count()).map(|_| rng.random_range(-0.3..0.3)).collect();
-                var.set(&Tensor::from_vec(b, var.shape(), &Device::Cpu).unwrap())
-                    .unwrap();
-            }
-        }
+        randomize_biases(&params, &mut rng);
         let b = 6;
         let pixels: Vec<u8> = (0..b * 9 * 21 * 21).map(|_| rng.random()).collect();
         let x = Tensor::from_vec(pixels, (b, 9, 21, 21), &Device::Cpu)
@@ -639,28 +670,8 @@ mod tests {
                 .collect();
             let dh = Tensor::from_vec(dh, (rows.len(), encoder.repr_dim()), &Device::Cpu).unwrap();
             let kept = encoder.backward_kept(&activations, rows, &dh).unwrap();
-            let idx = row_index(rows, b, &Device::Cpu).unwrap();
-            let grads = h_graph
-                .index_select(&idx, 0)
-                .unwrap()
-                .mul(&dh)
-                .unwrap()
-                .sum_all()
-                .unwrap()
-                .backward()
-                .unwrap();
+            let graph = graph_gradients(&encoder, &h_graph, rows, &dh);
             assert_eq!(kept.len(), 2 * cfg.num_layers);
-            let graph: Vec<(String, Tensor)> = encoder
-                .layers
-                .iter()
-                .flat_map(|l| {
-                    [
-                        (format!("{}.weight", l.name), &l.weight),
-                        (format!("{}.bias", l.name), &l.bias),
-                    ]
-                })
-                .map(|(name, p)| (name, grads.get(p).expect("a parameter's gradient").clone()))
-                .collect();
             for ((name, ours), (ref_name, expected)) in kept.iter().zip(&graph) {
                 assert_eq!(name, ref_name);
                 assert_eq!(ours.dims(), expected.dims(), "{name}");
