@@ -293,37 +293,7 @@ impl SuiteFile {
             names.push(&row.name);
         }
         if let Some(p) = &self.primary {
-            if p.b.is_empty() {
-                return bad("primary: b names no method".to_string());
-            }
-            for method in std::iter::once(&p.a).chain(&p.b) {
-                let row = method.split('+').next().unwrap_or_default();
-                if !names.contains(&row) {
-                    return bad(format!(
-                        "primary: {method:?} is not an encoder row of this suite (rows: {})",
-                        names.join(", ")
-                    ));
-                }
-            }
-            if p.b.contains(&p.a) {
-                return bad(format!("primary: a and b are both {:?}", p.a));
-            }
-            if has_duplicate(&p.b) {
-                return bad(format!("primary: b names a method twice: {:?}", p.b));
-            }
-            if p.b.len() > 1 && p.unit != PrimaryUnit::Seed {
-                return bad(format!(
-                    "primary: b = {:?} is a family of comparisons, which Holm's step-down decides from \
-                     p-values: it needs unit = \"seed\"",
-                    p.b
-                ));
-            }
-            if !(p.confidence > 0.0 && p.confidence < 1.0) {
-                return bad(format!(
-                    "primary: confidence = {} must be between 0 and 1",
-                    p.confidence
-                ));
-            }
+            validate_primary(p, &names)?;
         }
         if let Some(task) = self.task_set.keys().find(|t| !self.tasks.contains(t)) {
             return bad(format!("task_set names {task}, which is not among the suite's tasks"));
@@ -410,6 +380,43 @@ impl SuiteFile {
         self.pin_render_quality(&mut cfg.env.render_quality)?;
         Ok(cfg)
     }
+}
+
+/// Checks a `[primary]` comparison against the suite's encoder row `names`.
+fn validate_primary(p: &PrimaryComparison, names: &[&str]) -> Result<()> {
+    let bad = |m: String| Err(Error::Config(m));
+    if p.b.is_empty() {
+        return bad("primary: b names no method".to_string());
+    }
+    for method in std::iter::once(&p.a).chain(&p.b) {
+        let row = method.split('+').next().unwrap_or_default();
+        if !names.contains(&row) {
+            return bad(format!(
+                "primary: {method:?} is not an encoder row of this suite (rows: {})",
+                names.join(", ")
+            ));
+        }
+    }
+    if p.b.contains(&p.a) {
+        return bad(format!("primary: a and b are both {:?}", p.a));
+    }
+    if has_duplicate(&p.b) {
+        return bad(format!("primary: b names a method twice: {:?}", p.b));
+    }
+    if p.b.len() > 1 && p.unit != PrimaryUnit::Seed {
+        return bad(format!(
+            "primary: b = {:?} is a family of comparisons, which Holm's step-down decides from \
+             p-values: it needs unit = \"seed\"",
+            p.b
+        ));
+    }
+    if !(p.confidence > 0.0 && p.confidence < 1.0) {
+        return bad(format!(
+            "primary: confidence = {} must be between 0 and 1",
+            p.confidence
+        ));
+    }
+    Ok(())
 }
 
 fn has_duplicate<T: PartialEq>(items: &[T]) -> bool {
