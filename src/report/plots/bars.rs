@@ -17,6 +17,33 @@ struct AggregateBars<'a> {
 
 const LABEL_PX: u32 = 200;
 
+impl AggregateBars<'_> {
+    /// Panel `k`'s scores: centred on the intervals, at least 0.05 wide (one run per task
+    /// gives none).
+    fn x_range(&self, k: usize) -> std::ops::Range<f64> {
+        let values = self
+            .rows
+            .iter()
+            .flat_map(|r| [r.estimates[k].lower, r.estimates[k].upper]);
+        let lo = values.clone().fold(f64::INFINITY, f64::min);
+        let hi = values.fold(f64::NEG_INFINITY, f64::max);
+        let (mid, half) = ((lo + hi) / 2.0, 0.55 * (hi - lo).max(0.05));
+        mid - half..mid + half
+    }
+}
+
+/// An aggregate's panel title; a median of one or two per-task means says it is their mean.
+fn panel_caption(agg: Aggregate, max_tasks: usize) -> String {
+    match (agg, max_tasks) {
+        (Aggregate::Median, 1 | 2) => format!(
+            "median (= mean: {max_tasks} task{})",
+            if max_tasks == 1 { "" } else { "s" }
+        ),
+        (Aggregate::OptimalityGap, _) => "optimality gap (lower is better)".to_string(),
+        _ => agg.name().to_string(),
+    }
+}
+
 impl Figure for AggregateBars<'_> {
     fn size(&self) -> (u32, u32) {
         (
@@ -41,27 +68,11 @@ impl Figure for AggregateBars<'_> {
         // The median of two per-task means is their mean: a reader comparing the panels is told.
         let max_tasks = self.rows.iter().map(|r| r.num_tasks).max().unwrap_or(0);
         for (k, (agg, area)) in Aggregate::ALL.iter().zip(panels.split_evenly((1, 4))).enumerate() {
-            let caption = match (agg, max_tasks) {
-                (Aggregate::Median, 1 | 2) => format!(
-                    "median (= mean: {max_tasks} task{})",
-                    if max_tasks == 1 { "" } else { "s" }
-                ),
-                (Aggregate::OptimalityGap, _) => "optimality gap (lower is better)".to_string(),
-                _ => agg.name().to_string(),
-            };
-            let values = self
-                .rows
-                .iter()
-                .flat_map(|r| [r.estimates[k].lower, r.estimates[k].upper]);
-            let lo = values.clone().fold(f64::INFINITY, f64::min);
-            let hi = values.fold(f64::NEG_INFINITY, f64::max);
-            // centred on the intervals, at least 0.05 wide (one run per task gives none)
-            let (mid, half) = ((lo + hi) / 2.0, 0.55 * (hi - lo).max(0.05));
             let mut chart = ChartBuilder::on(&area)
-                .caption(caption, font(20.0))
+                .caption(panel_caption(*agg, max_tasks), font(20.0))
                 .margin(14)
                 .x_label_area_size(56)
-                .build_cartesian_2d(mid - half..mid + half, 0.0..n as f64)
+                .build_cartesian_2d(self.x_range(k), 0.0..n as f64)
                 .map_err(e)?;
             chart
                 .configure_mesh()
