@@ -288,20 +288,33 @@ pub fn read(cells: &[Cell], methods: &[MethodCells], scores: Option<&BudgetScore
     let Some(scores) = scores else {
         return out;
     };
+    out.rows = probe_rows(scores, &identities, methods, &out.files);
+    out.ranks = rank_agreement(&out.rows);
+    out
+}
+
+/// Each encoder row's SAC return on each task beside the first of `files` that belongs to the
+/// row and has the task (`identities` one per row of `methods`).
+fn probe_rows(
+    scores: &BudgetScores,
+    identities: &[Identity],
+    methods: &[MethodCells],
+    files: &[ProbeFile],
+) -> Vec<ProbeRow> {
+    let mut rows = Vec::new();
     // scores.methods is in the report's method order
-    for (i, ((m, id), row)) in scores.methods.iter().zip(&identities).zip(methods).enumerate() {
+    for (i, ((m, id), row)) in scores.methods.iter().zip(identities).zip(methods).enumerate() {
         for task in Task::ALL {
             let Some(sac) = m.stats(task) else {
                 continue;
             };
-            let found = out
-                .files
+            let found = files
                 .iter()
                 .enumerate()
                 .filter(|(_, f)| id.matches(&row.method, f))
                 .find_map(|(k, f)| f.tasks.get(&task).map(|r2| (k, *r2)));
             if let Some((file, r2)) = found {
-                out.rows.push(ProbeRow {
+                rows.push(ProbeRow {
                     method: i,
                     task,
                     sac,
@@ -311,8 +324,7 @@ pub fn read(cells: &[Cell], methods: &[MethodCells], scores: Option<&BudgetScore
             }
         }
     }
-    out.ranks = rank_agreement(&out.rows);
-    out
+    rows
 }
 
 /// Per task, ρ between each probe's R² and the mean SAC return over the rows that have both
