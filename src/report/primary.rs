@@ -170,50 +170,15 @@ fn decide_one(
         confidence: declared.confidence,
         ..*bootstrap
     };
-    let nan = Estimate {
-        point: f64::NAN,
-        lower: f64::NAN,
-        upper: f64::NAN,
-    };
     let aggregate = aggregate_of(declared.aggregate);
-    let (difference, seed_test, verdict) = match declared.unit {
-        _ if tasks.is_empty() => (nan, None, Verdict::NoRuns),
-        PrimaryUnit::Run => {
-            let d = aggregate::difference_estimate(&ta, &tb, aggregate, &cfg);
-            let verdict = if d.lower > 0.0 {
-                Verdict::ABetter
-            } else if d.upper < 0.0 {
-                Verdict::BBetter
-            } else {
-                Verdict::NoDifference
-            };
-            (d, None, verdict)
-        }
-        PrimaryUnit::Seed => {
-            let (ua, ub) = (seed_units::units_of(a, &tasks), seed_units::units_of(b, &tasks));
-            if ua.units.is_empty() || ub.units.is_empty() {
-                (nan, None, Verdict::NoRuns)
-            } else {
-                let d = seed_units::unit_bootstrap(&ua.units, &ub.units, aggregate, &cfg);
-                let test = seed_units::permutation_test(
-                    &ua.units,
-                    &ub.units,
-                    aggregate,
-                    seed_units::MAX_EXACT_SPLITS,
-                    cfg.seed,
-                );
-                let verdict = verdict_of(test.p_value, 1.0 - declared.confidence, d.point);
-                let seeds = |u: &seed_units::MethodUnits| u.units.iter().map(|u| u.seed).collect();
-                let seed_test = SeedTest {
-                    seeds_a: seeds(&ua),
-                    seeds_b: seeds(&ub),
-                    incomplete_a: ua.incomplete,
-                    incomplete_b: ub.incomplete,
-                    test,
-                };
-                (d, Some(seed_test), verdict)
-            }
-        }
+    let Decision {
+        difference,
+        seed_test,
+        verdict,
+    } = match declared.unit {
+        _ if tasks.is_empty() => Decision::no_runs(),
+        PrimaryUnit::Run => run_decision(&ta, &tb, aggregate, &cfg),
+        PrimaryUnit::Seed => seed_decision(a, b, &tasks, aggregate, &cfg),
     };
     // With seeds as units, the runs of the seeds compared (a left-out seed's runs are not).
     let (runs_a, runs_b) = match &seed_test {
@@ -230,6 +195,78 @@ fn decide_one(
         difference,
         seed_test,
         holm_p: None,
+        verdict,
+    }
+}
+
+/// What a decision rule gives: a − b with its interval (NaN without runs), the seed-unit test
+/// if any, and the verdict.
+struct Decision {
+    difference: Estimate,
+    seed_test: Option<SeedTest>,
+    verdict: Verdict,
+}
+
+impl Decision {
+    /// Nothing to compare.
+    fn no_runs() -> Self {
+        Decision {
+            difference: Estimate {
+                point: f64::NAN,
+                lower: f64::NAN,
+                upper: f64::NAN,
+            },
+            seed_test: None,
+            verdict: Verdict::NoRuns,
+        }
+    }
+}
+
+/// The run-unit rule: the stratified bootstrap's interval of a − b, decided by which side of 0
+/// it lies on.
+fn run_decision(ta: &ScoreTable, tb: &ScoreTable, aggregate: Aggregate, cfg: &BootstrapConfig) -> Decision {
+    let d = aggregate::difference_estimate(ta, tb, aggregate, cfg);
+    let verdict = if d.lower > 0.0 {
+        Verdict::ABetter
+    } else if d.upper < 0.0 {
+        Verdict::BBetter
+    } else {
+        Verdict::NoDifference
+    };
+    Decision {
+        difference: d,
+        seed_test: None,
+        verdict,
+    }
+}
+
+/// The seed-unit rule over the seeds with runs on every one of `tasks`: the seeds' bootstrap
+/// interval of a − b, decided by the permutation test at level 1 − `cfg.confidence`.
+fn seed_decision(
+    a: &MethodScores,
+    b: &MethodScores,
+    tasks: &[Task],
+    aggregate: Aggregate,
+    cfg: &BootstrapConfig,
+) -> Decision {
+    let (ua, ub) = (seed_units::units_of(a, tasks), seed_units::units_of(b, tasks));
+    if ua.units.is_empty() || ub.units.is_empty() {
+        return Decision::no_runs();
+    }
+    let d = seed_units::unit_bootstrap(&ua.units, &ub.units, aggregate, cfg);
+    let test = seed_units::permutation_test(&ua.units, &ub.units, aggregate, seed_units::MAX_EXACT_SPLITS, cfg.seed);
+    let verdict = verdict_of(test.p_value, 1.0 - cfg.confidence, d.point);
+    let seeds = |u: &seed_units::MethodUnits| u.units.iter().map(|u| u.seed).collect();
+    let seed_test = SeedTest {
+        seeds_a: seeds(&ua),
+        seeds_b: seeds(&ub),
+        incomplete_a: ua.incomplete,
+        incomplete_b: ub.incomplete,
+        test,
+    };
+    Decision {
+        difference: d,
+        seed_test: Some(seed_test),
         verdict,
     }
 }
