@@ -163,19 +163,14 @@ impl<A: Registered> Workspace<A> {
         let agent = A::new(cfg.agent.get::<A>()?, features, action_dim, &device, &mut rng)?;
         let placement = Placement::of(cfg, representation.as_ref(), &device);
         let replay = placement.replay(cfg, action_dim, repr);
-        let device_cache = match placement.cache_on_device {
-            true => Some(DeviceFeatureCache::new(
-                placement.rows,
-                repr,
-                cfg.replay.feature_cache_dtype,
-                &device,
-            )?),
-            false => None,
-        };
-        let device_frames = match placement.frames_on_device {
-            true => Some(DeviceFrames::new(placement.rows, (3, FRAME_SIZE, FRAME_SIZE), &device)?),
-            false => None,
-        };
+        let device_cache = placement
+            .cache_on_device
+            .then(|| DeviceFeatureCache::new(placement.rows, repr, cfg.replay.feature_cache_dtype, &device))
+            .transpose()?;
+        let device_frames = placement
+            .frames_on_device
+            .then(|| DeviceFrames::new(placement.rows, (3, FRAME_SIZE, FRAME_SIZE), &device))
+            .transpose()?;
         Ok(Self {
             replay,
             device_cache,
@@ -203,8 +198,7 @@ impl<A: Registered> Workspace<A> {
     }
 }
 
-/// Where the feature cache's rows and the replay's frames are kept: on the run's device, or
-/// in the replay on the host.
+/// Where the feature cache's rows and the replay's frames are kept: the run's device or the host.
 struct Placement {
     /// Rows for the transitions the replay can hold, their episodes' first observations and
     /// an episode beyond the capacity: DMC's episodes (≤ 1000 steps) never grow them.
@@ -425,7 +419,19 @@ impl<A: Agent> Workspace<A> {
         if !step.last {
             return Ok(StepOutcome::Continue(state));
         }
-        Ok(self.finish_episode(state))
+        let seconds = state.start.elapsed().as_secs_f64().max(1e-9);
+        let log = EpisodeLog {
+            step: self.step,
+            frame: self.frame(),
+            episode: self.episode,
+            episode_reward: state.reward,
+            episode_length: state.length,
+            fps: Frames::from_steps(state.length, self.stage.rl.env.action_repeat).0 as f64 / seconds,
+            num_updates: state.sums.count(),
+            state_entropy: state_entropy(&state.states, STATE_ENTROPY_K),
+            times: state.times,
+        };
+        Ok(StepOutcome::Finished(log, state.sums.mean(), AuxMeans::of(&state.aux)))
     }
 
     /// The action: uniformly random during the seed steps, else the agent's (exploring).
@@ -439,9 +445,8 @@ impl<A: Agent> Workspace<A> {
         self.agent.act(&h, self.step, true, &mut self.rng)
     }
 
-    /// One update on a sampled batch: the auxiliary objective's (logged), the agent's, the
-    /// encoder's critic step and the agent's own objective; returns when it ended, its time
-    /// from the batch's end on counted as the update's.
+    /// One update on a sampled batch (auxiliary objective, agent, encoder's critic step, agent's
+    /// own objective); returns when it ended, the time after the batch's counted as the update's.
     fn update_on_batch(&mut self, state: &mut EpisodeState<A>, aux_log: Option<&mut MetricsLog>) -> Result<Instant> {
         let TrainingBatch {
             batch,
@@ -470,23 +475,6 @@ impl<A: Agent> Workspace<A> {
         }
         state.sums.add(&metrics);
         Ok(StepTimes::lap(&mut state.times.update, lap))
-    }
-
-    /// The finished episode's log line, and the means of its updates' metrics.
-    fn finish_episode(&self, state: EpisodeState<A>) -> StepOutcome<A> {
-        let seconds = state.start.elapsed().as_secs_f64().max(1e-9);
-        let log = EpisodeLog {
-            step: self.step,
-            frame: self.frame(),
-            episode: self.episode,
-            episode_reward: state.reward,
-            episode_length: state.length,
-            fps: Frames::from_steps(state.length, self.stage.rl.env.action_repeat).0 as f64 / seconds,
-            num_updates: state.sums.count(),
-            state_entropy: state_entropy(&state.states, STATE_ENTROPY_K),
-            times: state.times,
-        };
-        StepOutcome::Finished(log, state.sums.mean(), AuxMeans::of(&state.aux))
     }
 
     /// A training batch: shifted and encoded pixels, or cached features. With an online
