@@ -602,7 +602,7 @@ mod tests {
             on_device.critic(&nets, &batch, &eps, alpha).unwrap(),
             autograd.critic(&nets, &batch, &eps, alpha).unwrap(),
         );
-        assert_critic_matches(&ours, &reference, &agent.critic_params, &what);
+        assert_critic_matches(&ours, &reference, &agent.critic_params, what);
         assert!(close(value(&ours.q1), value(&reference.q1)));
         assert!(close(value(&ours.target_q), value(&reference.target_q)));
         let (obs_grad, reference_obs_grad) = (ours.obs_grad.unwrap(), reference.obs_grad.unwrap());
@@ -624,7 +624,7 @@ mod tests {
             on_device.actor(&nets, &batch.obs.detach(), &eps, alpha).unwrap(),
             autograd.actor(&nets, &batch.obs.detach(), &eps, alpha).unwrap(),
         );
-        assert_actor_matches(&ours, &reference, &agent.actor_params, &what);
+        assert_actor_matches(&ours, &reference, &agent.actor_params, what);
         assert!(close(value(&ours.mean_log_prob), value(&reference.mean_log_prob)));
     }
 
