@@ -401,10 +401,8 @@ pub fn run_pool(
         }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let PoolShape {
-        jobs,
-        threads_per_cell: threads,
-    } = PoolShape::choose(cores, options.jobs, suite.threads_per_cell, todo.len());
+    let shape = PoolShape::choose(cores, options.jobs, suite.threads_per_cell, todo.len());
+    let (jobs, threads) = (shape.jobs, shape.threads_per_cell);
     on_event(PoolEvent::Started {
         todo: todo.len(),
         done: summary.done,
@@ -413,11 +411,8 @@ pub fn run_pool(
         threads_per_cell: threads,
     });
     let first_readings = gpu_shares(todo.iter().filter_map(|(_, p)| p.gpu), jobs, &options);
-    for (share, reading) in &first_readings {
-        on_event(PoolEvent::GpuShare {
-            share,
-            reading: *reading,
-        });
+    for (share, reading) in first_readings.iter().map(|(s, r)| (s, *r)) {
+        on_event(PoolEvent::GpuShare { share, reading });
     }
     let pool = Pool {
         suite_path,
