@@ -92,10 +92,13 @@ export CUDA_HOME="$CUDA"
 export LIBRARY_PATH="$LINK${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export CARGO_TARGET_DIR="$ROOT/$TARGET"
 echo "building lfs with CUDA: nvcc $("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), CUDA_COMPUTE_CAP=$CUDA_COMPUTE_CAP, into $TARGET/release/"
-# The RPATH (see the header); RUSTFLAGS only here, so target/'s CPU build never sees it.
-export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C link-arg=-Wl,--disable-new-dtags -C link-arg=-Wl,-rpath,\$ORIGIN/cuda-libs:\$ORIGIN/../cuda-libs"
+# The RPATH (see the header), on the two final binaries only (`cargo rustc`'s flags reach the
+# one crate it builds): RUSTFLAGS would reach every dependency and build script, and rebuild
+# them all, candle-kernels' nvcc runs among them.
 DC="$TARGET/release/examples/device_check"
-cargo build --release --locked --features cuda --bin lfs --example device_check
+RPATH=(-C link-arg=-Wl,--disable-new-dtags -C 'link-arg=-Wl,-rpath,$ORIGIN/cuda-libs:$ORIGIN/../cuda-libs')
+cargo rustc --release --locked --features cuda --bin lfs -- "${RPATH[@]}"
+cargo rustc --release --locked --features cuda --example device_check -- "${RPATH[@]}"
 for bin in "$TARGET/release/lfs" "$DC"; do
     readelf -d "$bin" | grep -q 'NEEDED.*libcudnn' || { echo "$bin does not link libcudnn" >&2; exit 1; }
     readelf -d "$bin" | grep -q 'RPATH.*cuda-libs' || { echo "$bin has no RPATH to cuda-libs" >&2; exit 1; }
