@@ -193,6 +193,33 @@ fn device_cuda_on_a_cpu_build_is_refused_before_anything_is_written() {
     );
 }
 
+/// A switch's value outside its list (src/switches.rs) stops a command before it writes
+/// anything, with the switch, the value and the list named; a removed switch is named on stderr
+/// and the command goes on.
+#[test]
+fn a_bad_switch_value_is_refused_and_a_removed_switch_is_named() {
+    let dir = temp_dir("switches");
+    let ingest = |out: &str, env: (&str, &str)| {
+        let out_dir = dir.join(out);
+        let out = lfs_in_repo()
+            .args(["ingest", "datasets/tiny/videos", "--out"])
+            .arg(&out_dir)
+            .env(env.0, env.1)
+            .output()
+            .unwrap();
+        (out.status.code(), output_text(&out), out_dir.exists())
+    };
+    let (code, text, wrote) = ingest("bad", ("LFS_GPU_PATHS_ON_CPU", "video-frames,statistics"));
+    assert_eq!(code, Some(2), "{text}");
+    for part in ["LFS_GPU_PATHS_ON_CPU", "\"statistics\"", "update-statistics"] {
+        assert!(text.contains(part), "{text} lacks {part}");
+    }
+    assert!(!wrote, "a refused command wrote its folder");
+    let (code, text, wrote) = ingest("removed", ("LFS_FUSED_STEP", "0"));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("LFS_FUSED_STEP was removed") && wrote, "{text}");
+}
+
 /// `run.precision = "tf32"` is for a CUDA device: on the CPU every command refuses it by name
 /// before it writes anything, and a precision that does not exist is refused by the config.
 #[test]
