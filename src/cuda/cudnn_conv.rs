@@ -20,7 +20,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use candle_core::cuda::cudarc::cudnn::safe::{ConvBackwardData, ConvBackwardFilter, ConvForward, Cudnn};
+use candle_core::cuda::cudarc::cudnn::safe::{
+    ConvBackwardData, ConvBackwardFilter, ConvDescriptor, ConvForward, Cudnn, FilterDescriptor, TensorDescriptor,
+};
 use candle_core::cuda::cudarc::cudnn::sys::{
     cudnnConvolutionBwdDataAlgo_t, cudnnConvolutionBwdFilterAlgo_t, cudnnConvolutionFwdAlgo_t, cudnnConvolutionMode_t,
     cudnnMathType_t, cudnnTensorFormat_t,
@@ -42,6 +44,29 @@ enum Algo {
     Forward(cudnnConvolutionFwdAlgo_t),
     Data(cudnnConvolutionBwdDataAlgo_t),
     Filter(cudnnConvolutionBwdFilterAlgo_t),
+}
+
+impl Algo {
+    fn forward(self) -> Option<cudnnConvolutionFwdAlgo_t> {
+        match self {
+            Algo::Forward(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn data(self) -> Option<cudnnConvolutionBwdDataAlgo_t> {
+        match self {
+            Algo::Data(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn filter(self) -> Option<cudnnConvolutionBwdFilterAlgo_t> {
+        match self {
+            Algo::Filter(a) => Some(a),
+            _ => None,
+        }
+    }
 }
 
 /// What an algorithm is chosen for: the device, the part (0 forward, 1 data, 2 filter), the
@@ -140,7 +165,7 @@ fn run_part<A: Copy + std::fmt::Debug>(
     key: AlgoKey,
     all: &[A],
     wrap: fn(A) -> Algo,
-    unwrap: impl Fn(Algo) -> Option<A>,
+    unwrap: fn(Algo) -> Option<A>,
     size: impl Fn(A) -> candle_core::Result<usize>,
     mut launch: impl FnMut(A, &mut CudaSlice<u8>) -> candle_core::Result<()>,
 ) -> candle_core::Result<()> {
@@ -268,7 +293,45 @@ struct Shapes {
     y: [usize; 4],
 }
 
+/// cuDNN's descriptors of one convolution: the operation and its three tensors.
+struct Descriptors {
+    conv: ConvDescriptor<f32>,
+    x: TensorDescriptor<f32>,
+    w: FilterDescriptor<f32>,
+    y: TensorDescriptor<f32>,
+}
+
+impl Part {
+    /// The part's index in an [`AlgoKey`].
+    fn index(&self) -> u8 {
+        match self {
+            Part::Forward => 0,
+            Part::Data { .. } => 1,
+            Part::Filter { .. } => 2,
+        }
+    }
+}
+
 impl Conv {
+    /// The descriptors for shapes `sh`, f32 NCHW, the math type FP32 unless `tf32`.
+    fn descriptors(&self, cudnn: &Arc<Cudnn>, sh: &Shapes, tf32: bool) -> candle_core::Result<Descriptors> {
+        let s = self.stride as i32;
+        let mode = cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION;
+        let mut conv = cudnn.create_conv2d::<f32>([0, 0], [s, s], [1, 1], mode)?;
+        conv.set_math_type(match tf32 {
+            true => cudnnMathType_t::CUDNN_DEFAULT_MATH,
+            false => cudnnMathType_t::CUDNN_FMA_MATH,
+        })?;
+        let nchw = cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
+        let i32s = |d: [usize; 4]| d.map(|v| v as i32);
+        Ok(Descriptors {
+            conv,
+            x: cudnn.create_4d_tensor::<f32>(nchw, i32s(sh.x))?,
+            w: cudnn.create_4d_filter::<f32>(nchw, i32s(sh.w))?,
+            y: cudnn.create_4d_tensor::<f32>(nchw, i32s(sh.y))?,
+        })
+    }
+
     fn shapes(&self, a: &Layout, b: &Layout) -> candle_core::Result<Shapes> {
         let s = self.stride;
         let out = |n: usize, k: usize| if n >= k { (n - k) / s + 1 } else { 0 };
@@ -331,59 +394,32 @@ impl CustomOp2 for Conv {
         }
         let dev = a.device.clone();
         let sh = self.shapes(a_l, b_l)?;
-        let i32s = |d: [usize; 4]| d.map(|v| v as i32);
-        let cudnn = handle(&dev)?;
-        let s = self.stride as i32;
         let tf32 = candle_core::cuda::gemm_reduced_precision_f32();
-        let part = match self.part {
-            Part::Forward => 0,
-            Part::Data { .. } => 1,
-            Part::Filter { .. } => 2,
-        };
-        let key: AlgoKey = (dev.id(), part, sh.x, sh.w, sh.y, self.stride, tf32);
-        let mut conv =
-            cudnn.create_conv2d::<f32>([0, 0], [s, s], [1, 1], cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION)?;
-        conv.set_math_type(if tf32 {
-            cudnnMathType_t::CUDNN_DEFAULT_MATH
-        } else {
-            cudnnMathType_t::CUDNN_FMA_MATH
-        })?;
-        let nchw = cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
-        let x_d = cudnn.create_4d_tensor::<f32>(nchw, i32s(sh.x))?;
-        let w_d = cudnn.create_4d_filter::<f32>(nchw, i32s(sh.w))?;
-        let y_d = cudnn.create_4d_tensor::<f32>(nchw, i32s(sh.y))?;
+        let key: AlgoKey = (dev.id(), self.part.index(), sh.x, sh.w, sh.y, self.stride, tf32);
+        let d = self.descriptors(&handle(&dev)?, &sh, tf32)?;
+        let (conv, x, w, y) = (&d.conv, &d.x, &d.w, &d.y);
         // Each argument from its layout's start (contiguous, checked above).
         let a_v = a.as_cuda_slice::<f32>()?.slice(a_l.start_offset()..);
         let b_v = b.as_cuda_slice::<f32>()?.slice(b_l.start_offset()..);
-        let (out_dims, out_len) = match self.part {
-            Part::Forward => (sh.y, sh.y.iter().product::<usize>()),
-            Part::Data { .. } => (sh.x, sh.x.iter().product()),
-            Part::Filter { .. } => (sh.w, sh.w.iter().product()),
+        let out_dims = match self.part {
+            Part::Forward => sh.y,
+            Part::Data { .. } => sh.x,
+            Part::Filter { .. } => sh.w,
         };
         // SAFETY: every element is written by the convolution (beta = 0).
-        let mut out = unsafe { dev.alloc::<f32>(out_len)? };
-        // SAFETY (each launch): the descriptors are the buffers' shapes, f32 NCHW; every element
-        // of `out` is written (beta = 0).
+        let mut out = unsafe { dev.alloc::<f32>(out_dims.iter().product())? };
+        // SAFETY (each launch): the descriptors are the buffers' shapes, f32 NCHW.
         match self.part {
             Part::Forward => {
-                let op = ConvForward {
-                    conv: &conv,
-                    x: &x_d,
-                    w: &w_d,
-                    y: &y_d,
-                };
-                // a = x, b = w.
-                let unwrap = |a| match a {
-                    Algo::Forward(f) => Some(f),
-                    _ => None,
-                };
+                let op = ConvForward { conv, x, w, y }; // a = x, b = w
+                let size = |algo| Ok(op.get_workspace_size(algo)?);
                 run_part(
                     &dev,
                     key,
                     &FORWARD_ALGOS,
                     Algo::Forward,
-                    unwrap,
-                    |algo| Ok(op.get_workspace_size(algo)?),
+                    Algo::forward,
+                    size,
                     |algo, ws| {
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
                         Ok(())
@@ -391,49 +427,23 @@ impl CustomOp2 for Conv {
                 )?;
             }
             Part::Data { .. } => {
-                let op = ConvBackwardData {
-                    conv: &conv,
-                    dx: &x_d,
-                    w: &w_d,
-                    dy: &y_d,
-                };
-                // a = g (dy), b = w.
-                let unwrap = |a| match a {
-                    Algo::Data(d) => Some(d),
-                    _ => None,
-                };
-                run_part(
-                    &dev,
-                    key,
-                    &DATA_ALGOS,
-                    Algo::Data,
-                    unwrap,
-                    |algo| Ok(op.get_workspace_size(algo)?),
-                    |algo, ws| {
-                        unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
-                        Ok(())
-                    },
-                )?;
+                let op = ConvBackwardData { conv, dx: x, w, dy: y }; // a = g (dy), b = w
+                let size = |algo| Ok(op.get_workspace_size(algo)?);
+                run_part(&dev, key, &DATA_ALGOS, Algo::Data, Algo::data, size, |algo, ws| {
+                    unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
+                    Ok(())
+                })?;
             }
             Part::Filter { .. } => {
-                let op = ConvBackwardFilter {
-                    conv: &conv,
-                    x: &x_d,
-                    dw: &w_d,
-                    dy: &y_d,
-                };
-                // a = x, b = g (dy).
-                let unwrap = |a| match a {
-                    Algo::Filter(w) => Some(w),
-                    _ => None,
-                };
+                let op = ConvBackwardFilter { conv, x, dw: w, dy: y }; // a = x, b = g (dy)
+                let size = |algo| Ok(op.get_workspace_size(algo)?);
                 run_part(
                     &dev,
                     key,
                     &FILTER_ALGOS,
                     Algo::Filter,
-                    unwrap,
-                    |algo| Ok(op.get_workspace_size(algo)?),
+                    Algo::filter,
+                    size,
                     |algo, ws| {
                         unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
                         Ok(())
