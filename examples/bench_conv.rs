@@ -2,9 +2,8 @@
 //! candle's stock conv2d (`stock`), `Encoder::forward` under candle's autograd (`ops`: the whole
 //! encoder as one candle op over our kernels), the pre-trainer's hand-written backward
 //! called directly (`tape`: `Encoder::encode` + `Encoder::backward`, src/nn/kernels/tape.rs),
-//! and the GPU's code path on the CPU (`gemm`: an encoder on `Compute::Candle`, candle's conv2d
-//! with the backward as GEMMs, src/nn/gemm_conv.rs; `stock` is the same forward with candle's
-//! own backward). Workloads: forward (no gradient), and forward + backward to the 8
+//! and the GPU's code path on the CPU (`candle`: an encoder on `Compute::Candle`, candle's conv2d
+//! under its autograd, src/nn/conv_layer.rs, with the backward from kept activations). Workloads: forward (no gradient), and forward + backward to the 8
 //! parameters (loss = Σ h · r). Medians over repeats; one JSON line per (batch, workload,
 //! impl). eval/bench/compare.py --suite encoder runs it beside eval/bench/encoder_torch.py.
 //!
@@ -115,19 +114,19 @@ fn main() -> anyhow::Result<()> {
             ("stock", 0.0),
             ("ops", rel_diff(&encoder.forward(&obs)?)?),
             ("tape", rel_diff(&encoder.encode(&pixels, b, false)?.h)?),
-            ("gemm", rel_diff(&encoder_candle.encode(&pixels, b, false)?.h)?),
+            ("candle", rel_diff(&encoder_candle.encode(&pixels, b, false)?.h)?),
         ];
         let forward = |imp: &str| -> anyhow::Result<Tensor> {
             Ok(match imp {
                 "stock" => stock_forward(&params, &cfg, &obs)?,
                 "ops" => encoder.forward(&obs)?,
-                "gemm" => encoder_candle.encode(&pixels, b, false)?.h,
+                "candle" => encoder_candle.encode(&pixels, b, false)?.h,
                 _ => encoder.encode(&pixels, b, false)?.h,
             })
         };
         let forward_backward = |imp: &str| -> anyhow::Result<()> {
-            if imp == "tape" || imp == "gemm" {
-                let encoder = if imp == "gemm" { &encoder_candle } else { &encoder };
+            if imp == "tape" || imp == "candle" {
+                let encoder = if imp == "candle" { &encoder_candle } else { &encoder };
                 let encoded = encoder.encode(&pixels, b, true)?;
                 let grads = encoder.backward(&encoded, &rows, &r)?;
                 anyhow::ensure!(grads.len() == vars.len(), "a parameter got no gradient");
@@ -141,7 +140,7 @@ fn main() -> anyhow::Result<()> {
             );
             Ok(())
         };
-        let imps: Vec<&str> = ["stock", "ops", "tape", "gemm"]
+        let imps: Vec<&str> = ["stock", "ops", "tape", "candle"]
             .into_iter()
             .filter(|i| *i != "stock" || !skip_stock)
             .collect();

@@ -258,8 +258,8 @@ pub struct ConvGrads {
     pub weight: Tensor,
 }
 
-/// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy: candle's conv2d backward on
-/// CUDA (`crate::nn::gemm_conv`) and the encoder layer's (`super::conv_block`).
+/// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy: the encoder layer's backward
+/// (`super::conv_block`).
 pub fn grads(x: &Tensor, w: &Tensor, g: &Tensor, stride: usize, input_grad: bool) -> Result<ConvGrads> {
     let (_, _, h, wd) = x.dims4()?;
     let weight = backward_filter(x, g, w.dim(2)?, stride)?;

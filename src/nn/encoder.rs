@@ -16,7 +16,7 @@
 //!   gradients by hand (`kernels::tape`); with [`Compute::Candle`] (a GPU, or the CPU in the
 //!   device tests) it runs candle's ops (cuDNN's convolutions in the CUDA build) outside any
 //!   graph and keeps every layer's activations, and the backward gathers the rows it needs and
-//!   runs each layer's gradients (`super::gemm_conv::conv2d_bias_relu_grads`), as the tape does.
+//!   runs each layer's gradients (`super::conv_layer::conv2d_bias_relu_grads`), as the tape does.
 //!   (It replaced a backward through candle's graph, which took 1.18× its time in the LFS
 //!   update on an H200: 17.08 against 14.53 ms, 3 rounds, BENCHMARKS.md "GPU".)
 //!
@@ -30,7 +30,7 @@ use candle_core::{DType, Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::gemm_conv;
+use super::conv_layer;
 use super::init::orthogonal;
 use super::kernels::conv_nhwc::{Kernel, Shape, OB};
 use super::kernels::conv_ops::conv2d_3x3_bias_relu;
@@ -336,8 +336,7 @@ impl Encoder {
         Ok(h.reshape((b, ()))?) // (b, 32·35·35)
     }
 
-    /// [`Encoder::forward`] through candle's conv2d, on any device, with its backward as GEMMs
-    /// ([`gemm_conv`]).
+    /// [`Encoder::forward`] through candle's conv2d, on any device ([`conv_layer`]).
     fn forward_candle(&self, obs: &Tensor) -> Result<Tensor> {
         self.forward_layers(&self.scaled_input(obs)?)
     }
@@ -346,7 +345,7 @@ impl Encoder {
     fn forward_layers(&self, x: &Tensor) -> Result<Tensor> {
         let mut h = x.clone();
         for layer in &self.layers {
-            h = gemm_conv::conv2d_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?;
+            h = conv_layer::conv2d_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?;
             // (b, 32, s, s)
         }
         let b = h.dim(0)?;
@@ -480,7 +479,7 @@ impl Encoder {
         for layer in &self.layers {
             let input = activations.last().expect("the input at least");
             let (w, b) = (layer.weight.detach(), layer.bias.detach());
-            activations.push(gemm_conv::conv2d_bias_relu(input, &w, &b, layer.stride)?);
+            activations.push(conv_layer::conv2d_bias_relu(input, &w, &b, layer.stride)?);
             // (b, o, s, s)
         }
         Ok(activations)
@@ -488,7 +487,7 @@ impl Encoder {
 
     /// [`Encoder::backward`] from [`Kept::Activations`]: each layer's input and output rows
     /// `rows` gathered (none when the rows are every sample in order), then the layers'
-    /// gradients from the last to the first ([`gemm_conv::conv2d_bias_relu_grads`]), the input
+    /// gradients from the last to the first ([`conv_layer::conv2d_bias_relu_grads`]), the input
     /// gradient carried down to layer 1 and not computed for the pixels: the work of a backward
     /// of rows.len() samples (an LFS update's M of the 2M it encoded for LNC).
     fn backward_kept(&self, activations: &[Tensor], rows: &[usize], dh: &Tensor) -> Result<NamedGrads> {
@@ -511,7 +510,7 @@ impl Encoder {
         for (l, layer) in self.layers.iter().enumerate().rev() {
             let input = pick(&activations[l])?; // (rows, c, h, w)
             let grads =
-                gemm_conv::conv2d_bias_relu_grads(&input, &layer.weight.detach(), &output, &g, layer.stride, l > 0)?;
+                conv_layer::conv2d_bias_relu_grads(&input, &layer.weight.detach(), &output, &g, layer.stride, l > 0)?;
             per_layer.push((layer, grads.weight, grads.bias));
             if let Some(dx) = grads.input {
                 g = dx;

@@ -20,10 +20,10 @@ use candle_core::{Device, Tensor};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use super::action_encoding::ActionEncoding;
 use super::agent_state::{self, check_finite, Optimised};
 use super::batch::Batch;
 use super::critic::{critic_loss, Critic, NetworkDims, TwinQ};
+use super::latent_actions::{LatentActions, ACT_TOK};
 use super::mlp::TrunkOutput;
 use crate::device::read_scalars;
 use crate::nn::ema::ema_update;
@@ -246,23 +246,11 @@ pub struct DrQv2Agent {
     critic_target_params: Params,
     actor_opt: Adam,
     critic_opt: Adam,
-    /// TACO's critic takes latent actions ([`ActionEncoding`]); None: the actions themselves.
+    /// TACO's critic takes latent actions ([`LatentActions`]); None: the actions themselves.
     latent_actions: Option<LatentActions>,
     /// candle's autograd, or written out on the device ([`DrQv2Gradients::for_device`]).
     gradients: DrQv2Gradients,
 }
-
-/// An action encoder in front of the critic and the Adam that steps it on the critic's loss
-/// (TACO's `encoder_opt` holds it with the encoder).
-pub struct LatentActions {
-    pub encoding: ActionEncoding,
-    pub params: Params,
-    critic_opt: Adam,
-}
-
-/// Checkpoint names of the action encoder's parameters and of its critic-loss Adam.
-const ACT_TOK: &str = "act_tok";
-const ACT_TOK_CRITIC_OPT: &str = "act_tok_critic_opt";
 
 impl DrQv2Agent {
     /// Fresh networks (orthogonal init, zero biases, as DrQ-v2's `weight_init`) for
@@ -278,7 +266,7 @@ impl DrQv2Agent {
     }
 
     /// [`DrQv2Agent::new`], with `latent` = (L, K) a critic that takes actions encoded to L
-    /// dimensions by an [`ActionEncoding`] for sequences of K (TACO's critic).
+    /// dimensions by an [`crate::rl::ActionEncoding`] for sequences of K (TACO's critic).
     pub fn with_latent_actions<R: Rng + ?Sized>(
         cfg: &DrQv2Config,
         repr_dim: usize,
@@ -297,15 +285,14 @@ impl DrQv2Agent {
         let mut actor_params = Params::new(device);
         let actor = Actor::new(dims, "", &mut actor_params, rng)?;
         let latent_actions = match latent {
-            Some((latent_dim, k)) => {
-                let mut params = Params::new(device);
-                let encoding = ActionEncoding::new(action_dim, latent_dim, k, "", &mut params, rng)?;
-                Some(LatentActions {
-                    critic_opt: Adam::new(cfg.optimizer.clone(), &params),
-                    encoding,
-                    params,
-                })
-            }
+            Some((latent_dim, k)) => Some(LatentActions::new(
+                action_dim,
+                latent_dim,
+                k,
+                &cfg.optimizer,
+                device,
+                rng,
+            )?),
             None => None,
         };
         // The critic's action input: the latent action, or the action.
@@ -359,10 +346,9 @@ impl DrQv2Agent {
     /// The critic's input for actions (b, A): the actions, or their latent (b, L), through the
     /// encoder as trained (`detached`: as constants).
     fn critic_action(&self, action: &Tensor, detached: bool) -> Result<Tensor> {
-        match (&self.latent_actions, detached) {
-            (None, _) => Ok(action.clone()),
-            (Some(l), false) => l.encoding.encode(action),
-            (Some(l), true) => l.encoding.detached().encode(action),
+        match &self.latent_actions {
+            None => Ok(action.clone()),
+            Some(l) => l.encode(action, detached),
         }
     }
 
@@ -475,7 +461,7 @@ impl DrQv2Agent {
         let grads = loss.backward()?;
         self.critic_opt.step(&self.critic_params, &grads)?;
         if let Some(l) = &mut self.latent_actions {
-            l.critic_opt.step(&l.params, &grads)?;
+            l.step_on_critic_loss(&grads)?;
         }
         let obs_grad = match batch.obs.track_op() {
             true => grads.get(&batch.obs).cloned(),
@@ -542,7 +528,7 @@ impl DrQv2Agent {
             Optimised::new("critic_opt", &self.critic_opt, &self.critic_params),
         ];
         if let Some(l) = &self.latent_actions {
-            optimised.push(Optimised::new(ACT_TOK_CRITIC_OPT, &l.critic_opt, &l.params));
+            optimised.push(l.optimised());
         }
         optimised
     }
@@ -561,7 +547,7 @@ impl DrQv2Agent {
         agent_state::load_optimiser("actor_opt", &mut self.actor_opt, a, tensors, meta)?;
         agent_state::load_optimiser("critic_opt", &mut self.critic_opt, c, tensors, meta)?;
         if let Some(l) = &mut self.latent_actions {
-            agent_state::load_optimiser(ACT_TOK_CRITIC_OPT, &mut l.critic_opt, &l.params, tensors, meta)?;
+            l.load_optimiser(tensors, meta)?;
         }
         Ok(())
     }

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use super::agent_state::{self, check_finite, Optimised};
 use super::batch::{Batch, SequenceViews};
-use super::drqv2::{DrQv2Agent, DrQv2Config, DrQv2Metrics, LatentActions};
+use super::drqv2::{DrQv2Agent, DrQv2Config, DrQv2Metrics};
+use super::latent_actions::LatentActions;
 use super::mlp::{join, linear, Trunk, TrunkOutput};
 use crate::device::read_scalar_list;
 use crate::nn::projector::init_linear;
