@@ -928,10 +928,6 @@ const TIMED: usize = 10;
 /// Seconds per update on the tested device: LFS at B=512 with its parts, SAC on cached
 /// features at B=128 and 512 (the median of TIMED after WARMUP updates).
 fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     let cfg = pretrain_config("lfs", 512)?;
     let mut trainer = Trainer::new(&cfg.trainer_config(), tested)?;
     let mut source = video_pair_sampler(&cfg, episodes, &tested.device)?;
@@ -960,10 +956,13 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
         }
     }
     profiler_range(&tested.device, false);
-    let [seconds, data, forward, backward, optimizer] = parts.map(median);
-    println!(
-        "{{\"bench\":\"lfs update\",\"batch\":512,\"seconds\":{seconds:.6},\"updates\":{TIMED},\"data\":{data:.6},\"forward\":{forward:.6},\"backward\":{backward:.6},\"optimizer\":{optimizer:.6}}}"
-    );
+    let [whole, data, forward, backward, optimizer] = parts;
+    let median = |v: Vec<f64>| Spread::of(v).median_s;
+    let mut line = bench_line("lfs update", 512, whole);
+    for (name, v) in [("data", data), ("forward", forward), ("backward", backward), ("optimizer", optimizer)] {
+        line[name] = serde_json::json!(median(v));
+    }
+    println!("{line}");
     for batch in [128, 512] {
         let cfg = SacConfig {
             batch_size: batch,
@@ -1004,16 +1003,56 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
             }
         }
         profiler_range(device, false);
-        println!(
-            "{{\"bench\":\"sac update, cached features\",\"batch\":{batch},\"seconds\":{:.6},\"updates\":{TIMED}}}",
-            median(times)
-        );
+        println!("{}", bench_line("sac update, cached features", batch, times));
     }
-    println!(
-        "{{\"bench\":\"drqv2 update\",\"batch\":{DRQV2_BENCH_BATCH},\"seconds\":{:.6},\"updates\":{TIMED}}}",
-        median(drqv2_bench(tested)?)
-    );
+    println!("{}", bench_line("drqv2 update", DRQV2_BENCH_BATCH, drqv2_bench(tested)?));
     Ok(())
+}
+
+/// The spread of a bench's timed updates, as strong_torch.py's summary line reports PyTorch's:
+/// median, extremes and quartiles (Python's `statistics.quantiles(n=4)`, its exclusive method).
+#[derive(serde::Serialize)]
+struct Spread {
+    median_s: f64,
+    min_s: f64,
+    max_s: f64,
+    q1_s: f64,
+    q3_s: f64,
+}
+
+impl Spread {
+    fn of(mut t: Vec<f64>) -> Self {
+        t.sort_by(f64::total_cmp);
+        let n = t.len();
+        let median = match n % 2 {
+            1 => t[n / 2],
+            _ => (t[n / 2 - 1] + t[n / 2]) / 2.0,
+        };
+        // statistics.quantiles(t, n=4): m = n + 1, j = i·m div 4, δ = i·m mod 4.
+        let quartile = |i: usize| {
+            let (j, delta) = ((i * (n + 1)) / 4, ((i * (n + 1)) % 4) as f64);
+            let (lo, hi) = (t[j.clamp(1, n) - 1], t[j.min(n - 1)]);
+            (lo * (4.0 - delta) + hi * delta) / 4.0
+        };
+        Self {
+            median_s: median,
+            min_s: t[0],
+            max_s: t[n - 1],
+            q1_s: quartile(1),
+            q3_s: quartile(3),
+        }
+    }
+}
+
+/// One bench's JSON line: its name, batch, the median as `seconds` and the spread.
+fn bench_line(bench: &str, batch: usize, times: Vec<f64>) -> serde_json::Value {
+    let updates = times.len();
+    let spread = Spread::of(times);
+    let mut line = serde_json::json!({"bench": bench, "batch": batch, "seconds": spread.median_s, "updates": updates});
+    if let (Some(line), Ok(serde_json::Value::Object(spread))) = (line.as_object_mut(), serde_json::to_value(&spread)) {
+        line.extend(spread);
+    }
+    line
 }
 
 /// DrQ-v2's batch in the bench, as strong_torch.py's `--batch-drqv2` default (upstream's 256).

@@ -68,16 +68,10 @@ def fmt(x, unit="s"):
 
 
 def lfs_benches(objs):
-    """device_check's bench lines -> {(suite, batch): seconds}."""
-    out = {}
-    for o in objs:
-        if o.get("bench") == "lfs update":
-            out[("lfs", o["batch"])] = o["seconds"]
-        elif o.get("bench") == "sac update, cached features":
-            out[("sac-features", o["batch"])] = o["seconds"]
-        elif o.get("bench") == "drqv2 update":
-            out[("drqv2", o["batch"])] = o["seconds"]
-    return out
+    """device_check's bench lines -> {(suite, batch): line} (its median in "seconds"; since
+    2026-11-29 also its spread, "q1_s" and "q3_s" as strong_torch.py's)."""
+    suites = {"lfs update": "lfs", "sac update, cached features": "sac-features", "drqv2 update": "drqv2"}
+    return {(suites[o["bench"]], o["batch"]): o for o in objs if o.get("bench") in suites}
 
 
 def torch_summaries(objs, impl="torch-strong"):
@@ -133,8 +127,8 @@ def arm_table(p, arm, by_round, lines, result):
     checks = []
     what = "lfs" if arm == "lfs" else f"lfs ({arm})"
     lines.append(f"\n## {what} vs strong PyTorch, {p} on both sides, {len(by_round)} rounds in ABBA order "
-                 "(lfs: device_check's median of its timed updates; PyTorch: the median of its timed "
-                 "updates [q1-q3])")
+                 "(each side: the median of its timed updates [q1-q3]; lfs logs before "
+                 "2026-11-29 have no quartiles)")
     keys = sorted({k for r in by_round.values() for k in r.get(arm, {})} |
                   {k for r in by_round.values() for k in r.get("torch", {})})
     for suite, batch in keys:
@@ -142,7 +136,8 @@ def arm_table(p, arm, by_round, lines, result):
         lv, tv, ratios = [], [], []
         tbatches = set()
         for r in sorted(by_round):
-            l = by_round[r].get(arm, {}).get((suite, batch))
+            lo = by_round[r].get(arm, {}).get((suite, batch))
+            l = lo["seconds"] if lo else None
             t = by_round[r].get("torch", {}).get((suite, batch))
             if t is None:  # a dry run's torch may run another batch: pair by suite
                 cands = [o for (s, b), o in by_round[r].get("torch", {}).items() if s == suite]
@@ -156,7 +151,8 @@ def arm_table(p, arm, by_round, lines, result):
             ratios += [ratio] if ratio is not None else []
             order = "lfs first" if r % 2 == 1 else "PyTorch first"
             spread = f" [{fmt(t['q1_s'])}-{fmt(t['q3_s'])}]" if t else ""
-            lines.append(f"  round {r} ({order}): {arm} {fmt(l)}, PyTorch {fmt(tm)}{spread}, "
+            lspread = f" [{fmt(lo['q1_s'])}-{fmt(lo['q3_s'])}]" if lo and "q1_s" in lo else ""
+            lines.append(f"  round {r} ({order}): {arm} {fmt(l)}{lspread}, PyTorch {fmt(tm)}{spread}, "
                          f"ratio {fmt(ratio, '×')}")
         ml, mt = med(lv), med(tv)
         ratio = ml / mt if ml and mt else None
