@@ -959,7 +959,12 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
     let [whole, data, forward, backward, optimizer] = parts;
     let median = |v: Vec<f64>| Spread::of(v).median_s;
     let mut line = bench_line("lfs update", 512, whole);
-    for (name, v) in [("data", data), ("forward", forward), ("backward", backward), ("optimizer", optimizer)] {
+    for (name, v) in [
+        ("data", data),
+        ("forward", forward),
+        ("backward", backward),
+        ("optimizer", optimizer),
+    ] {
         line[name] = serde_json::json!(median(v));
     }
     println!("{line}");
@@ -1005,7 +1010,10 @@ fn bench(tested: &Backend, episodes: &[Episode]) -> anyhow::Result<()> {
         profiler_range(device, false);
         println!("{}", bench_line("sac update, cached features", batch, times));
     }
-    println!("{}", bench_line("drqv2 update", DRQV2_BENCH_BATCH, drqv2_bench(tested)?));
+    println!(
+        "{}",
+        bench_line("drqv2 update", DRQV2_BENCH_BATCH, drqv2_bench(tested)?)
+    );
     Ok(())
 }
 

@@ -1,17 +1,16 @@
 //! Latent Nearest-neighbour Clip (paper §3.2, Eq. 3–4, appendix "PyTorch-style pseudo code for
 //! LNC"; docs/design.md §3). Distances are computed exactly (‖a − b‖, as `torch.norm` of the difference,
-//! not via the ‖a‖² + ‖b‖² − 2ab expansion) in f64: on the host for CPU latents, with candle's
-//! ops on any other device, which then copies back only the M + 1 numbers the selection needs
-//! ([`crate::device::statistics_on_host`]).
+//! not via the ‖a‖² + ‖b‖² − 2ab expansion) in f64: on the host for CPU latents, by lfs's
+//! kernels on CUDA (`crate::cuda::lnc`: the same sums in the same order), which then copy back
+//! only the 2M distances the selection needs.
 
-use candle_core::{DType, Tensor, D};
+use candle_core::Tensor;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::objective::{Draw, Drawn, OnlinePass};
 use super::update_metrics::UpdateMetrics;
 use crate::data::PairKind;
-use crate::device::statistics_on_host;
 use crate::{Error, Result};
 
 /// Which latent LNC measures distances in.
@@ -100,29 +99,6 @@ pub fn lnc_select(real: &[f32], synthetic: &[f32], dim: usize, cfg: &LncConfig) 
     Ok(LncSelection::clip(d_internal, d_synthetic, cfg))
 }
 
-/// [`lnc_select`] on `real` (n, dim) and `synthetic` (m, dim) latents on their device: the
-/// distances and k-th neighbours with candle's ops in f64, then one copy of D and the m
-/// distances D_j to the host.
-pub fn lnc_select_on_device(real: &Tensor, synthetic: &Tensor, cfg: &LncConfig) -> Result<LncSelection> {
-    let (n_real, dim) = real.dims2()?;
-    if synthetic.dim(1)? != dim {
-        return Err(Error::Shape(format!(
-            "lnc: real latents of {dim} and synthetic ones of {}",
-            synthetic.dim(1)?
-        )));
-    }
-    check_k(cfg, n_real)?;
-    let real = real.detach().to_dtype(DType::F64)?;
-    let synthetic = synthetic.detach().to_dtype(DType::F64)?;
-    // Eq. 3: the k-th smallest distance to the real rows, self (0) included at index 0.
-    let d_real = kth_distances(&real, &real, cfg.k, CHUNK_ELEMENTS)?; // (n)
-
-    // Eq. 4: the (k − 1)-th, 0-based.
-    let d_synthetic = kth_distances(&synthetic, &real, cfg.k - 1, CHUNK_ELEMENTS)?; // (m)
-    let both = Tensor::cat(&[d_real.mean_keepdim(0)?, d_synthetic], 0)?.to_vec1::<f64>()?; // (1 + m)
-    Ok(LncSelection::clip(both[0], both[1..].to_vec(), cfg))
-}
-
 /// [`lnc_select`] by lfs's CUDA kernels (`crate::cuda::lnc`) on `latent` (2M, dim), real rows
 /// first: the same sums in the same order as the host's, then one copy of the 2M distances and
 /// D's mean on the host in row order. `None` off CUDA.
@@ -136,41 +112,6 @@ fn select_on_cuda(latent: &Tensor, m: usize, cfg: &LncConfig) -> Result<Option<L
     }
     let _ = (latent, m, cfg);
     Ok(None)
-}
-
-/// The differences [`kth_distances`] holds at once: 2^25 f64, 256 MB.
-const CHUNK_ELEMENTS: usize = 1 << 25;
-
-/// For each row of `a` (n, dim), the `idx`-th smallest (0-based) of its exact distances ‖a_i − b_j‖
-/// to the rows of `b` (m, dim): (n). Rows are taken in chunks so that a chunk's differences
-/// (rows, m, dim) stay near `chunk_elements` whatever the latent's width (the conv latent's
-/// 39,200 at M = 512 takes 1 row at a time, the projector's 128 takes all 512).
-fn kth_distances(a: &Tensor, b: &Tensor, idx: usize, chunk_elements: usize) -> Result<Tensor> {
-    let (n, dim) = a.dims2()?;
-    let m = b.dim(0)?;
-    let rows = (chunk_elements / (m * dim).max(1)).clamp(1, n.max(1));
-    let mut out = Vec::with_capacity(n.div_ceil(rows));
-    for start in (0..n).step_by(rows) {
-        let len = rows.min(n - start);
-        let chunk = a.narrow(0, start, len)?.unsqueeze(1)?; // (len, 1, dim)
-        let mut d = chunk
-            .broadcast_sub(&b.unsqueeze(0)?)? // (len, m, dim)
-            .sqr()?
-            .sum(D::Minus1)?
-            .sqrt()?; // (len, m)
-
-        // The idx-th smallest: remove the smallest idx times (one entry each, so ties count as
-        // a sort counts them), then the smallest left.
-        let columns = Tensor::arange(0u32, m as u32, d.device())?.unsqueeze(0)?; // (1, m)
-        let removed = Tensor::full(f64::INFINITY, (len, m), d.device())?;
-        for _ in 0..idx {
-            let smallest = d.argmin_keepdim(1)?; // (len, 1)
-            let hit = columns.broadcast_eq(&smallest)?; // (len, m)
-            d = hit.where_cond(&removed, &d)?;
-        }
-        out.push(d.min(1)?); // (len)
-    }
-    Ok(Tensor::cat(&out, 0)?)
 }
 
 impl LncSelection {
@@ -210,14 +151,13 @@ pub fn lnc_pairs(d: Draw, cfg: &LncConfig, latent: LncLatent, metrics: &mut Upda
         LncLatent::Projector => &features.z,
         LncLatent::Conv => &features.encoded.h,
     }; // (2M, dim)
-    let (real_latent, syn_latent) = (latent.narrow(0, 0, m)?, latent.narrow(0, m, m)?); // (M, dim) each
-    let sel = if statistics_on_host(latent.device()) {
-        let host = |t: &Tensor| t.flatten_all()?.to_vec1::<f32>();
-        lnc_select(&host(&real_latent)?, &host(&syn_latent)?, latent.dim(1)?, cfg)?
-    } else if let Some(sel) = select_on_cuda(latent, m, cfg)? {
-        sel
-    } else {
-        lnc_select_on_device(&real_latent, &syn_latent, cfg)?
+    let sel = match select_on_cuda(latent, m, cfg)? {
+        Some(sel) => sel,
+        None => {
+            let host = |t: Tensor| t.flatten_all()?.to_vec1::<f32>();
+            let (real, syn) = (latent.narrow(0, 0, m)?, latent.narrow(0, m, m)?); // (M, dim) each
+            lnc_select(&host(real)?, &host(syn)?, latent.dim(1)?, cfg)?
+        }
     };
     let n = sel.selected.len();
     let mut real_idx = rand::seq::index::sample(&mut *d.rng, m, m - n).into_vec();
