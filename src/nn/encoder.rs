@@ -326,7 +326,7 @@ impl Encoder {
                 .collect();
             return encoder_op(obs, &layers, self.input_offset);
         }
-        let mut h = self.scaled_input(obs)?;
+        let mut h = scale_pixels(obs, self.input_offset)?;
         for layer in &self.layers {
             // Our per-layer conv ops (docs/design.md §10).
             h = conv2d_3x3_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?;
@@ -338,23 +338,13 @@ impl Encoder {
 
     /// [`Encoder::forward`] through candle's conv2d, on any device ([`conv_layer`]).
     fn forward_candle(&self, obs: &Tensor) -> Result<Tensor> {
-        self.forward_layers(&self.scaled_input(obs)?)
-    }
-
-    /// The layers of [`Encoder::forward_candle`] on its scaled input x (b, 9, 84, 84).
-    fn forward_layers(&self, x: &Tensor) -> Result<Tensor> {
-        let mut h = x.clone();
+        let mut h = scale_pixels(obs, self.input_offset)?; // (b, 9, 84, 84)
         for layer in &self.layers {
             h = conv_layer::conv2d_bias_relu(&h, &layer.weight, &layer.bias, layer.stride)?;
             // (b, 32, s, s)
         }
         let b = h.dim(0)?;
         Ok(h.reshape((b, ()))?) // (b, 32·35·35)
-    }
-
-    /// pixels / 255 + input_offset.
-    fn scaled_input(&self, obs: &Tensor) -> Result<Tensor> {
-        scale_pixels(obs, self.input_offset)
     }
 
     /// [`EncoderConfig::input_offset`], added to pixels / 255.
@@ -369,7 +359,7 @@ impl Encoder {
     pub fn encode_tensor(&self, obs: &Tensor, keep: bool) -> Result<Encoded> {
         if self.compute == Compute::Candle {
             let x = obs.to_device(self.layers[0].weight.device())?.to_dtype(DType::F32)?; // (b, 9, 84, 84)
-            return self.encode_input(&self.scaled_input(&x)?, keep);
+            return self.encode_input(&scale_pixels(&x, self.input_offset)?, keep);
         }
         let b = obs.dim(0)?;
         self.encode(&obs.flatten_all()?.to_vec1::<u8>()?, b, keep)
@@ -471,7 +461,7 @@ impl Encoder {
         Ok(out)
     }
 
-    /// [`Encoder::forward_layers`] outside any graph, keeping every layer's input and output:
+    /// [`Encoder::forward_candle`]'s layers outside any graph, keeping every layer's input and output:
     /// [the scaled input x (b, 9, 84, 84), layer 1's output (b, o, 41, 41), …, the last's
     /// (b, o, 35, 35)].
     fn forward_kept(&self, x: &Tensor) -> Result<Vec<Tensor>> {
@@ -645,7 +635,7 @@ mod tests {
             .to_dtype(DType::F32)
             .unwrap();
         let h_graph = encoder.forward_candle(&x).unwrap(); // (b, repr), with its graph
-        let x = encoder.scaled_input(&x).unwrap();
+        let x = scale_pixels(&x, encoder.input_offset).unwrap();
         let activations = encoder.forward_kept(&x).unwrap();
         assert_eq!(activations.len(), cfg.num_layers + 1);
         let h_kept = activations.last().unwrap().reshape((b, ())).unwrap();

@@ -452,9 +452,10 @@ impl DrQv2Agent {
         if let Some(on_device) = self.on_device() {
             let step =
                 on_device.critic_step(&self.stores_of_networks(), batch, std, self.cfg.stddev_clip, &next_eps)?;
-            let readings = CriticReadings::of(&step.loss, &step.q1, &step.q2, &step.target_q)?;
-            self.critic_opt.step_named(&self.critic_params, &step.grads)?;
-            return Ok((readings, step.obs_grad));
+            let fit = step.fit;
+            let readings = CriticReadings::of(&fit.loss, &fit.q1, &fit.q2, &step.target_q)?;
+            self.critic_opt.step_named(&self.critic_params, &fit.grads)?;
+            return Ok((readings, fit.obs_grad));
         }
         let CriticLosses { loss, q, target_q } = self.critic_losses(batch, std, &next_eps)?;
         let readings = CriticReadings::of(&loss, &q.q1, &q.q2, &target_q)?;

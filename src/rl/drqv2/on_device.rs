@@ -1,10 +1,8 @@
-//! DrQ-v2's update written out as tensor ops on the agent's device (issue 52), what an agent
-//! off the CPU takes ([`DrQv2Gradients::for_device`]). On a GPU the autograd path is bound by
-//! kernel launches: candle's backward zero-fills each gradient and adds every node's part into
-//! it (SAC's written-out update, the same layers, took 369 launches per update where autograd
-//! took ~1,010, and 2.6 ms where it took 7.0 on an H200; results/gpu-h200-2026-11-28d/). Here
-//! each network's forward keeps what its backward needs ([`crate::rl::written_out`]) and each
-//! gradient is written once.
+//! DrQ-v2's update written out as tensor ops on the agent's device, what an agent off the CPU
+//! takes ([`DrQv2Gradients::for_device`]): each network's forward keeps what its backward needs
+//! ([`crate::rl::written_out`]) and each gradient is written once, where candle's autograd
+//! zero-fills and accumulates (on an H200 the same layers in SAC's update took 369 launches and
+//! 2.6 ms against autograd's ~1,010 and 7.0 ms; results/gpu-h200-2026-11-28d/).
 //!
 //! The arithmetic is [`super::DrQv2Agent::critic_losses`] and
 //! [`super::DrQv2Agent::actor_losses`] term for term (drqv2.py @c0c650b's `update_critic` and
@@ -59,16 +57,11 @@ pub(crate) struct Stores<'a> {
     pub critic_target: &'a Params,
 }
 
-/// The critic's step before its optimiser.
+/// The critic's step before its optimiser: the regression's gradients, loss, Q1, Q2 and
+/// feature gradient, and the target (b, 1) for the metrics.
 pub(crate) struct CriticStep {
-    pub grads: BTreeMap<String, Tensor>,
-    /// The loss, Q1 and Q2 (b, 1) and the target (b, 1), for the metrics.
-    pub loss: Tensor,
-    pub q1: Tensor,
-    pub q2: Tensor,
+    pub fit: Regression,
     pub target_q: Tensor,
-    /// d loss / d `batch.obs` (b, repr), when the features carry a tape.
-    pub obs_grad: Option<Tensor>,
 }
 
 /// The actor's step before its optimiser.
@@ -89,15 +82,10 @@ fn sample(mu: &Tensor, eps: &Tensor, std: f64, clip: f64) -> Result<Tensor> {
     Ok((mu + noise)?.clamp(SAMPLE_BOUNDS.0, SAMPLE_BOUNDS.1)?)
 }
 
+/// DrQ-v2's trunks end in LayerNorm → tanh.
+const TRUNK: TrunkOutput = TrunkOutput::LayerNormTanh;
+
 impl OnDevice {
-    fn actor(&self, params: &Params) -> Result<ActorNets> {
-        ActorNets::of(params, TrunkOutput::LayerNormTanh)
-    }
-
-    fn critic(&self, params: &Params) -> Result<CriticNets> {
-        CriticNets::of(params, TrunkOutput::LayerNormTanh)
-    }
-
     /// The critic's step on `batch` with the target's noise `next_eps` (b, A) at σ = `std`.
     pub(crate) fn critic_step(
         &self,
@@ -109,10 +97,10 @@ impl OnDevice {
     ) -> Result<CriticStep> {
         let obs = batch.obs.detach(); // (b, repr)
         let next_obs = batch.next_obs.detach(); // (b, repr)
-        let (actor, critic, target) = (
-            self.actor(nets.actor)?,
-            self.critic(nets.critic)?,
-            self.critic(nets.critic_target)?,
+        let actor = ActorNets::of(nets.actor, TRUNK)?;
+        let (critic, target) = (
+            CriticNets::of(nets.critic, TRUNK)?,
+            CriticNets::of(nets.critic_target, TRUNK)?,
         );
         // The target: the actor and the target critic on s', no gradient.
         let mu = actor
@@ -125,21 +113,8 @@ impl OnDevice {
         let (tq1, tq2) = (target.q1.forward(&x)?.out, target.q2.forward(&x)?.out); // (b, 1) each
         let target_q = super::critic_target(&batch.reward, &batch.discount, &tq1, &tq2)?; // (b, 1)
 
-        let Regression {
-            grads,
-            loss,
-            q1,
-            q2,
-            obs_grad,
-        } = critic.regress(&obs, &batch.action.detach(), &target_q, batch.obs.track_op())?;
-        Ok(CriticStep {
-            grads,
-            loss,
-            q1,
-            q2,
-            target_q,
-            obs_grad,
-        })
+        let fit = critic.regress(&obs, &batch.action.detach(), &target_q, batch.obs.track_op())?;
+        Ok(CriticStep { fit, target_q })
     }
 
     /// The actor's step on features `obs` (b, repr) with noise `eps` (b, A) at σ = `std`.
@@ -152,7 +127,7 @@ impl OnDevice {
         eps: &Tensor,
     ) -> Result<ActorStep> {
         let obs = obs.detach(); // (b, repr)
-        let (actor, critic) = (self.actor(nets.actor)?, self.critic(nets.critic)?);
+        let (actor, critic) = (ActorNets::of(nets.actor, TRUNK)?, CriticNets::of(nets.critic, TRUNK)?);
         let trunk = actor.trunk.forward(&obs)?;
         let policy = actor.policy.forward(trunk.out())?; // out (b, A), before the tanh
         let mu = policy.out.tanh()?; // (b, A)
@@ -226,10 +201,13 @@ mod tests {
                 }
                 let what = format!("tape {tape}");
                 let next_eps = agent.noise(16, &Device::Cpu, &mut rng).unwrap();
-                let ours = path.critic_step(&stores, &b, std, clip, &next_eps).unwrap();
+                let CriticStep {
+                    fit: ours,
+                    target_q: ours_target,
+                } = path.critic_step(&stores, &b, std, clip, &next_eps).unwrap();
                 let CriticLosses { loss, q, target_q } = agent.critic_losses(&b, std, &next_eps).unwrap();
                 let grads = loss.backward().unwrap();
-                for (x, y) in [(&ours.q1, &q.q1), (&ours.q2, &q.q2), (&ours.target_q, &target_q)] {
+                for (x, y) in [(&ours.q1, &q.q1), (&ours.q2, &q.q2), (&ours_target, &target_q)] {
                     assert!(worst_relative(x, y) < 1e-5, "{what}: Q or target");
                 }
                 assert_step_matches(

@@ -77,31 +77,6 @@ pub(crate) trait Gradients {
 /// candle's autograd over the losses' graphs.
 pub(crate) struct Autograd;
 
-impl Autograd {
-    /// The critic's loss as a graph, with the Q1 and target values its metrics report.
-    fn critic_graph(nets: &Networks, batch: &Batch, next_eps: &Tensor, alpha: f64) -> Result<(Tensor, Tensor, Tensor)> {
-        let next = nets.actor.forward(&batch.next_obs)?.rsample(next_eps)?;
-        let target = nets.critic_target.forward(&batch.next_obs, &next.action.detach())?;
-        let target_q = critic_target(
-            &batch.reward,
-            &target.q1,
-            &target.q2,
-            &next.log_prob.detach(),
-            alpha,
-            &batch.discount,
-        )?; // (b, 1)
-        let q = nets.critic.forward(&batch.obs, &batch.action)?;
-        Ok((critic_loss(&q.q1, &q.q2, &target_q)?, q.q1, target_q))
-    }
-
-    /// The actor's loss as a graph through the detached critic, with log π (b, 1).
-    fn actor_graph(nets: &Networks, obs: &Tensor, eps: &Tensor, alpha: f64) -> Result<(Tensor, Tensor)> {
-        let sample = nets.actor.forward(obs)?.rsample(eps)?;
-        let q = nets.critic.detached().forward(obs, &sample.action)?;
-        Ok((actor_loss(alpha, &sample.log_prob, &q.q1, &q.q2)?, sample.log_prob))
-    }
-}
-
 /// `values` (b·A) as a (b, A) tensor on `like`'s device.
 pub(super) fn noise(values: &[f32], like: &Tensor, action_dim: usize) -> Result<Tensor> {
     let b = like.dim(0)?;
@@ -111,12 +86,18 @@ pub(super) fn noise(values: &[f32], like: &Tensor, action_dim: usize) -> Result<
 impl Gradients for Autograd {
     fn critic(&self, nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticGradients> {
         let next_eps = noise(next_eps, &batch.obs, nets.dims.action_dim)?; // (b, A)
-        let (loss, q1, target_q) = Self::critic_graph(nets, batch, &next_eps, alpha)?;
+                                                                           // The critic's loss as a graph, with the Q1 and target values its metrics report.
+        let next = nets.actor.forward(&batch.next_obs)?.rsample(&next_eps)?;
+        let target = nets.critic_target.forward(&batch.next_obs, &next.action.detach())?;
+        let log_prob = next.log_prob.detach();
+        let target_q = critic_target(&batch.reward, &target.q1, &target.q2, &log_prob, alpha, &batch.discount)?; // (b, 1)
+        let q = nets.critic.forward(&batch.obs, &batch.action)?;
+        let loss = critic_loss(&q.q1, &q.q2, &target_q)?;
         let grads = loss.backward()?;
         Ok(CriticGradients {
             grads: nets.critic_params.grads_by_name(&grads),
             loss: loss.detach(),
-            q1: q1.mean_all()?,
+            q1: q.q1.mean_all()?,
             target_q: target_q.mean_all()?,
             obs_grad: match batch.obs.track_op() {
                 true => grads.get(&batch.obs).cloned(),
@@ -127,7 +108,10 @@ impl Gradients for Autograd {
 
     fn actor(&self, nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<ActorGradients> {
         let eps = noise(eps, obs, nets.dims.action_dim)?; // (b, A)
-        let (loss, log_prob) = Self::actor_graph(nets, obs, &eps, alpha)?;
+                                                          // The actor's loss as a graph through the detached critic.
+        let sample = nets.actor.forward(obs)?.rsample(&eps)?;
+        let q = nets.critic.detached().forward(obs, &sample.action)?;
+        let (loss, log_prob) = (actor_loss(alpha, &sample.log_prob, &q.q1, &q.q2)?, sample.log_prob);
         // Only the actor's gradients are kept: the critic is detached, so this loss gives it
         // none (Proto-RL computes them and zeroes them before the critic's next step).
         let grads = loss.backward()?;

@@ -167,6 +167,12 @@ const HEADS: &str = "taco";
 const HEADS_OPT: &str = "taco_opt";
 const ACT_TOK_TACO_OPT: &str = "act_tok_taco_opt";
 
+/// The DrQ-v2 core's action encoder, which a TACO agent's core always has.
+fn latent_actions(core: &DrQv2Agent) -> Result<&LatentActions> {
+    core.latent_actions()
+        .ok_or_else(|| Error::Shape("taco: no action encoder".into()))
+}
+
 impl TacoAgent {
     /// Fresh networks for `repr_dim` features and `action_dim` actions.
     pub fn new<R: Rng + ?Sized>(
@@ -189,9 +195,7 @@ impl TacoAgent {
             &mut heads_params,
             rng,
         )?;
-        let act_tok = core
-            .latent_actions()
-            .ok_or_else(|| Error::Shape("taco: no action encoder".into()))?;
+        let act_tok = latent_actions(&core)?;
         Ok(Self {
             heads_opt: Adam::new(cfg.optimizer.clone(), &heads_params),
             act_tok_opt: Adam::new(cfg.optimizer.clone(), &act_tok.params),
@@ -219,9 +223,7 @@ impl TacoAgent {
     }
 
     fn latent_actions(&self) -> Result<&LatentActions> {
-        self.core
-            .latent_actions()
-            .ok_or_else(|| Error::Shape("taco: no action encoder".into()))
+        latent_actions(&self.core)
     }
 
     /// The TACO loss on the batch's views and its n-step `reward` (b, 1): with
@@ -300,11 +302,7 @@ impl TacoAgent {
         check_finite("taco loss", values[1])?;
         let grads = losses.total.backward()?;
         self.heads_opt.step(&self.heads_params, &grads)?;
-        let act_tok = &self
-            .core
-            .latent_actions()
-            .ok_or_else(|| Error::Shape("taco: no action encoder".into()))?
-            .params;
+        let act_tok = &latent_actions(&self.core)?.params;
         self.act_tok_opt.step(act_tok, &grads)?;
         Ok(match views.anchor.track_op() {
             true => grads.get(&views.anchor).cloned(),
@@ -336,11 +334,7 @@ impl TacoAgent {
         self.core.load_state(tensors, meta)?;
         agent_state::load_params(&[(HEADS, &self.heads_params)], tensors)?;
         agent_state::load_optimiser(HEADS_OPT, &mut self.heads_opt, &self.heads_params, tensors, meta)?;
-        let act_tok = &self
-            .core
-            .latent_actions()
-            .ok_or_else(|| Error::Shape("taco: no action encoder".into()))?
-            .params;
+        let act_tok = &latent_actions(&self.core)?.params;
         agent_state::load_optimiser(ACT_TOK_TACO_OPT, &mut self.act_tok_opt, act_tok, tensors, meta)
     }
 
