@@ -1,17 +1,9 @@
-//! Adam's step and the EMA target update on CUDA as one kernel per parameter (cargo feature
-//! `cuda`, issue 52). Written with candle's ops, a GPU Adam step is ~12 launches and as many
-//! temporaries per parameter, and the EMA ~4: on the H200 the LFS update's optimiser part took
-//! 3.29 ms that way for ~30 small tensors, and 0.29 ms with these kernels (BENCHMARKS.md,
-//! 2026-11-28), where PyTorch's fused Adam takes 0.1 ms. A kernel NVRTC cannot compile is an
-//! error naming it.
-//!
-//! The arithmetic is [`super::adam`]'s `adam_elementwise` and [`super::ema`]'s `EmaOp`, term
-//! for term, compiled by NVRTC with `--fmad=false` (no contraction into fused multiply-adds),
-//! IEEE square root and division (NVRTC's defaults), so each element is rounded as the CPU's
-//! f32 loop rounds it. The kernels are compiled once per process and loaded once per device.
-//!
-//! Checked on a GPU by `examples/device_check.rs` (every check that updates parameters runs
-//! these against the CPU's kernels); nothing here runs on a CPU.
+//! Adam's step and the EMA target update on CUDA, one kernel per parameter (with candle's ops
+//! ~12 and ~4 launches: the LFS update's optimiser part took 3.29 ms so on an H200 and 0.29 ms
+//! with these, BENCHMARKS.md 2026-11-28). The arithmetic is `crate::nn::adam`'s
+//! `adam_elementwise` and `crate::nn::ema`'s `EmaOp` term for term, compiled by NVRTC without
+//! fused multiply-adds, so each element is rounded as the CPU's f32 loop rounds it. Checked on a
+//! GPU by `examples/device_check.rs`; nothing here runs on a CPU.
 
 use std::sync::OnceLock;
 
@@ -148,46 +140,33 @@ impl InplaceOp2 for AdamStepOp<'_> {
     }
 }
 
-/// θ' ← θ'·keep + θ·take in place (dst = the target parameter θ', src = the online θ).
-pub struct EmaOp {
-    pub keep: f32,
-    pub take: f32,
-}
-
-impl InplaceOp2 for EmaOp {
-    fn name(&self) -> &'static str {
-        "ema-cuda"
+/// θ' ← θ'·keep + θ·take in place on CUDA (`dst` the target parameter θ', `src` the online θ):
+/// the CUDA side of the EMA's in-place op (`crate::nn::ema`).
+pub fn ema(
+    dst: &mut CudaStorage,
+    dst_l: &Layout,
+    src: &CudaStorage,
+    src_l: &Layout,
+    keep: f32,
+    take: f32,
+) -> candle_core::Result<()> {
+    let n = contiguous_len(dst_l, "the target parameter")?;
+    if contiguous_len(src_l, "the online parameter")? != n {
+        candle_core::bail!("ema-cuda: {n} target vs {} online elements", src_l.shape().elem_count())
     }
-
-    fn cpu_fwd(&self, _: &mut CpuStorage, _: &Layout, _: &CpuStorage, _: &Layout) -> candle_core::Result<()> {
-        candle_core::bail!("ema-cuda runs on CUDA only (the CPU has ema's own op)")
-    }
-
-    fn cuda_fwd(
-        &self,
-        dst: &mut CudaStorage,
-        dst_l: &Layout,
-        src: &CudaStorage,
-        src_l: &Layout,
-    ) -> candle_core::Result<()> {
-        let n = contiguous_len(dst_l, "the target parameter")?;
-        if contiguous_len(src_l, "the online parameter")? != n {
-            candle_core::bail!("ema-cuda: {n} target vs {} online elements", src_l.shape().elem_count())
-        }
-        let dev: CudaDevice = dst.device.clone();
-        let func = dev.get_or_load_custom_func("lfs_ema", MODULE, ptx()?)?;
-        let online = src.as_cuda_slice::<f32>()?.slice(src_l.start_offset()..);
-        let start = dst_l.start_offset();
-        let mut target = dst.as_cuda_slice_mut::<f32>()?.slice_mut(start..);
-        let n32 = n as u32;
-        let mut builder = func.builder();
-        builder.arg(&mut target);
-        builder.arg(&online);
-        builder.arg(&n32);
-        builder.arg(&self.keep);
-        builder.arg(&self.take);
-        // SAFETY: the kernel's arguments are as declared in SOURCE; both pointers cover n f32s.
-        unsafe { builder.launch(launch_config(n)) }.w()?;
-        Ok(())
-    }
+    let dev: CudaDevice = dst.device.clone();
+    let func = dev.get_or_load_custom_func("lfs_ema", MODULE, ptx()?)?;
+    let online = src.as_cuda_slice::<f32>()?.slice(src_l.start_offset()..);
+    let start = dst_l.start_offset();
+    let mut target = dst.as_cuda_slice_mut::<f32>()?.slice_mut(start..);
+    let n32 = n as u32;
+    let mut builder = func.builder();
+    builder.arg(&mut target);
+    builder.arg(&online);
+    builder.arg(&n32);
+    builder.arg(&keep);
+    builder.arg(&take);
+    // SAFETY: the kernel's arguments are as declared in SOURCE; both pointers cover n f32s.
+    unsafe { builder.launch(launch_config(n)) }.w()?;
+    Ok(())
 }

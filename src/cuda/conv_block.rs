@@ -1,29 +1,20 @@
-//! One layer of the encoder on CUDA with cuDNN (cargo feature `cuda`, issue 52):
-//! `relu(conv(x, w) + b)` as one graph node, where candle's path makes three (the convolution,
-//! the bias's broadcast add, the ReLU), each with its own backward and gradient sums.
+//! One layer of the encoder on CUDA with cuDNN, `relu(conv(x, w) + b)`, as one graph node where
+//! candle's path makes three (convolution, broadcast add, ReLU), each with its own backward and
+//! gradient sums: 24.6 against 39.8 ms per LFS update at B=512 on an H200 (BENCHMARKS.md,
+//! 2026-11-28; the profile behind it, results/gpu-h200-2026-11-28b/).
 //!
-//! The 2026-11-28 H200 profile of the LFS update at B=512 (`eval/gpu/kprof`, results/
-//! gpu-h200-2026-11-28b/) put 10.4 of its 38 GPU milliseconds in candle's element-wise adds
-//! (the bias adds and the gradients' accumulation), 5.4 ms in the bias gradients' sums (candle's
-//! reduction launches one block per output, 32 blocks for a 32-channel bias), and 3 ms more in
-//! the ReLU's forward and backward; the convolutions themselves took 10.
-//!
-//! Here the forward is cuDNN's convolution (`super::cudnn_conv`), then one kernel adding the
-//! bias and taking the ReLU in place; the backward is one kernel masking the output gradient
-//! where the output is not positive (PyTorch's `threshold_backward`), a two-pass channel sum for
-//! the bias gradient (deterministic: per channel, 64 partial sums, then their sum), and cuDNN's
-//! backward-filter and, when x carries a graph, backward-data. Measured on an H200 against
-//! candle's three nodes: 24.6 against 39.8 ms per LFS update at B=512 (BENCHMARKS.md,
-//! 2026-11-28); the three nodes' way is gone on CUDA.
-//!
-//! Checked on a GPU by `examples/device_check.rs` (every check through the encoder on CUDA
-//! compares its values and gradients with the CPU's kernels); nothing here runs on a CPU.
+//! Forward: cuDNN's convolution (`super::cudnn_conv`), then one kernel adding the bias and taking
+//! the ReLU in place. Backward: one kernel masking the output gradient where the output is not
+//! positive (PyTorch's `threshold_backward`), a deterministic two-pass channel sum for the bias
+//! gradient (64 partial sums per channel, then their sum), cuDNN's backward-filter and, when x
+//! carries a graph, backward-data. Checked on a GPU by `examples/device_check.rs` against the
+//! CPU's kernels; nothing here runs on a CPU.
 
 use std::sync::OnceLock;
 
 use candle_core::cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
 use candle_core::cuda::{CudaStorage, WrapErr};
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, InplaceOp2, Layout, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Shape, Tensor};
 
 use super::runtime::{compiled, contiguous_len, launch_config};
 use crate::Result;
@@ -95,12 +86,8 @@ fn ptx() -> candle_core::Result<&'static str> {
 /// stride `stride`; differentiable in x (when it carries a graph), w and b.
 pub fn conv_bias_relu(x: &Tensor, w: &Tensor, b: &Tensor, stride: usize) -> Result<Tensor> {
     let (x, w, b) = (x.contiguous()?, w.contiguous()?, b.contiguous()?);
-    if !x.track_op() && !w.track_op() && !b.track_op() {
-        let y = super::cudnn_conv::forward(&x, &w, stride)?; // (n, o, ho, wo), ours
-        y.inplace_op2(&b, &BiasRelu)?;
-        return Ok(y);
-    }
-    Ok(x.apply_op3(&w, &b, Block { stride })?)
+    // A graph node only when one of them carries a graph (candle records none otherwise).
+    Ok(x.apply_op3(&w, &b, Block { stride })?) // (n, o, ho, wo)
 }
 
 /// The graph node: forward (x, w, b) → y; backward through [`Block::bwd`].
@@ -136,7 +123,7 @@ impl CustomOp3 for Block {
     ) -> candle_core::Result<(CudaStorage, Shape)> {
         let (mut y, shape) = super::cudnn_conv::forward_storage(x, x_l, w, w_l, self.stride)?;
         let y_l = Layout::contiguous(shape.clone());
-        BiasRelu.cuda_fwd(&mut y, &y_l, b, b_l)?;
+        bias_relu(&mut y, &y_l, b, b_l)?;
         Ok((y, shape))
     }
 
@@ -162,43 +149,40 @@ pub fn grads(x: &Tensor, w: &Tensor, y: &Tensor, g: &Tensor, stride: usize, inpu
     let (x, y) = (x.contiguous()?, y.contiguous()?);
     let dy = g.detach().contiguous()?.apply_op2_no_bwd(&y, &ReluGrad)?; // (n, o, ho, wo)
     let bias = dy.apply_op1_no_bwd(&ChannelSum)?; // (o)
-    let super::cudnn_conv::ConvGrads { input, weight } = super::cudnn_conv::grads(&x, w, &dy, stride, input_grad)?;
+    let weight = super::cudnn_conv::backward_filter(&x, &dy, w.dim(2)?, stride)?; // (o, c, k, k)
+    let input = match input_grad {
+        true => Some(super::cudnn_conv::backward_data(
+            w,
+            &dy,
+            (x.dim(2)?, x.dim(3)?),
+            stride,
+        )?), // (n, c, h, w)
+        false => None,
+    };
     Ok(LayerGrads { input, weight, bias })
 }
 
-/// y ← relu(y + b[channel]) in place (dst = y (n, o, ho, wo), src = b (o)).
-struct BiasRelu;
-
-impl InplaceOp2 for BiasRelu {
-    fn name(&self) -> &'static str {
-        "bias-relu-cuda"
+/// y ← relu(y + b[channel]) in place: y (n, o, ho, wo), b (o).
+fn bias_relu(y: &mut CudaStorage, y_l: &Layout, b: &CudaStorage, b_l: &Layout) -> candle_core::Result<()> {
+    let n = contiguous_len(y_l, "y")?;
+    let (_, c, ho, wo) = y_l.shape().dims4()?;
+    if contiguous_len(b_l, "the bias")? != c {
+        candle_core::bail!("bias-relu-cuda: {c} channels, a bias of {}", b_l.shape().elem_count())
     }
-
-    fn cpu_fwd(&self, _: &mut CpuStorage, _: &Layout, _: &CpuStorage, _: &Layout) -> candle_core::Result<()> {
-        candle_core::bail!("bias-relu-cuda runs on CUDA only")
-    }
-
-    fn cuda_fwd(&self, y: &mut CudaStorage, y_l: &Layout, b: &CudaStorage, b_l: &Layout) -> candle_core::Result<()> {
-        let n = contiguous_len(y_l, "y")?;
-        let (_, c, ho, wo) = y_l.shape().dims4()?;
-        if contiguous_len(b_l, "the bias")? != c {
-            candle_core::bail!("bias-relu-cuda: {c} channels, a bias of {}", b_l.shape().elem_count())
-        }
-        let func = y.device.get_or_load_custom_func("lfs_bias_relu", MODULE, ptx()?)?;
-        let b = b.as_cuda_slice::<f32>()?.slice(b_l.start_offset()..);
-        let start = y_l.start_offset();
-        let mut y = y.as_cuda_slice_mut::<f32>()?.slice_mut(start..);
-        let (n32, c32, hw) = (n as u32, c as u32, (ho * wo) as u32);
-        let mut builder = func.builder();
-        builder.arg(&mut y);
-        builder.arg(&b);
-        builder.arg(&n32);
-        builder.arg(&c32);
-        builder.arg(&hw);
-        // SAFETY: the arguments are as lfs_bias_relu declares them; y covers n f32s, b c.
-        unsafe { builder.launch(launch_config(n)) }.w()?;
-        Ok(())
-    }
+    let func = y.device.get_or_load_custom_func("lfs_bias_relu", MODULE, ptx()?)?;
+    let b = b.as_cuda_slice::<f32>()?.slice(b_l.start_offset()..);
+    let start = y_l.start_offset();
+    let mut y = y.as_cuda_slice_mut::<f32>()?.slice_mut(start..);
+    let (n32, c32, hw) = (n as u32, c as u32, (ho * wo) as u32);
+    let mut builder = func.builder();
+    builder.arg(&mut y);
+    builder.arg(&b);
+    builder.arg(&n32);
+    builder.arg(&c32);
+    builder.arg(&hw);
+    // SAFETY: the arguments are as lfs_bias_relu declares them; y covers n f32s, b c.
+    unsafe { builder.launch(launch_config(n)) }.w()?;
+    Ok(())
 }
 
 /// dy = g where the block's output is positive, else 0 (args: g, the output), a new tensor.

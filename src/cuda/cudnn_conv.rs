@@ -1,24 +1,19 @@
-//! cuDNN's convolutions for the encoder on CUDA (cargo feature `cuda`, issue 52): the forward,
-//! the input gradient (backward-data) and the weight gradient (backward-filter) of
-//! `y = conv(x, w)` (no padding, stride s, k × k, NCHW f32), each one cuDNN call through cudarc.
+//! cuDNN's convolutions for the encoder on CUDA: the forward, the input gradient (backward-data)
+//! and the weight gradient (backward-filter) of `y = conv(x, w)` (no padding, stride s, k × k,
+//! NCHW f32), each one cuDNN call through cudarc.
 //!
-//! candle's own `cudnn` feature runs only the forward (its backward stays candle's), at cuDNN's
-//! default math type, which lets cuDNN pick TF32 kernels for f32 data on Hopper whatever the
-//! run's precision (the 2026-11-27 H200 session's parity failed so without
-//! `NVIDIA_TF32_OVERRIDE=0`). Here the math type follows `run.precision`: `fp32` →
-//! `CUDNN_FMA_MATH` (FP32 arithmetic only), `tf32` → `CUDNN_DEFAULT_MATH` (TF32 allowed, as
-//! PyTorch's `cudnn.allow_tf32`). The algorithm is chosen once per shape and remembered: the
-//! fastest of every algorithm cuDNN runs for it, each run on the call's own buffers and timed
-//! (what PyTorch's `cudnn.benchmark`, which the strong anchor sets, does with `cudnnFind*`).
-//! cuDNN's heuristic choice, the way before 2026-11-28, was never separated from it by a
-//! measurement (52.5 against 55.1 ms per update, one run each) and is gone.
-//!
-//! Checked on a GPU by `examples/device_check.rs` (its pre-training, SAC, DrQ-v2 and TACO checks
-//! back-propagate through the encoder against the CPU's kernels); nothing here runs on a CPU.
+//! The math type follows `run.precision`: `fp32` → `CUDNN_FMA_MATH` (FP32 arithmetic only),
+//! `tf32` → `CUDNN_DEFAULT_MATH` (TF32 allowed, as PyTorch's `cudnn.allow_tf32`). candle's own
+//! `cudnn` feature leaves the default, which runs f32 convolutions in TF32 on Hopper. The
+//! algorithm is chosen once per shape and remembered: the fastest of every algorithm cuDNN runs
+//! for it, each timed on the call's own buffers (as PyTorch's `cudnn.benchmark` does with
+//! `cudnnFind*`). Checked on a GPU by `examples/device_check.rs` against the CPU's kernels;
+//! nothing here runs on a CPU.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::thread::LocalKey;
 
 use candle_core::cuda::cudarc::cudnn::safe::{
     ConvBackwardData, ConvBackwardFilter, ConvDescriptor, ConvForward, Cudnn, FilterDescriptor, TensorDescriptor,
@@ -38,45 +33,19 @@ thread_local! {
     static HANDLES: RefCell<HashMap<DeviceId, Arc<Cudnn>>> = RefCell::new(HashMap::new());
 }
 
-/// The algorithm chosen for one of the three, and its workspace's bytes.
-#[derive(Debug, Clone, Copy)]
-enum Algo {
-    Forward(cudnnConvolutionFwdAlgo_t),
-    Data(cudnnConvolutionBwdDataAlgo_t),
-    Filter(cudnnConvolutionBwdFilterAlgo_t),
-}
+/// What an algorithm is chosen for: the device, the shapes of x, w and y, the stride and
+/// whether TF32 is allowed.
+type AlgoKey = (DeviceId, [usize; 4], [usize; 4], [usize; 4], usize, bool);
 
-impl Algo {
-    fn forward(self) -> Option<cudnnConvolutionFwdAlgo_t> {
-        match self {
-            Algo::Forward(a) => Some(a),
-            _ => None,
-        }
-    }
-
-    fn data(self) -> Option<cudnnConvolutionBwdDataAlgo_t> {
-        match self {
-            Algo::Data(a) => Some(a),
-            _ => None,
-        }
-    }
-
-    fn filter(self) -> Option<cudnnConvolutionBwdFilterAlgo_t> {
-        match self {
-            Algo::Filter(a) => Some(a),
-            _ => None,
-        }
-    }
-}
-
-/// What an algorithm is chosen for: the device, the part (0 forward, 1 data, 2 filter), the
-/// shapes of x, w and y, the stride and whether TF32 is allowed.
-type AlgoKey = (DeviceId, u8, [usize; 4], [usize; 4], [usize; 4], usize, bool);
+/// One part's chosen algorithms by [`AlgoKey`], each with its workspace's bytes.
+type Chosen<A> = RefCell<HashMap<AlgoKey, (A, usize)>>;
 
 thread_local! {
-    // The timed choice per convolution, made once (an LFS update runs ~19 convolutions
-    // of a handful of shapes), as PyTorch caches its own.
-    static ALGOS: RefCell<HashMap<AlgoKey, (Algo, usize)>> = RefCell::new(HashMap::new());
+    // The timed choice per convolution and part, made once (an LFS update runs ~19
+    // convolutions of a handful of shapes), as PyTorch caches its own.
+    static FORWARD_CHOSEN: Chosen<cudnnConvolutionFwdAlgo_t> = RefCell::new(HashMap::new());
+    static DATA_CHOSEN: Chosen<cudnnConvolutionBwdDataAlgo_t> = RefCell::new(HashMap::new());
+    static FILTER_CHOSEN: Chosen<cudnnConvolutionBwdFilterAlgo_t> = RefCell::new(HashMap::new());
 }
 
 /// Algorithms needing a larger workspace are not tried (some FFT ones ask for gigabytes).
@@ -157,41 +126,28 @@ const FILTER_ALGOS: [cudnnConvolutionBwdFilterAlgo_t; 6] = {
     ]
 };
 
-/// One part's convolution: the algorithm chosen for `key` (the [`fastest`] of `all`, timed on
-/// the call's own buffers the first time, then remembered as `wrap` makes it), then one
-/// `launch(algo, workspace)` with it; `size(algo)` is its workspace's bytes.
+/// One part's convolution: the algorithm `chosen` for `key` (the [`fastest`] of `all`, timed on
+/// the call's own buffers the first time, then remembered), then one `launch(algo, workspace)`
+/// with it; `size(algo)` is its workspace's bytes.
 fn run_part<A: Copy + std::fmt::Debug>(
     dev: &CudaDevice,
+    chosen: &'static LocalKey<Chosen<A>>,
     key: AlgoKey,
     all: &[A],
-    wrap: fn(A) -> Algo,
-    unwrap: fn(Algo) -> Option<A>,
     size: impl Fn(A) -> candle_core::Result<usize>,
     mut launch: impl FnMut(A, &mut CudaSlice<u8>) -> candle_core::Result<()>,
 ) -> candle_core::Result<()> {
-    let (chosen, bytes) = algorithm(key, || {
-        let (algo, bytes) = fastest(dev, all, &size, &mut launch)?;
-        Ok((wrap(algo), bytes))
-    })?;
-    let Some(algo) = unwrap(chosen) else {
-        candle_core::bail!("cudnn_conv: a cached algorithm of another part")
+    let (algo, bytes) = match chosen.with(|c| c.borrow().get(&key).copied()) {
+        Some(found) => found,
+        None => {
+            let picked = fastest(dev, all, &size, &mut launch)?;
+            chosen.with(|c| c.borrow_mut().insert(key, picked));
+            picked
+        }
     };
     // SAFETY: a workspace, written by cuDNN before it reads it.
     let mut ws = unsafe { dev.alloc::<u8>(bytes.max(1))? };
     launch(algo, &mut ws)
-}
-
-/// The cached choice for `key`, or `pick`'s, remembered.
-fn algorithm(
-    key: AlgoKey,
-    pick: impl FnOnce() -> candle_core::Result<(Algo, usize)>,
-) -> candle_core::Result<(Algo, usize)> {
-    if let Some(found) = ALGOS.with(|a| a.borrow().get(&key).copied()) {
-        return Ok(found);
-    }
-    let chosen = pick()?;
-    ALGOS.with(|a| a.borrow_mut().insert(key, chosen));
-    Ok(chosen)
 }
 
 fn handle(dev: &CudaDevice) -> candle_core::Result<Arc<Cudnn>> {
@@ -210,18 +166,8 @@ pub fn applies(x: &Tensor) -> bool {
     x.device().is_cuda() && x.dtype() == candle_core::DType::F32
 }
 
-/// y = conv(x, w): x (b, c, h, w), w (o, c, k, k) → (b, o, ho, wo), outside any graph.
-pub fn forward(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
-    Ok(x.contiguous()?.apply_op2_no_bwd(
-        &w.contiguous()?,
-        &Conv {
-            stride,
-            part: Part::Forward,
-        },
-    )?)
-}
-
-/// [`forward`] on storages, for an op that goes on with y (`super::conv_block`).
+/// y = conv(x, w): x (b, c, h, w), w (o, c, k, k) → (b, o, ho, wo), on storages, for an op that
+/// goes on with y (`super::conv_block`).
 pub fn forward_storage(
     x: &CudaStorage,
     x_l: &Layout,
@@ -248,26 +194,6 @@ pub fn backward_filter(x: &Tensor, g: &Tensor, k: usize, stride: usize) -> Resul
     let part = Part::Filter { k };
     Ok(x.contiguous()?
         .apply_op2_no_bwd(&g.contiguous()?, &Conv { stride, part })?)
-}
-
-/// The gradients of y = conv(x, w).
-pub struct ConvGrads {
-    /// dL/dx (b, c, h, w), when asked for.
-    pub input: Option<Tensor>,
-    /// dL/dw (o, c, k, k).
-    pub weight: Tensor,
-}
-
-/// dw and dx (when `input_grad`) of y = conv(x, w) for g = dL/dy: the encoder layer's backward
-/// (`super::conv_block`).
-pub fn grads(x: &Tensor, w: &Tensor, g: &Tensor, stride: usize, input_grad: bool) -> Result<ConvGrads> {
-    let (_, _, h, wd) = x.dims4()?;
-    let weight = backward_filter(x, g, w.dim(2)?, stride)?;
-    let input = match input_grad {
-        true => Some(backward_data(w, g, (h, wd), stride)?),
-        false => None,
-    };
-    Ok(ConvGrads { input, weight })
 }
 
 /// Which of the three a [`Conv`] computes, with what its arguments' shapes do not say.
@@ -299,17 +225,6 @@ struct Descriptors {
     x: TensorDescriptor<f32>,
     w: FilterDescriptor<f32>,
     y: TensorDescriptor<f32>,
-}
-
-impl Part {
-    /// The part's index in an [`AlgoKey`].
-    fn index(&self) -> u8 {
-        match self {
-            Part::Forward => 0,
-            Part::Data { .. } => 1,
-            Part::Filter { .. } => 2,
-        }
-    }
 }
 
 impl Conv {
@@ -395,7 +310,7 @@ impl CustomOp2 for Conv {
         let dev = a.device.clone();
         let sh = self.shapes(a_l, b_l)?;
         let tf32 = candle_core::cuda::gemm_reduced_precision_f32();
-        let key: AlgoKey = (dev.id(), self.part.index(), sh.x, sh.w, sh.y, self.stride, tf32);
+        let key: AlgoKey = (dev.id(), sh.x, sh.w, sh.y, self.stride, tf32);
         let d = self.descriptors(&handle(&dev)?, &sh, tf32)?;
         let (conv, x, w, y) = (&d.conv, &d.x, &d.w, &d.y);
         // Each argument from its layout's start (contiguous, checked above).
@@ -413,23 +328,15 @@ impl CustomOp2 for Conv {
             Part::Forward => {
                 let op = ConvForward { conv, x, w, y }; // a = x, b = w
                 let size = |algo| Ok(op.get_workspace_size(algo)?);
-                run_part(
-                    &dev,
-                    key,
-                    &FORWARD_ALGOS,
-                    Algo::Forward,
-                    Algo::forward,
-                    size,
-                    |algo, ws| {
-                        unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
-                        Ok(())
-                    },
-                )?;
+                run_part(&dev, &FORWARD_CHOSEN, key, &FORWARD_ALGOS, size, |algo, ws| {
+                    unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &b_v, &mut out)? };
+                    Ok(())
+                })?;
             }
             Part::Data { .. } => {
                 let op = ConvBackwardData { conv, dx: x, w, dy: y }; // a = g (dy), b = w
                 let size = |algo| Ok(op.get_workspace_size(algo)?);
-                run_part(&dev, key, &DATA_ALGOS, Algo::Data, Algo::data, size, |algo, ws| {
+                run_part(&dev, &DATA_CHOSEN, key, &DATA_ALGOS, size, |algo, ws| {
                     unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &mut out, &b_v, &a_v)? };
                     Ok(())
                 })?;
@@ -437,18 +344,10 @@ impl CustomOp2 for Conv {
             Part::Filter { .. } => {
                 let op = ConvBackwardFilter { conv, x, dw: w, dy: y }; // a = x, b = g (dy)
                 let size = |algo| Ok(op.get_workspace_size(algo)?);
-                run_part(
-                    &dev,
-                    key,
-                    &FILTER_ALGOS,
-                    Algo::Filter,
-                    Algo::filter,
-                    size,
-                    |algo, ws| {
-                        unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
-                        Ok(())
-                    },
-                )?;
+                run_part(&dev, &FILTER_CHOSEN, key, &FILTER_ALGOS, size, |algo, ws| {
+                    unsafe { op.launch(algo, Some(ws), (1f32, 0f32), &a_v, &mut out, &b_v)? };
+                    Ok(())
+                })?;
             }
         }
         Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from(out_dims.to_vec())))

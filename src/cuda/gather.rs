@@ -1,14 +1,9 @@
-//! `crate::data::FrameStore::gather` on CUDA as one kernel (cargo
-//! feature `cuda`, issue 52): each output byte read from the store at
-//! `channel[j, k] + row[j, y] + col[j, x]`, from those three small tables, where candle's path
-//! builds the full (n, k, h, w) index tensor with two broadcast adds and then gathers: at an LFS
-//! update's 2,048 observations that is 130M u32 indices (520 MB) written and read again, 2.2 of
-//! the update's 23 GPU-busy ms on the 2026-11-28 H200 profile (`badd_u32`, `is_u32_u8`).
-//! candle's path stays on the CPU's device path (tests) and for an output past 32-bit indexing.
-//! The bytes are the same either way.
-//!
-//! Checked on a GPU by `examples/device_check.rs` (its pre-training checks gather their batches
-//! on the device against the host's stacking; "replay rows on the device" must be exact).
+//! `crate::data::FrameStore::gather` on CUDA as one kernel: each output byte read from the store
+//! at `channel[j, k] + row[j, y] + col[j, x]`, from those three small tables, where candle's path
+//! builds the full (n, k, h, w) u32 index tensor (520 MB at an LFS update's 2,048 observations;
+//! 2.2 of the update's 23 GPU-busy ms on the 2026-11-28 H200 profile). candle's path stays on
+//! the CPU's device path (tests) and for an output past 32-bit indexing; the bytes are the same.
+//! Checked on a GPU by `examples/device_check.rs` ("replay rows on the device" must be exact).
 
 #[cfg(feature = "cuda")]
 pub use on_cuda::{fits, gather, gather_input};

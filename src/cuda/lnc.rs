@@ -1,12 +1,9 @@
-//! LNC's distances and k-th neighbours (`crate::objectives::lnc`, Eq. 3–4) on CUDA as two kernels (cargo
-//! feature `cuda`, issue 52), where candle's ops write the (rows, M, dim) differences in f64
-//! and reduce them, then select by repeated argmin: 2.4 of the LFS update's 17.5 GPU-busy ms on
-//! the 2026-11-28 H200 profile (`bsub_f64`, `fast_sum_f64`, `usqr_f64`, `fast_max_f64`;
-//! results/gpu-h200-2026-11-28d/). The kernels compute what `crate::objectives::lnc::lnc_select` computes
-//! on the host, in the same order: each distance a sequential f64 sum of squared differences of
-//! the f32 latents, its square root, and the idx-th smallest of a row as a stable sort orders
-//! ties; the host then takes D's mean in row order. They took LNC's GPU time per update from
-//! 2.4 to 0.46 ms (BENCHMARKS.md); candle's ops stay the way on the CPU's device path only.
+//! LNC's distances and k-th neighbours (`crate::objectives::lnc`, Eq. 3–4) on CUDA as two
+//! kernels, computing what `lnc_select` computes on the host in the same order: each distance a
+//! sequential f64 sum of squared differences of the f32 latents, its square root, and the
+//! idx-th smallest of a row as a stable sort orders ties; the host then takes D's mean in row
+//! order. LNC's GPU time per LFS update on an H200: 0.46 ms, against 2.4 with candle's ops
+//! (BENCHMARKS.md, results/gpu-h200-2026-11-28d/).
 
 #[cfg(feature = "cuda")]
 pub use on_cuda::kth_distances;

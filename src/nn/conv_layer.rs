@@ -5,9 +5,7 @@
 //! (`src/cuda/conv_block.rs`: 24.6 against 39.8 ms per LFS update as three candle nodes on an
 //! H200, BENCHMARKS.md 2026-11-28). Elsewhere it is candle's conv2d, broadcast add and ReLU under
 //! candle's autograd: the CPU reference the device tests and `examples/device_check.rs` hold the
-//! CUDA layer to. (Until 2026-11-29 the CPU side had a backward written as GEMMs, made for the
-//! GPU before cuDNN ran there; cuDNN replaced it on CUDA, 26.2 against 69.8 ms per LFS update,
-//! results/gpu-h200-2026-11-28d, and candle's own backward is the reference now.)
+//! CUDA layer to.
 
 use candle_core::{Tensor, Var};
 

@@ -19,28 +19,14 @@ pub fn ema_update(online: &Params, target: &Params, tau: f64) -> Result<()> {
     for (name, t_var) in target.iter() {
         let online_value = online.get(name).map(|v| v.as_tensor());
         let o = expect_stored(name, t_var.dims(), online_value, " in the online network")?;
-        if t_var.device().is_cpu() {
-            t_var.as_tensor().inplace_op2(o, &op)?;
-            continue;
-        }
-        // On CUDA, one kernel per parameter (crate::cuda::adam_ema), the same f32 arithmetic.
-        #[cfg(feature = "cuda")]
-        if t_var.device().is_cuda() {
-            let fused = crate::cuda::adam_ema::EmaOp {
-                keep: op.keep,
-                take: op.take,
-            };
-            t_var.as_tensor().inplace_op2(&o.contiguous()?, &fused)?;
-            continue;
-        }
-        // Elsewhere the in-place op's arithmetic in candle's ops.
-        t_var.set(&((t_var.as_tensor() * op.keep as f64)? + (o * op.take as f64)?)?)?;
+        t_var.as_tensor().inplace_op2(&o.contiguous()?, &op)?;
     }
     Ok(())
 }
 
 /// θ' ← θ'·keep + θ·take as a candle in-place op (dst = θ', src = θ); the same f32 arithmetic
-/// as `(θ' * (1 − η)) + (θ * η)` with candle's scalar ops.
+/// as `(θ' * (1 − η)) + (θ * η)` with candle's scalar ops, on CUDA one kernel per parameter
+/// (`crate::cuda::adam_ema`, compiled without fused multiply-adds).
 struct EmaOp {
     keep: f32,
     take: f32,
@@ -73,5 +59,16 @@ impl InplaceOp2 for EmaOp {
                 }
             });
         Ok(())
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        dst: &mut candle_core::CudaStorage,
+        dst_l: &Layout,
+        src: &candle_core::CudaStorage,
+        src_l: &Layout,
+    ) -> candle_core::Result<()> {
+        crate::cuda::adam_ema::ema(dst, dst_l, src, src_l, self.keep, self.take)
     }
 }

@@ -16,9 +16,8 @@
 //!   gradients by hand (`kernels::tape`); with [`Compute::Candle`] (a GPU, or the CPU in the
 //!   device tests) it runs candle's ops (cuDNN's convolutions in the CUDA build) outside any
 //!   graph and keeps every layer's activations, and the backward gathers the rows it needs and
-//!   runs each layer's gradients (`super::conv_layer::conv2d_bias_relu_grads`), as the tape does.
-//!   (It replaced a backward through candle's graph, which took 1.18× its time in the LFS
-//!   update on an H200: 17.08 against 14.53 ms, 3 rounds, BENCHMARKS.md "GPU".)
+//!   runs each layer's gradients (`super::conv_layer::conv2d_bias_relu_grads`), as the tape does
+//!   (a backward through candle's graph took 1.18× its time on an H200, BENCHMARKS.md "GPU").
 //!
 //! The encoder holds its parameters as tensors: views of a [`Params`] store's `Var`s when it is
 //! trained (an optimiser step on the store is seen here), or plain tensors when it is frozen

@@ -1,20 +1,17 @@
-//! The row-wise parts of SAC's and DrQ-v2's updates, each as one op (issue 52): the trunk's LayerNorm forward,
-//! its input gradient and its parameters' gradients, and the squashed Gaussian's sample and its
-//! gradient. Written with candle's element-wise ops these are ~12, ~14, ~26 and ~14 kernel
-//! launches each, and an update on a GPU is bound by launches; here each is one (two for the
-//! parameters' gradients). SAC's update off the CPU ([`super::sac::on_device`]) and the
-//! written-out layers ([`super::written_out`], DrQ-v2's update off the CPU too) use them: SAC's update on an H200 at B=128 / 512 took 2.6 / 3.6 ms with them,
-//! 4.98 / 5.28 ms with candle's element-wise ops (BENCHMARKS.md, 2026-11-28).
+//! The row-wise parts of SAC's and DrQ-v2's updates, each as one op: the trunk's LayerNorm
+//! forward, its input gradient and its parameters' gradients, and the squashed Gaussian's sample
+//! and its gradient (with candle's element-wise ops ~12, ~14, ~26 and ~14 kernel launches each;
+//! SAC's update on an H200 at B=128 / 512 took 2.6 / 3.6 ms with these, 4.98 / 5.28 ms without,
+//! BENCHMARKS.md 2026-11-28). SAC's update off the CPU ([`super::sac::on_device`]) and the
+//! written-out layers ([`super::written_out`]) use them.
 //!
 //! The arithmetic per row lives here once, in plain functions ([`normalise_row`],
 //! [`layer_norm_input_grad_row`], [`squash_row`], [`squash_grad_row`]) that the host path
 //! (`super::sac::backward`) and these ops' CPU side call; the CUDA kernels
-//! (`crate::cuda::sac_rows`, feature `cuda`) are the same lines in C, compiled by NVRTC without fused multiply-adds, one thread per row (per
-//! column for the parameters' gradients, summing the rows in the CPU's order). The ops'
-//! backward passes are not candle's: nothing differentiates through them.
-//!
-//! Checked against candle's autograd on the CPU (the unit test in `sac/mod.rs`) and on a GPU by
-//! `examples/device_check.rs`'s SAC checks against the CPU's host path.
+//! (`crate::cuda::sac_rows`) are the same lines in C, compiled by NVRTC without fused
+//! multiply-adds, one thread per row (per column for the parameters' gradients, summing the
+//! rows in the CPU's order). Nothing differentiates through these ops. Checked against candle's
+//! autograd on the CPU (`sac/mod.rs`' unit test) and on a GPU by `examples/device_check.rs`.
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Shape, Tensor};
 

@@ -1,12 +1,10 @@
-//! Actor-critic layers written out as tensor ops (issue 52): each forward keeps what its
-//! backward needs and each backward writes every gradient once, with no autograd graph, no
-//! zero-filled accumulators and no adds of parts; on a GPU, where the agents' updates are bound
-//! by kernel launches, that is most of their cost. SAC's update on a GPU
-//! ([`super::sac::on_device`]) and DrQ-v2's ([`super::drqv2::on_device`]) are made of these: the
-//! trunk `Linear → LayerNorm (→ tanh)`, the `Linear ReLU Linear ReLU Linear` heads, and the
-//! twin-Q minimum's gradient. The LayerNorm's row-wise parts are [`super::row_ops`]' ops
-//! (one kernel each on CUDA; as candle's element-wise ops they took SAC's update at B=128 from
-//! 2.6 to 5.0 ms on an H200, BENCHMARKS.md, 2026-11-28).
+//! Actor-critic layers written out as tensor ops: each forward keeps what its backward needs and
+//! each backward writes every gradient once, with no autograd graph, zero-filled accumulators or
+//! adds of parts (on a GPU, where the agents' updates are bound by kernel launches, most of
+//! their cost). SAC's and DrQ-v2's updates on a GPU ([`super::sac::on_device`],
+//! [`super::drqv2::on_device`]) are made of these: the trunk `Linear → LayerNorm (→ tanh)`, the
+//! `Linear ReLU Linear ReLU Linear` heads, the twin-Q minimum's gradient; the LayerNorm's
+//! row-wise parts are [`super::row_ops`]' ops, one kernel each on CUDA.
 
 use std::collections::BTreeMap;
 

@@ -23,10 +23,8 @@ pub(crate) fn row_split_parts(rows: usize, inner: usize) -> Option<usize> {
 /// calls runs it on one thread whatever the pool, so here each thread takes a block of x's
 /// rows (BENCHMARKS.md, issue 30).
 ///
-/// Off the CPU it is one GEMM, x · Wᵀ. (A split-K by hand, 8 chunk products in one batched
-/// GEMM, made the LFS update on an H200 slower: 15.95 against 14.53 ms,
-/// results/gpu-h200-2026-11-28-review/cmd1/summary.txt; the swapped product (W · xᵀ)ᵀ was never
-/// timed and is gone with it.)
+/// Off the CPU it is one GEMM, x · Wᵀ (a split-K by hand was slower on an H200, BENCHMARKS.md
+/// 2026-11-29).
 pub(crate) fn constant_product(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let (b, inner) = x.dims2()?;
     match row_split_parts(b, inner) {

@@ -241,47 +241,10 @@ mod tests {
         }
     }
 
-    /// Whole updates (noise draws, metrics, Adam steps, the target's EMA) on the two paths from
-    /// the same state and seeds stay together: every tensor of the agents' states within 1e-5
-    /// after four updates, and the same metrics.
-    #[test]
-    fn updates_on_the_two_paths_agree() {
-        let mut rng = ChaCha8Rng::seed_from_u64(4);
-        let repr = 24;
-        let reference = warmed_agent(repr, &mut rng);
-        let mut agents = [reference, warmed_agent(repr, &mut ChaCha8Rng::seed_from_u64(4))];
-        let (tensors, meta) = agents[0].state().unwrap();
-        agents[1].load_state(&tensors, &meta).unwrap();
-        agents[1].gradients = DrQv2Gradients::OnDevice;
-        let batches: Vec<_> = (0..4).map(|_| batch(repr, 16, 3, &mut rng)).collect();
-        let mut metrics = [Vec::new(), Vec::new()];
-        for (agent, out) in agents.iter_mut().zip(&mut metrics) {
-            let mut rng = ChaCha8Rng::seed_from_u64(9);
-            for (step, b) in batches.iter().enumerate() {
-                out.push(agent.update(b, 100 + 2 * step as u64, &mut rng).unwrap().0);
-            }
-        }
-        for (a, b) in metrics[0].iter().zip(&metrics[1]) {
-            for (x, y) in [
-                (a.critic_loss, b.critic_loss),
-                (a.actor_loss, b.actor_loss),
-                (a.critic_target_q, b.critic_target_q),
-                (a.actor_logprob, b.actor_logprob),
-            ] {
-                assert!(close(y, x), "{a:?} vs {b:?}");
-            }
-        }
-        let (a, _) = agents[0].state().unwrap();
-        let (b, _) = agents[1].state().unwrap();
-        assert_eq!(a.len(), b.len());
-        for (name, t) in &a {
-            assert!(worst_relative(&b[name], t) < 1e-5, "{name}");
-        }
-    }
-
     /// Over 300 updates on the same batches (features with a tape, as `lfs train`'s) and the same
     /// noise, the two paths do not drift apart: every update's critic and actor losses and the
-    /// feature gradient handed to the encoder within 1e-5 (they differ at rounding, ~1e-7).
+    /// feature gradient handed to the encoder within 1e-5 (they differ at rounding, ~1e-7), and
+    /// at the end every tensor of the agents' states (networks, target, Adam's moments).
     #[test]
     fn the_paths_stay_together_over_300_updates() {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
@@ -308,6 +271,11 @@ mod tests {
             assert!(close(mb.actor_loss, ma.actor_loss), "update {step}: {ma:?} vs {mb:?}");
             let worst = worst_relative(&gb.unwrap(), &ga.unwrap());
             assert!(worst < 1e-5, "update {step}: d features {worst}");
+        }
+        let ((sa, _), (sb, _)) = (a.state().unwrap(), b.state().unwrap());
+        assert_eq!(sa.len(), sb.len());
+        for (name, t) in &sa {
+            assert!(worst_relative(&sb[name], t) < 1e-4, "{name}");
         }
     }
 
