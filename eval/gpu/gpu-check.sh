@@ -6,21 +6,20 @@
 #      gradients, one update of LFS, ATC and CURL, one SAC, one DrQ-v2 and one TACO update from
 #      pixels (the critic's gradient, and TACO's loss, stepping the encoder), checkpoint files
 #      written on one device and resumed on the other; each relative error <= 1e-4), then its
-#      timings on the GPU (LFS at B=512, SAC on cached features at B=128 and 512);
+#      timings on the GPU (LFS at B=512, SAC on cached features at B=128 and 512, DrQ-v2 at 256);
 #   1b. with GPU_CHECK_LONG=1: device_check --long 100 (LFS B=512, SAC on cached features
 #      B=128/512, DrQ-v2 B=256: every update's loss within 5% of the CPU kernels') and --memory
 #      2000 (the LFS update's GPU memory flat within 64 MB);
-#   2. PyTorch's time for the same updates on the same GPU (eval/bench/*_torch.py --device
-#      cuda), when python3 has torch (the GPU image does).
+#   2. PyTorch's time for the same updates on the same GPU (eval/bench/strong_torch.py, the
+#      same JSON lines: median and quartiles), when python3 has torch (the GPU image does).
 # Everything it prints is also written under $OUT (the device tool's folder) or gpu-check-out/.
 #
 # Which device_check: .gpu-carry/device_check.xz (make gpu-pack) or make build-cuda's
 # target-cuda/release/examples/device_check, whichever is newer (a lent machine has only the
-# carry; a workstation that built lfs itself may have only target-cuda/). Its CUDA libraries:
-# make build-cuda's target-cuda/release/cuda-libs/ (and cuDNN 9 from .venv-cuda, which every
-# CUDA build links) when that folder is here; otherwise those of python3's packages (the lent
-# GPU image's torch, eval/gpu/cuda-libs.sh). The copy run here is not beside cuda-libs/, so its
-# RUNPATH ($ORIGIN/cuda-libs) does not find them: LD_LIBRARY_PATH is set either way.
+# carry; a workstation that built lfs itself may have only target-cuda/). The built one runs
+# where it is and finds make build-cuda's target-cuda/release/cuda-libs/ through its RPATH; the
+# carried one runs with the CUDA libraries of python3's packages (the lent GPU image's torch,
+# eval/gpu/cuda-libs.sh) on LD_LIBRARY_PATH.
 #
 #   run: eval/gpu/gpu-check.sh            (make gpu-check; on a lent machine, carry .gpu-carry)
 #   dry run without a GPU: cargo build --release --example device_check && eval/gpu/pack.sh target &&
@@ -38,34 +37,29 @@ CARRIED=.gpu-carry/device_check.xz
 BUILT=target-cuda/release/examples/device_check
 if [ -f "$CARRIED" ] && ! { [ -x "$BUILT" ] && [ "$BUILT" -nt "$CARRIED" ]; }; then
     step "unpack $CARRIED into $WORK"
-    xz -dc "$CARRIED" > "$WORK/device_check" || { echo "cannot unpack $CARRIED" >&2; exit 1; }
+    DC=$WORK/device_check
+    xz -dc "$CARRIED" > "$DC" || { echo "cannot unpack $CARRIED" >&2; exit 1; }
+    chmod +x "$DC"
+    # Not beside a cuda-libs/: the CUDA libraries of the machine's Python packages (the lent
+    # GPU image's torch, eval/gpu/cuda-libs.sh).
+    . eval/gpu/cuda-libs.sh
+    cuda_dirs=$(cuda_lib_dirs)
+    export LD_LIBRARY_PATH="${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 elif [ -x "$BUILT" ]; then
-    step "copy $BUILT (make build-cuda) into $WORK"
-    cp "$BUILT" "$WORK/device_check"
+    # make build-cuda's binary where it was built: its RPATH finds ../cuda-libs/ by itself, as
+    # a user's `lfs` does (no LD_LIBRARY_PATH).
+    DC=$BUILT
+    cuda_dirs="$(dirname "$BUILT")/../cuda-libs (its RPATH)"
 else
     echo "no device_check: make build-cuda on this machine, or make gpu-pack and carry .gpu-carry" >&2
     exit 1
 fi
-chmod +x "$WORK/device_check"
-# CUDA 13's libraries: make build-cuda's copies beside the binary (and the cuDNN wheel's, which
-# it may leave in .venv-cuda), else the Python packages of the GPU image (nvidia-cublas, ...).
-LIBS=target-cuda/release/cuda-libs
-if [ -n "$(ls -A "$LIBS" 2>/dev/null)" ]; then
-    cuda_dirs=$PWD/$LIBS
-    for dir in "$PWD"/.venv-cuda/lib/python3*/site-packages/nvidia/cudnn/lib; do
-        [ -d "$dir" ] && cuda_dirs="$cuda_dirs:$dir"
-    done
-else
-    . eval/gpu/cuda-libs.sh
-    cuda_dirs=$(cuda_lib_dirs)
-fi
-export LD_LIBRARY_PATH="${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "device $DEVICE; CUDA libraries from: ${cuda_dirs:-none found}"
 command -v nvidia-smi >/dev/null && nvidia-smi -L
-ldd "$WORK/device_check" | grep "not found" && failed+=("libraries")
+ldd "$DC" | grep "not found" && failed+=("libraries")
 
 step "1. parity and timings: device_check --device $DEVICE --bench"
-if ! "$WORK/device_check" --device "$DEVICE" --bench 2>&1 | tee "$OUT/device_check.jsonl"; then
+if ! "$DC" --device "$DEVICE" --bench 2>&1 | tee "$OUT/device_check.jsonl"; then
     failed+=("device_check")
 fi
 
@@ -74,16 +68,13 @@ fi
 # each update's loss), and the LFS update's GPU memory over 2,000 updates (flat within 64 MB).
 if [ "${GPU_CHECK_LONG:-0}" = 1 ]; then
     step "1b. parity at scale: device_check --long 100, then --memory 2000"
-    "$WORK/device_check" --device "$DEVICE" --long 100 2>&1 | tee "$OUT/device_check_long.jsonl" || failed+=("long")
-    "$WORK/device_check" --device "$DEVICE" --memory 2000 2>&1 | tee "$OUT/device_check_memory.jsonl" || failed+=("memory")
+    "$DC" --device "$DEVICE" --long 100 2>&1 | tee "$OUT/device_check_long.jsonl" || failed+=("long")
+    "$DC" --device "$DEVICE" --memory 2000 2>&1 | tee "$OUT/device_check_memory.jsonl" || failed+=("memory")
 fi
 
-step "2. PyTorch on the same device (eval/bench/*_torch.py --device $DEVICE)"
+step "2. PyTorch on the same device (eval/bench/strong_torch.py --device $DEVICE, FP32)"
 if python3 -c "import torch" 2>/dev/null; then
-    python3 eval/bench/pretrain_torch.py --device "$DEVICE" --batch 512 --updates 5 --warmup 2 2>&1 | tee "$OUT/pretrain_torch.jsonl"
-    for b in 128 512; do
-        python3 eval/bench/sac_torch.py --device "$DEVICE" --features --batch "$b" --updates 5 --warmup 2 2>&1 | tee -a "$OUT/sac_torch.jsonl"
-    done
+    python3 eval/bench/strong_torch.py --device "$DEVICE" --suite lfs,sac-features,drqv2 2>&1 | tee "$OUT/strong_torch.jsonl"
 else
     echo "python3 has no torch: skipped"
 fi
