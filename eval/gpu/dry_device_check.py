@@ -2,13 +2,14 @@
 (eval/gpu/gpu-session-dry.sh): device_check's bench is fixed at B=512, minutes per round on a
 small CPU, so its bench lines are made here from lfs's own CPU benches at a small batch
 (examples/bench_pretrain, examples/bench_sac: the same Trainer::update and SacAgent::update), in
-device_check's format (the median of the timed updates, the upper one as device_check takes it),
-each marked "dry": true. Without --bench-only, the real device_check's checks run first (no
+device_check's format (the median of the timed updates and their spread, as Python's
+statistics module gives them), each marked "dry": true. Without --bench-only, the real device_check's checks run first (no
 bench).
 
     DRY_TARGET=target DRY_BATCH_LFS=16 DRY_BATCH_SAC=16,32 python3 eval/gpu/dry_device_check.py --device cpu --bench
 """
 import json
+import statistics
 import os
 import subprocess
 import sys
@@ -22,9 +23,12 @@ def lines(cmd):
     return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
 
 
-def upper_median(v):
-    v = sorted(v)
-    return v[len(v) // 2]
+def spread(v):
+    """device_check's bench fields for the timed updates' seconds v."""
+    t = sorted(v)
+    q = statistics.quantiles(t, n=4) if len(t) > 1 else [t[0]] * 3
+    return {"seconds": statistics.median(t), "updates": len(t), "median_s": statistics.median(t),
+            "min_s": t[0], "max_s": t[-1], "q1_s": q[0], "q3_s": q[2]}
 
 
 def main():
@@ -39,14 +43,13 @@ def main():
             sys.exit(code)
     b = os.environ.get("DRY_BATCH_LFS", "16")
     rows = lines([os.path.join(EX, "bench_pretrain"), "--batch", b, "--updates", "3", "--warmup", "1"])
-    parts = {k: upper_median([r["seconds_" + k] for r in rows]) for k in ("data", "forward", "backward", "optimizer")}
-    print(json.dumps({"bench": "lfs update", "batch": int(b), "seconds": upper_median([r["update_seconds"] for r in rows]),
-                      "updates": len(rows), **parts, "dry": True}), flush=True)
+    parts = {k: statistics.median([r["seconds_" + k] for r in rows]) for k in ("data", "forward", "backward", "optimizer")}
+    print(json.dumps({"bench": "lfs update", "batch": int(b), **spread([r["update_seconds"] for r in rows]),
+                      **parts, "dry": True}), flush=True)
     for b in os.environ.get("DRY_BATCH_SAC", "16,32").split(","):
         rows = lines([os.path.join(EX, "bench_sac"), "--batch", b, "--updates", "3", "--warmup", "1"])
         print(json.dumps({"bench": "sac update, cached features", "batch": int(b),
-                          "seconds": upper_median([r["update_seconds"] for r in rows]), "updates": len(rows),
-                          "dry": True}), flush=True)
+                          **spread([r["update_seconds"] for r in rows]), "dry": True}), flush=True)
 
 
 if __name__ == "__main__":
