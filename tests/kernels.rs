@@ -1,11 +1,12 @@
-//! The CPU 3×3 conv op against candle's own conv2d and its autograd: forward, input and weight
-//! gradients to 1e-4 relative, on seeded random inputs, odd batch sizes, the paper's shapes and an
-//! odd-sized stride-2 case; the input gradient is skipped for a non-variable input. The fused
-//! bias + ReLU op against candle's conv2d → broadcast_add → relu, all three gradients.
+//! The CPU 3×3 conv op (bias and ReLU fused) against candle's own conv2d and its autograd, and
+//! against direct f64 loops: forward, input and weight gradients to 1e-4 relative, on seeded
+//! random inputs, odd batch sizes, the paper's shapes and odd-sized stride-2 cases; the input
+//! gradient is skipped for a non-variable input; the bias gradient against candle's
+//! conv2d → broadcast_add → relu.
 
 use candle_core::{Device, Tensor, Var};
 use lfs::nn::kernels::conv_nhwc::{self, Kernel, Shape};
-use lfs::nn::kernels::conv_ops::{conv2d_3x3, conv2d_3x3_bias_relu};
+use lfs::nn::kernels::conv_ops::conv2d_3x3_bias_relu;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -26,7 +27,13 @@ fn rel_err(a: &Tensor, b: &Tensor) -> f32 {
     a.iter().zip(&b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
 }
 
-/// Output, input gradient and weight gradient of `loss = Σ conv(x, w) · r` for one conv.
+/// relu(x ⊛ w) by the op, with a zero bias.
+fn conv_relu(x: &Tensor, w: &Tensor, stride: usize) -> candle_core::Result<Tensor> {
+    let bias = Tensor::zeros(w.dim(0)?, candle_core::DType::F32, &Device::Cpu)?;
+    conv2d_3x3_bias_relu(x, w, &bias, stride).map_err(|e| candle_core::Error::Msg(e.to_string()))
+}
+
+/// Output, input gradient and weight gradient of `loss = Σ relu(conv(x, w)) · r` for one conv.
 struct Run {
     y: Tensor,
     dx: Option<Tensor>,
@@ -38,9 +45,9 @@ fn run(x: &Tensor, w: &Tensor, r: &Tensor, stride: usize, ours: bool, x_is_var: 
     let wv = Var::from_tensor(w).unwrap();
     let x_in = if x_is_var { xv.as_tensor().clone() } else { x.clone() };
     let y = if ours {
-        conv2d_3x3(&x_in, wv.as_tensor(), stride).unwrap()
+        conv_relu(&x_in, wv.as_tensor(), stride).unwrap()
     } else {
-        x_in.conv2d(wv.as_tensor(), 0, stride, 1, 1).unwrap()
+        x_in.conv2d(wv.as_tensor(), 0, stride, 1, 1).unwrap().relu().unwrap()
     };
     let grads = (&y * r).unwrap().sum_all().unwrap().backward().unwrap();
     Run {
@@ -69,8 +76,8 @@ fn check(seed: u64, b: usize, c: usize, o: usize, h: usize, w: usize, stride: us
     assert!(e < 1e-4, "{tag}: input grad rel err {e}");
 }
 
-/// Direct loops in f64: (y, dx, dw) of `loss = Σ conv(x, w) · r`, an independent reference where
-/// candle's own conv2d backward fails (stride 2 with an even height: a shape mismatch in add).
+/// Direct loops in f64: (y, dx, dw) of `loss = Σ relu(conv(x, w)) · r`, an independent reference
+/// where candle's own conv2d backward fails (stride 2 with an even height: a shape mismatch in add).
 fn naive(x: &Tensor, w: &Tensor, r: &Tensor, stride: usize) -> (Tensor, Tensor, Tensor) {
     let (b, c, h, wd) = x.dims4().unwrap();
     let (o, _, _, _) = w.dims4().unwrap();
@@ -79,18 +86,31 @@ fn naive(x: &Tensor, w: &Tensor, r: &Tensor, stride: usize) -> (Tensor, Tensor, 
     let ws = w.flatten_all().unwrap().to_vec1::<f32>().unwrap();
     let rs = r.flatten_all().unwrap().to_vec1::<f32>().unwrap();
     let (mut y, mut dx, mut dw) = (vec![0f64; b * o * ho * wo], vec![0f64; xs.len()], vec![0f64; ws.len()]);
-    for (bi, oi, oy, ox) in (0..b)
-        .flat_map(|bi| (0..o).flat_map(move |oi| (0..ho).flat_map(move |oy| (0..wo).map(move |ox| (bi, oi, oy, ox)))))
-    {
-        let yi = ((bi * o + oi) * ho + oy) * wo + ox;
-        for (ci, ky, kx) in (0..c).flat_map(|ci| (0..3).flat_map(move |ky| (0..3).map(move |kx| (ci, ky, kx)))) {
-            let xi = ((bi * c + ci) * h + oy * stride + ky) * wd + ox * stride + kx;
-            let wi = ((oi * c + ci) * 3 + ky) * 3 + kx;
-            y[yi] += xs[xi] as f64 * ws[wi] as f64;
-            dx[xi] += ws[wi] as f64 * rs[yi] as f64;
-            dw[wi] += xs[xi] as f64 * rs[yi] as f64;
+    let outputs = || {
+        (0..b).flat_map(|bi| {
+            (0..o).flat_map(move |oi| (0..ho).flat_map(move |oy| (0..wo).map(move |ox| (bi, oi, oy, ox))))
+        })
+    };
+    let taps = || (0..c).flat_map(|ci| (0..3).flat_map(move |ky| (0..3).map(move |kx| (ci, ky, kx))));
+    // The forward, then the ReLU's gradient (r where the sum is positive) back to x and w.
+    for pass in [0, 1] {
+        for (bi, oi, oy, ox) in outputs() {
+            let yi = ((bi * o + oi) * ho + oy) * wo + ox;
+            let g = if y[yi] > 0.0 { rs[yi] as f64 } else { 0.0 };
+            for (ci, ky, kx) in taps() {
+                let xi = ((bi * c + ci) * h + oy * stride + ky) * wd + ox * stride + kx;
+                let wi = ((oi * c + ci) * 3 + ky) * 3 + kx;
+                match pass {
+                    0 => y[yi] += xs[xi] as f64 * ws[wi] as f64,
+                    _ => {
+                        dx[xi] += ws[wi] as f64 * g;
+                        dw[wi] += xs[xi] as f64 * g;
+                    }
+                }
+            }
         }
     }
+    y.iter_mut().for_each(|v| *v = v.max(0.0));
     let t = |v: Vec<f64>, d: &[usize]| {
         Tensor::from_vec(v.into_iter().map(|v| v as f32).collect::<Vec<_>>(), d, &Device::Cpu).unwrap()
     };
@@ -164,8 +184,8 @@ fn non_contiguous_input_is_accepted() {
     // (b, c, w, h) transposed to (b, c, h, w): a strided view.
     let x = random(&mut rng, &[3, 4, 11, 9]).transpose(2, 3).unwrap();
     let wt = random(&mut rng, &[5, 4, 3, 3]);
-    let ours = conv2d_3x3(&x, &wt, 1).unwrap();
-    let stock = x.conv2d(&wt, 0, 1, 1, 1).unwrap();
+    let ours = conv_relu(&x, &wt, 1).unwrap();
+    let stock = x.conv2d(&wt, 0, 1, 1, 1).unwrap().relu().unwrap();
     let e = rel_err(&ours, &stock);
     assert!(e < 1e-4, "forward rel err {e}");
 }
@@ -176,9 +196,9 @@ fn rejects_unsupported_shapes() {
     let w5 = Tensor::zeros((2, 4, 5, 5), candle_core::DType::F32, &Device::Cpu).unwrap();
     let w_c = Tensor::zeros((2, 3, 3, 3), candle_core::DType::F32, &Device::Cpu).unwrap();
     let w = Tensor::zeros((2, 4, 3, 3), candle_core::DType::F32, &Device::Cpu).unwrap();
-    assert!(conv2d_3x3(&x, &w5, 1).is_err());
-    assert!(conv2d_3x3(&x, &w_c, 1).is_err());
-    assert!(conv2d_3x3(&x, &w, 3).is_err());
+    assert!(conv_relu(&x, &w5, 1).is_err());
+    assert!(conv_relu(&x, &w_c, 1).is_err());
+    assert!(conv_relu(&x, &w, 3).is_err());
 }
 
 /// (y, dx, dw, db) of `loss = Σ relu(conv(x, w) + bias) · r`, fused op or candle's ops.

@@ -6,8 +6,8 @@
 //! one), samples in parallel on rayon's pool, single-threaded inside, so threads are not
 //! oversubscribed. The backward is two more ops: the weight gradient and the input gradient;
 //! the latter is skipped when the input tracks no gradient (the encoder's first layer sees
-//! the image). [`conv2d_3x3_bias_relu`] also fuses the bias and the ReLU (its backward masks
-//! the gradient with the saved output and sums the bias gradient itself). Reductions over
+//! the image). [`conv2d_3x3_bias_relu`] fuses the bias and the ReLU (its backward masks the
+//! gradient with the saved output and sums the bias gradient itself). Reductions over
 //! samples add fixed groups in order, so results do not depend on rayon's scheduling.
 //! `Encoder::forward` on the CPU runs the whole encoder as one op instead ([`super::encoder_op`]), and
 //! uses these per-layer ops only when the image itself tracks a gradient or a layer's output
@@ -24,14 +24,6 @@ use crate::Result;
 
 /// The kernel is 3×3.
 const KS: usize = 3;
-
-/// `x (b, c, h, w) ⊛ w (o, c, 3, 3) -> (b, o, (h−3)/s+1, (w−3)/s+1)` on the CPU, no bias,
-/// no padding; differentiable in both arguments. Inputs are made contiguous first.
-pub fn conv2d_3x3(x: &Tensor, w: &Tensor, stride: usize) -> Result<Tensor> {
-    let x = x.contiguous()?;
-    let w = w.contiguous()?;
-    Ok(x.apply_op2(&w, Conv3x3 { stride })?)
-}
 
 /// `relu(x ⊛ w + bias)` with bias (o) and ReLU fused into the op: x (b, c, h, w),
 /// w (o, c, 3, 3) -> (b, o, ho, wo); differentiable in all three arguments.
@@ -108,64 +100,23 @@ fn nhwc_shape(g: &Geom, o: usize) -> Shape {
     }
 }
 
-/// The forward of both ops, samples in parallel: with a bias, the output starts from it and
-/// a ReLU follows (the fused op). Returns (b, o, ho, wo).
-fn forward_conv(g: &Geom, x: &[f32], wt: &[f32], o: usize, bias: Option<&[f32]>) -> Vec<f32> {
+/// The fused op's forward, samples in parallel: the output starts from the bias and a ReLU
+/// follows. Returns (b, o, ho, wo).
+fn forward_conv(g: &Geom, x: &[f32], wt: &[f32], o: usize, bias: &[f32]) -> Vec<f32> {
     let (s, n, kernel) = (nhwc_shape(g, o), g.n(), Kernel::detect());
     let wf = conv_nhwc::weights_forward(wt, o, g.c, s.o);
-    let bias_pad = bias.map(|b| {
-        let mut v = b.to_vec();
-        v.resize(s.o, 0.0);
-        v
-    });
+    let mut bias_pad = bias.to_vec();
+    bias_pad.resize(s.o, 0.0);
     let mut out = vec![0f32; g.b * o * n]; // (b, o, ho, wo)
     out.par_chunks_mut(o * n).zip(x.par_chunks(g.in_len())).for_each_init(
         || (vec![0f32; s.in_len()], vec![0f32; s.out_len()]),
         |(xh, yh), (y, xb)| {
             conv_nhwc::chw_to_hwc(xb, g.c, g.h * g.w, g.c, xh);
-            conv_nhwc::forward(kernel, &s, xh, &wf, bias_pad.as_deref(), bias.is_some(), yh);
+            conv_nhwc::forward(kernel, &s, xh, &wf, Some(&bias_pad), true, yh);
             conv_nhwc::hwc_to_chw(yh, o, n, s.o, y);
         },
     );
     out
-}
-
-/// Forward op: (x, w) -> x ⊛ w.
-struct Conv3x3 {
-    stride: usize,
-}
-
-impl CustomOp2 for Conv3x3 {
-    fn name(&self) -> &'static str {
-        "conv3x3-cpu"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> candle_core::Result<(CpuStorage, TensorShape)> {
-        let x = contiguous_f32(s1, l1, self.name())?;
-        let wt = contiguous_f32(s2, l2, self.name())?;
-        let (o, c_w) = weight_dims(l2)?;
-        let g = Geom::new(l1.dims(), c_w, self.stride)?;
-        let out = forward_conv(&g, x, wt, o, None);
-        Ok((CpuStorage::F32(out), TensorShape::from((g.b, o, g.ho, g.wo))))
-    }
-
-    fn bwd(
-        &self,
-        x: &Tensor,
-        w: &Tensor,
-        _res: &Tensor,
-        grad: &Tensor,
-    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>)> {
-        let grad = grad.contiguous()?; // (b, o, ho, wo)
-        let (dx, dw) = input_and_weight_grads(x, w, &grad, self.stride)?;
-        Ok((dx, Some(dw)))
-    }
 }
 
 /// The conv's gradients for the gradient `grad` (b, o, ho, wo) of its (pre-activation)
@@ -218,7 +169,7 @@ impl CustomOp3 for Conv3x3BiasRelu {
             )
         }
         let g = Geom::new(l1.dims(), c_w, self.stride)?;
-        let out = forward_conv(&g, x, wt, o, Some(bias));
+        let out = forward_conv(&g, x, wt, o, bias);
         Ok((CpuStorage::F32(out), TensorShape::from((g.b, o, g.ho, g.wo))))
     }
 
