@@ -4,6 +4,8 @@
 //! The DrQ-v2 agent holds one when its critic takes latent actions; TACO's own losses
 //! (`super::taco`) read and train it too.
 
+use std::collections::{BTreeMap, HashMap};
+
 use candle_core::backprop::GradStore;
 use candle_core::{Device, Tensor};
 use rand::Rng;
@@ -66,8 +68,8 @@ impl LatentActions {
     /// Restores its Adam from a checkpoint (`tensors`, `meta`).
     pub(crate) fn load_optimiser(
         &mut self,
-        tensors: &std::collections::BTreeMap<String, Tensor>,
-        meta: &std::collections::HashMap<String, String>,
+        tensors: &BTreeMap<String, Tensor>,
+        meta: &HashMap<String, String>,
     ) -> Result<()> {
         agent_state::load_optimiser(ACT_TOK_CRITIC_OPT, &mut self.critic_opt, &self.params, tensors, meta)
     }
