@@ -211,9 +211,10 @@ impl FromStr for Precision {
 }
 
 /// Whether the pre-training update computes its statistics (Sinkhorn, the spread and entropy
-/// metrics; LNC's distances have CUDA kernels of their own) on the host in f64, as it does on the CPU, rather than with
-/// candle's ops in f64 on `device`, read with the loss in one device→host copy, as it does on a
-/// GPU (the GPU's way on the CPU with `LFS_GPU_PATHS_ON_CPU=update-statistics`, for tests).
+/// metrics; LNC's distances have CUDA kernels of their own) on the host in f64, as it does on
+/// the CPU, rather than with candle's ops in f64 on `device`, read with the loss in one
+/// device→host copy, as it does on a GPU (the GPU's way on the CPU with
+/// `LFS_GPU_PATHS_ON_CPU=update-statistics`, for tests).
 pub fn statistics_on_host(device: &Device) -> bool {
     on_host(GpuPath::UpdateStatistics, device)
 }

@@ -57,7 +57,8 @@ pub fn conv2d_bias_relu_grads(
     let g = g.contiguous()?;
     let dy = y.gt(&y.zeros_like()?)?.where_cond(&g, &g.zeros_like()?)?; // (n, o, ho, wo)
     let bias = dy.sum((0, 2, 3))?; // (o)
-                                   // dL/dw and dL/dx of Σ conv(x, w) ⊙ dy, through candle's conv2d backward.
+
+    // dL/dw and dL/dx of Σ conv(x, w) ⊙ dy, through candle's conv2d backward.
     let wv = Var::from_tensor(&w.detach())?;
     let xv = match with_input {
         true => Some(Var::from_tensor(&x.detach())?),

@@ -86,7 +86,8 @@ pub(super) fn noise(values: &[f32], like: &Tensor, action_dim: usize) -> Result<
 impl Gradients for Autograd {
     fn critic(&self, nets: &Networks, batch: &Batch, next_eps: &[f32], alpha: f64) -> Result<CriticGradients> {
         let next_eps = noise(next_eps, &batch.obs, nets.dims.action_dim)?; // (b, A)
-                                                                           // The critic's loss as a graph, with the Q1 and target values its metrics report.
+
+        // The critic's loss as a graph, with the Q1 and target values its metrics report.
         let next = nets.actor.forward(&batch.next_obs)?.rsample(&next_eps)?;
         let target = nets.critic_target.forward(&batch.next_obs, &next.action.detach())?;
         let log_prob = next.log_prob.detach();
@@ -108,10 +109,12 @@ impl Gradients for Autograd {
 
     fn actor(&self, nets: &Networks, obs: &Tensor, eps: &[f32], alpha: f64) -> Result<ActorGradients> {
         let eps = noise(eps, obs, nets.dims.action_dim)?; // (b, A)
-                                                          // The actor's loss as a graph through the detached critic.
+
+        // The actor's loss as a graph through the detached critic.
         let sample = nets.actor.forward(obs)?.rsample(&eps)?;
         let q = nets.critic.detached().forward(obs, &sample.action)?;
-        let (loss, log_prob) = (actor_loss(alpha, &sample.log_prob, &q.q1, &q.q2)?, sample.log_prob);
+        let loss = actor_loss(alpha, &sample.log_prob, &q.q1, &q.q2)?;
+        let log_prob = sample.log_prob;
         // Only the actor's gradients are kept: the critic is detached, so this loss gives it
         // none (Proto-RL computes them and zeroes them before the critic's next step).
         let grads = loss.backward()?;

@@ -41,7 +41,8 @@ impl Gradients for OnDevice {
 
         // The target: the actor and the target critic on s', no gradient.
         let head = actor.policy.forward(actor.trunk.forward(&next_obs)?.out())?.out; // (b, 2A)
-                                                                                     // The reparameterised sample a' = tanh(μ + σ·ε) and Σ_A log π(a'): (b, A), (b, 1).
+
+        // The reparameterised sample a' = tanh(μ + σ·ε) and Σ_A log π(a'): (b, A), (b, 1).
         let (next_action, next_log_prob) = row_ops::squashed_sample(&head, &next_eps, nets.log_std_bounds)?;
         let x = Tensor::cat(&[target.trunk.forward(&next_obs)?.out(), &next_action], 1)?; // (b, F + A)
         let (tq1, tq2) = (target.q1.forward(&x)?.out, target.q2.forward(&x)?.out); // (b, 1) each

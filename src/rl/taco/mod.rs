@@ -222,10 +222,6 @@ impl TacoAgent {
         stores
     }
 
-    fn latent_actions(&self) -> Result<&LatentActions> {
-        latent_actions(&self.core)
-    }
-
     /// The TACO loss on the batch's views and its n-step `reward` (b, 1): with
     /// z = proj_s(features), u = the action sequence's latent (b, K·L),
     /// - taco: InfoNCE of proj_sa(z_anchor, u) W z_futureᵀ (future: O_{t+K}),
@@ -237,7 +233,9 @@ impl TacoAgent {
         let h = &self.heads;
         let z_anchor = h.proj_s.forward(&views.anchor)?; // (b, F)
         let constant = |x: &Tensor| -> Result<Tensor> { Ok(h.proj_s.detached().forward(&x.detach())?.detach()) };
-        let u = self.latent_actions()?.encoding.encode_sequence(&views.action_seq)?; // (b, K·L)
+        let u = latent_actions(&self.core)?
+            .encoding
+            .encode_sequence(&views.action_seq)?; // (b, K·L)
         let zu = Tensor::cat(&[&z_anchor, &u], D::Minus1)?; // (b, F + K·L)
         let taco = bilinear_info_nce(&TacoHeads::two_layer(&h.proj_sa, &zu)?, &h.w, &constant(&views.future)?)?;
         let curl = match self.settings.curl {
@@ -316,7 +314,7 @@ impl TacoAgent {
     /// `act_tok_taco_opt.…`).
     pub fn state(&self) -> Result<(BTreeMap<String, Tensor>, HashMap<String, String>)> {
         let (mut tensors, mut meta) = self.core.state()?;
-        let act_tok = &self.latent_actions()?.params;
+        let act_tok = &latent_actions(&self.core)?.params;
         let (t, m) = agent_state::save(
             &[(HEADS, &self.heads_params)],
             &[
