@@ -105,12 +105,25 @@ const DRQV2_BUDGET_FAST: &str = concat!(tiny_run!(), render_fast!());
 
 /// `lfs explore` at a few hundred frames per domain: updates from frame 200 to 300 (reach_duplo's
 /// episodes end at 250), at the config's render quality (the guide probes the encoder on a
-/// default-quality probe set).
-const EXPLORE_BUDGET: &str = "--set run.num_train_frames=300 --set run.num_seed_frames=200";
+/// default-quality probe set), with a small agent (the exported encoder does not depend on it).
+const EXPLORE_BUDGET: &str = "--set run.num_train_frames=300 --set run.num_seed_frames=200 --set agent.hidden_dim=64";
 
-/// The paper's exploration configs at the same budget, with a small batch, rendered fast.
-const EXPLORE_PAPER_BUDGET: &str = "--set run.num_train_frames=300 --set run.num_seed_frames=200 \
-     --set agent.batch_size=16 --set env.render_quality=fast";
+/// The paper's exploration configs at the same budget, with a small batch, rendered fast, and
+/// small widths, as a tiny run's agent: at the paper's, the orthogonal init of the agents' 1024²
+/// layers and of APT's ICM trunk (512 × 39,200, 19 s) was 43% of the APT step (150 s → 35 s;
+/// Proto's 60 s → 42 s; BENCHMARKS.md, 2026-11-29).
+macro_rules! explore_paper_budget {
+    () => {
+        "--set run.num_train_frames=300 --set run.num_seed_frames=200 \
+         --set agent.batch_size=16 --set env.render_quality=fast --set agent.hidden_dim=64"
+    };
+}
+const EXPLORE_PROTO_PAPER_BUDGET: &str =
+    concat!(explore_paper_budget!(), " --set explore.proto.predictor_hidden_dim=64");
+const EXPLORE_APT_PAPER_BUDGET: &str = concat!(
+    explore_paper_budget!(),
+    " --set explore.apt.icm_hidden_dim=64 --set explore.apt.icm_rep_dim=64"
+);
 
 /// The walk, in three parts that run as tests of their own, side by side, each in a folder of its
 /// own: what each part's commands read, its part wrote before them.
@@ -311,11 +324,11 @@ const README_PIPELINE: &[Step] = &[
     ),
     run(
         "target/release/lfs explore --config pipelines/explore/proto/paper.toml --out-dir runs/explore-proto-paper",
-        EXPLORE_PAPER_BUDGET,
+        EXPLORE_PROTO_PAPER_BUDGET,
     ),
     run(
         "target/release/lfs explore --config pipelines/explore/apt/paper.toml --out-dir runs/explore-apt-paper",
-        EXPLORE_PAPER_BUDGET,
+        EXPLORE_APT_PAPER_BUDGET,
     ),
     run(
         "target/release/lfs suite sbatch eval/suites/paper.toml --out runs/suite-paper --cpus-per-task 8 --time 72:00:00",
