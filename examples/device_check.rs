@@ -167,8 +167,8 @@ impl std::str::FromStr for Count {
 /// agent, six agents) was a third of `tests/device.rs`' time, and the code checked is the same.
 /// DrQ-v2 and TACO keep 1024: with DrQ-v2 at 256 and this check's data seed, the TACO loss's
 /// gradients upstream of proj_sa's ReLU differ by 0.1–0.7% between the sides (those after it
-/// agree, as the loss does to 1e-6), the mark of one hidden unit on either side of zero
-/// (BENCHMARKS.md, 2026-11-29); seeds 12 and 13 pass at 256, and 11–15 at 1024.
+/// agree, as the loss does to 1e-6): one hidden unit's input is +1.5e-6 on one side and −1.2e-6
+/// on the other (BENCHMARKS.md, 2026-11-29); seeds 12 and 13 pass at 256, and 11–15 at 1024.
 fn checks_hidden_dim(tested: &Backend) -> usize {
     if tested.device.is_cpu() {
         256
