@@ -106,16 +106,23 @@ const DRQV2_BUDGET_FAST: &str = concat!(tiny_run!(), render_fast!());
 /// `lfs explore` at a few hundred frames per domain: updates from frame 200 to 300 (reach_duplo's
 /// episodes end at 250), at the config's render quality (the guide probes the encoder on a
 /// default-quality probe set), with a small agent (the exported encoder does not depend on it).
-const EXPLORE_BUDGET: &str = "--set run.num_train_frames=300 --set run.num_seed_frames=200 --set agent.hidden_dim=64";
+macro_rules! explore_budget {
+    () => {
+        "--set run.num_train_frames=300 --set run.num_seed_frames=200 --set agent.hidden_dim=64"
+    };
+}
+const EXPLORE_BUDGET: &str = explore_budget!();
 
 /// The paper's exploration configs at the same budget, with a small batch, rendered fast, and
-/// small widths, as a tiny run's agent: at the paper's, the orthogonal init of the agents' 1024²
-/// layers and of APT's ICM trunk (512 × 39,200, 19 s) was 43% of the APT step (150 s → 35 s;
-/// Proto's 60 s → 42 s; BENCHMARKS.md, 2026-11-29).
+/// small widths of their own methods too: at the paper's, the orthogonal init of the agents'
+/// 1024² layers and of APT's ICM trunk (512 × 39,200, 19 s) was 43% of the APT step (150 s →
+/// 35 s; Proto's 60 s → 42 s; BENCHMARKS.md, 2026-11-29).
 macro_rules! explore_paper_budget {
     () => {
-        "--set run.num_train_frames=300 --set run.num_seed_frames=200 \
-         --set agent.batch_size=16 --set env.render_quality=fast --set agent.hidden_dim=64"
+        concat!(
+            explore_budget!(),
+            " --set agent.batch_size=16 --set env.render_quality=fast"
+        )
     };
 }
 const EXPLORE_PROTO_PAPER_BUDGET: &str =
