@@ -101,6 +101,14 @@ class Patterns:
         self.flat = [] if self.exact else [g for g, w in self.exact_pairs for _ in range(w)]
         self.trimmed = n - 2 * cut
 
+    def smallest_p(self):
+        """The p of two wholly separated arms of generic scores: the smallest this design gives.
+        From n = 4 the IQM trims one score from each end of each arm, so the split that swaps the
+        arms' trimmed extremes ties the observed one: 4 / C(2n, n), not 2 / C(2n, n)."""
+        low = [math.sqrt(k + 2) for k in range(self.n)]
+        high = [1000 + 7 * math.sqrt(k + 3) for k in range(self.n)]
+        return self.p_value(high, low, 1.0, random.Random(0))[1]
+
     def p_value(self, a, b, alpha, rng):
         """(observed difference, p). Counting stops once p > alpha is certain (then p = 1.0 is
         returned): Holm never rejects such a p, so every decision is the full test's."""
@@ -160,6 +168,25 @@ def rates(patterns, model, sigma_p, delta, reps, alpha, rng):
     return [t / reps for t in tallies]
 
 
+class Sources:
+    """The numbers the noise models come from, and the models: {key: (kind, sigma, residuals,
+    base, label)} for (a), (b) and (c) of the docstring."""
+
+    def __init__(self, published, cells):
+        self.expert = statistics.mean(published_returns(published, 500_000))
+        self.drq = [r / self.expert for r in published_returns(published, 100_000)]
+        self.drq_mean, self.drq_sd = statistics.mean(self.drq), statistics.stdev(self.drq)
+        self.study2 = {arm: [r / self.expert for r in raw] for arm, raw in study2_returns(cells, 20_000).items()}
+        arms = self.pooled_arms = [self.study2["random"], self.study2["lfs"]]
+        self.sigma_a = math.sqrt(sum(statistics.variance(x) * (len(x) - 1) for x in arms) / sum(len(x) - 1 for x in arms))
+        self.residuals = [x - self.drq_mean for x in self.drq]
+        self.models = {
+            "a": ("normal", self.sigma_a, None, 0.0, "Normal, sigma = study 2's pooled within-arm SD at 20K frames"),
+            "b": ("normal", self.drq_sd, None, 0.0, "Normal, sigma = SD of DrQ-v2's 10 seeds at 100K frames"),
+            "c": ("resample", self.drq_sd, self.residuals, self.drq_mean, "bimodal: DrQ-v2's 100K residuals resampled, base = their mean, clipped to [0, 1.2]"),
+        }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--published", default=ROOT / "eval/reference/drqv2_published.csv")
@@ -170,18 +197,10 @@ def main():
     args = ap.parse_args()
     started = time.process_time()
 
-    expert = statistics.mean(published_returns(args.published, 500_000))
-    drq = [r / expert for r in published_returns(args.published, 100_000)]
-    drq_mean, drq_sd = statistics.mean(drq), statistics.stdev(drq)
-    study2 = {arm: [r / expert for r in raw] for arm, raw in study2_returns(args.cells, 20_000).items()}
-    pooled_arms = [study2["random"], study2["lfs"]]
-    sigma_a = math.sqrt(sum(statistics.variance(x) * (len(x) - 1) for x in pooled_arms) / sum(len(x) - 1 for x in pooled_arms))
-    residuals = [x - drq_mean for x in drq]
-    models = {
-        "a": ("normal", sigma_a, None, 0.0, "Normal, sigma = study 2's pooled within-arm SD at 20K frames"),
-        "b": ("normal", drq_sd, None, 0.0, "Normal, sigma = SD of DrQ-v2's 10 seeds at 100K frames"),
-        "c": ("resample", drq_sd, residuals, drq_mean, "bimodal: DrQ-v2's 100K residuals resampled, base = their mean, clipped to [0, 1.2]"),
-    }
+    src = Sources(args.published, args.cells)
+    expert, drq, drq_mean, drq_sd = src.expert, src.drq, src.drq_mean, src.drq_sd
+    study2, pooled_arms, sigma_a, residuals = src.study2, src.pooled_arms, src.sigma_a, src.residuals
+    models = src.models
 
     se_max = 0.5 / math.sqrt(args.reps)
     print(f"# Study 4 power: SAC on {TASK} at 100K frames, arms {', '.join(ARMS)}\n")

@@ -15,23 +15,20 @@ started). The plan's rule then leaves seed n out of C2 only: C1 on n + n seeds, 
 import argparse
 import math
 import random
-import statistics
 import sys
 import time
 
-from power_study4 import ROOT, Patterns, holm, published_returns, simulate_study, study2_returns
+from power_study4 import ROOT, Patterns, Sources, holm, simulate_study
 
 # (seeds of lfs and random, seeds of atc): what the gate can leave.
 GATE_DESIGNS = ((2, 2), (3, 3), (5, 4), (5, 5), (6, 6))
 DELTAS = (0.10, 0.15, 0.20, 0.30)
 SIGMA_P_RATIO = 0.5
-
-
-def smallest_p(patterns):
-    """The permutation p of two wholly separated arms of generic scores: the design's smallest."""
-    n = patterns.n
-    low, high = [math.sqrt(k + 2) for k in range(n)], [1000 + 7 * math.sqrt(k + 3) for k in range(n)]
-    return patterns.p_value(high, low, 1.0, random.Random(0))[1]
+# power_study4.py's noise models (a) and (c), as this table names them.
+MODEL_LABELS = {
+    "a": "Normal, sigma = study 2's pooled within-arm SD at 20K frames",
+    "c": "bimodal: DrQ-v2's 100K residuals resampled",
+}
 
 
 def rates(n1, n2, patterns, model, sigma_p, delta, reps, alpha, rng):
@@ -56,17 +53,8 @@ def main():
     args = ap.parse_args()
     started = time.process_time()
 
-    published = ROOT / "eval/reference/drqv2_published.csv"
-    expert = statistics.mean(published_returns(published, 500_000))
-    drq = [r / expert for r in published_returns(published, 100_000)]
-    drq_mean, drq_sd = statistics.mean(drq), statistics.stdev(drq)
-    study2 = {arm: [r / expert for r in raw] for arm, raw in study2_returns(ROOT / "results/study-2/cells", 20_000).items()}
-    arms = [study2["random"], study2["lfs"]]
-    sigma_a = math.sqrt(sum(statistics.variance(x) * (len(x) - 1) for x in arms) / sum(len(x) - 1 for x in arms))
-    models = {
-        "a": (("normal", sigma_a, None, 0.0), "Normal, sigma = study 2's pooled within-arm SD at 20K frames"),
-        "c": (("resample", drq_sd, [x - drq_mean for x in drq], drq_mean), "bimodal: DrQ-v2's 100K residuals resampled"),
-    }
+    sources = Sources(ROOT / "eval/reference/drqv2_published.csv", ROOT / "results/study-2/cells")
+    models = {key: (sources.models[key][:4], label) for key, label in MODEL_LABELS.items()}
     patterns = {n: Patterns(n) for n in sorted({n for design in GATE_DESIGNS for n in design})}
 
     print("# Study 4: power of the designs its budget gate can leave\n")
@@ -77,7 +65,7 @@ def main():
         f"(the plan's second row). Monte Carlo SE <= {0.5 / math.sqrt(args.reps):.3f}. A design (n, m): C1 = lfs - "
         "random on n + n seeds, C2 = lfs - atc on m + m (the first m seeds). Smallest two-sided p of n + n seeds "
         "(the arms wholly separated): "
-        + ", ".join(f"n = {n}: {smallest_p(patterns[n]):.4f}" for n in patterns)
+        + ", ".join(f"n = {n}: {patterns[n].smallest_p():.4f}" for n in patterns)
         + ". From n = 4 the IQM trims one score from each end of each arm, so swapping the two arms' trimmed "
         "extremes ties the observed split: 4 / C(2n, n), not 2 / C(2n, n). Holm's first step needs "
         f"p <= {args.alpha / 2}, its second p <= {args.alpha}.\n"
