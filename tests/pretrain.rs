@@ -214,6 +214,8 @@ fn resume_refuses_a_different_config() {
         err.contains(CHECKPOINT_FILE) && err.contains("different settings"),
         "{err}"
     );
+    // The message names what differs, checkpoint first.
+    assert!(err.contains("objective.lnc.c: 0.6 vs 0.9"), "{err}");
     // Same config, different dataset content: refused too.
     let mut changed = info.clone();
     changed[0].id = "other-id".to_string();

@@ -106,7 +106,7 @@ pub(super) fn check_resumable(file: &SafetensorsFile, stage: &Stage, spec: &Loop
     if saved != stage.resume_key {
         let fields = crate::config::differing_fields(&saved, &stage.resume_key);
         return Err(err(format!(
-            "was written with a different config ({}; only run.num_train_frames, run.checkpoint_every_frames and run.tensorboard may change on resume)",
+            "was written with a different config ({}; only run.num_train_frames, run.checkpoint_every_frames, run.tensorboard, run.device and run.precision may change on resume)",
             match fields.is_empty() {
                 true => "its settings differ".to_string(),
                 false => format!("checkpoint vs now: {}", fields.join(", ")),
