@@ -51,7 +51,22 @@ def features(tensors, arch, obs):
     return h.reshape(h.shape[0], -1)  # (B, C·H'·W'), channel-major like torch's flatten(1)
 
 
+def check_is_export(path):
+    """Refuses, by name, a file `lfs export` did not write (a training checkpoint, say): its header's
+    `lfs.kind` must be "export"."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        kind = json.loads(f.read(n)).get("__metadata__", {}).get("lfs.kind")
+    if kind != "export":
+        raise ValueError(f"{path}: not an encoder written by `lfs export` (its lfs.kind is {kind!r}); load the file `lfs export` wrote")
+
+
 def main(path):
+    try:
+        check_is_export(path)
+    except ValueError as e:
+        print(e)
+        return 1
     tensors, meta = read_safetensors(path)
     arch = json.loads(meta["lfs.architecture"])
     expected = {f"encoder.convnet.{2 * i}.{p}" for i in range(arch["num_layers"]) for p in ("weight", "bias")}

@@ -51,7 +51,18 @@ def read_safetensors(path):
     return tensors, meta
 
 
+def check_is_export(path):
+    """Refuses, by name, a file `lfs export` did not write (a training checkpoint, say): its header's
+    `lfs.kind` must be "export"."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        kind = json.loads(f.read(n)).get("__metadata__", {}).get("lfs.kind")
+    if kind != "export":
+        raise ValueError(f"{path}: not an encoder written by `lfs export` (its lfs.kind is {kind!r}); load the file `lfs export` wrote")
+
+
 def load_encoder(path):
+    check_is_export(path)
     tensors, meta = read_safetensors(path)
     arch = json.loads(meta["lfs.architecture"])
     latent_dim = arch["latent_dim"] if arch.get("projector") is not None else None
@@ -61,7 +72,11 @@ def load_encoder(path):
 
 
 def main(path):
-    model, _ = load_encoder(path)
+    try:
+        model, _ = load_encoder(path)
+    except ValueError as e:
+        print(e)
+        return 1
     example = path[: -len(".safetensors")] + ".example.safetensors"
     ex, _ = read_safetensors(example)
     with torch.no_grad():

@@ -167,7 +167,7 @@ fn a_numpy_forward_pass_reproduces_the_rust_features() {
     // Issue 15: the one independent check of an export that CI always runs (no torch there):
     // python/load_encoder_numpy.py, a float64 numpy forward pass written from docs/pytorch.md's
     // module, must reproduce the example file's features and projections.
-    let (_dir, out) = exported();
+    let (dir, out) = exported();
     let numpy = |out: &std::path::Path| run_loader(&crate::common::python(), "python/load_encoder_numpy.py", out);
     let (ok, said) = numpy(&out);
     assert!(ok && said.contains("OK"), "{said}");
@@ -179,6 +179,11 @@ fn a_numpy_forward_pass_reproduces_the_rust_features() {
     lfs::nn::checkpoint::save_atomic(&out, &file.tensors, &file.metadata).unwrap();
     let (ok, said) = numpy(&out);
     assert!(!ok && said.contains("MISMATCH"), "{said}");
+    // A training checkpoint is refused by name, not with a KeyError.
+    let checkpoint = dir.path().join(CHECKPOINT_FILE);
+    let (ok, said) = numpy(&checkpoint);
+    assert!(!ok && said.contains("not an encoder written by `lfs export`"), "{said}");
+    assert!(said.contains(CHECKPOINT_FILE) && !said.contains("KeyError"), "{said}");
 }
 
 #[test]
