@@ -80,6 +80,16 @@ pub fn differing_fields(a: &str, b: &str) -> Vec<String> {
         .collect()
 }
 
+/// What a resume refusal says of a checkpoint's resume key against the present one: "checkpoint
+/// vs now: field: A vs B, …", or "its settings differ" when no field can be named.
+pub fn checkpoint_vs_now(saved: &str, now: &str) -> String {
+    let fields = differing_fields(saved, now);
+    match fields.is_empty() {
+        true => "its settings differ".to_string(),
+        false => format!("checkpoint vs now: {}", fields.join(", ")),
+    }
+}
+
 /// `a.b.c=value`: value parsed as a TOML value, else taken as a string.
 fn apply_override(table: &mut toml::Table, item: &str) -> Result<()> {
     let (key, raw) = item

@@ -89,15 +89,11 @@ fn load_checkpoint(trainer: &mut Trainer, cfg: &PretrainConfig, path: &Path) -> 
         .map_err(|e| err(format!("its config: {e}")))?;
     let (saved_key, now_key) = (saved.resume_key()?, cfg.resume_key()?);
     if saved_key != now_key {
-        let fields = crate::config::differing_fields(&saved_key, &now_key);
         return Err(err(format!(
             "was written with different settings ({}; only run.num_updates, run.checkpoint_every_updates, \
              run.tensorboard, run.device, run.precision, [collapse] and [probe] may change on resume); \
              use a new --out-dir or delete the checkpoint",
-            match fields.is_empty() {
-                true => "its settings differ".to_string(),
-                false => format!("checkpoint vs now: {}", fields.join(", ")),
-            }
+            crate::config::checkpoint_vs_now(&saved_key, &now_key)
         )));
     }
     let counters = ["step", "adam_step", "rng"]

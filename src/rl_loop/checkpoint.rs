@@ -104,13 +104,9 @@ pub(super) fn check_resumable(file: &SafetensorsFile, stage: &Stage, spec: &Loop
     let saved =
         (stage.saved_resume_key)(file.meta(run_dir::meta::CONFIG)?).map_err(|e| err(format!("its config: {e}")))?;
     if saved != stage.resume_key {
-        let fields = crate::config::differing_fields(&saved, &stage.resume_key);
         return Err(err(format!(
             "was written with a different config ({}; only run.num_train_frames, run.checkpoint_every_frames, run.tensorboard, run.device and run.precision may change on resume)",
-            match fields.is_empty() {
-                true => "its settings differ".to_string(),
-                false => format!("checkpoint vs now: {}", fields.join(", ")),
-            }
+            crate::config::checkpoint_vs_now(&saved, &stage.resume_key)
         )));
     }
     if file.meta(key::TASK)? != spec.task.name() {
