@@ -17,13 +17,16 @@ import numpy as np
 DTYPES = {"F32": np.float32, "U8": np.uint8, "F64": np.float64, "I64": np.int64}
 
 
-def read_safetensors(path):
-    """Returns ({name: array}, metadata) from the format's 8-byte header length + JSON header."""
+def read_safetensors(path, export=False):
+    """Returns ({name: array}, metadata) from the format's 8-byte header length + JSON header. With
+    `export`, a file whose `lfs.kind` is not "export" raises ValueError naming it."""
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
+        meta = header.pop("__metadata__", {})
+        if export and meta.get("lfs.kind") != "export":  # a training checkpoint, say: refused before its data is read
+            raise ValueError(f"{path}: not an encoder written by `lfs export` (its lfs.kind is {meta.get('lfs.kind')!r}); load the file `lfs export` wrote")
         data = f.read()
-    meta = header.pop("__metadata__", {})
     tensors = {}
     for name, info in header.items():
         start, end = info["data_offsets"]
@@ -51,23 +54,12 @@ def features(tensors, arch, obs):
     return h.reshape(h.shape[0], -1)  # (B, C·H'·W'), channel-major like torch's flatten(1)
 
 
-def check_is_export(path):
-    """Refuses, by name, a file `lfs export` did not write (a training checkpoint, say): its header's
-    `lfs.kind` must be "export"."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        kind = json.loads(f.read(n)).get("__metadata__", {}).get("lfs.kind")
-    if kind != "export":
-        raise ValueError(f"{path}: not an encoder written by `lfs export` (its lfs.kind is {kind!r}); load the file `lfs export` wrote")
-
-
 def main(path):
     try:
-        check_is_export(path)
+        tensors, meta = read_safetensors(path, export=True)
     except ValueError as e:
         print(e)
         return 1
-    tensors, meta = read_safetensors(path)
     arch = json.loads(meta["lfs.architecture"])
     expected = {f"encoder.convnet.{2 * i}.{p}" for i in range(arch["num_layers"]) for p in ("weight", "bias")}
     projector = arch.get("projector") is not None  # `lfs export --encoder-only` leaves it out

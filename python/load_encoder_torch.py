@@ -35,14 +35,17 @@ class Encoder(nn.Module):
         return self.projector(self.forward(obs))  # (B, 128)
 
 
-def read_safetensors(path):
-    """Minimal reader (no `safetensors` package needed): returns (tensors, metadata)."""
+def read_safetensors(path, export=False):
+    """Minimal reader (no `safetensors` package needed): returns (tensors, metadata). With `export`,
+    a file whose `lfs.kind` is not "export" raises ValueError naming it."""
     dtypes = {"F32": torch.float32, "U8": torch.uint8, "F64": torch.float64, "I64": torch.int64}
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
+        meta = header.pop("__metadata__", {})
+        if export and meta.get("lfs.kind") != "export":  # a training checkpoint, say: refused before its data is read
+            raise ValueError(f"{path}: not an encoder written by `lfs export` (its lfs.kind is {meta.get('lfs.kind')!r}); load the file `lfs export` wrote")
         data = f.read()
-    meta = header.pop("__metadata__", {})
     tensors = {}
     for name, info in header.items():
         start, end = info["data_offsets"]
@@ -51,19 +54,8 @@ def read_safetensors(path):
     return tensors, meta
 
 
-def check_is_export(path):
-    """Refuses, by name, a file `lfs export` did not write (a training checkpoint, say): its header's
-    `lfs.kind` must be "export"."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        kind = json.loads(f.read(n)).get("__metadata__", {}).get("lfs.kind")
-    if kind != "export":
-        raise ValueError(f"{path}: not an encoder written by `lfs export` (its lfs.kind is {kind!r}); load the file `lfs export` wrote")
-
-
 def load_encoder(path):
-    check_is_export(path)
-    tensors, meta = read_safetensors(path)
+    tensors, meta = read_safetensors(path, export=True)
     arch = json.loads(meta["lfs.architecture"])
     latent_dim = arch["latent_dim"] if arch.get("projector") is not None else None
     model = Encoder(arch["in_channels"], arch["num_filters"], arch["num_layers"], arch["repr_dim"], latent_dim)
