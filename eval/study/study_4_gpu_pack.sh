@@ -13,5 +13,4 @@ cp results/study-4/encoders.tsv "$TO/"
 tail -n +2 results/study-4/encoders.tsv | while IFS=$'\t' read -r name _ file; do
     cp "$file" "$TO/encoders/$name.safetensors"
 done
-mkdir -p .git/info && { grep -qx "/.gpu-carry-study4/" .git/info/exclude 2>/dev/null || echo "/.gpu-carry-study4/" >> .git/info/exclude; }
 du -sh "$TO"
