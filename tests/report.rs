@@ -1545,6 +1545,12 @@ fn seed_unit_comparison_matches_the_reference() {
             assert!(test.exact);
             assert_eq!(test.splits, reference["splits"].as_u64().unwrap(), "{case} {name}");
             let p = reference["p_value"].as_f64().unwrap();
+            let smallest = reference["smallest_p"].as_f64().unwrap();
+            assert!(
+                (test.smallest_p.unwrap() - smallest).abs() < 1e-12 && smallest <= p,
+                "{case} {name}: smallest p {:?} vs {smallest}",
+                test.smallest_p
+            );
             assert!(
                 (test.p_value - p).abs() < 1e-12,
                 "{case} {name}: p {} vs {p}",
@@ -1563,7 +1569,7 @@ fn seed_unit_comparison_matches_the_reference() {
             }
             // Sampled instead of enumerated: 200,000 splits put p within ~0.001 of the exact one.
             let sampled = seed_units::permutation_test(&a, &b, agg, 10, 3);
-            assert!(!sampled.exact);
+            assert!(!sampled.exact && sampled.smallest_p.is_none());
             assert!(
                 (sampled.p_value - p).abs() < 0.005,
                 "{case} {name}: sampled p {} vs {p}",
@@ -1597,11 +1603,20 @@ fn the_primary_comparison_with_seeds_as_units() {
         three.contains("**Verdict: no difference between lfs and random detected at this scale.**"),
         "{three}"
     );
+    // The two arms are wholly apart already: no order of these scores gives less than 2 / 20.
+    assert!(
+        three.contains(
+            "These seeds could not have decided it: however their scores had fallen between the two \
+             methods, the p would be at least 0.1000, above 0.05."
+        ),
+        "{three}"
+    );
     let four = report("four", 4, declared, None);
     assert!(four.contains("p = 0.0286 (all 70 splits of the 4 + 4 seeds"), "{four}");
     assert!(four.contains("exact two-sided permutation test"), "{four}");
     assert!(
-        four.contains("**Verdict: lfs is better than random at this scale.**"),
+        four.contains("**Verdict: lfs is better than random at this scale.**")
+            && !four.contains("could not have decided"),
         "{four}"
     );
     let gap = report("gap", 4, declared, Some(("lfs", "walker_stand", 2)));
@@ -1661,6 +1676,14 @@ fn a_family_of_primary_comparisons_is_decided_by_holms_step_down() {
         3,
         "{four}"
     );
+    // Holm's first step multiplies the family's smallest p (at best 2 / 70) by 3: whatever the
+    // scores' order, nothing in this family could have been decided, the tie with curl included.
+    assert_eq!(
+        four.matches("the Holm-adjusted p would be at least 0.0857, above 0.05.")
+            .count(),
+        3,
+        "{four}"
+    );
     let alone = primary_section(
         "family-alone",
         &encoders,
@@ -1674,7 +1697,10 @@ fn a_family_of_primary_comparisons_is_decided_by_holms_step_down() {
         "{alone}"
     );
     let five = primary_section("family-five", &encoders, &tasks, 5, family, None);
-    assert!(five.contains("p = 0.0079 (all 252 splits"), "{five}");
+    assert!(
+        five.contains("p = 0.0079 (all 252 splits") && !five.contains("could not have decided"),
+        "{five}"
+    );
     assert_eq!(five.matches("Holm-adjusted p = 0.0238.").count(), 2, "{five}");
     assert!(
         five.contains("**Verdict: lfs is better than random at this scale.**"),

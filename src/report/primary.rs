@@ -51,6 +51,10 @@ pub struct PrimaryVerdict {
     /// Holm's step-down p-value over the declared family, when `b` names several methods: the
     /// verdict is decided on it.
     pub holm_p: Option<f64>,
+    /// With seeds as units and every split enumerated, a lower bound on the p-value the verdict
+    /// is decided on (Holm's in a family), over every assignment of the method labels to these
+    /// scores: above the level, these seeds could not have decided anything.
+    pub smallest_p: Option<f64>,
     pub verdict: Verdict,
 }
 
@@ -75,6 +79,11 @@ impl PrimaryVerdict {
             Verdict::NoDifference => format!("no difference between {a} and {b} detected at this scale"),
             Verdict::NoRuns => format!("not decided: {a} and {b} have no runs on a common task at this budget"),
         }
+    }
+
+    /// Whether no outcome on these seeds could have been decided at the declared level.
+    pub fn undecidable(&self) -> bool {
+        self.smallest_p.is_some_and(|p| p > 1.0 - self.declared.confidence)
     }
 }
 
@@ -116,6 +125,26 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
             if v.verdict != Verdict::NoRuns {
                 v.verdict = verdict_of(adjusted, alpha, v.difference.point);
             }
+        }
+        // A Holm-adjusted p is at least the comparison's own p and at least the family's size
+        // times its smallest p; each p is at least its own smallest possible one (1 without a
+        // test). Unknown (a sampled test) where any of them is.
+        let smallest: Option<Vec<f64>> = verdicts
+            .iter()
+            .map(|v| match &v.seed_test {
+                Some(t) => t.test.smallest_p,
+                None => Some(1.0),
+            })
+            .collect();
+        let smallest = smallest.map(|each| {
+            let first_step = each.len() as f64 * each.iter().copied().fold(1.0, f64::min);
+            each.into_iter().map(|p| p.max(first_step).min(1.0)).collect::<Vec<_>>()
+        });
+        for (i, v) in verdicts.iter_mut().enumerate() {
+            v.smallest_p = match (&v.seed_test, &smallest) {
+                (Some(_), Some(bounds)) => Some(bounds[i]),
+                _ => None,
+            };
         }
     }
     verdicts
@@ -192,6 +221,7 @@ fn decide_one(
         tasks,
         runs_a,
         runs_b,
+        smallest_p: seed_test.as_ref().and_then(|t| t.test.smallest_p),
         difference,
         seed_test,
         holm_p: None,
@@ -379,6 +409,15 @@ fn comparison(v: &PrimaryVerdict) -> String {
         ));
     }
     md.push_str(&format!("**Verdict: {}.**\n\n", v.sentence()));
+    if let (true, Some(smallest)) = (v.undecidable(), v.smallest_p) {
+        md.push_str(&format!(
+            "These seeds could not have decided it: however their scores had fallen between the two \
+             methods, the {which} would be at least {smallest:.4}, above {alpha}. Only more seeds can decide \
+             this comparison.\n\n",
+            which = if v.holm_p.is_some() { "Holm-adjusted p" } else { "p" },
+            alpha = format_level(1.0 - p.confidence),
+        ));
+    }
     md
 }
 

@@ -112,6 +112,10 @@ pub struct PermutationTest {
     pub splits: u64,
     /// Whether every split was enumerated.
     pub exact: bool,
+    /// With every split enumerated, the smallest p any assignment of the method labels to these
+    /// pooled units could give: the share of splits as extreme as the most extreme one. Above
+    /// the level, no outcome on these units could have been decided, whatever the scores' order.
+    pub smallest_p: Option<f64>,
 }
 
 /// C(n, k), saturating.
@@ -148,15 +152,13 @@ pub fn permutation_test(
     };
     let total = binomial(n as u64, k as u64);
     if total <= max_exact {
-        // Every k-subset of 0..n in lexicographic order.
+        // Every k-subset of 0..n in lexicographic order; |difference| of each split.
         let mut chosen: Vec<usize> = (0..k).collect();
-        let mut extreme = 0u64;
+        let mut splits: Vec<f64> = Vec::with_capacity(total as usize);
         loop {
             in_a.iter_mut().for_each(|x| *x = false);
             chosen.iter().for_each(|&i| in_a[i] = true);
-            if split_difference(&in_a) >= observed - tolerance {
-                extreme += 1;
-            }
+            splits.push(split_difference(&in_a));
             let Some(i) = (0..k).rev().find(|&i| chosen[i] < n - k + i) else {
                 break;
             };
@@ -165,10 +167,17 @@ pub fn permutation_test(
                 chosen[j] = chosen[j - 1] + 1;
             }
         }
+        // The share of splits at least as extreme as `d`, up to rounding.
+        let share_beyond = |d: f64| {
+            let tolerance = 1e-12 * d.max(1.0);
+            splits.iter().filter(|&&x| x >= d - tolerance).count() as f64 / total as f64
+        };
+        let most_extreme = splits.iter().copied().fold(0.0, f64::max);
         return PermutationTest {
-            p_value: extreme as f64 / total as f64,
+            p_value: share_beyond(observed),
             splits: total,
             exact: true,
+            smallest_p: Some(share_beyond(most_extreme)),
         };
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -186,6 +195,7 @@ pub fn permutation_test(
         p_value: extreme as f64 / (SAMPLED_SPLITS + 1) as f64,
         splits: SAMPLED_SPLITS as u64 + 1,
         exact: false,
+        smallest_p: None,
     }
 }
 
