@@ -127,24 +127,15 @@ pub fn decide(declared: &PrimaryComparison, scores: &BudgetScores, bootstrap: &B
             }
         }
         // A Holm-adjusted p is at least the comparison's own p and at least the family's size
-        // times its smallest p; each p is at least its own smallest possible one (1 without a
-        // test). Unknown (a sampled test) where any of them is.
-        let smallest: Option<Vec<f64>> = verdicts
+        // times its smallest p; each p is at least its own smallest possible one (decide_one's;
+        // 1 without a test). Unknown (a sampled test) where any of them is.
+        let own: Option<Vec<f64>> = verdicts
             .iter()
-            .map(|v| match &v.seed_test {
-                Some(t) => t.test.smallest_p,
-                None => Some(1.0),
-            })
+            .map(|v| if v.seed_test.is_some() { v.smallest_p } else { Some(1.0) })
             .collect();
-        let smallest = smallest.map(|each| {
-            let first_step = each.len() as f64 * each.iter().copied().fold(1.0, f64::min);
-            each.into_iter().map(|p| p.max(first_step).min(1.0)).collect::<Vec<_>>()
-        });
-        for (i, v) in verdicts.iter_mut().enumerate() {
-            v.smallest_p = match (&v.seed_test, &smallest) {
-                (Some(_), Some(bounds)) => Some(bounds[i]),
-                _ => None,
-            };
+        let first_step = own.map(|own| own.len() as f64 * own.into_iter().fold(1.0, f64::min));
+        for v in verdicts.iter_mut().filter(|v| v.seed_test.is_some()) {
+            v.smallest_p = first_step.zip(v.smallest_p).map(|(first, p)| p.max(first).min(1.0));
         }
     }
     verdicts

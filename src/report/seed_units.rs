@@ -136,8 +136,8 @@ pub fn permutation_test(
     let pooled: Vec<&SeedUnit> = a.iter().chain(b).collect();
     let (n, k) = (pooled.len(), a.len());
     let observed = difference(a, b, aggregate).abs();
-    // Differences equal to the observed one up to rounding count as extreme.
-    let tolerance = 1e-12 * observed.max(1.0);
+    // Whether a split's |difference| is as extreme as `d`: one equal to it up to rounding counts.
+    let as_extreme = |x: f64, d: f64| x >= d - 1e-12 * d.max(1.0);
     let num_tasks = num_tasks(a, b);
     let mut in_a = vec![false; n];
     let split_difference = |in_a: &[bool]| -> f64 {
@@ -168,10 +168,7 @@ pub fn permutation_test(
             }
         }
         // The share of splits at least as extreme as `d`, up to rounding.
-        let share_beyond = |d: f64| {
-            let tolerance = 1e-12 * d.max(1.0);
-            splits.iter().filter(|&&x| x >= d - tolerance).count() as f64 / total as f64
-        };
+        let share_beyond = |d: f64| splits.iter().filter(|&&x| as_extreme(x, d)).count() as f64 / total as f64;
         let most_extreme = splits.iter().copied().fold(0.0, f64::max);
         return PermutationTest {
             p_value: share_beyond(observed),
@@ -187,7 +184,7 @@ pub fn permutation_test(
         order.shuffle(&mut rng);
         in_a.iter_mut().for_each(|x| *x = false);
         order[..k].iter().for_each(|&i| in_a[i] = true);
-        if split_difference(&in_a) >= observed - tolerance {
+        if as_extreme(split_difference(&in_a), observed) {
             extreme += 1;
         }
     }
