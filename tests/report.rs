@@ -1,7 +1,8 @@
 //! `lfs report`: rliable's statistics against rliable itself, the report of a synthetic suite
 //! (files, paper numbers with their scale, cells not counted, pictures that decode), refused
-//! mismatches with nothing written, `results.csv` read back by us and by pandas, and the
-//! encoders' pre-training logs and linear probes beside the returns.
+//! mismatches with nothing written, `results.csv` read back by us and by pandas, the encoders'
+//! pre-training logs and linear probes beside the returns, and study 4's committed verdicts
+//! written again from its committed cells.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -1726,6 +1727,125 @@ fn a_family_of_primary_comparisons_is_decided_by_holms_step_down() {
         runs.contains("suite.toml") && runs.contains("it needs unit = \"seed\""),
         "{runs}"
     );
+}
+
+/// Study 4's committed verdicts follow from its committed cells: `lfs report` on a suite folder
+/// made of `eval/suites/study-4.toml` and `results/study-4/cells/` (all of them, and without lfs's
+/// seed 6, the plan's other reading) writes the primary section committed in `report/` and
+/// `report-lfs-seeds-1-5/`, and each exact p equals one counted here, independently, from the
+/// cells' `eval.csv` (the IQM as rliable's `trim_mean(x, 0.25)`: the mean of the middle scores
+/// once ⌊n/4⌋ are cut from each end; the normalisation divides both arms alike, so p is the
+/// same on returns). A change of `lfs report`'s wording here means rewriting both folders
+/// (`eval/study/study4_report.sh`) and saying so in `results/study-4/README.md`.
+#[test]
+fn study_4s_committed_verdicts_follow_from_its_committed_cells() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let committed = root.join("results/study-4/cells");
+    // A cell's score: its evaluation return at 100,000 frames (its last `eval.csv` row there).
+    let score = |cell: &str| -> f64 {
+        let csv = std::fs::read_to_string(committed.join(cell).join("eval.csv")).unwrap();
+        let row = csv
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("100000,"))
+            .unwrap_or_else(|| panic!("{cell}: no 100000 row"));
+        row.split(',').nth(3).unwrap().parse().unwrap()
+    };
+    let iqm = |xs: &[f64]| -> f64 {
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        let cut = v.len() / 4;
+        let middle = &v[cut..v.len() - cut];
+        middle.iter().sum::<f64>() / middle.len() as f64
+    };
+    // Exact two-sided permutation p of the IQM difference: every split of the pooled scores into
+    // arms of the observed sizes, counted when at least as extreme as the observed difference.
+    let permutation_p = |a: &[f64], b: &[f64]| -> (f64, usize) {
+        let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+        let observed = (iqm(a) - iqm(b)).abs();
+        let (mut extreme, mut splits) = (0usize, 0usize);
+        for mask in 0u32..(1 << pooled.len()) {
+            if mask.count_ones() as usize != a.len() {
+                continue;
+            }
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            for (i, &s) in pooled.iter().enumerate() {
+                if mask & (1 << i) != 0 {
+                    x.push(s)
+                } else {
+                    y.push(s)
+                }
+            }
+            splits += 1;
+            if (iqm(&x) - iqm(&y)).abs() >= observed - 1e-9 {
+                extreme += 1;
+            }
+        }
+        (extreme as f64 / splits as f64, splits)
+    };
+
+    let mut names: Vec<String> = std::fs::read_dir(&committed)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 16, "study 4 ended with 16 cells: {names:?}");
+    for (label, left_out, folder) in [
+        ("all", None, "report"),
+        (
+            "lfs-seeds-1-5",
+            Some("005-lfs-cartpole_swingup-s6"),
+            "report-lfs-seeds-1-5",
+        ),
+    ] {
+        let suite = temp_dir(&format!("report-study-4-{label}"));
+        std::fs::copy(root.join("eval/suites/study-4.toml"), suite.join("suite.toml")).unwrap();
+        let kept: Vec<&String> = names.iter().filter(|n| Some(n.as_str()) != left_out).collect();
+        for name in &kept {
+            let to = suite.join("cells").join(name);
+            std::fs::create_dir_all(&to).unwrap();
+            for file in std::fs::read_dir(committed.join(name)).unwrap() {
+                let file = file.unwrap().path();
+                std::fs::copy(&file, to.join(file.file_name().unwrap())).unwrap();
+            }
+        }
+        // The default bootstrap (50000 replications, as the driver ran it), not run_report's 2000.
+        let out = suite.join("report");
+        let res = lfs(&["report", suite.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert!(res.status.success(), "{}", text(&res.stderr));
+        let ours = std::fs::read_to_string(out.join("report.md")).unwrap();
+        let theirs = std::fs::read_to_string(root.join("results/study-4").join(folder).join("report.md")).unwrap();
+        let primary = section(&ours, "## Pre-registered primary comparison");
+        assert_eq!(
+            primary,
+            section(&theirs, "## Pre-registered primary comparison"),
+            "{folder}"
+        );
+
+        let arm = |method: &str| -> Vec<f64> {
+            kept.iter()
+                .filter(|n| n.contains(&format!("-{method}-")))
+                .map(|n| score(n))
+                .collect()
+        };
+        let lfs_scores = arm("lfs");
+        for other in ["random", "atc"] {
+            let (p, splits) = permutation_p(&lfs_scores, &arm(other));
+            let line = format!(
+                "p = {p:.4} (all {splits} splits of the {} + {} seeds",
+                lfs_scores.len(),
+                arm(other).len()
+            );
+            // This comparison's subsection: from its heading to the next one.
+            let heading = format!("### lfs − {other}");
+            let start = primary
+                .find(&heading)
+                .unwrap_or_else(|| panic!("{folder}: no {heading}"));
+            let rest = &primary[start + heading.len()..];
+            let comparison = &rest[..rest.find("\n### ").unwrap_or(rest.len())];
+            assert!(comparison.contains(&line), "{folder}: want {line:?} in\n{comparison}");
+        }
+    }
 }
 
 /// Study 2's secondary comparisons (eval/study/probe_runs.py) against the report's permutation

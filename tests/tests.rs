@@ -61,7 +61,8 @@ mod suite;
 // command that reads it (`lfs suite sbatch`) or, for pre-training, its loader.
 mod configs;
 // `lfs report`: rliable's aggregates vs rliable, a synthetic suite's report and pictures,
-// mismatched cells refused with nothing written, results.csv read back (and by pandas).
+// mismatched cells refused with nothing written, results.csv read back (and by pandas), study
+// 4's committed verdicts written again from its committed cells.
 mod report;
 // The linear probe's numerical core: ridge by group k-fold CV in the dual form on synthetic data,
 // the protocol vs eval/probe_reference.py (numpy, primal form), the held-out R² bootstrap.
