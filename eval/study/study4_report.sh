@@ -13,6 +13,11 @@ OUT=$2
 shift 2
 CELLS=results/study-4/cells
 [ -d "$CELLS" ] || { echo "study4_report: $CELLS is missing: run from the repository root" >&2; exit 2; }
+# OUT is replaced: refuse a folder that is not an earlier report (results/study-4 itself, say).
+if [ -e "$OUT" ] && [ ! -f "$OUT/report.md" ]; then
+    echo "study4_report: $OUT exists and holds no report.md: not replaced; name a new folder" >&2
+    exit 2
+fi
 for drop in "$@"; do
     [ -d "$CELLS/$drop" ] || { echo "study4_report: $CELLS/$drop is no committed cell" >&2; exit 2; }
 done
