@@ -10,7 +10,7 @@ use std::process::Command;
 use lfs::report::aggregate::{self, Aggregate, BootstrapConfig, ScoreTable};
 use lfs::report::{cells, results_csv};
 
-use crate::common::{lfs, temp_dir, text};
+use crate::common::{lfs, repo, temp_dir, text};
 
 // ---------------------------------------------------------------------------------------------
 // rliable's statistics
@@ -871,11 +871,14 @@ fn set_encoder_source(suite: &Path, encoder: &str, source: &Path) {
     }
 }
 
-/// The text of report.md's section `title`, up to the next section.
+/// The text of report.md's section `title` (a heading: `## …`, `### …`), up to the next heading
+/// of the same level.
 fn section<'a>(md: &'a str, title: &str) -> &'a str {
+    let marker = &title[..title.find(' ').map_or(0, |i| i + 1)];
     let start = md.find(title).unwrap_or_else(|| panic!("no {title} in {md}"));
     let rest = &md[start + title.len()..];
-    &md[start..start + title.len() + rest.find("\n## ").unwrap_or(rest.len())]
+    let end = rest.find(&format!("\n{marker}")).unwrap_or(rest.len());
+    &md[start..start + title.len() + end]
 }
 
 /// The online probe's lines in a pre-training log: tabulated and drawn beside the loss, while
@@ -1739,7 +1742,7 @@ fn a_family_of_primary_comparisons_is_decided_by_holms_step_down() {
 /// (`eval/study/study4_report.sh`) and saying so in `results/study-4/README.md`.
 #[test]
 fn study_4s_committed_verdicts_follow_from_its_committed_cells() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = repo();
     let committed = root.join("results/study-4/cells");
     // A cell's score: its evaluation return at 100,000 frames (its last `eval.csv` row there).
     let score = |cell: &str| -> f64 {
@@ -1830,19 +1833,14 @@ fn study_4s_committed_verdicts_follow_from_its_committed_cells() {
         };
         let lfs_scores = arm("lfs");
         for other in ["random", "atc"] {
-            let (p, splits) = permutation_p(&lfs_scores, &arm(other));
+            let other_scores = arm(other);
+            let (p, splits) = permutation_p(&lfs_scores, &other_scores);
             let line = format!(
                 "p = {p:.4} (all {splits} splits of the {} + {} seeds",
                 lfs_scores.len(),
-                arm(other).len()
+                other_scores.len()
             );
-            // This comparison's subsection: from its heading to the next one.
-            let heading = format!("### lfs − {other}");
-            let start = primary
-                .find(&heading)
-                .unwrap_or_else(|| panic!("{folder}: no {heading}"));
-            let rest = &primary[start + heading.len()..];
-            let comparison = &rest[..rest.find("\n### ").unwrap_or(rest.len())];
+            let comparison = section(primary, &format!("### lfs − {other}"));
             assert!(comparison.contains(&line), "{folder}: want {line:?} in\n{comparison}");
         }
     }
