@@ -1846,6 +1846,49 @@ fn study_4s_committed_verdicts_follow_from_its_committed_cells() {
     }
 }
 
+/// `eval/study/study4_report.sh` refuses, with the reason and exit 2, before it writes anything:
+/// too few arguments, a cell to leave out that is not committed, and an OUT that exists but holds
+/// no report.md (it would be replaced: `results/study-4` itself, say), which stays as it was.
+#[test]
+fn study4_report_script_refuses_bad_arguments() {
+    let run = |args: &[&str]| -> (Option<i32>, String) {
+        let out = Command::new("bash")
+            .arg("eval/study/study4_report.sh")
+            .args(args)
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stderr))
+    };
+    let lfs_bin = env!("CARGO_BIN_EXE_lfs");
+    let dir = temp_dir("study4-report-script");
+    let new_out = dir.join("report");
+    let new_out = new_out.to_str().unwrap();
+
+    let (code, err) = run(&[lfs_bin]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("usage:"), "{err}");
+
+    let (code, err) = run(&[lfs_bin, new_out, "999-lfs-cartpole_swingup-s9"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("results/study-4/cells/999-lfs-cartpole_swingup-s9 is no committed cell"),
+        "{err}"
+    );
+    assert!(!dir.join("report").exists());
+
+    let kept = dir.join("not-a-report");
+    std::fs::create_dir_all(&kept).unwrap();
+    std::fs::write(kept.join("notes.txt"), "mine").unwrap();
+    let (code, err) = run(&[lfs_bin, kept.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{} exists and holds no report.md", kept.display())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(kept.join("notes.txt")).unwrap(), "mine");
+}
+
 /// Study 2's secondary comparisons (eval/study/probe_runs.py) against the report's permutation
 /// test: on probe reports of made-up scores, each comparison's exact p equals
 /// `seed_units::permutation_test` on the same runs (one unit per run, its nine-task mean as
